@@ -8,10 +8,19 @@ let package = Package(
         .library(name: "DiffMatchPatch", targets: ["DiffMatchPatch"]),
         .executable(name: "dmp", targets: ["dmp"]),
     ],
-    dependencies: [],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
     targets: [
+        // No dependencies: the foundation of everything else, useful on its own.
         .target(name: "DiffMatchPatch"),
-        .executableTarget(name: "dmp", dependencies: ["DiffMatchPatch"]),
+        .executableTarget(
+            name: "dmp",
+            dependencies: [
+                "DiffMatchPatch",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(name: "DiffMatchPatchTests", dependencies: ["DiffMatchPatch"]),
     ]
 )

@@ -1,0 +1,142 @@
+import ArgumentParser
+import DiffMatchPatch
+import Foundation
+
+@main
+struct DMP: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dmp",
+        abstract: "Diff, match and patch plain-text files, compatible with Google's diff-match-patch.",
+        discussion: "Files are read as UTF-8. Offsets and lengths count UTF-16 code units, as the JavaScript reference does.",
+        subcommands: [DiffCommand.self, PatchCommand.self, ApplyCommand.self, SpeedTest.self]
+    )
+}
+
+/// Options shared by the commands that diff.
+struct DiffOptions: ParsableArguments {
+    @Option(help: "Seconds a diff may take before it settles for a coarser result (0: no limit).")
+    var timeout: Double = 1.0
+
+    func validate() throws {
+        guard timeout.isFinite, timeout >= 0 else {
+            throw ValidationError("--timeout must be a number of seconds, 0 or more.")
+        }
+    }
+}
+
+enum Cleanup: String, ExpressibleByArgument, CaseIterable {
+    case none, semantic, efficiency
+}
+
+struct DiffCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diff", abstract: "Print the delta that turns file A into file B.")
+
+    @OptionGroup var options: DiffOptions
+    @Flag(help: "Run a line-level diff first (faster on long texts, slightly less optimal).")
+    var checklines = false
+    @Option(help: "Cleanup after diffing: \(Cleanup.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var cleanup: Cleanup = .none
+    @Argument(help: "The old file.") var a: String
+    @Argument(help: "The new file.") var b: String
+
+    func run() throws {
+        let dmp = DiffMatchPatch(configuration: .init(diffTimeout: options.timeout))
+        var diffs = dmp.diff(try readText(a), try readText(b), checkLines: checklines)
+        switch cleanup {
+        case .none: break
+        case .semantic: dmp.cleanupSemantic(&diffs)
+        case .efficiency: dmp.cleanupEfficiency(&diffs)
+        }
+        print(dmp.toDelta(diffs))
+    }
+}
+
+struct PatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "patch", abstract: "Print the patch text that turns file A into file B.")
+
+    @OptionGroup var options: DiffOptions
+    @Argument(help: "The old file.") var a: String
+    @Argument(help: "The new file.") var b: String
+
+    func run() throws {
+        let dmp = DiffMatchPatch(configuration: .init(diffTimeout: options.timeout))
+        writeStdout(dmp.patchToText(dmp.patchMake(try readText(a), try readText(b))))
+    }
+}
+
+struct ApplyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apply",
+        abstract: "Apply a patch file to a file.",
+        discussion: "Prints the patched text on standard output and a JSON array of per-patch results on standard error; exits 1 when any patch failed."
+    )
+
+    @Argument(help: "The patch text file.") var patchFile: String
+    @Argument(help: "The file to patch.") var file: String
+
+    func run() throws {
+        let dmp = DiffMatchPatch()
+        let patches: [Patch]
+        do {
+            patches = try dmp.patchFromText(try readText(patchFile))
+        } catch let error as DiffMatchPatchError {
+            throw Failure("\(patchFile): \(error.message)")
+        }
+        let (text, results) = dmp.patchApply(patches, to: try readText(file))
+        writeStdout(text)
+        FileHandle.standardError.write(Data(("[" + results.map { $0 ? "true" : "false" }.joined(separator: ",") + "]\n").utf8))
+        if results.contains(false) { throw ExitCode(1) }
+    }
+}
+
+struct SpeedTest: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "speedtest",
+        abstract: "The official diff speed test: no timeout, no line mode, one untimed warm-up diff B→A, then a timed diff A→B."
+    )
+
+    @Argument(help: "The first file.") var a: String
+    @Argument(help: "The second file.") var b: String
+
+    func run() throws {
+        let text1 = try readText(a)
+        let text2 = try readText(b)
+        let dmp = DiffMatchPatch(configuration: .init(diffTimeout: 0))
+        _ = dmp.diff(text2, text1, checkLines: false)
+        let clock = ContinuousClock()
+        var diffs: [Diff] = []
+        let elapsed = clock.measure { diffs = dmp.diff(text1, text2, checkLines: false) }
+        let ms = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        print("speedtest: \(String(format: "%.1f", ms)) ms, \(diffs.count) diffs, levenshtein \(dmp.levenshtein(diffs))")
+    }
+}
+
+/// A user-facing failure: one line on standard error, exit status 2.
+struct Failure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension Failure: LocalizedError {
+    var errorDescription: String? { description }
+}
+
+/// The UTF-8 text of a file; a clear error when it cannot be read or is not UTF-8.
+func readText(_ path: String) throws -> String {
+    let data: Data
+    do {
+        data = try Data(contentsOf: URL(fileURLWithPath: path))
+    } catch {
+        throw Failure("cannot read \(path): \((error as NSError).localizedDescription)")
+    }
+    guard let text = String(data: data, encoding: .utf8) ?? (data.isEmpty ? "" : nil) else {
+        throw Failure("\(path) is not valid UTF-8")
+    }
+    return text
+}
+
+func writeStdout(_ text: String) {
+    FileHandle.standardOutput.write(Data(text.utf8))
+}
