@@ -172,7 +172,8 @@ func readText(_ path: String) throws -> String {
     } catch {
         throw Failure("cannot read \(path): \((error as NSError).localizedDescription)")
     }
-    guard let text = String(data: data, encoding: .utf8) ?? (data.isEmpty ? "" : nil) else {
+    // Strict validation, and a byte order mark is kept as text (U+FEFF), as node reads it.
+    guard let text = String(validating: data, as: UTF8.self) else {
         throw Failure("\(path) is not valid UTF-8")
     }
     return text
