@@ -4,7 +4,7 @@
 /// diffs are repaired (see `Surrogates`) so that no result splits a surrogate pair.
 extension DiffMatchPatch {
     @inline(__always)
-    private func units(_ text: String) -> [UInt16] { Array(text.utf16) }
+    private func units(_ text: String) -> [UInt16] { UTF16Conversion.units(text) }
 
     @inline(__always)
     private func units(_ diffs: [Diff]) -> [UDiff] { diffs.map(\.udiff) }
@@ -50,7 +50,7 @@ extension DiffMatchPatch {
         withUnits(units(text1), units(text2)) { a, b in
             guard let hm = halfMatch(a, b) else { return nil }
             return [hm.text1A, hm.text1B, hm.text2A, hm.text2B, hm.common].map {
-                String(decoding: $0, as: UTF16.self)
+                UTF16Conversion.string($0)
             }
         }
     }
@@ -193,7 +193,7 @@ extension DiffMatchPatch {
     /// - Returns: the patched text and, for each patch, whether it applied.
     public func patchApply(_ patches: [Patch], to text: String) -> (text: String, results: [Bool]) {
         let (result, applied) = patchApply(patches.map(UPatch.init), units(text))
-        return (String(decoding: result, as: UTF16.self), applied)
+        return (UTF16Conversion.string(result), applied)
     }
 
     /// Adds the reference's padding to the first and last patch; returns the padding.
@@ -201,7 +201,7 @@ extension DiffMatchPatch {
         var u = patches.map(UPatch.init)
         let padding = patchAddPadding(&u)
         patches = u.map(\.patch)
-        return String(decoding: padding, as: UTF16.self)
+        return UTF16Conversion.string(padding)
     }
 
     /// Splits patches longer than `matchMaxBits` so that Bitap can place them.
