@@ -12,6 +12,13 @@ extension DiffMatchPatch {
     @inline(__always)
     private func published(_ diffs: [UDiff]) -> [Diff] { Surrogates.repair(diffs).map(Diff.init) }
 
+    /// Runs a cleanup of the reference on the UTF-16 form of `diffs`.
+    private func rewrite(_ diffs: inout [Diff], _ cleanup: (inout [UDiff]) -> Void) {
+        var u = units(diffs)
+        cleanup(&u)
+        diffs = published(u)
+    }
+
     // MARK: Diff
 
     /// The differences between two texts, simplest edit first.
@@ -62,30 +69,22 @@ extension DiffMatchPatch {
 
     /// Reorders and merges like edit sections and factors out common prefixes and suffixes.
     public func cleanupMerge(_ diffs: inout [Diff]) {
-        var u = units(diffs)
-        cleanupMerge(&u)
-        diffs = published(u)
+        rewrite(&diffs) { cleanupMerge(&$0) }
     }
 
     /// Makes diffs easier for people to read by removing coincidental equalities.
     public func cleanupSemantic(_ diffs: inout [Diff]) {
-        var u = units(diffs)
-        cleanupSemantic(&u)
-        diffs = published(u)
+        rewrite(&diffs) { cleanupSemantic(&$0) }
     }
 
     /// Slides single edits to word and line boundaries without changing their content.
     public func cleanupSemanticLossless(_ diffs: inout [Diff]) {
-        var u = units(diffs)
-        cleanupSemanticLossless(&u)
-        diffs = published(u)
+        rewrite(&diffs) { cleanupSemanticLossless(&$0) }
     }
 
     /// Removes equalities that cost more to keep than `diffEditCost`.
     public func cleanupEfficiency(_ diffs: inout [Diff]) {
-        var u = units(diffs)
-        cleanupEfficiency(&u)
-        diffs = published(u)
+        rewrite(&diffs) { cleanupEfficiency(&$0) }
     }
 
     /// The Levenshtein distance the diffs describe, in UTF-16 code units.
