@@ -146,7 +146,7 @@ extension DiffMatchPatch {
     /// The Bitap fuzzy match of `pattern` near `location`, or nil.
     public func matchBitap(_ text: String, _ pattern: String, _ location: Int) -> Int? {
         let r = withUnits(units(text), units(pattern)) { t, p in
-            p.count > configuration.matchMaxBits ? matchMain(t, p, location) : matchBitap(t, p, location)
+            p.count > maxBits ? matchMain(t, p, location) : matchBitap(t, p, location)
         }
         return r == -1 ? nil : r
     }
