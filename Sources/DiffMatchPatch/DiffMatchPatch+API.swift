@@ -36,6 +36,25 @@ extension DiffMatchPatch {
         published(diffMain(units(text1), units(text2), checkLines: checkLines, deadline: deadline))
     }
 
+    /// A cleanup to run on a diff before it is handed out.
+    public enum Cleanup: String, CaseIterable, Sendable {
+        case none, semantic, semanticLossless, efficiency
+    }
+
+    /// The differences between two texts, then `cleanup`: the same as cleaning up the result
+    /// of `diff`, except that the cleanup sees the diff exactly as the reference's would (before
+    /// surrogate pairs are made whole), so the result matches the reference's in more cases.
+    public func diff(_ text1: String, _ text2: String, checkLines: Bool = true, cleanup: Cleanup) -> [Diff] {
+        var diffs = diffMain(units(text1), units(text2), checkLines: checkLines, deadline: defaultDeadline)
+        switch cleanup {
+        case .none: break
+        case .semantic: cleanupSemantic(&diffs)
+        case .semanticLossless: cleanupSemanticLossless(&diffs)
+        case .efficiency: cleanupEfficiency(&diffs)
+        }
+        return published(diffs)
+    }
+
     /// The length of the common prefix of two texts, in UTF-16 code units.
     public func commonPrefix(_ text1: String, _ text2: String) -> Int {
         withUnits(units(text1), units(text2)) { commonPrefix($0, $1) }
