@@ -1,0 +1,3 @@
+import NotedServer
+import ArgumentParser
+print("x")

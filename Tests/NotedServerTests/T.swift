@@ -1,0 +1,5 @@
+import Testing
+import NotedServer
+import HummingbirdTesting
+import HummingbirdWSClient
+import HummingbirdWSTesting
