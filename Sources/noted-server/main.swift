@@ -1,3 +1,0 @@
-import NotedServer
-import ArgumentParser
-print("x")
