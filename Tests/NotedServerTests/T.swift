@@ -1,5 +1,0 @@
-import Testing
-import NotedServer
-import HummingbirdTesting
-import HummingbirdWSClient
-import HummingbirdWSTesting
