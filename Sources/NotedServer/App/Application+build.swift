@@ -1,6 +1,7 @@
 import Foundation
 import HummingbirdBcrypt
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOPosix
@@ -40,13 +41,19 @@ public func buildApplication(
     let webSocketRouter = Router(context: NotedRequestContext.self)
     routes.addWebSocket(to: webSocketRouter)
 
+    let webSocketResponder = webSocketRouter.buildResponder()
     let webSocket = WebSocketServerConfiguration(
         maxFrameSize: configuration.limits.maxMessageBytes,
         autoPing: .enabled(timePeriod: .seconds(30)),
         validateUTF8: true)
     return Application(
         router: router,
-        server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: .init(ws: webSocket)),
+        server: HTTPServerBuilder { responder in
+            OriginGuardedChannel(
+                base: HTTP1WebSocketUpgradeChannel(
+                    responder: responder, webSocketResponder: webSocketResponder, configuration: .init(ws: webSocket)),
+                policy: OriginPolicy(allowedOrigins: configuration.allowedOrigins), path: "/v1/sync")
+        },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
         services: [
             StoreService(store: store),

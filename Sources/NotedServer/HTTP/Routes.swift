@@ -166,12 +166,8 @@ struct Routes: Sendable {
 
     /// A browser origin must be the server's own or an allowed one; no `Origin`: a native client.
     func originAllowed(_ request: Request) -> Bool {
-        guard let origin = request.headers[.origin] else { return true }
-        if configuration.allowedOrigins.contains(origin) { return true }
-        if let host = request.head.authority {
-            return origin == "http://\(host)" || origin == "https://\(host)"
-        }
-        return false
+        OriginPolicy(allowedOrigins: configuration.allowedOrigins).allows(
+            origins: request.headers[values: .origin], authority: request.head.authority)
     }
 
     private func bearerToken(_ request: Request) -> String? {
