@@ -1,0 +1,77 @@
+import Foundation
+import NotedCore
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(AsyncHTTPClient)
+import AsyncHTTPClient
+import NIOCore
+#endif
+
+/// A minimal HTTP request as the client library makes them.
+public struct HTTPRequestData: Sendable {
+    public var method: String
+    public var url: URL
+    public var headers: [String: String]
+    public var body: Data?
+
+    public init(method: String, url: URL, headers: [String: String] = [:], body: Data? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+}
+
+public struct HTTPResponseData: Sendable {
+    public var status: Int
+    public var body: Data
+
+    public init(status: Int, body: Data) {
+        self.status = status
+        self.body = body
+    }
+}
+
+/// Performs HTTP requests: AsyncHTTPClient on Linux, URLSession on Apple platforms.
+public protocol HTTPTransport: Sendable {
+    func send(_ request: HTTPRequestData) async throws -> HTTPResponseData
+}
+
+/// The platform's HTTP client.
+public struct DefaultHTTPTransport: HTTPTransport {
+    public var timeout: Duration
+
+    public init(timeout: Duration = .seconds(15)) {
+        self.timeout = timeout
+    }
+
+    public func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
+        #if canImport(AsyncHTTPClient)
+        var outgoing = HTTPClientRequest(url: request.url.absoluteString)
+        outgoing.method = .init(rawValue: request.method)
+        for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+        if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
+        do {
+            let response = try await HTTPClient.shared.execute(outgoing, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
+            let buffer = try await response.body.collect(upTo: 64 << 20)
+            return HTTPResponseData(status: Int(response.status.code), body: Data(buffer.readableBytesView))
+        } catch {
+            throw NotedClientError(.server, "cannot reach \(request.url.host ?? request.url.absoluteString): \(error)")
+        }
+        #else
+        var outgoing = URLRequest(url: request.url)
+        outgoing.httpMethod = request.method
+        outgoing.timeoutInterval = Double(timeout.components.seconds)
+        for (name, value) in request.headers { outgoing.setValue(value, forHTTPHeaderField: name) }
+        outgoing.httpBody = request.body
+        do {
+            let (data, response) = try await URLSession.shared.data(for: outgoing)
+            return HTTPResponseData(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data)
+        } catch {
+            throw NotedClientError(.server, "cannot reach \(request.url.host ?? request.url.absoluteString): \(error.localizedDescription)")
+        }
+        #endif
+    }
+}
