@@ -75,7 +75,10 @@ public struct Home: Sendable {
         guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: mode]) else {
             throw CLIError("cannot write \(temporary)")
         }
-        _ = try FileManager.default.replaceItemAt(URL(fileURLWithPath: file), withItemAt: URL(fileURLWithPath: temporary))
+        // rename(2) replaces the old file atomically: a crash leaves the old or the new one.
+        guard rename(temporary, file) == 0 else {
+            throw CLIError("cannot write \(file): \(String(cString: strerror(errno)))")
+        }
     }
 }
 
