@@ -305,14 +305,13 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     }
 
     /// Exponential backoff with jitter: a random delay in [d/2, d], d = initial × 2^attempt, capped.
-    func backoffDelay(attempt: Int) -> Duration {
+    mutating func backoffDelay(attempt: Int) -> Duration {
         var delay = configuration.initialBackoff
         for _ in 0..<min(attempt, 30) where delay < configuration.maxBackoff {
             delay *= 2
         }
         delay = min(delay, configuration.maxBackoff)
-        var copy = random
-        let fraction = Double(copy.next() >> 11) / Double(1 << 53)
+        let fraction = Double(random.next() >> 11) / Double(1 << 53)
         return delay / 2 + delay / 2 * fraction
     }
 
