@@ -176,8 +176,13 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         case .refreshToken:
             let tokens = tokens
             tasks.append(Task { [weak self] in
-                let token = try? await tokens.refresh().accessToken
-                await self?.refreshed(token)
+                do {
+                    let token = try await tokens.refresh().accessToken
+                    await self?.refreshed(token)
+                } catch {
+                    await self?.report(error)
+                    await self?.refreshed(nil)
+                }
             })
         case .status(let value):
             status = value
