@@ -123,6 +123,7 @@ let package = Package(
             dependencies: [
                 "NotedCLI",
                 "NotedClient",
+                "NotedCore",
             ]
         ),
     ]

@@ -87,12 +87,10 @@ public final class NotedClient: Sendable {
     public func waitUntilSynced(timeout: Duration, failWhenOffline: Bool = false) async -> Bool {
         guard let engine else { return false }
         let deadline = ContinuousClock.now + timeout
-        var sawConnecting = false
         while ContinuousClock.now < deadline {
             if await engine.isSynced() { return true }
-            let status = await engine.currentStatus
-            if case .connecting = status { sawConnecting = true }
-            if failWhenOffline, sawConnecting, case .offline = status { return false }
+            // Two failed attempts in a row mean unreachable; one may be an expired token being refreshed.
+            if failWhenOffline, await engine.connectionFailures >= 2 { return false }
             try? await Task.sleep(for: .milliseconds(20))
         }
         return await engine.isSynced()

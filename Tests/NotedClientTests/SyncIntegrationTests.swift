@@ -12,8 +12,8 @@ import Testing
             let b = try server.client(user)
             await a.startSync()
             await b.startSync()
-            #expect(await a.waitUntilSynced(timeout: .seconds(10)))
-            #expect(await b.waitUntilSynced(timeout: .seconds(10)))
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
+            #expect(await b.waitUntilSynced(timeout: .seconds(30)))
             let events = await b.events()
             let note = try await a.create(NoteFields(title: "Hello", body: "from A", tags: ["x"]))
             var received = false
@@ -41,9 +41,9 @@ import Testing
             let b = try server.client(user)
             let note = try await a.create(NoteFields(title: "Shared", body: "line one\nline two\nline three\n"))
             await a.startSync()
-            #expect(await a.waitUntilSynced(timeout: .seconds(10)))
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
             await b.startSync()
-            #expect(await b.waitUntilSynced(timeout: .seconds(10)))
+            #expect(await b.waitUntilSynced(timeout: .seconds(30)))
             await a.stopSync()
             await b.stopSync()
             // Both offline: non-overlapping edits of the same note, and a new note each.
@@ -80,13 +80,13 @@ import Testing
             let b = try server.client(user)
             let note = try await a.create(NoteFields(title: "Doomed", body: "text"))
             await a.startSync()
-            #expect(await a.waitUntilSynced(timeout: .seconds(10)))
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
             await b.startSync()
-            #expect(await b.waitUntilSynced(timeout: .seconds(10)))
+            #expect(await b.waitUntilSynced(timeout: .seconds(30)))
             await b.stopSync()
             try await b.setBody(note.id, "text and precious unsynced words")
             try await a.purge(note.id)
-            #expect(await a.waitUntilSynced(timeout: .seconds(10)))
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
             await b.startSync()
             try await eventually("B synced") { await b.waitUntilSynced(timeout: .milliseconds(100)) }
             #expect(try await b.note(note.id) == nil)
@@ -108,7 +108,7 @@ import Testing
             let a = try server.client(credentials, path: dbA)
             _ = try await a.create(NoteFields(title: "before restart"))
             await a.startSync()
-            #expect(await a.waitUntilSynced(timeout: .seconds(10)))
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
             await a.stopSync()
             await first.set((server.port, credentials))
         }
@@ -121,7 +121,7 @@ import Testing
             await a.startSync()
             await b.startSync()
             try await eventually("B holds both notes") { try await b.list().count == 2 }
-            #expect(await a.waitUntilSynced(timeout: .seconds(10)))
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
             await a.stopSync()
             await b.stopSync()
         }

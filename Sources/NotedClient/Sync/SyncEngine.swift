@@ -67,6 +67,9 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
 
     public var currentStatus: SyncStatus { status }
 
+    /// Connection attempts that failed in a row (0 once connected).
+    public var connectionFailures: Int { machine.failures }
+
     // MARK: Inputs
 
     private func tick() async {

@@ -61,7 +61,8 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     public let configuration: Configuration
     private(set) var phase: Phase = .stopped
     private var connectionCounter = 0
-    private var failures = 0
+    /// Connection attempts that failed since the last successful `welcome`.
+    public private(set) var failures = 0
     private var random: SplitMix64
     private var nextRID: Int64 = 0
     /// Requests awaiting an answer, with their deadlines.
@@ -252,6 +253,10 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
             return [.error("could not refresh the access token; retrying")]
         }
         refreshAt = nil
+        if case .waiting = phase {
+            // The connection failed for want of a valid token: try again now with the new one.
+            return connect()
+        }
         guard case .connected = phase else { return [] }
         let rid = request(.reauth, now: now)
         return [.send(["type": "reauth", "token": .string(token), "rid": .int(rid)])]

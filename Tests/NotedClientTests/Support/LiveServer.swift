@@ -87,7 +87,7 @@ struct LiveServer: Sendable {
 }
 
 /// Waits until `condition` holds, polling; fails the test after `timeout`.
-func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
+func eventually(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return }

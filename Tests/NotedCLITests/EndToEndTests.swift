@@ -1,0 +1,174 @@
+import Foundation
+import NotedCore
+import Testing
+
+/// The real `noted-server` and `noted` executables as processes: two homes of one user.
+@Suite(.serialized) struct EndToEndTests {
+    @Test func notesCreatedOfflineOnTwoHomesSyncToIdenticalState() async throws {
+        try await withTemporaryDirectory { dir in
+            var server = try await ServerProcess(directory: dir + "/server")
+            let port = server.port
+            let a = Home(path: dir + "/a", server: server.url)
+            let b = Home(path: dir + "/b", server: server.url)
+            try await a.noted("register", "--username", "e2e-user", "--password-stdin", stdin: "correct horse battery\n")
+            try await b.noted("login", "--username", "e2e-user", "--password-stdin", stdin: "correct horse battery\n")
+            #expect(try await b.noted("whoami").contains("e2e-user"))
+            let shared = try await a.noted("new", "--title", "Shared", "--body", "one\ntwo\nthree", "--tag", "t1")
+            try await b.noted("sync")
+
+            // The server goes down; both homes keep working and return at once.
+            server.stop()
+            let clock = ContinuousClock()
+            let elapsed = try await clock.measure {
+                try await a.noted("new", "--title", "from A offline", "--body", "a")
+            }
+            // "At once": one failed attempt and one retry, with slack for a loaded machine.
+            #expect(elapsed < .seconds(10))
+            try await b.noted("new", "--title", "from B offline", "--body", "b", "--pin")
+            try await a.noted("edit", shared, "--body", "ONE\ntwo\nthree")
+            try await b.noted("edit", String(shared.prefix(8)), "--body", "one\ntwo\nTHREE")
+            try await b.noted("tag", shared, "+t2", "-t1")
+            try await a.noted("sync", expectFailure: true)
+            #expect(try await a.notes().values.contains { $0["pending"] == true })
+
+            server = try await ServerProcess(directory: dir + "/server", port: port)
+            defer { server.stop() }
+            try await a.noted("sync")
+            try await b.noted("sync")
+            try await a.noted("sync")
+            let notesA = try await a.notes()
+            let notesB = try await b.notes()
+            #expect(notesA == notesB)
+            #expect(notesA.count == 3)
+            #expect(notesA[shared]?["body"] == "ONE\ntwo\nTHREE")
+            #expect(notesA[shared]?["tags"] == ["t2"])
+            #expect(notesA.values.allSatisfy { $0["pending"] == false })
+            let status = try JSONValue.parse(try await a.noted("status", "--json"))
+            #expect(status["pending"] == 0)
+        }
+    }
+
+    @Test func overlappingEditsKeepTheOtherVersionInHistory() async throws {
+        try await withTemporaryDirectory { dir in
+            let server = try await ServerProcess(directory: dir + "/server")
+            defer { server.stop() }
+            let a = Home(path: dir + "/a", server: server.url)
+            let b = Home(path: dir + "/b", server: server.url)
+            try await a.noted("register", "--username", "e2e-overlap", "--password-stdin", stdin: "correct horse battery\n")
+            try await b.noted("login", "--username", "e2e-overlap", "--password-stdin", stdin: "correct horse battery\n")
+            let id = try await a.noted("new", "--title", "T", "--body", "the quick brown fox")
+            try await b.noted("sync")
+            try await a.noted("edit", id, "--body", "the slow brown fox", "--offline")
+            try await b.noted("edit", id, "--body", "the fast brown fox", "--offline")
+            try await a.noted("sync")
+            try await b.noted("sync")
+            try await a.noted("sync")
+            let bodyA = try await a.notes()[id]?["body"]
+            #expect(bodyA == (try await b.notes())[id]?["body"])
+            let history = try JSONValue.parse(try await a.noted("history", id, "--json")).arrayValue ?? []
+            #expect(history.count >= 3)
+            // Restoring an earlier revision is a new edit that syncs everywhere.
+            try await a.noted("history", id, "--restore", "1")
+            try await b.noted("sync")
+            #expect(try await b.notes()[id]?["body"] == "the quick brown fox")
+        }
+    }
+
+    @Test func aKilledProcessLosesNothingAndAppliesOnce() async throws {
+        try await withTemporaryDirectory { dir in
+            let server = try await ServerProcess(directory: dir + "/server")
+            defer {
+                server.signal(SIGCONT)
+                server.stop()
+            }
+            let a = Home(path: dir + "/a", server: server.url)
+            let b = Home(path: dir + "/b", server: server.url)
+            try await a.noted("register", "--username", "e2e-kill", "--password-stdin", stdin: "correct horse battery\n")
+            try await b.noted("login", "--username", "e2e-kill", "--password-stdin", stdin: "correct horse battery\n")
+            let id = try await a.noted("new", "--title", "K", "--body", "start")
+            try await a.noted("edit", id, "--append", "appended once", "--no-sync")
+            // The server stops answering: the change goes out, no ack comes back.
+            server.signal(SIGSTOP)
+            let process = Process()
+            process.executableURL = binDirectory.appendingPathComponent("noted")
+            process.arguments = ["--home", a.path, "--server", server.url, "sync", "--timeout", "60"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            try await Task.sleep(for: .seconds(1))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            server.signal(SIGCONT)
+            // The edit survived the kill, still pending; the resend (same ccid) is answered once.
+            #expect(try await a.notes()[id]?["pending"] == true)
+            try await a.noted("sync")
+            try await b.noted("sync")
+            let note = try await b.notes()[id]
+            #expect(note?["body"] == "start\nappended once")
+            #expect(note?["rev"] == 2)
+        }
+    }
+
+    @Test func watchPrintsAChangeFromTheOtherHomeWithinASecond() async throws {
+        try await withTemporaryDirectory { dir in
+            let server = try await ServerProcess(directory: dir + "/server")
+            defer { server.stop() }
+            let a = Home(path: dir + "/a", server: server.url)
+            let b = Home(path: dir + "/b", server: server.url)
+            try await a.noted("register", "--username", "e2e-watch", "--password-stdin", stdin: "correct horse battery\n")
+            try await b.noted("login", "--username", "e2e-watch", "--password-stdin", stdin: "correct horse battery\n")
+            let watch = Process()
+            watch.executableURL = binDirectory.appendingPathComponent("noted")
+            watch.arguments = ["--home", a.path, "--server", server.url, "watch"]
+            let out = Pipe()
+            watch.standardOutput = out
+            watch.standardError = FileHandle.nullDevice
+            try watch.run()
+            defer {
+                watch.terminate()
+                watch.waitUntilExit()
+            }
+            let lines = AsyncStream<String> { continuation in
+                Thread.detachNewThread {
+                    var buffer: [UInt8] = []
+                    while let byte = try? out.fileHandleForReading.read(upToCount: 1)?.first {
+                        if byte == UInt8(ascii: "\n") {
+                            continuation.yield(String(decoding: buffer, as: UTF8.self))
+                            buffer = []
+                        } else {
+                            buffer.append(byte)
+                        }
+                    }
+                    continuation.finish()
+                }
+            }
+            var iterator = lines.makeAsyncIterator()
+            while let line = await iterator.next(), line != "[synced]" {}
+            let id = try await b.noted("new", "--title", "watched")
+            let start = ContinuousClock.now
+            var seen = false
+            while let line = await iterator.next() {
+                if line.contains(id) {
+                    seen = true
+                    break
+                }
+            }
+            #expect(seen)
+            #expect(ContinuousClock.now - start < .seconds(2))
+        }
+    }
+
+    @Test func errorsAreOneLineOnStandardErrorWithANonZeroExit() async throws {
+        try await withTemporaryDirectory { dir in
+            let result = try await run("noted", ["--home", dir, "show", "deadbeef"])
+            #expect(result.status != 0)
+            #expect(result.stderr.contains("no note has an id starting with deadbeef"))
+            let offline = try await run("noted", ["--home", dir, "new", "--title", "x", "--body", "y"])
+            #expect(offline.status == 0)
+            #expect(UUIDText.isCanonical(offline.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+            let badServer = try await run("noted", ["--home", dir, "--server", "ftp://x", "sync"])
+            #expect(badServer.status != 0)
+            #expect(badServer.stderr.contains("http://"))
+        }
+    }
+}
