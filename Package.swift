@@ -27,8 +27,15 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
+        // No dependencies: the foundation of everything else, useful on its own.
         .target(name: "DiffMatchPatch"),
-        .executableTarget(name: "dmp", dependencies: ["DiffMatchPatch"]),
+        .executableTarget(
+            name: "dmp",
+            dependencies: [
+                "DiffMatchPatch",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(name: "DiffMatchPatchTests", dependencies: ["DiffMatchPatch"]),
 
         .target(name: "NotedCore", dependencies: ["DiffMatchPatch"]),
