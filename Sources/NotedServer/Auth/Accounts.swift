@@ -100,7 +100,7 @@ public struct Accounts: Sendable {
         switch result {
         case .rotated(let family):
             let access = try await tokens.issue(userID: family.userID, clientID: family.clientID, now: now)
-            return TokenResponse(accessToken: access.token, expiresIn: Int(access.expiresAt.timeIntervalSince(now).rounded()), refreshToken: replacement)
+            return TokenResponse(accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: replacement)
         case .reused, .invalid:
             throw AuthError(kind: .invalidGrant)
         }
@@ -112,7 +112,7 @@ public struct Accounts: Sendable {
         let family = RefreshFamily(id: UUID().uuidString.lowercased(), userID: userID, clientID: clientID, device: device)
         try await store.createRefreshFamily(family, firstTokenHash: Self.hash(refresh), expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
         let access = try await tokens.issue(userID: userID, clientID: clientID, now: now)
-        return TokenResponse(accessToken: access.token, expiresIn: Int(access.expiresAt.timeIntervalSince(now).rounded()), refreshToken: refresh)
+        return TokenResponse(accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: refresh)
     }
 
     /// 256 random bits, base64url.

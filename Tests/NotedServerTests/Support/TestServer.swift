@@ -250,3 +250,44 @@ func uuid() -> String { UUID().uuidString.lowercased() }
 func change(_ id: String, baseRev: Int64, op: String = "upsert", ccid: String = uuid(), _ fields: JSONValue = [:]) -> JSONValue {
     ["ccid": .string(ccid), "collection": "notes", "id": .string(id), "baseRev": .int(baseRev), "op": .string(op), "fields": fields]
 }
+
+extension SyncConnection {
+    /// Pushes changes and returns the answers (ack or reject), one per change, in order.
+    func push(_ changes: [JSONValue], rid: JSONValue? = nil) async throws -> [JSONValue] {
+        var message: [String: JSONValue] = ["type": "push", "changes": .array(changes)]
+        message["rid"] = rid
+        try await send(.object(message))
+        var answers: [JSONValue] = []
+        while answers.count < changes.count {
+            let reply = try await receive()
+            switch reply["type"]?.stringValue {
+            case "ack", "reject": answers.append(reply)
+            case "error": throw TestSetupError("push answered with error \(reply.jsonString)")
+            default: continue
+            }
+        }
+        return answers
+    }
+
+    func push(_ change: JSONValue) async throws -> JSONValue {
+        try await push([change])[0]
+    }
+
+    /// Pulls one page.
+    func pull(since: Int64, limit: Int? = nil) async throws -> JSONValue {
+        var message: [String: JSONValue] = ["type": "pull", "since": .int(since)]
+        message["limit"] = limit.map { .int(Int64($0)) }
+        try await send(.object(message))
+        return try await receive(type: "changes")
+    }
+
+    /// The user's latest seq as the feed reports it.
+    func latestSeq() async throws -> Int64 {
+        var since: Int64 = 0
+        while true {
+            let page = try await pull(since: since, limit: 1000)
+            since = page["cursor"]?.intValue ?? since
+            if page["more"] != true { return since }
+        }
+    }
+}
