@@ -49,6 +49,9 @@ public struct GlobalOptions: ParsableArguments {
         let credentials = offline ? nil : try home.credentials()
         let server = offline ? nil : try serverURL()
         let usable = credentials.flatMap { creds in server.map { $0.absoluteString.trimmingSuffix("/") == creds.server.trimmingSuffix("/") } } ?? false
+        if let credentials, let server, !usable {
+            throw CLIError("signed in to \(credentials.server), not \(server.absoluteString): run `noted login` for that server, or use --offline")
+        }
         do {
             return try NotedClient(
                 databasePath: home.databasePath, server: usable ? server : nil, credentials: usable ? credentials : nil,

@@ -164,6 +164,28 @@ import Testing
     }
 }
 
+extension SyncIntegrationTests {
+    @Test func shortLivedTokensAreRefreshedAndSyncCarriesOn() async throws {
+        try await LiveServer.with(configure: { $0.accessTokenLifetime = .seconds(2) }) { server in
+            let user = try await server.makeUser()
+            let a = try server.client(user)
+            let b = try server.client(try await server.signIn(user.username, userID: user.userID))
+            await a.startSync()
+            await b.startSync()
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
+            let first = try await a.create(NoteFields(title: "before expiry"))
+            try await eventually("B got the first note") { try await b.note(first.id) != nil }
+            // Past several lifetimes: both refreshed (and re-authenticated in place) on their own.
+            try await Task.sleep(for: .seconds(5))
+            let second = try await a.create(NoteFields(title: "after expiry"))
+            try await eventually("B got the second note") { try await b.note(second.id) != nil }
+            #expect(await a.tokens?.credentials.accessToken != user.accessToken)
+            await a.stopSync()
+            await b.stopSync()
+        }
+    }
+}
+
 /// A value handed out of a `@Sendable` closure.
 actor Box<Value: Sendable> {
     var value: Value?

@@ -271,4 +271,26 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         #expect(actions.contains(.status(.stopped)))
         #expect(harness.advance(.seconds(60)).isEmpty)
     }
+
+    @Test func aShortLivedTokenIsRefreshedHalfWayNotInAStorm() {
+        var harness = MachineHarness { $0.refreshMargin = .seconds(60) }
+        let date = Date()
+        _ = harness.machine.start()
+        let hello = harness.machine.connected(id: 1, token: "t", device: "d", cursor: 0, now: harness.now)
+        _ = harness.machine.received(["type": "welcome", "rid": sentMessages(hello)[0]["rid"] ?? .null,
+                                      "expiresAt": .string(Timestamp.format(date.addingTimeInterval(10)))], now: harness.now, date: date)
+        #expect(!harness.machine.tick(now: harness.now).contains(.refreshToken))
+        #expect(harness.advance(.seconds(6)).contains(.refreshToken))
+    }
+
+    @Test func aRefreshedTokenReconnectsAtOnceAfterAnAuthFailure() {
+        var harness = MachineHarness { $0.initialBackoff = .seconds(30) }
+        _ = harness.machine.start()
+        let hello = harness.machine.connected(id: 1, token: "old", device: "d", cursor: 0, now: harness.now)
+        let error = harness.machine.received(["type": "error", "code": "unauthenticated", "message": "invalid access token"], now: harness.now)
+        #expect(error.contains(.refreshToken))
+        #expect(!sentMessages(hello).isEmpty)
+        _ = harness.machine.connectionLost(id: 1, now: harness.now)
+        #expect(harness.machine.tokenRefreshed("new", now: harness.now).contains(.connect(id: 2)))
+    }
 }

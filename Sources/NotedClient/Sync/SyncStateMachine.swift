@@ -333,7 +333,10 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         }
         var actions: [Action] = []
         if let expires = message["expiresAt"]?.stringValue, let expiry = LocalStore.date(from: expires) {
-            refreshAt = now.advanced(by: max(.zero, .seconds(expiry.timeIntervalSince(date)) - configuration.refreshMargin))
+            // Refresh `refreshMargin` before expiry, but never sooner than half-way through a
+            // short-lived token's life (no refresh storm when the lifetime is below the margin).
+            let remaining = Duration.seconds(max(0, expiry.timeIntervalSince(date)))
+            refreshAt = now.advanced(by: max(remaining - configuration.refreshMargin, remaining / 2))
         }
         switch phase {
         case .authenticating(let id):
