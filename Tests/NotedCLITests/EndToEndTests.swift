@@ -171,4 +171,30 @@ import Testing
             #expect(badServer.stderr.contains("http://"))
         }
     }
+
+    @Test func editWithoutOptionsOpensTheEditorAndSavesTitleAndBody() async throws {
+        try await withTemporaryDirectory { dir in
+            let created = try await run("noted", ["--home", dir, "new", "--title", "old title", "--body", "old body\nsecond line"])
+            let id = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let edited = try await run("noted", ["--home", dir, "edit", String(id.prefix(5))], environment: ["EDITOR": "sed -i -e s/old/new/g", "VISUAL": ""])
+            #expect(edited.status == 0, "\(edited.stderr)")
+            let shown = try JSONValue.parse(try await run("noted", ["--home", dir, "show", id, "--json"]).stdout)
+            #expect(shown["title"] == "new title")
+            #expect(shown["body"] == "new body\nsecond line")
+            let failing = try await run("noted", ["--home", dir, "edit", id], environment: ["EDITOR": "false", "VISUAL": ""])
+            #expect(failing.status != 0)
+            #expect(try JSONValue.parse(try await run("noted", ["--home", dir, "show", id, "--json"]).stdout)["title"] == "new title")
+        }
+    }
+
+    @Test func tagPlusAndMinusArguments() async throws {
+        try await withTemporaryDirectory { dir in
+            let id = try await run("noted", ["--home", dir, "new", "--tag", "a", "--tag", "b"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(try await run("noted", ["--home", dir, "tag", id, "+c", "-a"]).status == 0)
+            let shown = try JSONValue.parse(try await run("noted", ["--home", dir, "show", id, "--json"]).stdout)
+            #expect(shown["tags"] == ["b", "c"])
+            #expect(try await run("noted", ["--home", dir, "tag", id, "c"]).status != 0)
+        }
+    }
 }
+

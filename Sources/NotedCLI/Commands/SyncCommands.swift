@@ -13,9 +13,11 @@ struct Sync: AsyncParsableCommand {
         let client = try await options.openClient()
         guard client.server != nil else { throw CLIError("no server configured: give --server URL and run `noted login`") }
         guard client.tokens != nil else { throw CLIError("not signed in: run `noted login`") }
+        let progress = isatty(STDERR_FILENO) == 1 && !options.json ? Task { await showProgress(client) } : nil
         await client.startSync()
         let synced = await client.waitUntilSynced(timeout: .seconds(max(1, timeout)), failWhenOffline: true)
         await client.stopSync()
+        progress?.cancel()
         let pending = try await cli { try await client.store.pendingCount() }
         if synced {
             if !options.json { print("synced") } else { printJSON(["synced": true, "pending": .int(Int64(pending))]) }
@@ -101,4 +103,19 @@ struct Status: AsyncParsableCommand {
         print("last sync: \(lastSync ?? "never")")
         for error in errors { print("refused:   \(error.id) \(error.message)") }
     }
+}
+
+/// On a terminal, a progress line once more than 100 notes came in.
+private func showProgress(_ client: NotedClient) async {
+    var received = 0
+    for await event in await client.events() {
+        guard case .changed(let ids, .remote) = event else { continue }
+        received += ids.count
+        if received > 100 {
+            let bar = String(repeating: "#", count: min(30, received / 100))
+            FileHandle.standardError.write(Data("\rsyncing [\(bar.padding(toLength: 30, withPad: " ", startingAt: 0))] \(received) notes".utf8))
+        }
+        if Task.isCancelled { break }
+    }
+    if received > 100 { FileHandle.standardError.write(Data("\n".utf8)) }
 }
