@@ -270,4 +270,17 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         await #expect(throws: NotedClientError.self) { try await store.create(NoteFields(body: String(repeating: "a", count: 200_001))) }
         #expect(try await store.list().isEmpty)
     }
+
+    @Test func aMergeWithConflictsIsRecordedUntilTheNextEdit() async throws {
+        let (store, id) = try await syncedStore(NoteFields(body: "x"))
+        try await store.update(id) { $0.body = "y" }
+        let (changes, _) = try await store.outbox(excluding: [], limit: 10)
+        let effect = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 3,
+                                               "status": "merged", "fields": .object(NoteFields(body: "z").json), "conflicts": ["body"]])
+        #expect(effect.conflicts.map(\.id) == [id])
+        #expect(try await store.conflicts().map(\.fields) == [["body"]])
+        #expect(try await store.note(id)?.body == "z")
+        try await store.update(id) { $0.body = "z!" }
+        #expect(try await store.conflicts().isEmpty)
+    }
 }

@@ -67,6 +67,12 @@ struct Watch: AsyncParsableCommand {
                 if options.json { printJSON(["event": "status", "status": .string(text)]) } else { print("[\(text)]") }
             case .error(let message):
                 FileHandle.standardError.write(Data("noted: \(message)\n".utf8))
+            case .conflict(let id, let fields):
+                if options.json {
+                    printJSON(["event": "conflict", "id": .string(id), "fields": .array(fields.map(JSONValue.string))])
+                } else {
+                    print("conflict \(id) in \(fields.joined(separator: ", ")): see `noted history \(id.prefix(8))`")
+                }
             case .changed(_, .local):
                 break
             }
@@ -87,12 +93,14 @@ struct Status: AsyncParsableCommand {
         let pending = try await cli { try await client.store.pendingCount() }
         let lastSync = try await client.store.meta("lastSync")
         let errors = try await client.store.syncErrors()
+        let conflicts = try await client.store.conflicts()
         if options.json {
             printJSON([
                 "home": .string(home.path), "server": server.map(JSONValue.string) ?? .null,
                 "user": credentials.map { .string($0.username) } ?? .null, "pending": .int(Int64(pending)),
                 "lastSync": lastSync.map(JSONValue.string) ?? .null,
                 "errors": .array(errors.map { ["id": .string($0.id), "message": .string($0.message)] }),
+                "conflicts": .array(conflicts.map { ["id": .string($0.id), "fields": .array($0.fields.map(JSONValue.string))] }),
             ])
             return
         }
@@ -102,6 +110,7 @@ struct Status: AsyncParsableCommand {
         print("pending:   \(pending)")
         print("last sync: \(lastSync ?? "never")")
         for error in errors { print("refused:   \(error.id) \(error.message)") }
+        for conflict in conflicts { print("conflict:  \(conflict.id) in \(conflict.fields.joined(separator: ", ")) (see noted history)") }
     }
 }
 

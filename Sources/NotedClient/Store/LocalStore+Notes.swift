@@ -47,6 +47,7 @@ extension LocalStore {
             row.localFields = fields.json
             row.dirty = true
             row.syncError = nil
+            row.conflicts = nil
             row.updatedAt = now
             try row.update(db)
             return row.note

@@ -22,8 +22,10 @@ public struct StoreEffect: Sendable, Hashable {
     public var retryLater = false
     /// The server refused a change for good; the edit stays local.
     public var refused: [(id: String, message: String)] = []
+    /// Merges that could not place all of an edit: (note id, text fields).
+    public var conflicts: [(id: String, fields: [String])] = []
 
-    public var isEmpty: Bool { changed.isEmpty && removed.isEmpty && forked.isEmpty && refused.isEmpty }
+    public var isEmpty: Bool { changed.isEmpty && removed.isEmpty && forked.isEmpty && refused.isEmpty && conflicts.isEmpty }
 
     public static func == (a: StoreEffect, b: StoreEffect) -> Bool {
         a.changed == b.changed && a.removed == b.removed && a.forked.map(\.0) == b.forked.map(\.0)
@@ -219,6 +221,11 @@ extension LocalStore {
             }
             row.clearInflight()
             row.clearStash()
+            let conflicts = (message["conflicts"]?.arrayValue ?? []).compactMap(\.stringValue)
+            if !conflicts.isEmpty {
+                row.conflicts = conflicts.joined(separator: ",")
+                effect.conflicts.append((id, conflicts))
+            }
             let local = math.schema.completed(row.localFields)
             let editedSince = local != math.schema.completed(sent)
             try move(db, row: &row, to: target, rev: targetRev, updatedAt: editedSince ? row.updatedAt : updatedAt, base: sent)
@@ -322,6 +329,14 @@ extension LocalStore {
             let rows = try RecordRow.filter((RecordRow.Columns.dirty == true) || RecordRow.Columns.inflightCcid != nil)
                 .select(RecordRow.Columns.id, as: String.self).fetchAll(db)
             return rows.contains { !sent.contains($0) }
+        }
+    }
+
+    /// Notes whose last merge could not place all of this device's edit, with the fields.
+    public func conflicts() async throws -> [(id: String, fields: [String])] {
+        try await writer.read { db in
+            try RecordRow.filter(RecordRow.Columns.conflicts != nil && RecordRow.Columns.localDeleted == false).fetchAll(db)
+                .map { ($0.id, ($0.conflicts ?? "").split(separator: ",").map(String.init)) }
         }
     }
 

@@ -87,6 +87,12 @@ public struct LocalStore: Sendable {
                 END;
                 """)
         }
+        migrator.registerMigration("v2: conflicts") { db in
+            try db.alter(table: "record") { t in
+                // Text fields where the server could not place all of this device's edit.
+                t.add(column: "conflicts", .text)
+            }
+        }
         return migrator
     }
 

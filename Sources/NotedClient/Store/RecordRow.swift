@@ -39,6 +39,9 @@ struct RecordRow: Codable, Sendable, FetchableRecord, MutablePersistableRecord {
     var stash: String?
     var stashRev: Int64?
     var stashUpdatedAt: Date?
+    /// Comma-separated text fields of the last merge that could not place all of our edit; the
+    /// intended version is in the server's history as a conflict revision.
+    var conflicts: String?
 
     enum Columns {
         static let rowKey = Column(CodingKeys.rowKey)
@@ -50,6 +53,7 @@ struct RecordRow: Codable, Sendable, FetchableRecord, MutablePersistableRecord {
         static let updatedAt = Column(CodingKeys.updatedAt)
         static let inflightCcid = Column(CodingKeys.inflightCcid)
         static let syncError = Column(CodingKeys.syncError)
+        static let conflicts = Column(CodingKeys.conflicts)
     }
 
     mutating func didInsert(_ inserted: InsertionSuccess) {

@@ -13,6 +13,9 @@ public enum NotedEvent: Sendable, Hashable {
     case removed(ids: [String])
     /// A note purged elsewhere held unsynced text here; the text lives on as a new note.
     case forked(from: String, to: String)
+    /// The server merged a concurrent edit but could not place all of this device's text in
+    /// these fields; the intended version is kept in the note's history as a conflict revision.
+    case conflict(id: String, fields: [String])
     /// The sync state changed.
     case status(SyncStatus)
     /// Something went wrong; sync carries on where it can.
@@ -52,6 +55,7 @@ extension EventHub {
         if !effect.removed.isEmpty { emit(.removed(ids: effect.removed)) }
         for (from, to) in effect.forked { emit(.forked(from: from, to: to)) }
         if !effect.changed.isEmpty { emit(.changed(ids: effect.changed, origin: origin)) }
+        for (id, fields) in effect.conflicts { emit(.conflict(id: id, fields: fields)) }
         for (id, message) in effect.refused { emit(.error("the server refused the change to \(id): \(message)")) }
     }
 }
