@@ -283,4 +283,22 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         try await store.update(id) { $0.body = "z!" }
         #expect(try await store.conflicts().isEmpty)
     }
+
+    @Test func aResetSnapshotDropsSyncedNotesItDoesNotHoldButKeepsPendingOnes() async throws {
+        let (store, kept) = try await syncedStore(NoteFields(title: "kept"))
+        _ = try await store.storePage(records: [server("00000000-0000-4000-8000-000000000001", rev: 1, NoteFields(title: "absent"))], cursor: 3)
+        let pending = try await store.create(NoteFields(title: "local only"))
+        let effect = try await store.dropAbsent(keeping: [kept])
+        #expect(effect.removed == ["00000000-0000-4000-8000-000000000001"])
+        #expect(try await store.note(kept) != nil)
+        #expect(try await store.note(pending.id) != nil)
+    }
+
+    @Test func observationDeliversTheListAfterEachChange() async throws {
+        let store = try LocalStore.inMemory()
+        var iterator = store.observe().makeAsyncIterator()
+        #expect(try await iterator.next()?.isEmpty == true)
+        let note = try await store.create(NoteFields(title: "seen"))
+        #expect(try await iterator.next()?.map(\.id) == [note.id])
+    }
 }

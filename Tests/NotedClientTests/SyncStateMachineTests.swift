@@ -293,4 +293,18 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         _ = harness.machine.connectionLost(id: 1, now: harness.now)
         #expect(harness.machine.tokenRefreshed("new", now: harness.now).contains(.connect(id: 2)))
     }
+
+    @Test func pushesStayUnderTheMessageSizeLimitAndOversizedChangesAreRefused() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp(welcome: ["type": "welcome", "limits": ["maxMessageBytes": 600, "maxChangesPerPush": 100]])
+        func sized(_ id: String, _ size: Int) -> OutboxChange {
+            OutboxChange(recordID: id, ccid: "c-" + id, body: ["ccid": .string("c-" + id), "id": .string(id), "fields": ["body": ["set": .string(String(repeating: "x", count: size))]]])
+        }
+        let actions = harness.machine.composed([sized("a", 200), sized("b", 200), sized("c", 200), sized("huge", 1000)], now: harness.now)
+        let pushes = sentMessages(actions)
+        #expect(pushes.count == 2)
+        #expect(pushes.allSatisfy { $0.jsonString.utf8.count <= 600 })
+        #expect(actions.contains { if case .refuse(let change, _) = $0 { change.recordID == "huge" } else { false } })
+        #expect(harness.machine.inFlight["huge"] == nil)
+    }
 }

@@ -95,7 +95,10 @@ extension LocalStore {
 
     /// Notes matching `filter`: pinned first, then the most recently updated.
     public func list(_ filter: NoteFilter = NoteFilter()) async throws -> [Note] {
-        try await writer.read { db in
+        try await writer.read { db in try Self.fetchList(db, filter) }
+    }
+
+    static func fetchList(_ db: Database, _ filter: NoteFilter) throws -> [Note] {
             var sql = "SELECT * FROM record WHERE localDeleted = 0 AND collection = ? AND coalesce(json_extract(local, '$.trashed'), 0) = ?"
             var arguments: StatementArguments = [Self.collection, filter.trashed]
             if let folder = filter.folder {
@@ -108,7 +111,6 @@ extension LocalStore {
             }
             sql += " ORDER BY coalesce(json_extract(local, '$.pinned'), 0) DESC, updatedAt DESC, id"
             return try RecordRow.fetchAll(db, sql: sql, arguments: arguments).map(\.note)
-        }
     }
 
     /// Notes whose title or body contain every word of `query` (prefix match), best first;

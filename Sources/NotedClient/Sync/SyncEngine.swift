@@ -176,6 +176,14 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
             } catch {
                 await fail(error)
             }
+        case .refuse(let change, let reason):
+            let reject: JSONValue = ["type": "reject", "ccid": .string(change.ccid), "collection": "notes",
+                                     "id": .string(change.recordID), "code": "too_large", "message": .string(reason)]
+            do {
+                await events.emit(try await store.applyReject(reject), origin: .local)
+            } catch {
+                await report(error)
+            }
         case .refreshToken:
             let tokens = tokens
             tasks.append(Task { [weak self] in

@@ -44,6 +44,8 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         case composePush(excluding: Set<String>, limit: Int)
         /// Get a fresh access token, then report `tokenRefreshed`.
         case refreshToken
+        /// A change can never be sent (larger than `maxMessageBytes`): keep it locally as refused.
+        case refuse(OutboxChange, reason: String)
         /// Tell observers.
         case status(SyncStatus)
         case error(String)
@@ -223,10 +225,25 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         composing = false
         guard case .connected = phase else { return [] }
         var actions: [Action] = []
-        var remaining = changes.filter { inFlight[$0.recordID] == nil }
+        // The push envelope and a little slack; each change adds its JSON and a comma.
+        let budget = limits.maxMessageBytes - 64
+        var remaining: [(change: OutboxChange, bytes: Int)] = []
+        for change in changes where inFlight[change.recordID] == nil {
+            let bytes = change.body.jsonString.utf8.count + 1
+            if bytes > budget {
+                actions.append(.refuse(change, reason: "the change is larger than the server's \(limits.maxMessageBytes)-byte message limit"))
+            } else {
+                remaining.append((change, bytes))
+            }
+        }
         while !remaining.isEmpty {
-            let batch = Array(remaining.prefix(max(1, limits.maxChangesPerPush)))
-            remaining.removeFirst(batch.count)
+            var batch: [OutboxChange] = []
+            var size = 0
+            while let next = remaining.first, batch.count < max(1, limits.maxChangesPerPush), size + next.bytes <= budget {
+                batch.append(next.change)
+                size += next.bytes
+                remaining.removeFirst()
+            }
             let rid = request(.push, now: now)
             pushAnswers[rid] = Set(batch.map(\.ccid))
             for change in batch { inFlight[change.recordID] = change.ccid }
