@@ -186,6 +186,33 @@ extension SyncIntegrationTests {
     }
 }
 
+extension SyncIntegrationTests {
+    /// URLSession's HTTP (the Apple-platform default) works here too, through
+    /// swift-corelibs-foundation. (Its WebSocket task needs a libcurl built with WebSocket
+    /// support, which Debian's is not, so the sync connection stays on NIO here.)
+    @Test func urlSessionHTTPTransportSignsInAndReadsHistory() async throws {
+        try await LiveServer.with { server in
+            let user = try await server.makeUser()
+            let api = NotedAPI(server: server.url, http: URLSessionHTTPTransport())
+            let tokens = try await api.signIn(username: user.username, password: "correct horse battery", device: UUID().uuidString.lowercased())
+            let credentials = Credentials(server: server.url.absoluteString, username: user.username, userID: user.userID,
+                                          accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt)
+            let a = try server.client(credentials) { $0.http = URLSessionHTTPTransport() }
+            await a.startSync()
+            let note = try await a.create(NoteFields(title: "over URLSession"))
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
+            #expect(try await a.history(note.id).map(\.rev) == [1])
+            #expect(try await a.revision(note.id, rev: 1).title == "over URLSession")
+            let refreshed = try await #require(a.tokens).refresh()
+            #expect(refreshed.refreshToken != tokens.refreshToken)
+            await #expect(throws: NotedClientError.self) {
+                try await api.signIn(username: user.username, password: "wrong password!", device: UUID().uuidString.lowercased())
+            }
+            await a.stopSync()
+        }
+    }
+}
+
 /// A value handed out of a `@Sendable` closure.
 actor Box<Value: Sendable> {
     var value: Value?

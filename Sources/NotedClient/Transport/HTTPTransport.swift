@@ -4,7 +4,7 @@ import NotedCore
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-#if canImport(AsyncHTTPClient)
+#if canImport(AsyncHTTPClient) && !NOTED_URLSESSION
 import AsyncHTTPClient
 import NIOCore
 #endif
@@ -39,8 +39,12 @@ public protocol HTTPTransport: Sendable {
     func send(_ request: HTTPRequestData) async throws -> HTTPResponseData
 }
 
-/// The platform's HTTP client.
-public struct DefaultHTTPTransport: HTTPTransport {
+#if canImport(AsyncHTTPClient) && !NOTED_URLSESSION
+/// The platform's HTTP client: AsyncHTTPClient on Linux, URLSession on Apple platforms.
+public typealias DefaultHTTPTransport = AsyncHTTPClientTransport
+
+/// HTTP over AsyncHTTPClient's shared client.
+public struct AsyncHTTPClientTransport: HTTPTransport {
     public var timeout: Duration
 
     public init(timeout: Duration = .seconds(15)) {
@@ -48,7 +52,6 @@ public struct DefaultHTTPTransport: HTTPTransport {
     }
 
     public func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
-        #if canImport(AsyncHTTPClient)
         var outgoing = HTTPClientRequest(url: request.url.absoluteString)
         outgoing.method = .init(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
@@ -60,7 +63,22 @@ public struct DefaultHTTPTransport: HTTPTransport {
         } catch {
             throw NotedClientError(.server, "cannot reach \(request.url.host ?? request.url.absoluteString): \(error)")
         }
-        #else
+    }
+}
+#else
+/// The platform's HTTP client: AsyncHTTPClient on Linux, URLSession on Apple platforms.
+public typealias DefaultHTTPTransport = URLSessionHTTPTransport
+#endif
+
+/// HTTP over `URLSession` (the default on Apple platforms; also works on Linux).
+public struct URLSessionHTTPTransport: HTTPTransport {
+    public var timeout: Duration
+
+    public init(timeout: Duration = .seconds(15)) {
+        self.timeout = timeout
+    }
+
+    public func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
         var outgoing = URLRequest(url: request.url)
         outgoing.httpMethod = request.method
         outgoing.timeoutInterval = Double(timeout.components.seconds)
@@ -72,6 +90,5 @@ public struct DefaultHTTPTransport: HTTPTransport {
         } catch {
             throw NotedClientError(.server, "cannot reach \(request.url.host ?? request.url.absoluteString): \(error.localizedDescription)")
         }
-        #endif
     }
 }

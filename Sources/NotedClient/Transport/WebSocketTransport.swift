@@ -1,12 +1,18 @@
 import Foundation
 import NotedCore
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
-#if canImport(HummingbirdWSClient)
+#if canImport(HummingbirdWSClient) && !NOTED_URLSESSION
 import HummingbirdWSClient
 import Logging
 
+/// The platform's WebSocket transport: NIO on Linux, URLSession on Apple platforms.
+public typealias WebSocketTransport = NIOWebSocketTransport
+
 /// The sync transport over hummingbird-websocket's NIO client (Linux, and any platform with NIO).
-public struct WebSocketTransport: SyncTransport {
+public struct NIOWebSocketTransport: SyncTransport {
     public var connectTimeout: Duration
     public var maxFrameSize: Int
 
@@ -78,8 +84,14 @@ struct WebSocketConnection: SyncConnection {
 
 #else
 
-/// The sync transport over `URLSessionWebSocketTask` (Apple platforms).
-public struct WebSocketTransport: SyncTransport {
+/// The platform's WebSocket transport: NIO on Linux, URLSession on Apple platforms.
+public typealias WebSocketTransport = URLSessionWebSocketTransport
+
+#endif
+
+/// The sync transport over `URLSessionWebSocketTask` (the default on Apple platforms; also
+/// works with swift-corelibs-foundation on Linux).
+public struct URLSessionWebSocketTransport: SyncTransport {
     public var connectTimeout: Duration
 
     public init(connectTimeout: Duration = .seconds(10), maxFrameSize: Int = 1 << 24) {
@@ -90,6 +102,25 @@ public struct WebSocketTransport: SyncTransport {
         let task = URLSession.shared.webSocketTask(with: url)
         task.maximumMessageSize = 1 << 24
         task.resume()
+        // A ping answered means the handshake is done; no answer in time means no connection.
+        let opened = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    task.sendPing { error in continuation.resume(returning: error == nil) }
+                }
+            }
+            group.addTask { [connectTimeout] in
+                try? await Task.sleep(for: connectTimeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        guard opened else {
+            task.cancel(with: .goingAway, reason: nil)
+            throw NotedClientError(.server, "cannot open a sync connection to \(url.absoluteString)")
+        }
         let (messages, continuation) = AsyncStream.makeStream(of: JSONValue.self)
         let reader = Task {
             while !Task.isCancelled {
@@ -119,5 +150,3 @@ struct URLSessionConnection: SyncConnection, @unchecked Sendable {
         reader.cancel()
     }
 }
-
-#endif
