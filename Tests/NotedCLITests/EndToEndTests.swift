@@ -196,5 +196,80 @@ import Testing
             #expect(try await run("noted", ["--home", dir, "tag", id, "c"]).status != 0)
         }
     }
+
+    @Test func watchReconnectsWhenTheServerRestarts() async throws {
+        try await withTemporaryDirectory { dir in
+            var server = try await ServerProcess(directory: dir + "/server")
+            let port = server.port
+            let a = Home(path: dir + "/a", server: server.url)
+            let b = Home(path: dir + "/b", server: server.url)
+            try await a.noted("register", "--username", "e2e-restart", "--password-stdin", stdin: "correct horse battery\n")
+            try await b.noted("login", "--username", "e2e-restart", "--password-stdin", stdin: "correct horse battery\n")
+            let watch = try LineReader(["--home", a.path, "--server", server.url, "watch"])
+            defer { watch.stop() }
+            try await watch.waitFor("[synced]")
+            server.stop()
+            try await watch.waitFor("[offline")
+            server = try await ServerProcess(directory: dir + "/server", port: port)
+            defer { server.stop() }
+            let id = try await b.noted("new", "--title", "after the restart")
+            try await watch.waitFor(id, timeout: .seconds(20))
+        }
+    }
 }
 
+/// A running `noted` process whose standard output is read line by line.
+final class LineReader: Sendable {
+    let process: Process
+    let lines: AsyncStream<String>
+
+    init(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = binDirectory.appendingPathComponent("noted")
+        process.arguments = arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        let handle = out.fileHandleForReading
+        lines = AsyncStream { continuation in
+            Thread.detachNewThread {
+                var buffer: [UInt8] = []
+                while let byte = try? handle.read(upToCount: 1)?.first {
+                    if byte == UInt8(ascii: "\n") {
+                        continuation.yield(String(decoding: buffer, as: UTF8.self))
+                        buffer = []
+                    } else {
+                        buffer.append(byte)
+                    }
+                }
+                continuation.finish()
+            }
+        }
+    }
+
+    /// Reads lines until one contains `text`; fails after `timeout`.
+    func waitFor(_ text: String, timeout: Duration = .seconds(10)) async throws {
+        let lines = lines
+        let found = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                for await line in lines where line.contains(text) { return true }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        if !found { throw E2EFailure("watch printed no line with \"\(text)\" within \(timeout)") }
+    }
+
+    func stop() {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
