@@ -91,7 +91,7 @@ final class FakeConnection: SyncConnection, Sendable {
     }
 }
 
-func fakeClient(_ server: FakeServer, timeout: Duration = .milliseconds(400)) throws -> NotedClient {
+func fakeClient(_ server: FakeServer, timeout: Duration = .seconds(2)) throws -> NotedClient {
     var configuration = NotedClient.Configuration()
     configuration.transport = server
     configuration.sync.debounce = .milliseconds(10)
