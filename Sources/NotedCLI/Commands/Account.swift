@@ -11,8 +11,10 @@ struct Register: AsyncParsableCommand {
 
     func execute() async throws {
         guard passwordStdin else { throw ValidationError("give the password on standard input with --password-stdin") }
+        try validateUsername(username)
         guard let server = try options.serverURL() else { throw CLIError("no server: give --server URL or set NOTED_SERVER") }
         let password = try readPassword()
+        guard (8...1024).contains(password.count) else { throw CLIError("the password must be 8 to 1024 characters") }
         let api = NotedAPI(server: server)
         _ = try await cli { try await api.register(username: username, password: password) }
         try await signIn(options: options, server: server, username: username, password: password)
@@ -30,10 +32,19 @@ struct Login: AsyncParsableCommand {
         guard passwordStdin else {
             throw ValidationError("give the password on standard input with --password-stdin (browser sign-in is not available yet)")
         }
+        try validateUsername(username)
         guard let server = try options.serverURL() else { throw CLIError("no server: give --server URL or set NOTED_SERVER") }
         let password = try readPassword()
         try await signIn(options: options, server: server, username: username, password: password)
         print("signed in as \(username)")
+    }
+}
+
+/// Usernames as PROTOCOL.md section 7 allows them: 1–64 letters, digits, `.`, `_`, `-`, `@`.
+func validateUsername(_ username: String) throws {
+    let allowed = username.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || ("0"..."9").contains($0) || ".-_@".unicodeScalars.contains($0) }
+    guard (1...64).contains(username.count), allowed else {
+        throw ValidationError("a username is 1 to 64 letters, digits, '.', '_', '-' or '@'")
     }
 }
 

@@ -61,7 +61,7 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
             let buffer = try await response.body.collect(upTo: 64 << 20)
             return HTTPResponseData(status: Int(response.status.code), body: Data(buffer.readableBytesView))
         } catch {
-            throw NotedClientError(.server, "cannot reach \(request.url.host ?? request.url.absoluteString): \(error)")
+            throw NotedClientError(.server, "cannot reach the server at \(request.url.origin): \(describe(error))")
         }
     }
 }
@@ -88,7 +88,23 @@ public struct URLSessionHTTPTransport: HTTPTransport {
             let (data, response) = try await URLSession.shared.data(for: outgoing)
             return HTTPResponseData(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data)
         } catch {
-            throw NotedClientError(.server, "cannot reach \(request.url.host ?? request.url.absoluteString): \(error.localizedDescription)")
+            throw NotedClientError(.server, "cannot reach the server at \(request.url.origin): \(error.localizedDescription)")
         }
     }
+}
+
+extension URL {
+    /// `scheme://host:port`, for messages.
+    var origin: String {
+        "\(scheme ?? "http")://\(host ?? "?")" + (port.map { ":\($0)" } ?? "")
+    }
+}
+
+/// A short reason for a network failure (NIO's descriptions are long and nested).
+func describe(_ error: any Error) -> String {
+    let text = String(describing: error)
+    if text.localizedCaseInsensitiveContains("refused") { return "connection refused" }
+    if text.localizedCaseInsensitiveContains("timeout") || text.localizedCaseInsensitiveContains("deadline") { return "timed out" }
+    if text.localizedCaseInsensitiveContains("resolve") || text.localizedCaseInsensitiveContains("lookup") { return "unknown host" }
+    return text
 }
