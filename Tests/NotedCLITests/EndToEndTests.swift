@@ -67,6 +67,17 @@ import Testing
             #expect(bodyA == (try await b.notes())[id]?["body"])
             let history = try JSONValue.parse(try await a.noted("history", id, "--json")).arrayValue ?? []
             #expect(history.count >= 3)
+            // Whatever the merge kept, both edits are in the history (a revision or a conflict revision).
+            var bodies: Set<String> = []
+            for entry in history {
+                guard let rev = entry["rev"]?.intValue else { continue }
+                var arguments = ["history", id, "--show", String(rev), "--json"]
+                if entry["conflict"] == true { arguments.append("--conflict") }
+                let fields = try JSONValue.parse(try await a.noted(arguments))
+                if let body = fields["body"]?.stringValue { bodies.insert(body) }
+            }
+            #expect(bodies.contains("the slow brown fox"))
+            #expect(bodies.contains("the fast brown fox"))
             // Restoring an earlier revision is a new edit that syncs everywhere.
             try await a.noted("history", id, "--restore", "1")
             try await b.noted("sync")

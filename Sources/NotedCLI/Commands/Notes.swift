@@ -246,6 +246,8 @@ struct History: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The note's id or a unique prefix of it.") var id: String
     @Option(help: "Make the note's content that of this revision.") var restore: Int64?
+    @Option(help: "Print this revision's content.") var show: Int64?
+    @Flag(help: "With --show: the conflict revision (the version a merge could not place).") var conflict = false
 
     func execute() async throws {
         guard !options.offline else { throw CLIError("history needs the server; drop --offline") }
@@ -257,6 +259,20 @@ struct History: AsyncParsableCommand {
             try await cli { try await client.restore(full, rev: restore) }
             await options.syncAfterChange(client)
             print("restored revision \(restore)")
+            return
+        }
+        if let show {
+            guard show >= 1 else { throw ValidationError("--show takes a revision number >= 1") }
+            let conflict = conflict
+            let fields = try await cli { try await client.revision(full, rev: show, conflict: conflict) }
+            if options.json {
+                printJSON(.object(fields.json))
+            } else {
+                print("title:   \(fields.title)")
+                if !fields.tags.isEmpty { print("tags:    \(fields.tags.joined(separator: ", "))") }
+                print("")
+                print(fields.body)
+            }
             return
         }
         let revisions = try await cli { try await client.history(full) }

@@ -113,6 +113,11 @@ struct Home {
 
     @discardableResult
     func noted(_ arguments: String..., stdin: String? = nil, expectFailure: Bool = false) async throws -> String {
+        try await noted(arguments, stdin: stdin, expectFailure: expectFailure)
+    }
+
+    @discardableResult
+    func noted(_ arguments: [String], stdin: String? = nil, expectFailure: Bool = false) async throws -> String {
         let result = try await run("noted", ["--home", path, "--server", server] + arguments, stdin: stdin)
         if expectFailure {
             #expect(result.status != 0, "noted \(arguments) should have failed")
