@@ -301,4 +301,15 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let note = try await store.create(NoteFields(title: "seen"))
         #expect(try await iterator.next()?.map(\.id) == [note.id])
     }
+
+    @Test func localEditsAreCheckedAgainstTheLimitsTheServerAdvertised() async throws {
+        let store = try LocalStore.inMemory()
+        let limits: JSONValue = ["maxTextLength": 10, "maxTags": 2]
+        try await store.setMeta("limits", limits.jsonString)
+        await #expect(throws: NotedClientError.self) { try await store.create(NoteFields(body: "eleven char")) }
+        await #expect(throws: NotedClientError.self) { try await store.create(NoteFields(tags: ["a", "b", "c"])) }
+        let note = try await store.create(NoteFields(body: "ten chars!", tags: ["a", "b"]))
+        await #expect(throws: NotedClientError.self) { try await store.update(note.id) { $0.body += "?" } }
+        #expect(try await store.note(note.id)?.body == "ten chars!")
+    }
 }

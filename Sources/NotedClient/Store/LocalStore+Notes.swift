@@ -17,15 +17,24 @@ public struct NoteFilter: Sendable, Hashable {
 }
 
 extension LocalStore {
-    /// The limits local edits are checked against (the server's defaults until a `welcome` says otherwise).
-    var limits: Limits { Limits() }
+    /// The limits local edits are checked against: the last ones a server advertised in
+    /// `welcome`, else the protocol's defaults.
+    func limits(_ db: Database) throws -> Limits {
+        guard let text = try meta(db, "limits"), let value = try? JSONValue.parse(text) else { return Limits() }
+        let defaults = Limits()
+        func read(_ key: String, _ fallback: Int) -> Int { value[key]?.intValue.map { Int(clamping: $0) }.flatMap { $0 > 0 ? $0 : nil } ?? fallback }
+        return Limits(
+            maxMessageBytes: read("maxMessageBytes", defaults.maxMessageBytes), maxChangesPerPush: read("maxChangesPerPush", defaults.maxChangesPerPush),
+            maxTextLength: read("maxTextLength", defaults.maxTextLength), maxTags: read("maxTags", defaults.maxTags),
+            maxTagLength: read("maxTagLength", defaults.maxTagLength))
+    }
 
     /// Creates a note; it is pending until the server acknowledges it.
     @discardableResult
     public func create(_ fields: NoteFields, id: String = UUID().uuidString.lowercased(), now: Date = Date()) async throws -> Note {
-        try validate(fields)
         guard UUIDText.isCanonical(id) else { throw NotedClientError(.invalidInput, "a note id must be a lower-case UUID") }
         return try await writer.write { db in
+            try validate(fields, limits: limits(db))
             var row = RecordRow(id: id, collection: Self.collection, local: fields.json, now: now)
             try row.insert(db)
             return row.note
@@ -43,7 +52,7 @@ extension LocalStore {
             let before = fields
             try edit(&fields)
             guard fields != before else { return row.note }
-            try validate(fields)
+            try validate(fields, limits: limits(db))
             row.localFields = fields.json
             row.dirty = true
             row.syncError = nil
@@ -144,7 +153,7 @@ extension LocalStore {
         }
     }
 
-    func validate(_ fields: NoteFields) throws {
+    func validate(_ fields: NoteFields, limits: Limits) throws {
         for (name, text) in [("title", fields.title), ("body", fields.body)] where text.utf16.count > limits.maxTextLength {
             throw NotedClientError(.invalidInput, "the \(name) is longer than \(limits.maxTextLength) UTF-16 code units")
         }

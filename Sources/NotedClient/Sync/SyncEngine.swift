@@ -113,6 +113,10 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
 
     private func received(_ message: JSONValue, connection id: Int) async {
         guard connection?.id == id else { return }
+        if message["type"] == "welcome", let limits = message["limits"], limits.objectValue != nil {
+            // Local edits are checked against what this server accepts.
+            try? await store.setMeta("limits", limits.jsonString)
+        }
         await perform(machine.received(message, now: clock.now))
     }
 
