@@ -14,7 +14,9 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
     private let events: EventHub
     private let clock: C
     private var connection: (id: Int, value: any SyncConnection, outgoing: AsyncStream<JSONValue>.Continuation)?
-    private var tasks: [Task<Void, Never>] = []
+    /// Background work by key (connect, reader and writer of a connection, refresh), so that
+    /// finished work does not pile up on a long-lived engine.
+    private var tasks: [String: Task<Void, Never>] = [:]
     private var timer: Task<Void, Never>?
     private var resetIDs: Set<String>?
     private(set) var status: SyncStatus = .stopped
@@ -50,8 +52,8 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         timer?.cancel()
         timer = nil
         await perform(machine.stop())
-        for task in tasks { task.cancel() }
-        tasks = []
+        for task in tasks.values { task.cancel() }
+        tasks = [:]
     }
 
     /// Tells the engine the user changed something: it pushes after the debounce.
@@ -83,7 +85,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         }
         let (outgoing, continuation) = AsyncStream.makeStream(of: JSONValue.self)
         connection = (id, value, continuation)
-        tasks.append(Task {
+        tasks["writer"] = Task {
             for await message in outgoing {
                 do {
                     try await value.send(message)
@@ -92,13 +94,13 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
                     return
                 }
             }
-        })
-        tasks.append(Task { [weak self] in
+        }
+        tasks["reader"] = Task { [weak self] in
             for await message in value.messages {
                 await self?.received(message, connection: id)
             }
             await self?.lost(id: id)
-        })
+        }
         let cursor = (try? await store.cursor()) ?? 0
         await perform(machine.connected(id: id, token: token, device: device, cursor: cursor, now: clock.now))
     }
@@ -134,8 +136,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
             let transport = transport
             let tokens = tokens
             let url = url
-            tasks.removeAll { $0.isCancelled }
-            tasks.append(Task { [weak self] in
+            tasks["connect"] = Task { [weak self] in
                 do {
                     let token = try await tokens.accessToken()
                     let connection = try await transport.connect(to: url)
@@ -144,7 +145,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
                     await self?.report(error)
                     await self?.lost(id: id)
                 }
-            })
+            }
         case .send(let message):
             connection?.outgoing.yield(message)
         case .close:
@@ -190,7 +191,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
             }
         case .refreshToken:
             let tokens = tokens
-            tasks.append(Task { [weak self] in
+            tasks["refresh"] = Task { [weak self] in
                 do {
                     let token = try await tokens.refresh().accessToken
                     await self?.refreshed(token)
@@ -198,7 +199,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
                     await self?.report(error)
                     await self?.refreshed(nil)
                 }
-            })
+            }
         case .status(let value):
             status = value
             if value == .synced {
