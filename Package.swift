@@ -7,9 +7,28 @@ let package = Package(
     products: [
         .library(name: "DiffMatchPatch", targets: ["DiffMatchPatch"]),
         .executable(name: "dmp", targets: ["dmp"]),
+        .library(name: "NotedCore", targets: ["NotedCore"]),
+        .library(name: "NotedServer", targets: ["NotedServer"]),
+        .executable(name: "noted-server", targets: ["noted-server"]),
+        .library(name: "NotedClient", targets: ["NotedClient"]),
+        .library(name: "NotedCLI", targets: ["NotedCLI"]),
+        .executable(name: "noted", targets: ["noted"]),
     ],
     dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket.git", from: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // No dependencies: the foundation of everything else, useful on its own.
@@ -22,5 +41,90 @@ let package = Package(
             ]
         ),
         .testTarget(name: "DiffMatchPatchTests", dependencies: ["DiffMatchPatch"]),
+
+        .target(name: "NotedCore", dependencies: ["DiffMatchPatch"]),
+        .target(
+            name: "NotedServer",
+            dependencies: [
+                "NotedCore",
+                "DiffMatchPatch",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .executableTarget(
+            name: "noted-server",
+            dependencies: [
+                "NotedServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "NotedCoreTests", dependencies: ["NotedCore"]),
+        .testTarget(
+            name: "NotedServerTests",
+            dependencies: [
+                "NotedServer",
+                "NotedCore",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
+            ]
+        ),
+    
+        // The client library: no server module, no NIO server code. On Linux the WebSocket and
+        // HTTP clients come from NIO client libraries; Apple platforms use URLSession.
+        .target(
+            name: "NotedClient",
+            dependencies: [
+                "NotedCore",
+                "DiffMatchPatch",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
+                .product(name: "Logging", package: "swift-log", condition: .when(platforms: [.linux])),
+            ]
+        ),
+        .target(
+            name: "NotedCLI",
+            dependencies: [
+                "NotedClient",
+                "NotedCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "noted",
+            dependencies: ["NotedCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(
+            name: "NotedClientTests",
+            dependencies: [
+                "NotedClient",
+                "NotedCore",
+                "NotedServer",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "NotedCLITests",
+            dependencies: [
+                "NotedCLI",
+                "NotedClient",
+                "NotedCore",
+            ]
+        ),
     ]
 )

@@ -1,0 +1,131 @@
+import DiffMatchPatch
+
+/// What applying a change to a record's fields produced.
+public struct MergeResult: Sendable, Hashable {
+    /// Every field of the record after the change.
+    public var fields: [String: JSONValue]
+    /// Text fields where part of the client's edit could not be placed.
+    public var conflicts: [String]
+    /// The versions that did not make it into `fields`, kept as a conflict revision: the
+    /// resulting fields with, for each conflicting text field, the losing text (the client's
+    /// intended text when a hunk failed, or the text a stale `set` replaced). Nil when nothing
+    /// was lost.
+    public var conflictFields: [String: JSONValue]?
+
+    public init(fields: [String: JSONValue], conflicts: [String], conflictFields: [String: JSONValue]?) {
+        self.fields = fields
+        self.conflicts = conflicts
+        self.conflictFields = conflictFields
+    }
+}
+
+/// Applies a change's field ops to a record, merging when the change was made against an older
+/// revision.
+///
+/// The rules of PROTOCOL.md section 5: text deltas become patches against the value at `baseRev`
+/// applied fuzzily onto the current value; set adds and removes apply to the current set;
+/// scalars and whole-value sets: the later change (server order) wins.
+public struct FieldMerger: Sendable {
+    public var limits: Limits
+    private let dmp: DiffMatchPatch
+
+    public init(limits: Limits) {
+        self.limits = limits
+        self.dmp = DiffMatchPatch()
+    }
+
+    /// Applies `ops` to a record.
+    /// - Parameters:
+    ///   - current: the record's current fields (empty for a create).
+    ///   - base: the record's fields at `baseRev` when `baseRev` is older than the current
+    ///     revision; nil when the change was made against the current revision.
+    public func apply(
+        _ ops: [String: FieldOp],
+        schema: CollectionSchema,
+        current: [String: JSONValue],
+        base: [String: JSONValue]?
+    ) throws(ProtocolError) -> MergeResult {
+        let current = schema.completed(current)
+        let baseFields = base.map(schema.completed) ?? current
+        var fields = current
+        var conflicts: [String] = []
+        var losing: [String: JSONValue] = [:]
+
+        for name in ops.keys.sorted() {
+            guard let op = ops[name] else { continue }
+            let currentValue = current[name] ?? .null
+            let baseValue = baseFields[name] ?? .null
+            switch op {
+            case .textSet(let text):
+                if base != nil, currentValue != baseValue, currentValue != .string(text) {
+                    losing[name] = currentValue
+                }
+                fields[name] = .string(text)
+            case .textDelta(let delta):
+                let baseText = baseValue.stringValue ?? ""
+                let diffs: [Diff]
+                do {
+                    diffs = try dmp.fromDelta(baseText, delta, strict: true)
+                } catch {
+                    throw ProtocolError(.invalidDelta, "the delta of \"\(name)\" does not fit its base text: \(error)")
+                }
+                let intended = dmp.text2(diffs)
+                let currentText = currentValue.stringValue ?? ""
+                var result = intended
+                if base != nil, currentText != baseText {
+                    let patches = dmp.patchMake(baseText, diffs)
+                    let applied = dmp.patchApply(patches, to: currentText)
+                    result = applied.text
+                    if applied.results.contains(false) {
+                        conflicts.append(name)
+                        losing[name] = .string(intended)
+                    }
+                }
+                guard result.utf16.count <= limits.maxTextLength else {
+                    throw ProtocolError(.tooLarge, "\"\(name)\" would be longer than \(limits.maxTextLength) UTF-16 code units")
+                }
+                fields[name] = .string(result)
+            case .setReplace(let values):
+                fields[name] = .array(values.map(JSONValue.string))
+            case .setAddRemove(let add, let remove):
+                let existing = (currentValue.arrayValue ?? []).compactMap(\.stringValue)
+                let removed = Set(remove)
+                var result = existing.filter { !removed.contains($0) }
+                var present = Set(result)
+                for value in add where present.insert(value).inserted {
+                    result.append(value)
+                }
+                guard result.count <= limits.maxTags else {
+                    throw ProtocolError(.tooLarge, "\"\(name)\" would have more than \(limits.maxTags) elements")
+                }
+                fields[name] = .array(result.map(JSONValue.string))
+            case .scalarSet(let value):
+                fields[name] = value
+            }
+        }
+        var conflictFields: [String: JSONValue]? = nil
+        if !losing.isEmpty {
+            conflictFields = fields.merging(losing) { _, lost in lost }
+        }
+        return MergeResult(fields: fields, conflicts: conflicts, conflictFields: conflictFields)
+    }
+
+    /// The ops that turn `old` into `new`, as broadcast in a `change` message: a text delta
+    /// against the old value, or a `set` where that is shorter. Unchanged fields are left out.
+    public func ops(from old: [String: JSONValue], to new: [String: JSONValue], schema: CollectionSchema) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        for name in new.keys.sorted() {
+            guard let newValue = new[name], old[name] != newValue else { continue }
+            let setOp: JSONValue = ["set": newValue]
+            if schema.fields[name]?.kind == .text, let newText = newValue.stringValue, let oldText = old[name]?.stringValue {
+                let delta = dmp.toDelta(dmp.diff(oldText, newText))
+                if delta.utf8.count < newText.utf8.count {
+                    result[name] = ["delta": .string(delta)]
+                    continue
+                }
+            }
+            result[name] = setOp
+        }
+        return result
+    }
+}

@@ -1,0 +1,98 @@
+/// A request id a client attached to a message, echoed on every answer.
+public enum RequestID: Sendable, Hashable {
+    case string(String)
+    case int(Int64)
+
+    public var json: JSONValue {
+        switch self {
+        case .string(let value): .string(value)
+        case .int(let value): .int(value)
+        }
+    }
+}
+
+/// A message from a client over the sync WebSocket.
+public enum ClientMessage: Sendable, Hashable {
+    case hello(protocol: Int64, token: String?, device: String?, client: String?)
+    case reauth(token: String)
+    case pull(since: Int64, limit: Int)
+    /// The raw changes: each is validated on its own so that one bad change gets its own reject.
+    case push(changes: [JSONValue])
+
+    /// The default and largest `limit` of a pull.
+    public static let defaultPullLimit = 500
+    public static let maxPullLimit = 1000
+
+    /// Reads the request id of a message, if it has a valid one.
+    public static func requestID(of value: JSONValue) -> RequestID? {
+        switch value["rid"] {
+        case .string(let text)?: .string(text)
+        case .int(let number)?: .int(number)
+        default: nil
+        }
+    }
+
+    /// Validates a parsed message.
+    public static func parse(_ value: JSONValue) throws(ProtocolError) -> ClientMessage {
+        guard let object = value.objectValue else {
+            throw ProtocolError(.badRequest, "a message must be a JSON object")
+        }
+        if let rid = object["rid"] {
+            switch rid {
+            case .string, .int: break
+            default: throw ProtocolError(.badRequest, "rid must be a string or an integer")
+            }
+        }
+        guard let typeValue = object["type"] else {
+            throw ProtocolError(.badRequest, "the message has no \"type\"")
+        }
+        guard let type = typeValue.stringValue else {
+            throw ProtocolError(.badRequest, "\"type\" must be a string")
+        }
+        switch type {
+        case "hello":
+            guard let version = object["protocol"]?.intValue else {
+                throw ProtocolError(.badRequest, "hello needs \"protocol\": 1")
+            }
+            let token = try optionalString(object, "token")
+            let device = try optionalString(object, "device")
+            if let device, !UUIDText.isCanonical(device) {
+                throw ProtocolError(.badRequest, "device must be a lower-case UUID string")
+            }
+            let client = try optionalString(object, "client")
+            return .hello(protocol: version, token: token, device: device, client: client)
+        case "reauth":
+            guard let token = object["token"]?.stringValue else {
+                throw ProtocolError(.badRequest, "reauth needs a \"token\" string")
+            }
+            return .reauth(token: token)
+        case "pull":
+            guard let since = object["since"]?.intValue, since >= 0, since <= ChangeParser.maxSafeInteger else {
+                throw ProtocolError(.badRequest, "since must be an integer from 0 to 2^53-1")
+            }
+            var limit = defaultPullLimit
+            if let limitValue = object["limit"] {
+                guard let number = limitValue.intValue, number >= 1, number <= Int64(maxPullLimit) else {
+                    throw ProtocolError(.badRequest, "limit must be an integer from 1 to \(maxPullLimit)")
+                }
+                limit = Int(number)
+            }
+            return .pull(since: since, limit: limit)
+        case "push":
+            guard let changes = object["changes"]?.arrayValue else {
+                throw ProtocolError(.badRequest, "push needs a \"changes\" array")
+            }
+            return .push(changes: changes)
+        default:
+            throw ProtocolError(.unknownType, "unknown message type")
+        }
+    }
+
+    private static func optionalString(_ object: [String: JSONValue], _ key: String) throws(ProtocolError) -> String? {
+        guard let value = object[key], value != .null else { return nil }
+        guard let text = value.stringValue else {
+            throw ProtocolError(.badRequest, "\"\(key)\" must be a string")
+        }
+        return text
+    }
+}

@@ -1,0 +1,90 @@
+/// The kind of a record field, which decides its value type, its ops and its merge rule.
+public enum FieldKind: String, Sendable, Hashable {
+    /// A string edited with whole-value `set` or diff-match-patch `delta` ops; merged with patches.
+    case text
+    /// An unordered array of distinct strings edited with `set` or `add`/`remove`.
+    case set
+    /// A single JSON scalar replaced with `set`; the later change wins.
+    case scalar
+}
+
+/// Which JSON scalars a `scalar` field accepts.
+public struct ScalarTypes: OptionSet, Sendable, Hashable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    public static let string = ScalarTypes(rawValue: 1)
+    public static let number = ScalarTypes(rawValue: 2)
+    public static let bool = ScalarTypes(rawValue: 4)
+    public static let null = ScalarTypes(rawValue: 8)
+    public static let any: ScalarTypes = [.string, .number, .bool, .null]
+
+    func accepts(_ value: JSONValue) -> Bool {
+        switch value {
+        case .null: contains(.null)
+        case .bool: contains(.bool)
+        case .int, .double: contains(.number)
+        case .string: contains(.string)
+        case .array, .object: false
+        }
+    }
+}
+
+/// One field of a collection schema.
+public struct FieldSpec: Sendable, Hashable {
+    public var kind: FieldKind
+    public var scalarTypes: ScalarTypes
+    /// The value a missing field reads as.
+    public var defaultValue: JSONValue
+
+    public static let text = FieldSpec(kind: .text, scalarTypes: [], defaultValue: "")
+    public static let set = FieldSpec(kind: .set, scalarTypes: [], defaultValue: [])
+    public static func scalar(_ types: ScalarTypes, default value: JSONValue) -> FieldSpec {
+        FieldSpec(kind: .scalar, scalarTypes: types, defaultValue: value)
+    }
+}
+
+/// The schema of a collection: its name and its fields.
+public struct CollectionSchema: Sendable, Hashable {
+    public var name: String
+    public var fields: [String: FieldSpec]
+
+    public init(name: String, fields: [String: FieldSpec]) {
+        self.name = name
+        self.fields = fields
+    }
+
+    /// The `notes` collection of protocol v1.
+    public static let notes = CollectionSchema(
+        name: "notes",
+        fields: [
+            "title": .text,
+            "body": .text,
+            "tags": .set,
+            "folder": .scalar([.string, .null], default: .null),
+            "pinned": .scalar(.bool, default: false),
+            "trashed": .scalar(.bool, default: false),
+        ]
+    )
+
+    /// Every field with its value in `fields` or its default when missing.
+    public func completed(_ fields: [String: JSONValue]) -> [String: JSONValue] {
+        var result = fields
+        for (name, spec) in self.fields where result[name] == nil {
+            result[name] = spec.defaultValue
+        }
+        return result
+    }
+}
+
+/// The collections a server knows.
+public struct SchemaRegistry: Sendable {
+    public var schemas: [String: CollectionSchema]
+
+    public init(_ schemas: [CollectionSchema]) {
+        self.schemas = Dictionary(schemas.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    public static let v1 = SchemaRegistry([.notes])
+
+    public subscript(name: String) -> CollectionSchema? { schemas[name] }
+}

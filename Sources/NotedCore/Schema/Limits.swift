@@ -1,0 +1,38 @@
+/// The limits a server enforces, all advertised to clients in `welcome`.
+public struct Limits: Sendable, Hashable {
+    /// Largest message a client may send, in UTF-8 bytes.
+    public var maxMessageBytes: Int
+    /// Most changes in one push.
+    public var maxChangesPerPush: Int
+    /// Longest text field, in UTF-16 code units.
+    public var maxTextLength: Int
+    /// Most elements in a `set` field.
+    public var maxTags: Int
+    /// Longest element of a `set` field, in UTF-16 code units.
+    public var maxTagLength: Int
+
+    public init(
+        maxMessageBytes: Int = 1 << 20,
+        maxChangesPerPush: Int = 100,
+        maxTextLength: Int = 200_000,
+        maxTags: Int = 100,
+        maxTagLength: Int = 200
+    ) {
+        self.maxMessageBytes = maxMessageBytes
+        self.maxChangesPerPush = maxChangesPerPush
+        self.maxTextLength = maxTextLength
+        self.maxTags = maxTags
+        self.maxTagLength = maxTagLength
+    }
+
+    /// The `limits` object of `welcome`.
+    public var json: JSONValue {
+        .object([
+            "maxMessageBytes": .int(Int64(maxMessageBytes)),
+            "maxChangesPerPush": .int(Int64(maxChangesPerPush)),
+            "maxTextLength": .int(Int64(maxTextLength)),
+            "maxTags": .int(Int64(maxTags)),
+            "maxTagLength": .int(Int64(maxTagLength)),
+        ])
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import HummingbirdBcrypt
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import Logging
+import NIOPosix
+import NotedCore
+import ServiceLifecycle
+
+/// Builds the whole server from its configuration: store, tokens, routes, services.
+///
+/// ```swift
+/// let app = try await buildApplication(configuration) { host, port in print("listening on \(port)") }
+/// try await app.runService()
+/// ```
+public func buildApplication(
+    _ configuration: ServerConfiguration,
+    logger: Logger = Logger(label: "noted-server"),
+    onListening: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
+) async throws -> some ApplicationProtocol {
+    let store = try await openStore(configuration, logger: logger)
+    let issuer = configuration.issuer ?? "http://\(configuration.host):\(configuration.port)"
+    let tokens = try await AccessTokens.load(
+        store: store, issuer: issuer, audience: configuration.audience, lifetime: configuration.accessTokenLifetime)
+    let cost = configuration.bcryptCost
+    let dummyHash = try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash("not a password", cost: cost) }
+    let accounts = Accounts(
+        store: store, tokens: tokens, registrationOpen: configuration.registrationOpen, bcryptCost: cost,
+        refreshLifetime: configuration.refreshTokenLifetime.timeInterval,
+        limiter: RateLimiter(limit: configuration.authAttemptsPerWindow, window: configuration.authWindow.timeInterval),
+        dummyHash: dummyHash)
+    let metrics = ServerMetrics()
+    let hub = SessionHub()
+    let sync = SyncService(store: store, parser: ChangeParser(schemas: .v1, limits: configuration.limits), hub: hub, metrics: metrics)
+    let routes = Routes(configuration: configuration, sync: sync, accounts: accounts, tokens: tokens, metrics: metrics)
+
+    let router = Router(context: NotedRequestContext.self)
+    router.middlewares.add(LogRequestsMiddleware(.debug))
+    routes.add(to: router)
+    let webSocketRouter = Router(context: NotedRequestContext.self)
+    routes.addWebSocket(to: webSocketRouter)
+
+    let webSocketResponder = webSocketRouter.buildResponder()
+    let webSocket = WebSocketServerConfiguration(
+        maxFrameSize: configuration.limits.maxMessageBytes,
+        autoPing: .enabled(timePeriod: .seconds(30)),
+        validateUTF8: true)
+    return Application(
+        router: router,
+        server: HTTPServerBuilder { responder in
+            OriginGuardedChannel(
+                base: HTTP1WebSocketUpgradeChannel(
+                    responder: responder, webSocketResponder: webSocketResponder, configuration: .init(ws: webSocket)),
+                policy: OriginPolicy(allowedOrigins: configuration.allowedOrigins), path: "/v1/sync")
+        },
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
+        services: [
+            StoreService(store: store),
+            SweepService(store: store, configuration: configuration, logger: logger),
+            SessionCloser(hub: hub),
+        ],
+        onServerRunning: { channel in
+            await onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
+        },
+        logger: logger)
+}
+
+private func openStore(_ configuration: ServerConfiguration, logger: Logger) async throws -> any NotedStore {
+    let store: any NotedStore
+    switch configuration.databaseLocation {
+    case .sqlite(let path):
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        store = try SQLiteStore(path: path, limits: configuration.limits, revisionsKept: configuration.revisionsKept)
+    case .postgres(let url):
+        store = try PostgresStore(url: url, limits: configuration.limits, revisionsKept: configuration.revisionsKept, logger: logger)
+    }
+    do {
+        try await store.migrate()
+    } catch {
+        await store.shutdown()
+        throw error
+    }
+    return store
+}
+
+/// Closes the store's connections when the application stops.
+struct StoreService: Service {
+    let store: any NotedStore
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await store.shutdown()
+    }
+}
+
+/// Closes every sync session with 1001 when shutdown begins.
+struct SessionCloser: Service {
+    let hub: SessionHub
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        hub.closeAll()
+    }
+}
+
+/// Removes tombstones and `ccid` results past their retention, periodically.
+struct SweepService: Service {
+    let store: any NotedStore
+    let configuration: ServerConfiguration
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            let now = Date()
+            do {
+                try await store.sweep(
+                    tombstonesBefore: now.addingTimeInterval(-configuration.tombstoneRetention.timeInterval),
+                    appliedChangesBefore: now.addingTimeInterval(-configuration.appliedChangeRetention.timeInterval))
+            } catch {
+                logger.error("sweep failed", metadata: ["error": .string(String(describing: error))])
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: configuration.sweepInterval) }
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import NotedCore
+
+/// Where the server keeps its data.
+public enum DatabaseLocation: Sendable, Hashable {
+    /// An SQLite file.
+    case sqlite(path: String)
+    /// A PostgreSQL database, `postgres://USER@HOST:PORT/DB`.
+    case postgres(url: String)
+
+    /// Parses `sqlite:PATH` or `postgres://…`.
+    public init?(argument: String) {
+        if argument.hasPrefix("sqlite:") {
+            let path = String(argument.dropFirst("sqlite:".count))
+            guard !path.isEmpty else { return nil }
+            self = .sqlite(path: path)
+        } else if argument.hasPrefix("postgres://") || argument.hasPrefix("postgresql://") {
+            self = .postgres(url: argument)
+        } else {
+            return nil
+        }
+    }
+}
+
+/// Everything that configures a server; the defaults need nothing installed.
+public struct ServerConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    /// 0 picks a free port.
+    public var port = 8080
+    /// Holds the SQLite database unless `database` says otherwise.
+    public var dataDirectory = "./.noted-server"
+    /// Nil: SQLite at `<dataDirectory>/noted.sqlite`.
+    public var database: DatabaseLocation?
+    /// Browser origins allowed to open the sync WebSocket besides the server's own.
+    public var allowedOrigins: [String] = []
+    public var registrationOpen = true
+    public var accessTokenLifetime: Duration = .seconds(15 * 60)
+    public var refreshTokenLifetime: Duration = .seconds(60 * 60 * 24 * 60)
+    /// `iss` of access tokens; nil: the listening URL.
+    public var issuer: String?
+    public var audience = "noted"
+    public var limits = Limits()
+    /// Ordinary revisions kept per record (conflict revisions are always kept).
+    public var revisionsKept = 100
+    public var tombstoneRetention: Duration = .seconds(60 * 60 * 24 * 90)
+    public var appliedChangeRetention: Duration = .seconds(60 * 60 * 24 * 30)
+    public var sweepInterval: Duration = .seconds(60 * 60)
+    public var helloTimeout: Duration = .seconds(15)
+    /// Errors in one minute after which a session is closed with 1008.
+    public var maxErrorsPerMinute = 20
+    /// Push messages per second and session; more are rejected `rate_limited`.
+    public var maxPushesPerSecond = 20
+    /// Sign-in and registration attempts per address or username and window.
+    public var authAttemptsPerWindow = 10
+    public var authWindow: Duration = .seconds(60)
+    /// bcrypt cost of new password hashes.
+    public var bcryptCost: UInt8 = 12
+
+    public init() {}
+
+    var databaseLocation: DatabaseLocation {
+        database ?? .sqlite(path: (dataDirectory as NSString).appendingPathComponent("noted.sqlite"))
+    }
+}
+
+extension Duration {
+    var timeInterval: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,127 @@
+import Crypto
+import Foundation
+import HummingbirdBcrypt
+import Logging
+import NIOPosix
+import NotedCore
+
+/// A failure of an account or token operation, mapped to HTTP at the edge.
+public struct AuthError: Error, Sendable, CustomStringConvertible {
+    enum Kind: Sendable {
+        case invalidRequest(String)
+        case usernameTaken
+        case registrationClosed
+        case invalidCredentials
+        case invalidGrant
+        case unsupportedGrantType
+        case rateLimited(retryAfter: Int)
+    }
+    let kind: Kind
+
+    public var description: String {
+        switch kind {
+        case .invalidRequest(let message): message
+        case .usernameTaken: "this username is taken"
+        case .registrationClosed: "registration is switched off on this server"
+        case .invalidCredentials: "wrong username or password"
+        case .invalidGrant: "the refresh token is invalid, expired or revoked"
+        case .unsupportedGrantType: "unsupported grant_type"
+        case .rateLimited: "too many attempts; try again later"
+        }
+    }
+}
+
+/// A token response of RFC 6749 section 5.1.
+public struct TokenResponse: Sendable {
+    public var accessToken: String
+    public var expiresIn: Int
+    public var refreshToken: String
+
+    public var json: JSONValue {
+        ["access_token": .string(accessToken), "token_type": "Bearer", "expires_in": .int(Int64(expiresIn)),
+         "refresh_token": .string(refreshToken)]
+    }
+}
+
+/// Registration, sign-in and refresh-token rotation.
+public struct Accounts: Sendable {
+    let store: any NotedStore
+    let tokens: AccessTokens
+    let registrationOpen: Bool
+    let bcryptCost: UInt8
+    let refreshLifetime: TimeInterval
+    let limiter: RateLimiter
+    /// A hash checked for unknown usernames, so that timing does not tell them apart.
+    let dummyHash: String
+
+    /// The client id of first-party sign-in (`POST /v1/sessions`).
+    static let firstPartyClient = "noted"
+
+    /// Usernames: 1–64 letters, digits, `.`, `_`, `-`, `@`.
+    static func validUsername(_ name: String) -> Bool {
+        guard (1...64).contains(name.count) else { return false }
+        return name.unicodeScalars.allSatisfy { scalar in
+            scalar.properties.isAlphabetic && !scalar.properties.isWhitespace || ("0"..."9").contains(scalar)
+                || scalar.properties.numericType == .decimal || ".-_@".unicodeScalars.contains(scalar)
+        }
+    }
+
+    func register(username: String, password: String, address: String) async throws -> UserAccount {
+        guard registrationOpen else { throw AuthError(kind: .registrationClosed) }
+        try limiter.check(keys: ["register-address:\(address)"])
+        guard Self.validUsername(username) else {
+            throw AuthError(kind: .invalidRequest("usernames are 1 to 64 letters, digits, '.', '_', '-' or '@'"))
+        }
+        guard (8...1024).contains(password.count) else {
+            throw AuthError(kind: .invalidRequest("passwords are 8 to 1024 characters"))
+        }
+        let cost = bcryptCost
+        let hash = try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+        let user = UserAccount(id: UUID().uuidString.lowercased(), username: username, usernameKey: username.lowercased(), passwordHash: hash)
+        guard try await store.createUser(user, now: Date()) else { throw AuthError(kind: .usernameTaken) }
+        return user
+    }
+
+    func signIn(username: String, password: String, device: String?, address: String) async throws -> TokenResponse {
+        let key = username.lowercased()
+        try limiter.check(keys: ["signin-address:\(address)", "signin-user:\(key)"])
+        let user = try await store.user(usernameKey: key)
+        let storedHash = user?.passwordHash ?? dummyHash
+        let matches = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: storedHash) }
+        guard let user, matches else { throw AuthError(kind: .invalidCredentials) }
+        return try await startFamily(userID: user.id, clientID: Self.firstPartyClient, device: device)
+    }
+
+    func refresh(token: String) async throws -> TokenResponse {
+        let replacement = Self.newRefreshToken()
+        let now = Date()
+        let result = try await store.rotateRefreshToken(
+            hash: Self.hash(token), replacementHash: Self.hash(replacement), expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
+        switch result {
+        case .rotated(let family):
+            let access = try await tokens.issue(userID: family.userID, clientID: family.clientID, now: now)
+            return TokenResponse(accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: replacement)
+        case .reused, .invalid:
+            throw AuthError(kind: .invalidGrant)
+        }
+    }
+
+    private func startFamily(userID: String, clientID: String, device: String?) async throws -> TokenResponse {
+        let now = Date()
+        let refresh = Self.newRefreshToken()
+        let family = RefreshFamily(id: UUID().uuidString.lowercased(), userID: userID, clientID: clientID, device: device)
+        try await store.createRefreshFamily(family, firstTokenHash: Self.hash(refresh), expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
+        let access = try await tokens.issue(userID: userID, clientID: clientID, now: now)
+        return TokenResponse(accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: refresh)
+    }
+
+    /// 256 random bits, base64url.
+    static func newRefreshToken() -> String {
+        let key = SymmetricKey(size: .bits256)
+        return key.withUnsafeBytes { Data($0) }.base64URLEncodedString
+    }
+
+    static func hash(_ token: String) -> String {
+        SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -1,0 +1,16 @@
+import Hummingbird
+import HummingbirdWebSocket
+
+/// The request context of every route: WebSocket upgrades and the client's address.
+public struct NotedRequestContext: RequestContext, WebSocketRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let webSocket: WebSocketHandlerReference<NotedRequestContext>
+    /// The peer's IP address, for rate limits.
+    public let remoteAddress: String
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.webSocket = .init()
+        self.remoteAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+    }
+}

@@ -1,0 +1,240 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NotedCore
+
+/// The HTTP routes and the sync WebSocket route.
+struct Routes: Sendable {
+    let configuration: ServerConfiguration
+    let sync: SyncService
+    let accounts: Accounts
+    let tokens: AccessTokens
+    let metrics: ServerMetrics
+
+    /// Largest HTTP request body read.
+    var maxBodyBytes: Int { configuration.limits.maxMessageBytes }
+
+    func add(to router: Router<NotedRequestContext>) {
+        router.get("/health") { _, _ -> Response in
+            do {
+                try await sync.store.ping()
+                return .json(["status": "ok"])
+            } catch {
+                return .json(["status": "unavailable"], status: .serviceUnavailable)
+            }
+        }
+        router.get("/metrics") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
+        }
+        router.get("/.well-known/jwks.json") { _, _ in Response.json(tokens.jwks) }
+        router.get("/.well-known/openid-configuration") { _, _ -> Response in
+            .json([
+                "issuer": .string(tokens.issuer),
+                "jwks_uri": .string(tokens.issuer + "/.well-known/jwks.json"),
+                "token_endpoint": .string(tokens.issuer + "/oauth/token"),
+                "grant_types_supported": ["refresh_token"],
+                "token_endpoint_auth_methods_supported": ["none"],
+            ])
+        }
+        router.post("/v1/accounts") { request, context -> Response in
+            let body = try await jsonBody(request)
+            guard let username = body["username"]?.stringValue, let password = body["password"]?.stringValue else {
+                throw APIError(.badRequest, "bad_request", "username and password must be strings")
+            }
+            do {
+                let user = try await accounts.register(username: username, password: password, address: context.remoteAddress)
+                context.logger.info("account created", metadata: ["user": .string(user.id)])
+                return .json(["user": ["id": .string(user.id), "username": .string(user.username)]], status: .created)
+            } catch let error as AuthError {
+                throw APIError(error)
+            }
+        }
+        router.post("/v1/sessions") { request, context -> Response in
+            let body = try await jsonBody(request)
+            guard let username = body["username"]?.stringValue, let password = body["password"]?.stringValue else {
+                throw APIError(.badRequest, "bad_request", "username and password must be strings")
+            }
+            let device = body["device"]?.stringValue
+            if let device, !UUIDText.isCanonical(device) {
+                throw APIError(.badRequest, "bad_request", "device must be a lower-case UUID")
+            }
+            do {
+                return .json(try await accounts.signIn(username: username, password: password, device: device, address: context.remoteAddress).json)
+            } catch let error as AuthError {
+                throw APIError(error)
+            }
+        }
+        router.post("/oauth/token") { request, _ -> Response in
+            let buffer = try await request.body.collect(upTo: 64 * 1024)
+            let form = FormDecoding.decode(String(buffer: buffer))
+            do {
+                guard let grant = form["grant_type"] else { throw AuthError(kind: .invalidRequest("grant_type is missing")) }
+                guard grant == "refresh_token" else { throw AuthError(kind: .unsupportedGrantType) }
+                guard let token = form["refresh_token"], !token.isEmpty else {
+                    throw AuthError(kind: .invalidRequest("refresh_token is missing"))
+                }
+                var response = Response.json(try await accounts.refresh(token: token).json)
+                response.headers[.cacheControl] = "no-store"
+                return response
+            } catch let error as AuthError {
+                throw APIError(error, oauth: true)
+            }
+        }
+        router.get("/v1/changes") { request, context -> Response in
+            let user = try await authenticate(request)
+            let query = request.uri.queryParameters
+            guard let since = query.get("since").flatMap(Int64.init), since >= 0, since <= ChangeParser.maxSafeInteger else {
+                throw APIError(.badRequest, "bad_request", "since must be an integer from 0 to 2^53-1")
+            }
+            var limit = ClientMessage.defaultPullLimit
+            if let text = query.get("limit") {
+                guard let value = Int(text), (1...ClientMessage.maxPullLimit).contains(value) else {
+                    throw APIError(.badRequest, "bad_request", "limit must be an integer from 1 to \(ClientMessage.maxPullLimit)")
+                }
+                limit = value
+            }
+            var page = try await sync.pull(userID: user.userID, since: since, limit: limit, rid: nil).objectValue ?? [:]
+            page["type"] = nil
+            return .json(.object(page))
+        }
+        router.post("/v1/push") { request, context -> Response in
+            let user = try await authenticate(request)
+            let body = try await jsonBody(request)
+            guard let changes = body["changes"]?.arrayValue else {
+                throw APIError(.badRequest, "bad_request", "the body needs a \"changes\" array")
+            }
+            guard changes.count <= configuration.limits.maxChangesPerPush else {
+                throw APIError(.contentTooLarge, "too_large", "a push holds at most \(configuration.limits.maxChangesPerPush) changes")
+            }
+            let device = request.headers[HTTPField.Name("Noted-Device")!].flatMap { UUIDText.isCanonical($0) ? $0 : nil }
+            let results = try await sync.push(changes: changes, userID: user.userID, device: device, session: nil, rid: nil, logger: context.logger)
+            return .json(["results": .array(results)])
+        }
+        router.get("/v1/records/:collection/:id") { request, context -> Response in
+            let user = try await authenticate(request)
+            let (collection, id) = try recordPath(context)
+            guard let record = try await sync.store.record(userID: user.userID, collection: collection, id: id) else {
+                throw APIError(.notFound, "not_found", "no such record")
+            }
+            if record.deleted { throw APIError(.gone, "gone", "the record was purged") }
+            return .json(record.json)
+        }
+        router.get("/v1/records/:collection/:id/revisions") { request, context -> Response in
+            let user = try await authenticate(request)
+            let (collection, id) = try recordPath(context)
+            guard let revisions = try await sync.store.revisions(userID: user.userID, collection: collection, id: id) else {
+                throw APIError(.notFound, "not_found", "no such record")
+            }
+            return .json(["revisions": .array(revisions.map(\.summaryJSON))])
+        }
+        router.get("/v1/records/:collection/:id/revisions/:rev") { request, context -> Response in
+            let user = try await authenticate(request)
+            let (collection, id) = try recordPath(context)
+            guard let rev = context.parameters.get("rev").flatMap(Int64.init), rev >= 1 else {
+                throw APIError(.badRequest, "bad_request", "rev must be a positive integer")
+            }
+            let conflict = request.uri.queryParameters.get("conflict") == "true"
+            guard let revision = try await sync.store.revision(userID: user.userID, collection: collection, id: id, rev: rev, conflict: conflict) else {
+                throw APIError(.notFound, "not_found", "no such revision")
+            }
+            return .json(revision.fullJSON)
+        }
+        // Reached only when the WebSocket upgrade did not happen.
+        router.get("/v1/sync") { request, _ -> Response in
+            guard originAllowed(request) else {
+                throw APIError(.forbidden, "forbidden_origin", "this origin may not open a sync connection")
+            }
+            throw APIError(.upgradeRequired, "upgrade_required", "GET /v1/sync is a WebSocket endpoint")
+        }
+    }
+
+    func addWebSocket(to router: Router<NotedRequestContext>) {
+        router.ws("/v1/sync") { request, _ in
+            originAllowed(request) ? .upgrade([:]) : .dontUpgrade
+        } onUpgrade: { inbound, outbound, context in
+            var logger = context.logger
+            logger[metadataKey: "session"] = .string(UUID().uuidString.lowercased())
+            let session = SyncSession(
+                sync: sync, tokens: tokens, configuration: configuration,
+                headerToken: bearerToken(context.request), logger: logger)
+            try await session.run(inbound: inbound, outbound: outbound)
+        }
+    }
+
+    /// A browser origin must be the server's own or an allowed one; no `Origin`: a native client.
+    func originAllowed(_ request: Request) -> Bool {
+        OriginPolicy(allowedOrigins: configuration.allowedOrigins).allows(
+            origins: request.headers[values: .origin], authority: request.head.authority)
+    }
+
+    private func bearerToken(_ request: Request) -> String? {
+        guard let header = request.headers[.authorization] else { return nil }
+        let prefix = "Bearer "
+        guard header.count > prefix.count, header.lowercased().hasPrefix(prefix.lowercased()) else { return nil }
+        return String(header.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
+    }
+
+    private func authenticate(_ request: Request) async throws -> VerifiedToken {
+        guard let token = bearerToken(request) else {
+            throw APIError(.unauthorized, "unauthenticated", "an Authorization: Bearer access token is required")
+        }
+        do {
+            let verified = try await tokens.verify(token)
+            guard try await sync.store.user(id: verified.userID) != nil else {
+                throw APIError(.unauthorized, "unauthenticated", "invalid access token")
+            }
+            return verified
+        } catch let error as TokenError {
+            throw error.isExpired
+                ? APIError(.unauthorized, "token_expired", "the access token expired")
+                : APIError(.unauthorized, "unauthenticated", "invalid access token")
+        }
+    }
+
+    private func recordPath(_ context: NotedRequestContext) throws -> (String, String) {
+        let collection = try context.parameters.require("collection")
+        let id = try context.parameters.require("id")
+        guard sync.parser.schemas[collection] != nil else {
+            throw APIError(.notFound, "unknown_collection", "unknown collection")
+        }
+        guard UUIDText.isCanonical(id) else {
+            throw APIError(.badRequest, "bad_request", "id must be a lower-case UUID")
+        }
+        return (collection, id)
+    }
+
+    private func jsonBody(_ request: Request) async throws -> JSONValue {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: maxBodyBytes)
+        } catch {
+            throw APIError(.contentTooLarge, "too_large", "the body is larger than \(maxBodyBytes) bytes")
+        }
+        guard let value = try? JSONValue.parse(buffer.readableBytesView), value.objectValue != nil else {
+            throw APIError(.badRequest, "bad_request", "the body must be a JSON object")
+        }
+        return value
+    }
+
+}
+
+/// `application/x-www-form-urlencoded` bodies.
+enum FormDecoding {
+    static func decode(_ body: String) -> [String: String] {
+        var result: [String: String] = [:]
+        for pair in body.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = decodeComponent(parts[0]) else { continue }
+            let value = parts.count > 1 ? decodeComponent(parts[1]) : ""
+            if let value, result[name] == nil { result[name] = value }
+        }
+        return result
+    }
+
+    private static func decodeComponent(_ text: Substring) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+}

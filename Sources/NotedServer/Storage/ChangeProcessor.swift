@@ -1,0 +1,215 @@
+import Foundation
+import NotedCore
+
+/// The backend-independent part of a push: given what the transaction read, decide the answer
+/// and what to write. Backends only do the I/O around it.
+struct ChangeProcessor: Sendable {
+    var schemas: SchemaRegistry
+    var merger: FieldMerger
+    /// How many ordinary revisions to keep per record (conflict revisions are always kept).
+    var revisionsKept: Int
+
+    /// What the transaction read about a change.
+    struct Inputs {
+        /// The stored `ccid` result: body hash and the reply message.
+        var applied: (bodyHash: String, reply: String)?
+        var current: Record?
+        /// The fields at `baseRev`, when `baseRev` is older than the current revision and still held.
+        var baseFields: [String: JSONValue]?
+    }
+
+    /// What the transaction must write, with the seq it assigns.
+    struct WritePlan {
+        var record: Record
+        var prevRev: Int64
+        var prevFields: [String: JSONValue]
+        var revisions: [RevisionInfo]
+        /// Drop every revision of the record (a purge).
+        var purgeHistory: Bool
+        var reply: JSONValue
+        var broadcast: JSONValue
+    }
+
+    enum Decision {
+        case reply(JSONValue)
+        case write(WritePlan)
+    }
+
+    /// Whether the transaction needs the fields at `baseRev`.
+    static func needsBase(_ change: Change, current: Record?) -> Bool {
+        guard let current, !current.deleted, change.op == .upsert else { return false }
+        return change.baseRev > 0 && change.baseRev < current.rev
+    }
+
+    func decide(_ change: Change, inputs: Inputs, context: PushContext) -> Decision {
+        let identity = ChangeIdentity(ccid: change.ccid, collection: change.collection, id: change.id)
+        func reject(_ code: ErrorCode, _ message: String, current: Record? = nil) -> Decision {
+            .reply(ServerMessage.reject(ProtocolError(code, message), identity: identity, current: current))
+        }
+        if let applied = inputs.applied {
+            guard applied.bodyHash == context.bodyHash else {
+                return reject(.ccidReused, "this ccid was already used for a different change")
+            }
+            guard case .object(var original)? = try? JSONValue.parse(applied.reply) else {
+                return reject(.ccidReused, "this ccid was already used")
+            }
+            original["status"] = "duplicate"
+            return .reply(.object(original))
+        }
+        guard let schema = schemas[change.collection] else {
+            return reject(.unknownCollection, "unknown collection")
+        }
+        guard let current = inputs.current else {
+            guard change.baseRev == 0, change.op == .upsert else {
+                return reject(.notFound, "no such record")
+            }
+            return create(change, schema: schema, context: context, identity: identity)
+        }
+        if current.deleted {
+            return reject(.gone, "the record was purged", current: current)
+        }
+        if change.baseRev == 0 {
+            return reject(.alreadyExists, "a record with this id exists", current: current)
+        }
+        if change.baseRev > current.rev {
+            return reject(.invalidVersion, "baseRev is newer than the record", current: current)
+        }
+        let stale = change.baseRev < current.rev
+        let newRev = current.rev + 1
+        var result: MergeResult
+        switch change.op {
+        case .delete:
+            result = MergeResult(fields: [:], conflicts: [], conflictFields: nil)
+        case .upsert:
+            var base: [String: JSONValue]? = nil
+            if stale {
+                let needsText = change.fields.values.contains { if case .textDelta = $0 { true } else { false } }
+                if inputs.baseFields == nil && needsText {
+                    return reject(.baseUnavailable, "the server no longer holds revision \(change.baseRev)", current: current)
+                }
+                // Without the base, a stale whole-text set keeps whatever it replaces.
+                base = inputs.baseFields ?? [:]
+            }
+            do {
+                result = try merger.apply(change.fields, schema: schema, current: current.fields, base: base)
+            } catch {
+                return reject(error.code, error.message, current: error.code == .invalidDelta ? current : nil)
+            }
+        }
+        let deleted = change.op == .delete
+        let record = Record(
+            collection: change.collection, id: change.id, rev: newRev, seq: 0, deleted: deleted,
+            fields: result.fields, createdAt: current.createdAt, updatedAt: context.now
+        )
+        var revisions: [RevisionInfo] = []
+        if !deleted {
+            revisions.append(RevisionInfo(rev: newRev, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid, conflict: false, fields: result.fields))
+            if let conflictFields = result.conflictFields {
+                revisions.append(RevisionInfo(rev: newRev, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid, conflict: true, fields: conflictFields))
+            }
+        }
+        var reply: [String: JSONValue] = [
+            "type": "ack", "ccid": .string(change.ccid), "collection": .string(change.collection),
+            "id": .string(change.id), "rev": .int(newRev), "status": stale ? "merged" : "applied",
+        ]
+        if stale {
+            reply["fields"] = .object(result.fields)
+            reply["conflicts"] = .array(result.conflicts.map(JSONValue.string))
+        }
+        let ops = deleted ? [:] : merger.ops(from: current.fields, to: result.fields, schema: schema)
+        let broadcast: JSONValue = [
+            "type": "change", "collection": .string(change.collection), "id": .string(change.id),
+            "rev": .int(newRev), "prevRev": .int(current.rev), "op": .string(change.op.rawValue),
+            "fields": .object(ops), "updatedAt": .string(Timestamp.format(context.now)),
+        ]
+        return .write(WritePlan(
+            record: record, prevRev: current.rev, prevFields: current.fields, revisions: revisions,
+            purgeHistory: deleted, reply: .object(reply), broadcast: broadcast
+        ))
+    }
+
+    private func create(_ change: Change, schema: CollectionSchema, context: PushContext, identity: ChangeIdentity) -> Decision {
+        let result: MergeResult
+        do {
+            result = try merger.apply(change.fields, schema: schema, current: [:], base: nil)
+        } catch {
+            return .reply(ServerMessage.reject(error, identity: identity))
+        }
+        let record = Record(
+            collection: change.collection, id: change.id, rev: 1, seq: 0, deleted: false,
+            fields: result.fields, createdAt: context.now, updatedAt: context.now
+        )
+        let reply: JSONValue = [
+            "type": "ack", "ccid": .string(change.ccid), "collection": .string(change.collection),
+            "id": .string(change.id), "rev": 1, "status": "applied",
+        ]
+        let broadcast: JSONValue = [
+            "type": "change", "collection": .string(change.collection), "id": .string(change.id),
+            "rev": 1, "prevRev": 0, "op": "upsert",
+            "fields": .object(result.fields.mapValues { ["set": $0] }),
+            "updatedAt": .string(Timestamp.format(context.now)),
+        ]
+        return .write(WritePlan(
+            record: record, prevRev: 0, prevFields: [:],
+            revisions: [RevisionInfo(rev: 1, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid, conflict: false, fields: result.fields)],
+            purgeHistory: false, reply: reply, broadcast: broadcast
+        ))
+    }
+}
+
+extension ChangeProcessor.WritePlan {
+    /// Fills in the seq the transaction assigned.
+    func assigning(seq: Int64) -> (record: Record, revisions: [RevisionInfo], reply: JSONValue, broadcast: JSONValue) {
+        var record = self.record
+        record.seq = seq
+        let revisions = self.revisions.map { revision -> RevisionInfo in
+            var revision = revision
+            revision.seq = seq
+            return revision
+        }
+        return (record, revisions, Self.setting("seq", .int(seq), in: reply), Self.setting("seq", .int(seq), in: broadcast))
+    }
+
+    private static func setting(_ key: String, _ value: JSONValue, in message: JSONValue) -> JSONValue {
+        guard var object = message.objectValue else { return message }
+        object[key] = value
+        return .object(object)
+    }
+}
+
+/// Encodes and decodes the fields column: compact JSON text (never `jsonb`, so that U+0000
+/// survives on PostgreSQL exactly as on SQLite).
+enum FieldsCoding {
+    static func encode(_ fields: [String: JSONValue]) -> String {
+        JSONValue.object(fields).jsonString
+    }
+
+    static func decode(_ text: String) throws -> [String: JSONValue] {
+        guard let object = try JSONValue.parse(text).objectValue else {
+            throw StoreError.corrupt("fields column is not a JSON object")
+        }
+        return object
+    }
+}
+
+/// An error of a storage backend.
+public struct StoreError: Error, CustomStringConvertible, Sendable {
+    private enum Kind: Sendable {
+        case corrupt(String)
+        case unsupportedURL(String)
+    }
+    private let kind: Kind
+
+    static func corrupt(_ what: String) -> StoreError { StoreError(kind: .corrupt(what)) }
+    static func unsupportedURL(_ what: String) -> StoreError { StoreError(kind: .unsupportedURL(what)) }
+
+    public var description: String {
+        switch kind {
+        case .corrupt(let what): "stored data is corrupt: \(what)"
+        case .unsupportedURL(let what): "unsupported database URL: \(what)"
+        }
+    }
+}
+
+/// The protocol's record (GRDB also exports a `Record`).
+public typealias Record = NotedCore.Record

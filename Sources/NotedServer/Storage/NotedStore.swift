@@ -1,0 +1,169 @@
+import Foundation
+import NotedCore
+
+/// Everything the server keeps, behind one protocol with one type per backend.
+///
+/// Every method is one durable unit: a push's record, revisions, `ccid` result and the user's new
+/// `seq` are written in one transaction, and concurrent pushes of one user serialize on the
+/// user's `seq` row, so nothing depends on process memory.
+public protocol NotedStore: Sendable {
+    /// Creates or upgrades the schema.
+    func migrate() async throws
+    /// Throws when the database cannot be reached.
+    func ping() async throws
+    /// Releases connections.
+    func shutdown() async
+
+    // MARK: Users
+
+    /// Inserts a user; false when the username is taken (compared by `usernameKey`).
+    func createUser(_ user: UserAccount, now: Date) async throws -> Bool
+    func user(usernameKey: String) async throws -> UserAccount?
+    func user(id: String) async throws -> UserAccount?
+
+    // MARK: Signing keys
+
+    func signingKeys() async throws -> [SigningKeyRecord]
+    /// Inserts a key unless one with the same `kid` exists.
+    func addSigningKey(_ key: SigningKeyRecord) async throws
+
+    // MARK: Refresh tokens
+
+    /// Starts a new refresh-token family with its first token.
+    func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date) async throws
+    /// Marks the token used and stores its replacement, or revokes the family of a reused token.
+    func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws -> RefreshRotation
+
+    // MARK: Sync
+
+    func latestSeq(userID: String) async throws -> Int64
+    func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage
+    func record(userID: String, collection: String, id: String) async throws -> Record?
+    /// The revision list of a record; nil when the user has no such record.
+    func revisions(userID: String, collection: String, id: String) async throws -> [RevisionInfo]?
+    func revision(userID: String, collection: String, id: String, rev: Int64, conflict: Bool) async throws -> RevisionInfo?
+    /// Applies one validated change in one transaction and returns the answer and what to broadcast.
+    func push(_ change: Change, context: PushContext) async throws -> PushResult
+    /// Removes tombstones and `ccid` results past their retention.
+    func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws
+}
+
+/// A user account.
+public struct UserAccount: Sendable, Hashable {
+    public var id: String
+    public var username: String
+    /// The username as compared: lower-cased.
+    public var usernameKey: String
+    public var passwordHash: String
+
+    public init(id: String, username: String, usernameKey: String, passwordHash: String) {
+        self.id = id
+        self.username = username
+        self.usernameKey = usernameKey
+        self.passwordHash = passwordHash
+    }
+}
+
+/// A persisted token-signing key.
+public struct SigningKeyRecord: Sendable, Hashable {
+    public var kid: String
+    public var privateKeyPEM: String
+    public var createdAt: Date
+
+    public init(kid: String, privateKeyPEM: String, createdAt: Date) {
+        self.kid = kid
+        self.privateKeyPEM = privateKeyPEM
+        self.createdAt = createdAt
+    }
+}
+
+/// A chain of refresh tokens descending from one sign-in.
+public struct RefreshFamily: Sendable, Hashable {
+    public var id: String
+    public var userID: String
+    public var clientID: String
+    public var device: String?
+
+    public init(id: String, userID: String, clientID: String, device: String?) {
+        self.id = id
+        self.userID = userID
+        self.clientID = clientID
+        self.device = device
+    }
+}
+
+/// The result of presenting a refresh token.
+public enum RefreshRotation: Sendable, Hashable {
+    /// The token was valid; its replacement is stored.
+    case rotated(RefreshFamily)
+    /// The token had already been used: its family is now revoked.
+    case reused
+    /// Unknown, expired or revoked.
+    case invalid
+}
+
+/// One page of the change feed.
+public struct ChangesPage: Sendable, Hashable {
+    public var records: [Record]
+    public var cursor: Int64
+    public var more: Bool
+    public var reset: Bool
+}
+
+/// One entry of a record's history.
+public struct RevisionInfo: Sendable, Hashable {
+    public var rev: Int64
+    public var seq: Int64
+    public var updatedAt: Date
+    public var device: String?
+    public var ccid: String?
+    public var conflict: Bool
+    public var fields: [String: JSONValue]
+
+    public var summaryJSON: JSONValue {
+        var object: [String: JSONValue] = [
+            "rev": .int(rev), "seq": .int(seq), "updatedAt": .string(Timestamp.format(updatedAt)),
+            "conflict": .bool(conflict),
+        ]
+        object["device"] = device.map(JSONValue.string) ?? .null
+        object["ccid"] = ccid.map(JSONValue.string) ?? .null
+        return .object(object)
+    }
+
+    public var fullJSON: JSONValue {
+        guard case .object(var object) = summaryJSON else { return summaryJSON }
+        object["fields"] = .object(fields)
+        return .object(object)
+    }
+}
+
+/// Who pushes, from where, and when.
+public struct PushContext: Sendable {
+    public var userID: String
+    public var device: String?
+    public var now: Date
+    /// SHA-256 of the change's canonical JSON, to tell a resend from a reused `ccid`.
+    public var bodyHash: String
+
+    public init(userID: String, device: String?, now: Date, bodyHash: String) {
+        self.userID = userID
+        self.device = device
+        self.now = now
+        self.bodyHash = bodyHash
+    }
+}
+
+/// The answer to one change and, when it was committed, the `change` message for other connections.
+public struct PushResult: Sendable {
+    /// An `ack` or `reject` message (without `rid`).
+    public var reply: JSONValue
+    /// The broadcast `change` message, when the change was committed now.
+    public var broadcast: JSONValue?
+    /// The seq committed, when the change was committed now.
+    public var committedSeq: Int64?
+
+    public var status: String {
+        if reply["type"]?.stringValue == "reject" { return reply["code"]?.stringValue ?? "reject" }
+        return reply["status"]?.stringValue ?? "ack"
+    }
+}

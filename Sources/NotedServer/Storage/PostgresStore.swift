@@ -1,0 +1,378 @@
+import Foundation
+import Logging
+import NotedCore
+import PostgresNIO
+
+/// The scale-out backend: PostgreSQL through a PostgresNIO connection pool.
+///
+/// Several server nodes may share one database: a push locks the user's `seq` row
+/// (`SELECT … FOR UPDATE`) for the length of its transaction, so pushes of one user serialize
+/// across connections and nodes.
+public struct PostgresStore: NotedStore {
+    private let client: PostgresClient
+    private let runTask: Task<Void, Never>
+    private let logger: Logger
+    let processor: ChangeProcessor
+
+    /// Connects a pool to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
+    public init(url: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, logger: Logger) throws {
+        let configuration = try Self.configuration(from: url)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.runTask = Task { await client.run() }
+        self.logger = logger
+        self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept)
+    }
+
+    static func configuration(from url: String) throws -> PostgresClient.Configuration {
+        guard let components = URLComponents(string: url), components.scheme == "postgres" || components.scheme == "postgresql",
+              let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty
+        else { throw StoreError.unsupportedURL("expected postgres://USER@HOST:PORT/DB") }
+        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        var configuration = PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: user, password: components.password,
+            database: database.isEmpty ? nil : database, tls: .disable)
+        configuration.options.maximumConnections = 20
+        return configuration
+    }
+
+    private static let migrations: [(String, [PostgresQuery])] = [
+        ("v1", [
+            """
+            CREATE TABLE users (
+                id TEXT PRIMARY KEY, username TEXT NOT NULL, username_key TEXT NOT NULL UNIQUE,
+                password_hash TEXT NOT NULL, created_at BIGINT NOT NULL)
+            """,
+            """
+            CREATE TABLE user_seq (
+                user_id TEXT PRIMARY KEY REFERENCES users(id), seq BIGINT NOT NULL DEFAULT 0,
+                purged_seq BIGINT NOT NULL DEFAULT 0)
+            """,
+            """
+            CREATE TABLE records (
+                user_id TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, rev BIGINT NOT NULL,
+                seq BIGINT NOT NULL, deleted BOOLEAN NOT NULL, fields TEXT NOT NULL,
+                created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, PRIMARY KEY (user_id, collection, id))
+            """,
+            "CREATE INDEX records_by_seq ON records(user_id, seq)",
+            """
+            CREATE TABLE revisions (
+                user_id TEXT NOT NULL, collection TEXT NOT NULL, record_id TEXT NOT NULL, rev BIGINT NOT NULL,
+                conflict BOOLEAN NOT NULL, seq BIGINT NOT NULL, fields TEXT NOT NULL, device TEXT, ccid TEXT,
+                updated_at BIGINT NOT NULL, PRIMARY KEY (user_id, collection, record_id, rev, conflict))
+            """,
+            """
+            CREATE TABLE applied_changes (
+                user_id TEXT NOT NULL, ccid TEXT NOT NULL, body_hash TEXT NOT NULL, reply TEXT NOT NULL,
+                created_at BIGINT NOT NULL, PRIMARY KEY (user_id, ccid))
+            """,
+            "CREATE INDEX applied_changes_by_age ON applied_changes(created_at)",
+            """
+            CREATE TABLE refresh_families (
+                id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id), client_id TEXT NOT NULL,
+                device TEXT, created_at BIGINT NOT NULL, revoked_at BIGINT)
+            """,
+            """
+            CREATE TABLE refresh_tokens (
+                hash TEXT PRIMARY KEY, family_id TEXT NOT NULL REFERENCES refresh_families(id),
+                created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT)
+            """,
+            "CREATE TABLE signing_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT NULL, created_at BIGINT NOT NULL)",
+        ]),
+    ]
+
+    public func migrate() async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            // One node migrates at a time.
+            try await connection.query("SELECT pg_advisory_xact_lock(7361626)", logger: logger)
+            try await connection.query("CREATE TABLE IF NOT EXISTS noted_migrations (name TEXT PRIMARY KEY)", logger: logger)
+            var done = Set<String>()
+            for try await name in try await connection.query("SELECT name FROM noted_migrations", logger: logger).decode(String.self) {
+                done.insert(name)
+            }
+            for (name, statements) in Self.migrations where !done.contains(name) {
+                for statement in statements {
+                    try await connection.query(statement, logger: logger)
+                }
+                try await connection.query("INSERT INTO noted_migrations (name) VALUES (\(name))", logger: logger)
+            }
+        }
+    }
+
+    public func ping() async throws {
+        try await client.query("SELECT 1", logger: logger)
+    }
+
+    public func shutdown() async {
+        runTask.cancel()
+        await runTask.value
+    }
+
+    // MARK: Users
+
+    public func createUser(_ user: UserAccount, now: Date) async throws -> Bool {
+        try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query("""
+                INSERT INTO users (id, username, username_key, password_hash, created_at)
+                VALUES (\(user.id), \(user.username), \(user.usernameKey), \(user.passwordHash), \(now.millis))
+                ON CONFLICT (username_key) DO NOTHING RETURNING id
+                """, logger: logger)
+            var inserted = false
+            for try await _ in rows.decode(String.self) { inserted = true }
+            if inserted {
+                try await connection.query("INSERT INTO user_seq (user_id, seq, purged_seq) VALUES (\(user.id), 0, 0)", logger: logger)
+            }
+            return inserted
+        }
+    }
+
+    public func user(usernameKey: String) async throws -> UserAccount? {
+        try await firstUser(client.query(
+            "SELECT id, username, username_key, password_hash FROM users WHERE username_key = \(usernameKey)", logger: logger))
+    }
+
+    public func user(id: String) async throws -> UserAccount? {
+        try await firstUser(client.query(
+            "SELECT id, username, username_key, password_hash FROM users WHERE id = \(id)", logger: logger))
+    }
+
+    private func firstUser(_ rows: PostgresRowSequence) async throws -> UserAccount? {
+        for try await (id, username, key, hash) in rows.decode((String, String, String, String).self) {
+            return UserAccount(id: id, username: username, usernameKey: key, passwordHash: hash)
+        }
+        return nil
+    }
+
+    // MARK: Signing keys
+
+    public func signingKeys() async throws -> [SigningKeyRecord] {
+        var keys: [SigningKeyRecord] = []
+        let rows = try await client.query("SELECT kid, private_pem, created_at FROM signing_keys ORDER BY created_at, kid", logger: logger)
+        for try await (kid, pem, created) in rows.decode((String, String, Int64).self) {
+            keys.append(SigningKeyRecord(kid: kid, privateKeyPEM: pem, createdAt: Date(millis: created)))
+        }
+        return keys
+    }
+
+    public func addSigningKey(_ key: SigningKeyRecord) async throws {
+        try await client.query("""
+            INSERT INTO signing_keys (kid, private_pem, created_at) VALUES (\(key.kid), \(key.privateKeyPEM), \(key.createdAt.millis))
+            ON CONFLICT (kid) DO NOTHING
+            """, logger: logger)
+    }
+
+    // MARK: Refresh tokens
+
+    public func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date) async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("""
+                INSERT INTO refresh_families (id, user_id, client_id, device, created_at)
+                VALUES (\(family.id), \(family.userID), \(family.clientID), \(family.device), \(now.millis))
+                """, logger: logger)
+            try await connection.query("""
+                INSERT INTO refresh_tokens (hash, family_id, created_at, expires_at)
+                VALUES (\(firstTokenHash), \(family.id), \(now.millis), \(expiresAt.millis))
+                """, logger: logger)
+        }
+    }
+
+    public func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws -> RefreshRotation {
+        try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query("""
+                SELECT t.family_id, t.expires_at, t.used_at, f.user_id, f.client_id, f.device, f.revoked_at
+                FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id WHERE t.hash = \(hash)
+                FOR UPDATE
+                """, logger: logger)
+            var found: (String, Int64, Int64?, String, String, String?, Int64?)?
+            for try await row in rows.decode((String, Int64, Int64?, String, String, String?, Int64?).self) {
+                found = row
+            }
+            guard let (familyID, tokenExpiry, usedAt, userID, clientID, device, revokedAt) = found else { return .invalid }
+            if revokedAt != nil { return .invalid }
+            if usedAt != nil {
+                try await connection.query("UPDATE refresh_families SET revoked_at = \(now.millis) WHERE id = \(familyID)", logger: logger)
+                return .reused
+            }
+            if tokenExpiry <= now.millis { return .invalid }
+            try await connection.query("UPDATE refresh_tokens SET used_at = \(now.millis) WHERE hash = \(hash)", logger: logger)
+            try await connection.query("""
+                INSERT INTO refresh_tokens (hash, family_id, created_at, expires_at)
+                VALUES (\(replacementHash), \(familyID), \(now.millis), \(expiresAt.millis))
+                """, logger: logger)
+            return .rotated(RefreshFamily(id: familyID, userID: userID, clientID: clientID, device: device))
+        }
+    }
+
+    // MARK: Sync
+
+    public func latestSeq(userID: String) async throws -> Int64 {
+        let rows = try await client.query("SELECT seq FROM user_seq WHERE user_id = \(userID)", logger: logger)
+        for try await seq in rows.decode(Int64.self) { return seq }
+        return 0
+    }
+
+    public func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage {
+        try await client.withConnection { connection in
+            var latest: Int64 = 0
+            var purged: Int64 = 0
+            let seqRows = try await connection.query("SELECT seq, purged_seq FROM user_seq WHERE user_id = \(userID)", logger: logger)
+            for try await (seq, purgedSeq) in seqRows.decode((Int64, Int64).self) {
+                latest = seq
+                purged = purgedSeq
+            }
+            let query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged)
+            let rows = try await connection.query("""
+                SELECT collection, id, rev, seq, deleted, fields, created_at, updated_at FROM records
+                WHERE user_id = \(userID) AND seq > \(query.lowerBound) AND seq <= \(query.upperBound)
+                AND (NOT deleted OR \(query.includeTombstones))
+                ORDER BY seq LIMIT \(Int64(query.fetchLimit))
+                """, logger: logger)
+            return query.page(from: try await Self.records(rows))
+        }
+    }
+
+    public func record(userID: String, collection: String, id: String) async throws -> Record? {
+        try await client.withConnection { connection in
+            try await Self.fetchRecord(connection, userID: userID, collection: collection, id: id, lock: false, logger: logger)
+        }
+    }
+
+    public func revisions(userID: String, collection: String, id: String) async throws -> [RevisionInfo]? {
+        try await client.withConnection { connection in
+            guard try await Self.fetchRecord(connection, userID: userID, collection: collection, id: id, lock: false, logger: logger) != nil
+            else { return nil }
+            let rows = try await connection.query("""
+                SELECT rev, conflict, seq, '{}', device, ccid, updated_at FROM revisions
+                WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id) ORDER BY rev, conflict
+                """, logger: logger)
+            return try await Self.revisions(rows)
+        }
+    }
+
+    public func revision(userID: String, collection: String, id: String, rev: Int64, conflict: Bool) async throws -> RevisionInfo? {
+        let rows = try await client.query("""
+            SELECT rev, conflict, seq, fields, device, ccid, updated_at FROM revisions
+            WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id) AND rev = \(rev) AND conflict = \(conflict)
+            """, logger: logger)
+        return try await Self.revisions(rows).first
+    }
+
+    public func push(_ change: Change, context: PushContext) async throws -> PushResult {
+        let processor = self.processor
+        let logger = self.logger
+        return try await client.withTransaction(logger: logger) { connection in
+            // Serializes every push of this user, on every node, until commit.
+            var seq: Int64 = 0
+            for try await value in try await connection.query(
+                "SELECT seq FROM user_seq WHERE user_id = \(context.userID) FOR UPDATE", logger: logger
+            ).decode(Int64.self) {
+                seq = value
+            }
+            var applied: (bodyHash: String, reply: String)?
+            for try await (hash, reply) in try await connection.query(
+                "SELECT body_hash, reply FROM applied_changes WHERE user_id = \(context.userID) AND ccid = \(change.ccid)", logger: logger
+            ).decode((String, String).self) {
+                applied = (hash, reply)
+            }
+            let current = try await Self.fetchRecord(connection, userID: context.userID, collection: change.collection, id: change.id, lock: false, logger: logger)
+            var baseFields: [String: JSONValue]?
+            if ChangeProcessor.needsBase(change, current: current) {
+                for try await text in try await connection.query("""
+                    SELECT fields FROM revisions WHERE user_id = \(context.userID) AND collection = \(change.collection)
+                    AND record_id = \(change.id) AND rev = \(change.baseRev) AND NOT conflict
+                    """, logger: logger).decode(String.self) {
+                    baseFields = try FieldsCoding.decode(text)
+                }
+            }
+            let inputs = ChangeProcessor.Inputs(applied: applied, current: current, baseFields: baseFields)
+            switch processor.decide(change, inputs: inputs, context: context) {
+            case .reply(let reply):
+                return PushResult(reply: reply, broadcast: nil, committedSeq: nil)
+            case .write(let plan):
+                seq += 1
+                try await connection.query("UPDATE user_seq SET seq = \(seq) WHERE user_id = \(context.userID)", logger: logger)
+                let written = plan.assigning(seq: seq)
+                let record = written.record
+                try await connection.query("""
+                    INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
+                    VALUES (\(context.userID), \(record.collection), \(record.id), \(record.rev), \(record.seq), \(record.deleted),
+                            \(FieldsCoding.encode(record.fields)), \(record.createdAt.millis), \(record.updatedAt.millis))
+                    ON CONFLICT (user_id, collection, id) DO UPDATE SET
+                        rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
+                        fields = excluded.fields, updated_at = excluded.updated_at
+                    """, logger: logger)
+                if plan.purgeHistory {
+                    try await connection.query("""
+                        DELETE FROM revisions WHERE user_id = \(context.userID) AND collection = \(record.collection) AND record_id = \(record.id)
+                        """, logger: logger)
+                }
+                for revision in written.revisions {
+                    try await connection.query("""
+                        INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at)
+                        VALUES (\(context.userID), \(record.collection), \(record.id), \(revision.rev), \(revision.conflict), \(revision.seq),
+                                \(FieldsCoding.encode(revision.fields)), \(revision.device), \(revision.ccid), \(revision.updatedAt.millis))
+                        """, logger: logger)
+                }
+                let oldest = record.rev - Int64(processor.revisionsKept)
+                try await connection.query("""
+                    DELETE FROM revisions WHERE user_id = \(context.userID) AND collection = \(record.collection)
+                    AND record_id = \(record.id) AND NOT conflict AND rev <= \(oldest)
+                    """, logger: logger)
+                try await connection.query("""
+                    INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at)
+                    VALUES (\(context.userID), \(change.ccid), \(context.bodyHash), \(written.reply.jsonString), \(context.now.millis))
+                    """, logger: logger)
+                return PushResult(reply: written.reply, broadcast: written.broadcast, committedSeq: seq)
+            }
+        }
+    }
+
+    public func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("""
+                UPDATE user_seq u SET purged_seq = GREATEST(u.purged_seq, t.max_seq)
+                FROM (SELECT user_id, MAX(seq) AS max_seq FROM records WHERE deleted AND updated_at < \(tombstonesBefore.millis)
+                      GROUP BY user_id) t
+                WHERE u.user_id = t.user_id
+                """, logger: logger)
+            try await connection.query("DELETE FROM records WHERE deleted AND updated_at < \(tombstonesBefore.millis)", logger: logger)
+            try await connection.query("DELETE FROM applied_changes WHERE created_at < \(appliedChangesBefore.millis)", logger: logger)
+        }
+    }
+
+    // MARK: Rows
+
+    private static func fetchRecord(
+        _ connection: PostgresConnection, userID: String, collection: String, id: String, lock: Bool, logger: Logger
+    ) async throws -> Record? {
+        let rows = try await connection.query("""
+            SELECT collection, id, rev, seq, deleted, fields, created_at, updated_at FROM records
+            WHERE user_id = \(userID) AND collection = \(collection) AND id = \(id)
+            """, logger: logger)
+        return try await records(rows).first
+    }
+
+    private static func records(_ rows: PostgresRowSequence) async throws -> [Record] {
+        var result: [Record] = []
+        for try await (collection, id, rev, seq, deleted, fields, created, updated)
+            in rows.decode((String, String, Int64, Int64, Bool, String, Int64, Int64).self)
+        {
+            result.append(Record(
+                collection: collection, id: id, rev: rev, seq: seq, deleted: deleted, fields: try FieldsCoding.decode(fields),
+                createdAt: Date(millis: created), updatedAt: Date(millis: updated)))
+        }
+        return result
+    }
+
+    private static func revisions(_ rows: PostgresRowSequence) async throws -> [RevisionInfo] {
+        var result: [RevisionInfo] = []
+        for try await (rev, conflict, seq, fields, device, ccid, updated)
+            in rows.decode((Int64, Bool, Int64, String, String?, String?, Int64).self)
+        {
+            result.append(RevisionInfo(
+                rev: rev, seq: seq, updatedAt: Date(millis: updated), device: device, ccid: ccid, conflict: conflict,
+                fields: try FieldsCoding.decode(fields)))
+        }
+        return result
+    }
+}

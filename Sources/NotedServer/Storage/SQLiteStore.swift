@@ -1,0 +1,326 @@
+import Foundation
+import GRDB
+import NotedCore
+
+/// The embedded backend: one SQLite file through GRDB, WAL journal with `synchronous=FULL`.
+public struct SQLiteStore: NotedStore {
+    private let pool: DatabasePool
+    let processor: ChangeProcessor
+
+    /// Opens (creating when needed) the database file at `path`.
+    public init(path: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        }
+        self.pool = try DatabasePool(path: path, configuration: configuration)
+        self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept)
+    }
+
+    public func migrate() async throws {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE users (
+                    id TEXT PRIMARY KEY,
+                    username TEXT NOT NULL,
+                    username_key TEXT NOT NULL UNIQUE,
+                    password_hash TEXT NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE TABLE user_seq (
+                    user_id TEXT PRIMARY KEY REFERENCES users(id),
+                    seq INTEGER NOT NULL DEFAULT 0,
+                    purged_seq INTEGER NOT NULL DEFAULT 0
+                );
+                CREATE TABLE records (
+                    user_id TEXT NOT NULL,
+                    collection TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    rev INTEGER NOT NULL,
+                    seq INTEGER NOT NULL,
+                    deleted INTEGER NOT NULL,
+                    fields TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, collection, id)
+                );
+                CREATE INDEX records_by_seq ON records(user_id, seq);
+                CREATE TABLE revisions (
+                    user_id TEXT NOT NULL,
+                    collection TEXT NOT NULL,
+                    record_id TEXT NOT NULL,
+                    rev INTEGER NOT NULL,
+                    conflict INTEGER NOT NULL,
+                    seq INTEGER NOT NULL,
+                    fields TEXT NOT NULL,
+                    device TEXT,
+                    ccid TEXT,
+                    updated_at INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, collection, record_id, rev, conflict)
+                );
+                CREATE TABLE applied_changes (
+                    user_id TEXT NOT NULL,
+                    ccid TEXT NOT NULL,
+                    body_hash TEXT NOT NULL,
+                    reply TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, ccid)
+                );
+                CREATE INDEX applied_changes_by_age ON applied_changes(created_at);
+                CREATE TABLE refresh_families (
+                    id TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL REFERENCES users(id),
+                    client_id TEXT NOT NULL,
+                    device TEXT,
+                    created_at INTEGER NOT NULL,
+                    revoked_at INTEGER
+                );
+                CREATE TABLE refresh_tokens (
+                    hash TEXT PRIMARY KEY,
+                    family_id TEXT NOT NULL REFERENCES refresh_families(id),
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    used_at INTEGER
+                );
+                CREATE TABLE signing_keys (
+                    kid TEXT PRIMARY KEY,
+                    private_pem TEXT NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+                """)
+        }
+        try migrator.migrate(pool)
+    }
+
+    public func ping() async throws {
+        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
+    public func shutdown() async {
+        try? pool.close()
+    }
+
+    // MARK: Users
+
+    public func createUser(_ user: UserAccount, now: Date) async throws -> Bool {
+        try await pool.write { db in
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE username_key = ?", arguments: [user.usernameKey]) != nil {
+                return false
+            }
+            try db.execute(
+                sql: "INSERT INTO users (id, username, username_key, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+                arguments: [user.id, user.username, user.usernameKey, user.passwordHash, now.millis])
+            try db.execute(sql: "INSERT INTO user_seq (user_id, seq, purged_seq) VALUES (?, 0, 0)", arguments: [user.id])
+            return true
+        }
+    }
+
+    public func user(usernameKey: String) async throws -> UserAccount? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT id, username, username_key, password_hash FROM users WHERE username_key = ?", arguments: [usernameKey])
+                .map(Self.user(from:))
+        }
+    }
+
+    public func user(id: String) async throws -> UserAccount? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT id, username, username_key, password_hash FROM users WHERE id = ?", arguments: [id])
+                .map(Self.user(from:))
+        }
+    }
+
+    private static func user(from row: Row) -> UserAccount {
+        UserAccount(id: row["id"], username: row["username"], usernameKey: row["username_key"], passwordHash: row["password_hash"])
+    }
+
+    // MARK: Signing keys
+
+    public func signingKeys() async throws -> [SigningKeyRecord] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT kid, private_pem, created_at FROM signing_keys ORDER BY created_at, kid").map {
+                SigningKeyRecord(kid: $0["kid"], privateKeyPEM: $0["private_pem"], createdAt: Date(millis: $0["created_at"]))
+            }
+        }
+    }
+
+    public func addSigningKey(_ key: SigningKeyRecord) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO signing_keys (kid, private_pem, created_at) VALUES (?, ?, ?) ON CONFLICT (kid) DO NOTHING",
+                arguments: [key.kid, key.privateKeyPEM, key.createdAt.millis])
+        }
+    }
+
+    // MARK: Refresh tokens
+
+    public func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date) async throws {
+        try await pool.write { db in
+            try db.execute(
+                sql: "INSERT INTO refresh_families (id, user_id, client_id, device, created_at) VALUES (?, ?, ?, ?, ?)",
+                arguments: [family.id, family.userID, family.clientID, family.device, now.millis])
+            try db.execute(
+                sql: "INSERT INTO refresh_tokens (hash, family_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [firstTokenHash, family.id, now.millis, expiresAt.millis])
+        }
+    }
+
+    public func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws -> RefreshRotation {
+        try await pool.write { db in
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT t.family_id, t.expires_at, t.used_at, f.user_id, f.client_id, f.device, f.revoked_at
+                FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id WHERE t.hash = ?
+                """, arguments: [hash])
+            else { return .invalid }
+            let familyID: String = row["family_id"]
+            if (row["revoked_at"] as Int64?) != nil { return .invalid }
+            if (row["used_at"] as Int64?) != nil {
+                try db.execute(sql: "UPDATE refresh_families SET revoked_at = ? WHERE id = ?", arguments: [now.millis, familyID])
+                return .reused
+            }
+            if (row["expires_at"] as Int64) <= now.millis { return .invalid }
+            try db.execute(sql: "UPDATE refresh_tokens SET used_at = ? WHERE hash = ?", arguments: [now.millis, hash])
+            try db.execute(
+                sql: "INSERT INTO refresh_tokens (hash, family_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [replacementHash, familyID, now.millis, expiresAt.millis])
+            return .rotated(RefreshFamily(id: familyID, userID: row["user_id"], clientID: row["client_id"], device: row["device"]))
+        }
+    }
+
+    // MARK: Sync
+
+    public func latestSeq(userID: String) async throws -> Int64 {
+        try await pool.read { db in
+            try Int64.fetchOne(db, sql: "SELECT seq FROM user_seq WHERE user_id = ?", arguments: [userID]) ?? 0
+        }
+    }
+
+    public func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage {
+        try await pool.read { db in
+            let seqRow = try Row.fetchOne(db, sql: "SELECT seq, purged_seq FROM user_seq WHERE user_id = ?", arguments: [userID])
+            let latest: Int64 = seqRow?["seq"] ?? 0
+            let purged: Int64 = seqRow?["purged_seq"] ?? 0
+            let query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged)
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT collection, id, rev, seq, deleted, fields, created_at, updated_at FROM records
+                WHERE user_id = ? AND seq > ? AND seq <= ? AND (deleted = 0 OR ?)
+                ORDER BY seq LIMIT ?
+                """, arguments: [userID, query.lowerBound, query.upperBound, query.includeTombstones, query.fetchLimit])
+            return try query.page(from: rows.map(Self.record(from:)))
+        }
+    }
+
+    public func record(userID: String, collection: String, id: String) async throws -> Record? {
+        try await pool.read { db in
+            try Self.fetchRecord(db, userID: userID, collection: collection, id: id)
+        }
+    }
+
+    public func revisions(userID: String, collection: String, id: String) async throws -> [RevisionInfo]? {
+        try await pool.read { db in
+            guard try Self.fetchRecord(db, userID: userID, collection: collection, id: id) != nil else { return nil }
+            return try Row.fetchAll(db, sql: """
+                SELECT rev, conflict, seq, '{}' AS fields, device, ccid, updated_at FROM revisions
+                WHERE user_id = ? AND collection = ? AND record_id = ? ORDER BY rev, conflict
+                """, arguments: [userID, collection, id]).map(Self.revision(from:))
+        }
+    }
+
+    public func revision(userID: String, collection: String, id: String, rev: Int64, conflict: Bool) async throws -> RevisionInfo? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: """
+                SELECT rev, conflict, seq, fields, device, ccid, updated_at FROM revisions
+                WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = ?
+                """, arguments: [userID, collection, id, rev, conflict]).map(Self.revision(from:))
+        }
+    }
+
+    public func push(_ change: Change, context: PushContext) async throws -> PushResult {
+        let processor = self.processor
+        return try await pool.write { db in
+            let applied = try Row.fetchOne(db, sql: "SELECT body_hash, reply FROM applied_changes WHERE user_id = ? AND ccid = ?",
+                                           arguments: [context.userID, change.ccid])
+                .map { (bodyHash: $0["body_hash"] as String, reply: $0["reply"] as String) }
+            let current = try Self.fetchRecord(db, userID: context.userID, collection: change.collection, id: change.id)
+            var baseFields: [String: JSONValue]? = nil
+            if ChangeProcessor.needsBase(change, current: current) {
+                if let text = try String.fetchOne(db, sql: """
+                    SELECT fields FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 0
+                    """, arguments: [context.userID, change.collection, change.id, change.baseRev]) {
+                    baseFields = try FieldsCoding.decode(text)
+                }
+            }
+            let inputs = ChangeProcessor.Inputs(applied: applied, current: current, baseFields: baseFields)
+            switch processor.decide(change, inputs: inputs, context: context) {
+            case .reply(let reply):
+                return PushResult(reply: reply, broadcast: nil, committedSeq: nil)
+            case .write(let plan):
+                let seq = (try Int64.fetchOne(db, sql: "SELECT seq FROM user_seq WHERE user_id = ?", arguments: [context.userID]) ?? 0) + 1
+                try db.execute(sql: "UPDATE user_seq SET seq = ? WHERE user_id = ?", arguments: [seq, context.userID])
+                let written = plan.assigning(seq: seq)
+                let record = written.record
+                try db.execute(sql: """
+                    INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (user_id, collection, id) DO UPDATE SET
+                        rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
+                        fields = excluded.fields, updated_at = excluded.updated_at
+                    """, arguments: [context.userID, record.collection, record.id, record.rev, record.seq, record.deleted,
+                                     FieldsCoding.encode(record.fields), record.createdAt.millis, record.updatedAt.millis])
+                if plan.purgeHistory {
+                    try db.execute(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ?",
+                                   arguments: [context.userID, record.collection, record.id])
+                }
+                for revision in written.revisions {
+                    try db.execute(sql: """
+                        INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """, arguments: [context.userID, record.collection, record.id, revision.rev, revision.conflict, revision.seq,
+                                         FieldsCoding.encode(revision.fields), revision.device, revision.ccid, revision.updatedAt.millis])
+                }
+                try db.execute(sql: """
+                    DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 0 AND rev <= ?
+                    """, arguments: [context.userID, record.collection, record.id, record.rev - Int64(processor.revisionsKept)])
+                try db.execute(sql: "INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [context.userID, change.ccid, context.bodyHash, written.reply.jsonString, context.now.millis])
+                return PushResult(reply: written.reply, broadcast: written.broadcast, committedSeq: seq)
+            }
+        }
+    }
+
+    public func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws {
+        try await pool.write { db in
+            try db.execute(sql: """
+                UPDATE user_seq SET purged_seq = MAX(purged_seq, (
+                    SELECT MAX(seq) FROM records r WHERE r.user_id = user_seq.user_id AND r.deleted = 1 AND r.updated_at < ?))
+                WHERE EXISTS (SELECT 1 FROM records r WHERE r.user_id = user_seq.user_id AND r.deleted = 1 AND r.updated_at < ?)
+                """, arguments: [tombstonesBefore.millis, tombstonesBefore.millis])
+            try db.execute(sql: "DELETE FROM records WHERE deleted = 1 AND updated_at < ?", arguments: [tombstonesBefore.millis])
+            try db.execute(sql: "DELETE FROM applied_changes WHERE created_at < ?", arguments: [appliedChangesBefore.millis])
+        }
+    }
+
+    // MARK: Rows
+
+    private static func fetchRecord(_ db: Database, userID: String, collection: String, id: String) throws -> Record? {
+        try Row.fetchOne(db, sql: """
+            SELECT collection, id, rev, seq, deleted, fields, created_at, updated_at FROM records
+            WHERE user_id = ? AND collection = ? AND id = ?
+            """, arguments: [userID, collection, id]).map(record(from:))
+    }
+
+    private static func record(from row: Row) throws -> Record {
+        Record(
+            collection: row["collection"], id: row["id"], rev: row["rev"], seq: row["seq"], deleted: row["deleted"],
+            fields: try FieldsCoding.decode(row["fields"]),
+            createdAt: Date(millis: row["created_at"]), updatedAt: Date(millis: row["updated_at"]))
+    }
+
+    private static func revision(from row: Row) throws -> RevisionInfo {
+        RevisionInfo(
+            rev: row["rev"], seq: row["seq"], updatedAt: Date(millis: row["updated_at"]), device: row["device"],
+            ccid: row["ccid"], conflict: row["conflict"], fields: try FieldsCoding.decode(row["fields"]))
+    }
+}

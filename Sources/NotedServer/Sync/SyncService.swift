@@ -1,0 +1,58 @@
+import Crypto
+import Foundation
+import Logging
+import NotedCore
+
+/// Pull and push, shared by the WebSocket sessions and the HTTP endpoints.
+struct SyncService: Sendable {
+    let store: any NotedStore
+    let parser: ChangeParser
+    let hub: SessionHub
+    let metrics: ServerMetrics
+
+    var limits: Limits { parser.limits }
+
+    func pull(userID: String, since: Int64, limit: Int, rid: RequestID?) async throws -> JSONValue {
+        let page = try await store.changes(userID: userID, since: since, limit: limit)
+        return ServerMessage.changes(records: page.records, cursor: page.cursor, more: page.more, reset: page.reset, rid: rid)
+    }
+
+    /// Answers each change in order; commits are broadcast to the user's other sessions.
+    func push(changes: [JSONValue], userID: String, device: String?, session: UUID?, rid: RequestID?, logger: Logger) async throws -> [JSONValue] {
+        var replies: [JSONValue] = []
+        replies.reserveCapacity(changes.count)
+        for raw in changes {
+            let started = ContinuousClock.now
+            let reply: JSONValue
+            do {
+                let change = try parser.parse(raw)
+                let hash = SHA256.hash(data: Data(change.json.jsonString.utf8)).map { String(format: "%02x", $0) }.joined()
+                let result = try await store.push(change, context: PushContext(userID: userID, device: device, now: Date(), bodyHash: hash))
+                reply = result.reply
+                if let broadcast = result.broadcast {
+                    hub.publish(user: userID, message: broadcast, except: session)
+                }
+                logger.debug("change answered", metadata: [
+                    "ccid": .string(change.ccid), "record": .string(change.id), "result": .string(result.status),
+                ])
+            } catch let error as ProtocolError {
+                reply = ServerMessage.reject(error, identity: ChangeParser.identity(of: raw))
+                logger.debug("change rejected", metadata: ["code": .string(error.code.rawValue)])
+            }
+            metrics.countResult(reply)
+            metrics.pushToAck.recordNanoseconds(Int64((ContinuousClock.now - started).components.attoseconds / 1_000_000_000
+                + (ContinuousClock.now - started).components.seconds * 1_000_000_000))
+            replies.append(ServerMessage.with(rid: rid, reply))
+        }
+        return replies
+    }
+
+    /// Rejects every change of a push with the same error (rate limiting).
+    func rejectAll(changes: [JSONValue], error: ProtocolError, rid: RequestID?) -> [JSONValue] {
+        changes.map { raw in
+            let reply = ServerMessage.reject(error, identity: ChangeParser.identity(of: raw), rid: rid)
+            metrics.countResult(reply)
+            return reply
+        }
+    }
+}

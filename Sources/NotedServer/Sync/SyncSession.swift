@@ -1,0 +1,232 @@
+import Foundation
+import HummingbirdWebSocket
+import Logging
+import NIOConcurrencyHelpers
+import NotedCore
+import ServiceLifecycle
+
+/// One sync WebSocket connection: the session state machine of PROTOCOL.md section 3.
+///
+/// Messages are handled in order by the reading task; everything sent goes through one
+/// `Outgoing` stream drained by a writer task, so replies and broadcasts never interleave
+/// inside a frame. A timer task enforces the hello deadline and the token's expiry.
+struct SyncSession {
+    let id = UUID()
+    let sync: SyncService
+    let tokens: AccessTokens
+    let configuration: ServerConfiguration
+    let headerToken: String?
+    var logger: Logger
+
+    /// State shared with the timer task.
+    struct Shared {
+        var userID: String?
+        var deadline: Date
+        var deadlineCode: ErrorCode
+    }
+
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
+        let (stream, continuation) = AsyncStream.makeStream(of: Outgoing.self)
+        let shared = NIOLockedValueBox(Shared(
+            userID: nil, deadline: Date().addingTimeInterval(configuration.helloTimeout.timeInterval), deadlineCode: .unauthenticated))
+        sync.hub.track(session: id, continuation: continuation)
+        sync.metrics.connections.increment()
+        defer {
+            sync.hub.leave(session: id)
+            sync.metrics.connections.decrement()
+            continuation.finish()
+        }
+        try await withGracefulShutdownHandler {
+            try await serve(inbound: inbound, outbound: outbound, stream: stream, continuation: continuation, shared: shared)
+        } onGracefulShutdown: {
+            continuation.yield(.close(code: 1001, reason: "server shutting down"))
+        }
+    }
+
+    private func serve(
+        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, stream: AsyncStream<Outgoing>,
+        continuation: AsyncStream<Outgoing>.Continuation, shared: NIOLockedValueBox<Shared>
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await item in stream {
+                    switch item {
+                    case .message(let message):
+                        sync.metrics.messagesOut.increment()
+                        try await outbound.write(.text(message.jsonString))
+                    case .close(let code, let reason):
+                        try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
+                        return
+                    }
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    let (deadline, code) = shared.withLockedValue { ($0.deadline, $0.deadlineCode) }
+                    let wait = deadline.timeIntervalSinceNow
+                    if wait <= 0 {
+                        let message = code == .tokenExpired ? "the access token expired" : "no valid hello"
+                        continuation.yield(.message(ServerMessage.error(ProtocolError(code, message))))
+                        continuation.yield(.close(code: 4001, reason: message))
+                        return
+                    }
+                    try await Task.sleep(for: .milliseconds(Int(min(wait, 0.25) * 1000) + 1))
+                }
+            }
+            var state = State()
+            do {
+                for try await message in inbound.messages(maxSize: configuration.limits.maxMessageBytes) {
+                    sync.metrics.messagesIn.increment()
+                    let keepGoing = try await handle(message, state: &state, shared: shared, continuation: continuation)
+                    if !keepGoing { break }
+                }
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+            // The reader ended: let the writer send what is queued (a close), then stop.
+            continuation.finish()
+            try? await Task.sleep(for: .milliseconds(50))
+            group.cancelAll()
+        }
+    }
+
+    /// Per-connection state owned by the reading task.
+    struct State {
+        var userID: String?
+        var device: String?
+        var errors: [Date] = []
+        var pushes: [Date] = []
+    }
+
+    /// Handles one message; false when the session is closing.
+    private func handle(
+        _ message: WebSocketMessage, state: inout State, shared: NIOLockedValueBox<Shared>,
+        continuation: AsyncStream<Outgoing>.Continuation
+    ) async throws -> Bool {
+        func send(_ value: JSONValue) { continuation.yield(.message(value)) }
+        /// Sends an error and counts it toward the abuse limit.
+        func fail(_ error: ProtocolError, rid: RequestID? = nil) -> Bool {
+            send(ServerMessage.error(error, rid: rid))
+            let now = Date()
+            state.errors = state.errors.filter { now.timeIntervalSince($0) < 60 } + [now]
+            if state.errors.count >= configuration.maxErrorsPerMinute {
+                logger.notice("closing session after repeated errors")
+                continuation.yield(.close(code: 1008, reason: "too many errors"))
+                return false
+            }
+            return true
+        }
+        func close(_ code: ErrorCode, _ text: String, closeCode: UInt16) -> Bool {
+            send(ServerMessage.error(ProtocolError(code, text)))
+            continuation.yield(.close(code: closeCode, reason: text))
+            return false
+        }
+
+        let text: String
+        switch message {
+        case .binary:
+            return fail(ProtocolError(.badRequest, "binary frames are not supported; send JSON text frames"))
+        case .text(let string):
+            text = string
+        }
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(text)
+        } catch {
+            return fail(ProtocolError(.badRequest, "the message is not valid JSON"))
+        }
+        let rid = ClientMessage.requestID(of: value)
+        let parsed: ClientMessage
+        do {
+            parsed = try ClientMessage.parse(value)
+        } catch {
+            return fail(error, rid: rid)
+        }
+
+        guard let userID = state.userID else {
+            guard case .hello(let version, let token, let device, _) = parsed else {
+                return fail(ProtocolError(.unauthenticated, "send hello first"), rid: rid)
+            }
+            guard version == 1 else {
+                return close(.unsupportedProtocol, "this server speaks protocol 1", closeCode: 4002)
+            }
+            guard let token = token ?? headerToken else {
+                return close(.unauthenticated, "no access token", closeCode: 4001)
+            }
+            let verified: VerifiedToken
+            do {
+                verified = try await tokens.verify(token)
+            } catch {
+                return close(error.isExpired ? .tokenExpired : .unauthenticated, error.isExpired ? "the access token expired" : "invalid access token", closeCode: 4001)
+            }
+            guard try await sync.store.user(id: verified.userID) != nil else {
+                return close(.unauthenticated, "invalid access token", closeCode: 4001)
+            }
+            state.userID = verified.userID
+            state.device = device
+            shared.withLockedValue {
+                $0.userID = verified.userID
+                $0.deadline = verified.expiresAt
+                $0.deadlineCode = .tokenExpired
+            }
+            // Join before reading seq: a change committed after this point is broadcast to us.
+            sync.hub.join(user: verified.userID, session: id, continuation: continuation)
+            try await send(welcome(verified, rid: rid))
+            logger.info("session authenticated", metadata: ["user": .string(verified.userID)])
+            return true
+        }
+
+        switch parsed {
+        case .hello:
+            return fail(ProtocolError(.badRequest, "already authenticated"), rid: rid)
+        case .reauth(let token):
+            let verified: VerifiedToken
+            do {
+                verified = try await tokens.verify(token)
+            } catch {
+                return fail(ProtocolError(error.isExpired ? .tokenExpired : .unauthenticated, "the new token is not valid"), rid: rid)
+            }
+            guard verified.userID == userID else {
+                return close(.unauthenticated, "the token belongs to another user", closeCode: 4001)
+            }
+            shared.withLockedValue { $0.deadline = verified.expiresAt }
+            try await send(welcome(verified, rid: rid))
+            return true
+        case .pull(let since, let limit):
+            try await send(sync.pull(userID: userID, since: since, limit: limit, rid: rid))
+            return true
+        case .push(let changes):
+            guard changes.count <= configuration.limits.maxChangesPerPush else {
+                return fail(ProtocolError(.tooLarge, "a push holds at most \(configuration.limits.maxChangesPerPush) changes"), rid: rid)
+            }
+            let now = Date()
+            state.pushes = state.pushes.filter { now.timeIntervalSince($0) < 1 } + [now]
+            if state.pushes.count > configuration.maxPushesPerSecond {
+                for reply in sync.rejectAll(changes: changes, error: ProtocolError(.rateLimited, "too many pushes; slow down"), rid: rid) {
+                    send(reply)
+                }
+                let now = Date()
+                state.errors = state.errors.filter { now.timeIntervalSince($0) < 60 } + [now]
+                if state.errors.count >= configuration.maxErrorsPerMinute {
+                    continuation.yield(.close(code: 1008, reason: "too many errors"))
+                    return false
+                }
+                return true
+            }
+            let replies = try await sync.push(changes: changes, userID: userID, device: state.device, session: id, rid: rid, logger: logger)
+            for reply in replies { send(reply) }
+            return true
+        }
+    }
+
+    private func welcome(_ token: VerifiedToken, rid: RequestID?) async throws -> JSONValue {
+        let seq = try await sync.store.latestSeq(userID: token.userID)
+        var object: [String: JSONValue] = [
+            "type": "welcome", "protocol": 1, "user": .string(token.userID), "seq": .int(seq),
+            "expiresAt": .string(Timestamp.format(token.expiresAt)), "limits": configuration.limits.json,
+        ]
+        object["rid"] = rid?.json
+        return .object(object)
+    }
+}

@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import Logging
+import NotedServer
+
+/// `noted-server`: configuration from flags and environment, then the application.
+@main
+struct NotedServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "noted-server",
+        abstract: "The Noted sync server.",
+        discussion: "Every option also reads an environment variable (shown in brackets); a flag wins over the environment.")
+
+    @Option(help: "Address to listen on [NOTED_HOST].")
+    var host: String?
+
+    @Option(help: "Port to listen on; 0 picks a free port [NOTED_PORT].")
+    var port: Int?
+
+    @Option(help: "Data directory of the embedded SQLite database [NOTED_DATA].")
+    var data: String?
+
+    @Option(help: "sqlite:PATH or postgres://USER@HOST:PORT/DB [NOTED_DATABASE].")
+    var database: String?
+
+    @Option(name: .customLong("allowed-origin"), help: "A browser origin allowed to connect; repeatable [NOTED_ALLOWED_ORIGINS, comma-separated].")
+    var allowedOrigins: [String] = []
+
+    @Flag(name: .customLong("no-registration"), help: "Switch off POST /v1/accounts [NOTED_NO_REGISTRATION=1].")
+    var noRegistration = false
+
+    @Option(name: .customLong("access-token-lifetime"), help: "Access-token lifetime in seconds [NOTED_ACCESS_TOKEN_LIFETIME].")
+    var accessTokenLifetime: Int?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error [NOTED_LOG_LEVEL].")
+    var logLevel: String?
+
+    func validate() throws {
+        _ = try makeConfiguration()
+    }
+
+    func makeConfiguration(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        configuration.host = host ?? environment["NOTED_HOST"] ?? configuration.host
+        if let text = port.map(String.init) ?? environment["NOTED_PORT"] {
+            guard let value = Int(text), (0...65535).contains(value) else { throw ValidationError("the port must be 0 to 65535") }
+            configuration.port = value
+        }
+        configuration.dataDirectory = data ?? environment["NOTED_DATA"] ?? configuration.dataDirectory
+        if let text = database ?? environment["NOTED_DATABASE"] {
+            guard let location = DatabaseLocation(argument: text) else {
+                throw ValidationError("--database takes sqlite:PATH or postgres://USER@HOST:PORT/DB")
+            }
+            configuration.database = location
+        }
+        let envOrigins = environment["NOTED_ALLOWED_ORIGINS"].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
+        configuration.allowedOrigins = allowedOrigins.isEmpty ? envOrigins : allowedOrigins
+        if noRegistration || ["1", "true", "yes"].contains(environment["NOTED_NO_REGISTRATION"]?.lowercased() ?? "") {
+            configuration.registrationOpen = false
+        }
+        if let text = accessTokenLifetime.map(String.init) ?? environment["NOTED_ACCESS_TOKEN_LIFETIME"] {
+            guard let seconds = Int(text), seconds >= 1 else { throw ValidationError("the access-token lifetime is a number of seconds >= 1") }
+            configuration.accessTokenLifetime = .seconds(seconds)
+        }
+        return configuration
+    }
+
+    func run() async throws {
+        let configuration = try makeConfiguration()
+        let level = Logger.Level(rawValue: logLevel ?? ProcessInfo.processInfo.environment["NOTED_LOG_LEVEL"] ?? "info") ?? .info
+        // Logs go to standard error: standard output carries only the "listening" line.
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let app = try await buildApplication(configuration, logger: Logger(label: "noted-server")) { host, port in
+            FileHandle.standardOutput.write(Data("noted-server listening on http://\(host):\(port)\n".utf8))
+        }
+        try await app.runService()
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import HTTPTypes
+import NotedCore
+import Testing
+@testable import NotedServer
+
+@Suite struct SessionTests {
+    static let backends = Backend.available
+
+    @Test(arguments: backends) func welcomeAdvertisesEveryLimitAndTheUsersSeq(backend: Backend) async throws {
+        try await TestServer.with(backend) { server in
+            let user = try await server.makeUser()
+            let connection = try await server.connect()
+            try await connection.send(["type": "hello", "protocol": 1, "token": .string(user.accessToken), "device": .string(uuid()), "rid": 7])
+            let welcome = try await connection.receive()
+            #expect(welcome["type"] == "welcome")
+            #expect(welcome["protocol"] == 1)
+            #expect(welcome["user"] == .string(user.id))
+            #expect(welcome["seq"] == 0)
+            #expect(welcome["rid"] == 7)
+            #expect(welcome["expiresAt"]?.stringValue?.hasSuffix("Z") == true)
+            let limits = try #require(welcome["limits"]?.objectValue)
+            for key in ["maxMessageBytes", "maxChangesPerPush", "maxTextLength", "maxTags"] {
+                #expect(limits[key]?.intValue != nil, "limit \(key) missing")
+            }
+            await connection.close()
+        }
+    }
+
+    @Test(arguments: backends) func tokenInTheAuthorizationHeaderAuthenticatesHello(backend: Backend) async throws {
+        try await TestServer.with(backend) { server in
+            let user = try await server.makeUser()
+            let connection = try await server.connect(headers: [.authorization: "Bearer \(user.accessToken)"])
+            try await connection.send(["type": "hello", "protocol": 1])
+            #expect(try await connection.receive()["type"] == "welcome")
+            await connection.close()
+        }
+    }
+
+    @Test(arguments: backends) func noHelloWithinTheDeadlineCloses4001(backend: Backend) async throws {
+        try await TestServer.with(backend, configure: { $0.helloTimeout = .seconds(1) }) { server in
+            let connection = try await server.connect()
+            let error = try await connection.receive()
+            #expect(error["type"] == "error")
+            #expect(error["code"] == "unauthenticated")
+            #expect(try await connection.closeCode() == 4001)
+        }
+    }
+
+    @Test(arguments: backends) func aMessageBeforeHelloIsAnErrorAndNothingElse(backend: Backend) async throws {
+        try await TestServer.with(backend) { server in
+            let connection = try await server.connect()
+            try await connection.send(["type": "pull", "since": 0, "rid": "a"])
+            let error = try await connection.receive()
+            #expect(error["code"] == "unauthenticated")
+            #expect(error["rid"] == "a")
+            let user = try await server.makeUser()
+            try await connection.send(["type": "hello", "protocol": 1, "token": .string(user.accessToken)])
+            #expect(try await connection.receive()["type"] == "welcome")
+            await connection.close()
+        }
+    }
+
+    @Test(arguments: backends) func anInvalidTokenInHelloCloses4001(backend: Backend) async throws {
+        try await TestServer.with(backend) { server in
+            let connection = try await server.connect()
+            try await connection.send(["type": "hello", "protocol": 1, "token": "not-a-token"])
+            #expect(try await connection.receive()["code"] == "unauthenticated")
+            #expect(try await connection.closeCode() == 4001)
+        }
+    }
+
+    @Test(arguments: backends) func tokenExpiryClosesTheSession(backend: Backend) async throws {
+        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(2) }) { server in
+            let user = try await server.makeUser()
+            let connection = try await server.connect(user)
+            let error = try await connection.receive(timeout: .seconds(5))
+            #expect(error["type"] == "error")
+            #expect(error["code"] == "token_expired")
+            #expect(try await connection.closeCode() == 4001)
+        }
+    }
+
+    @Test(arguments: backends) func reauthBeforeExpiryKeepsTheSession(backend: Backend) async throws {
+        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(4) }) { server in
+            let user = try await server.makeUser()
+            let connection = try await server.connect(user)
+            try await Task.sleep(for: .seconds(2.2))
+            let fresh = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
+            let token = try #require(fresh.json["access_token"]?.stringValue)
+            try await connection.send(["type": "reauth", "token": .string(token), "rid": 1])
+            let welcome = try await connection.receive()
+            #expect(welcome["type"] == "welcome")
+            #expect(welcome["rid"] == 1)
+            // Past the first token's expiry the session still answers.
+            try await Task.sleep(for: .seconds(2.3))
+            try await connection.send(["type": "pull", "since": 0])
+            #expect(try await connection.receive()["type"] == "changes")
+            await connection.close()
+        }
+    }
+
+    @Test(arguments: backends) func aBrowserOriginThatIsNotAllowedGets403BeforeTheUpgrade(backend: Backend) async throws {
+        try await TestServer.with(backend, configure: { $0.allowedOrigins = ["https://app.example"] }) { server in
+            let refused = try await server.request(.get, "/v1/sync", headers: [
+                .origin: "https://evil.example", .connection: "Upgrade", .upgrade: "websocket",
+                .secWebSocketVersion: "13", .secWebSocketKey: "dGhlIHNhbXBsZSBub25jZQ==",
+            ])
+            #expect(refused.status == .forbidden)
+            await #expect(throws: (any Error).self) {
+                _ = try await server.connect(headers: [.origin: "https://evil.example"])
+            }
+            let allowed = try await server.connect(headers: [.origin: "https://app.example"])
+            await allowed.close()
+            let native = try await server.connect()
+            await native.close()
+        }
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import NotedCore
+import Testing
+@testable import NotedServer
+
+/// One contract every storage backend keeps; run over SQLite and (when available) PostgreSQL.
+@Suite struct StoreContractTests {
+    static let backends = Backend.available
+
+    func makeUser(_ store: any NotedStore) async throws -> String {
+        let id = UUID().uuidString.lowercased()
+        let name = "user-\(id.prefix(8))"
+        let created = try await store.createUser(UserAccount(id: id, username: name, usernameKey: name, passwordHash: "x"), now: Date())
+        #expect(created)
+        return id
+    }
+
+    func push(_ store: any NotedStore, user: String, _ json: JSONValue) async throws -> JSONValue {
+        let change = try ChangeParser().parse(json)
+        return try await store.push(change, context: PushContext(userID: user, device: nil, now: Date(), bodyHash: change.json.jsonString)).reply
+    }
+
+    func create(_ id: String, title: String) -> JSONValue {
+        ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id), "baseRev": 0, "op": "upsert",
+         "fields": ["title": ["set": .string(title)]]]
+    }
+
+    @Test(arguments: backends) func usernamesAreUniqueWithoutCase(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let first = UserAccount(id: UUID().uuidString.lowercased(), username: "Ann", usernameKey: "ann", passwordHash: "h")
+            let second = UserAccount(id: UUID().uuidString.lowercased(), username: "ANN", usernameKey: "ann", passwordHash: "h")
+            #expect(try await store.createUser(first, now: Date()))
+            #expect(try await store.createUser(second, now: Date()) == false)
+            #expect(try await store.user(usernameKey: "ann")?.id == first.id)
+        }
+    }
+
+    @Test(arguments: backends) func createThenUpdateAdvancesRevAndSeq(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let user = try await makeUser(store)
+            let id = UUID().uuidString.lowercased()
+            let ack = try await push(store, user: user, create(id, title: "a"))
+            #expect(ack["status"] == "applied")
+            #expect(ack["rev"] == 1)
+            #expect(ack["seq"] == 1)
+            let update: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                                     "baseRev": 1, "op": "upsert", "fields": ["title": ["set": "b"]]]
+            let second = try await push(store, user: user, update)
+            #expect(second["rev"] == 2)
+            #expect(second["seq"] == 2)
+            let record = try #require(try await store.record(userID: user, collection: "notes", id: id))
+            #expect(record.fields["title"] == "b")
+            #expect(record.fields["pinned"] == false)
+            #expect(try await store.latestSeq(userID: user) == 2)
+        }
+    }
+
+    @Test(arguments: backends) func resendOfAppliedChangeIsAnsweredWithTheOriginalResult(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let user = try await makeUser(store)
+            let change = create(UUID().uuidString.lowercased(), title: "once")
+            _ = try await push(store, user: user, change)
+            let again = try await push(store, user: user, change)
+            #expect(again["status"] == "duplicate")
+            #expect(again["rev"] == 1)
+            #expect(try await store.latestSeq(userID: user) == 1)
+            guard case .object(var altered) = change else { return }
+            altered["fields"] = ["title": ["set": "different"]]
+            let reused = try await push(store, user: user, .object(altered))
+            #expect(reused["code"] == "ccid_reused")
+        }
+    }
+
+    @Test(arguments: backends) func anotherUsersRecordIsNotFound(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let alice = try await makeUser(store)
+            let bob = try await makeUser(store)
+            let id = UUID().uuidString.lowercased()
+            _ = try await push(store, user: alice, create(id, title: "secret"))
+            #expect(try await store.record(userID: bob, collection: "notes", id: id) == nil)
+            let edit: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                                   "baseRev": 1, "op": "upsert", "fields": ["title": ["set": "mine"]]]
+            #expect(try await push(store, user: bob, edit)["code"] == "not_found")
+            #expect(try await store.changes(userID: bob, since: 0, limit: 10).records.isEmpty)
+        }
+    }
+
+    @Test(arguments: backends) func concurrentPushesOfOneUserGetDistinctSeqs(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let user = try await makeUser(store)
+            let acks = try await withThrowingTaskGroup(of: JSONValue.self) { group in
+                for index in 0..<40 {
+                    group.addTask { try await push(store, user: user, create(UUID().uuidString.lowercased(), title: "n\(index)")) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let seqs = Set(acks.compactMap { $0["seq"]?.intValue })
+            #expect(seqs == Set(1...40))
+            #expect(try await store.latestSeq(userID: user) == 40)
+        }
+    }
+
+    @Test(arguments: backends) func changesArePagedInSeqOrder(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let user = try await makeUser(store)
+            for index in 0..<5 { _ = try await push(store, user: user, create(UUID().uuidString.lowercased(), title: "\(index)")) }
+            let first = try await store.changes(userID: user, since: 0, limit: 2)
+            #expect(first.records.map(\.seq) == [1, 2])
+            #expect(first.more && first.cursor == 2 && !first.reset)
+            let second = try await store.changes(userID: user, since: first.cursor, limit: 2)
+            #expect(second.records.map(\.seq) == [3, 4])
+            let last = try await store.changes(userID: user, since: second.cursor, limit: 2)
+            #expect(last.records.map(\.seq) == [5])
+            #expect(!last.more && last.cursor == 5)
+        }
+    }
+
+    @Test(arguments: backends) func sweptTombstonesMakeAnOldCursorReset(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let user = try await makeUser(store)
+            let keep = UUID().uuidString.lowercased()
+            let gone = UUID().uuidString.lowercased()
+            _ = try await push(store, user: user, create(keep, title: "keep"))
+            _ = try await push(store, user: user, create(gone, title: "gone"))
+            let delete: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(gone),
+                                     "baseRev": 1, "op": "delete", "fields": [:]]
+            #expect(try await push(store, user: user, delete)["status"] == "applied")
+            let beforeSweep = try await store.changes(userID: user, since: 2, limit: 10)
+            #expect(beforeSweep.records.map(\.deleted) == [true])
+            try await store.sweep(tombstonesBefore: Date().addingTimeInterval(1), appliedChangesBefore: Date.distantPast)
+            let page = try await store.changes(userID: user, since: 1, limit: 10)
+            #expect(page.reset)
+            #expect(page.records.map(\.id) == [keep])
+            #expect(page.cursor == 3)
+            let next = try await store.changes(userID: user, since: page.cursor, limit: 10)
+            #expect(!next.reset && next.records.isEmpty)
+        }
+    }
+
+    @Test(arguments: backends) func oldRevisionsArePrunedButConflictsAreKept(backend: Backend) async throws {
+        try await withStore(backend, revisionsKept: 2) { (store: any NotedStore) async throws in
+            let user = try await makeUser(store)
+            let id = UUID().uuidString.lowercased()
+            _ = try await push(store, user: user, create(id, title: "0"))
+            for rev in 1...3 {
+                let edit: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                                       "baseRev": .int(Int64(rev)), "op": "upsert", "fields": ["title": ["set": .string("\(rev)")]]]
+                _ = try await push(store, user: user, edit)
+            }
+            let revisions = try #require(try await store.revisions(userID: user, collection: "notes", id: id))
+            #expect(revisions.map(\.rev) == [3, 4])
+            let stale: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                                    "baseRev": 1, "op": "upsert", "fields": ["title": ["delta": "=1\t+x"]]]
+            #expect(try await push(store, user: user, stale)["code"] == "base_unavailable")
+        }
+    }
+
+    @Test(arguments: backends) func nulCharactersInTextAreStoredFaithfully(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let user = try await makeUser(store)
+            let id = UUID().uuidString.lowercased()
+            _ = try await push(store, user: user, create(id, title: "a\u{0}b"))
+            let record = try #require(try await store.record(userID: user, collection: "notes", id: id))
+            #expect(record.fields["title"] == "a\u{0}b")
+        }
+    }
+
+    @Test(arguments: backends) func refreshTokenReuseRevokesTheFamily(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let user = try await makeUser(store)
+            let family = RefreshFamily(id: UUID().uuidString, userID: user, clientID: "noted", device: nil)
+            let later = Date().addingTimeInterval(3600)
+            try await store.createRefreshFamily(family, firstTokenHash: "h1", expiresAt: later, now: Date())
+            #expect(try await store.rotateRefreshToken(hash: "h1", replacementHash: "h2", expiresAt: later, now: Date()) == .rotated(family))
+            #expect(try await store.rotateRefreshToken(hash: "h1", replacementHash: "h3", expiresAt: later, now: Date()) == .reused)
+            #expect(try await store.rotateRefreshToken(hash: "h2", replacementHash: "h4", expiresAt: later, now: Date()) == .invalid)
+            #expect(try await store.rotateRefreshToken(hash: "unknown", replacementHash: "h5", expiresAt: later, now: Date()) == .invalid)
+        }
+    }
+
+    @Test(arguments: backends) func signingKeysPersist(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let key = SigningKeyRecord(kid: "k1", privateKeyPEM: "pem", createdAt: Date(millis: 1000))
+            try await store.addSigningKey(key)
+            try await store.addSigningKey(SigningKeyRecord(kid: "k1", privateKeyPEM: "other", createdAt: Date()))
+            #expect(try await store.signingKeys() == [key])
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Logging
+import NotedCore
+import PostgresNIO
+import Testing
+@testable import NotedServer
+
+/// The storage backends the tests run against.
+enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite
+    case postgres
+
+    var testDescription: String { rawValue }
+
+    /// The PostgreSQL server of the test run, or nil (then PostgreSQL tests skip with a notice).
+    static var postgresURL: String? {
+        let url = ProcessInfo.processInfo.environment["NOTED_TEST_POSTGRES_URL"]
+        if url == nil || url?.isEmpty == true {
+            notice()
+            return nil
+        }
+        return url
+    }
+
+    private static let noticeOnce: Void = {
+        print("NOTICE: NOTED_TEST_POSTGRES_URL is not set: PostgreSQL tests are skipped (scripts/test starts a throwaway server)")
+    }()
+
+    private static func notice() { _ = noticeOnce }
+
+    /// The backends available in this run.
+    static var available: [Backend] {
+        postgresURL == nil ? [.sqlite] : [.sqlite, .postgres]
+    }
+}
+
+/// Makes a fresh, empty database for one test and removes it afterwards.
+///
+/// SQLite: a file in a new temporary directory. PostgreSQL: a new database on the test server,
+/// so tests running in parallel (and sweeping tombstones) never see each other's rows.
+func withDatabase<T>(_ backend: Backend, _ body: (DatabaseLocation) async throws -> T) async throws -> T {
+    switch backend {
+    case .sqlite:
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("noted-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        return try await body(.sqlite(path: directory.appendingPathComponent("noted.sqlite").path))
+    case .postgres:
+        guard let url = Backend.postgresURL, var components = URLComponents(string: url) else {
+            throw TestSetupError("NOTED_TEST_POSTGRES_URL is not set")
+        }
+        let name = "noted_t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        try await adminQuery(url: url, "CREATE DATABASE \(unescaped: name)")
+        components.path = "/" + name
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(.postgres(url: components.string ?? url)))
+        } catch {
+            result = .failure(error)
+        }
+        try? await adminQuery(url: url, "DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)")
+        return try result.get()
+    }
+}
+
+private func adminQuery(url: String, _ query: PostgresQuery) async throws {
+    let configuration = try PostgresStore.configuration(from: url)
+    let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "test-admin"))
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { await client.run() }
+        try await client.query(query, logger: Logger(label: "test-admin"))
+        group.cancelAll()
+    }
+}
+
+/// Opens a migrated store on a fresh database.
+func withStore<T>(
+    _ backend: Backend, limits: Limits = Limits(), revisionsKept: Int = 100, _ body: (any NotedStore) async throws -> T
+) async throws -> T {
+    try await withDatabase(backend) { location in
+        let store: any NotedStore = switch location {
+        case .sqlite(let path): try SQLiteStore(path: path, limits: limits, revisionsKept: revisionsKept)
+        case .postgres(let url): try PostgresStore(url: url, limits: limits, revisionsKept: revisionsKept, logger: Logger(label: "test"))
+        }
+        try await store.migrate()
+        do {
+            let result = try await body(store)
+            await store.shutdown()
+            return result
+        } catch {
+            await store.shutdown()
+            throw error
+        }
+    }
+}
+
+struct TestSetupError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
