@@ -35,6 +35,12 @@ struct NotedServerCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error [NOTED_LOG_LEVEL].")
     var logLevel: String?
 
+    @Option(name: .customLong("web-root"), help: "Folder of the web app served at / [NOTED_WEB_ROOT]; default: Web in the working directory or the source checkout.")
+    var webRoot: String?
+
+    @Option(name: .customLong("oauth-client"), help: "A third-party OAuth client, ID[:Name]=REDIRECT_URI[,REDIRECT_URI…]; repeatable [NOTED_OAUTH_CLIENTS, separated by spaces].")
+    var oauthClients: [String] = []
+
     func validate() throws {
         _ = try makeConfiguration()
     }
@@ -61,6 +67,21 @@ struct NotedServerCommand: AsyncParsableCommand {
         if let text = accessTokenLifetime.map(String.init) ?? environment["NOTED_ACCESS_TOKEN_LIFETIME"] {
             guard let seconds = Int(text), seconds >= 1 else { throw ValidationError("the access-token lifetime is a number of seconds >= 1") }
             configuration.accessTokenLifetime = .seconds(seconds)
+        }
+        configuration.webRoot = webRoot ?? environment["NOTED_WEB_ROOT"]
+        if let root = configuration.webRoot, !FileManager.default.fileExists(atPath: root + "/index.html") {
+            throw ValidationError("--web-root \(root) has no index.html")
+        }
+        let clientArguments = oauthClients.isEmpty
+            ? (environment["NOTED_OAUTH_CLIENTS"]?.split(separator: " ").map(String.init) ?? []) : oauthClients
+        for argument in clientArguments {
+            guard let client = OAuthClients.parse(argument) else {
+                throw ValidationError("--oauth-client takes ID[:Name]=REDIRECT_URI[,REDIRECT_URI…], got \(argument)")
+            }
+            guard !["noted-cli", OAuthClient.webClientID, "noted"].contains(client.id) else {
+                throw ValidationError("--oauth-client: \(client.id) is a built-in client")
+            }
+            configuration.oauthClients.append(client)
         }
         return configuration
     }

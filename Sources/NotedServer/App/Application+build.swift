@@ -33,11 +33,21 @@ public func buildApplication(
     let metrics = ServerMetrics()
     let hub = SessionHub()
     let sync = SyncService(store: store, parser: ChangeParser(schemas: .v1, limits: configuration.limits), hub: hub, metrics: metrics)
-    let routes = Routes(configuration: configuration, sync: sync, accounts: accounts, tokens: tokens, metrics: metrics)
+    let clients = OAuthClients([.cli, .web(origins: [issuer] + configuration.allowedOrigins)] + configuration.oauthClients)
+    let authorization = AuthorizationServer(
+        clients: clients, accounts: accounts, store: store, codeLifetime: configuration.authorizationCodeLifetime.timeInterval)
+    let routes = Routes(
+        configuration: configuration, sync: sync, accounts: accounts, tokens: tokens, metrics: metrics, authorization: authorization)
 
     let router = Router(context: NotedRequestContext.self)
     router.middlewares.add(LogRequestsMiddleware(.debug))
     routes.add(to: router)
+    OAuthRoutes(server: authorization).add(to: router)
+    if let webRoot = WebApp.root(configured: configuration.webRoot) {
+        WebApp.add(to: router, root: webRoot)
+    } else {
+        logger.warning("web app folder not found: the web app is not served (set --web-root)")
+    }
     let webSocketRouter = Router(context: NotedRequestContext.self)
     routes.addWebSocket(to: webSocketRouter)
 

@@ -53,6 +53,12 @@ public struct ServerConfiguration: Sendable {
     /// Sign-in and registration attempts per address or username and window.
     public var authAttemptsPerWindow = 10
     public var authWindow: Duration = .seconds(60)
+    /// Third-party OAuth clients, besides the built-in `noted-cli` and `noted-web`.
+    public var oauthClients: [OAuthClient] = []
+    /// How long an authorization code may wait for its exchange.
+    public var authorizationCodeLifetime: Duration = .seconds(60)
+    /// The web app's folder; nil: `Web` in the working directory or in the source checkout.
+    public var webRoot: String?
     /// bcrypt cost of new password hashes.
     public var bcryptCost: UInt8 = 12
 

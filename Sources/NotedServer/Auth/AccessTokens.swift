@@ -11,10 +11,11 @@ struct AccessTokenClaims: JWTPayload {
     var exp: ExpirationClaim
     var iat: IssuedAtClaim
     var jti: IDClaim
+    var nbf: NotBeforeClaim?
     var clientID: String
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, jti
+        case iss, sub, aud, exp, iat, jti, nbf
         case clientID = "client_id"
     }
 
@@ -84,7 +85,7 @@ public struct AccessTokens: Sendable {
         let claims = AccessTokenClaims(
             iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: userID), aud: AudienceClaim(value: [audience]),
             exp: ExpirationClaim(value: expiresAt), iat: IssuedAtClaim(value: now),
-            jti: IDClaim(value: UUID().uuidString.lowercased()), clientID: clientID)
+            jti: IDClaim(value: UUID().uuidString.lowercased()), nbf: nil, clientID: clientID)
         var header = JWTHeader()
         header.typ = "at+jwt"
         header.alg = "ES256"
@@ -110,6 +111,9 @@ public struct AccessTokens: Sendable {
         }
         guard claims.exp.value > now else {
             throw TokenError(kind: .expired, reason: "expired")
+        }
+        if let notBefore = claims.nbf?.value, notBefore > now.addingTimeInterval(60) {
+            throw TokenError(kind: .invalid, reason: "not valid yet")
         }
         return VerifiedToken(userID: claims.sub.value, clientID: claims.clientID, expiresAt: claims.exp.value)
     }

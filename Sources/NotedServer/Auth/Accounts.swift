@@ -83,13 +83,8 @@ public struct Accounts: Sendable {
     }
 
     func signIn(username: String, password: String, device: String?, address: String) async throws -> TokenResponse {
-        let key = username.lowercased()
-        try limiter.check(keys: ["signin-address:\(address)", "signin-user:\(key)"])
-        let user = try await store.user(usernameKey: key)
-        let storedHash = user?.passwordHash ?? dummyHash
-        let matches = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: storedHash) }
-        guard let user, matches else { throw AuthError(kind: .invalidCredentials) }
-        return try await startFamily(userID: user.id, clientID: Self.firstPartyClient, device: device)
+        let user = try await verifyPassword(username: username, password: password, address: address)
+        return try await issueTokens(userID: user.id, clientID: Self.firstPartyClient, device: device).0
     }
 
     func refresh(token: String) async throws -> TokenResponse {
@@ -104,15 +99,6 @@ public struct Accounts: Sendable {
         case .reused, .invalid:
             throw AuthError(kind: .invalidGrant)
         }
-    }
-
-    private func startFamily(userID: String, clientID: String, device: String?) async throws -> TokenResponse {
-        let now = Date()
-        let refresh = Self.newRefreshToken()
-        let family = RefreshFamily(id: UUID().uuidString.lowercased(), userID: userID, clientID: clientID, device: device)
-        try await store.createRefreshFamily(family, firstTokenHash: Self.hash(refresh), expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
-        let access = try await tokens.issue(userID: userID, clientID: clientID, now: now)
-        return TokenResponse(accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: refresh)
     }
 
     /// 256 random bits, base64url.

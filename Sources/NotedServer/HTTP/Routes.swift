@@ -12,6 +12,7 @@ struct Routes: Sendable {
     let accounts: Accounts
     let tokens: AccessTokens
     let metrics: ServerMetrics
+    let authorization: AuthorizationServer
 
     /// Largest HTTP request body read.
     var maxBodyBytes: Int { configuration.limits.maxMessageBytes }
@@ -34,9 +35,14 @@ struct Routes: Sendable {
             .json([
                 "issuer": .string(tokens.issuer),
                 "jwks_uri": .string(tokens.issuer + "/.well-known/jwks.json"),
+                "authorization_endpoint": .string(tokens.issuer + "/oauth/authorize"),
                 "token_endpoint": .string(tokens.issuer + "/oauth/token"),
-                "grant_types_supported": ["refresh_token"],
+                "revocation_endpoint": .string(tokens.issuer + "/oauth/revoke"),
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "code_challenge_methods_supported": ["S256"],
                 "token_endpoint_auth_methods_supported": ["none"],
+                "revocation_endpoint_auth_methods_supported": ["none"],
             ])
         }
         router.post("/v1/accounts") { request, context -> Response in
@@ -72,6 +78,15 @@ struct Routes: Sendable {
             let form = FormDecoding.decode(String(buffer: buffer))
             do {
                 guard let grant = form["grant_type"] else { throw AuthError(kind: .invalidRequest("grant_type is missing")) }
+                if grant == "authorization_code" {
+                    do {
+                        var response = Response.json(try await authorization.exchange(form: form).json)
+                        response.headers[.cacheControl] = "no-store"
+                        return response
+                    } catch let error as OAuthError {
+                        throw APIError(error)
+                    }
+                }
                 guard grant == "refresh_token" else { throw AuthError(kind: .unsupportedGrantType) }
                 guard let token = form["refresh_token"], !token.isEmpty else {
                     throw AuthError(kind: .invalidRequest("refresh_token is missing"))

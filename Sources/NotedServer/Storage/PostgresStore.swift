@@ -9,9 +9,9 @@ import PostgresNIO
 /// (`SELECT … FOR UPDATE`) for the length of its transaction, so pushes of one user serialize
 /// across connections and nodes.
 public struct PostgresStore: NotedStore {
-    private let client: PostgresClient
+    let client: PostgresClient
     private let runTask: Task<Void, Never>
-    private let logger: Logger
+    let logger: Logger
     let processor: ChangeProcessor
 
     /// Connects a pool to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
@@ -90,7 +90,7 @@ public struct PostgresStore: NotedStore {
             for try await name in try await connection.query("SELECT name FROM noted_migrations", logger: logger).decode(String.self) {
                 done.insert(name)
             }
-            for (name, statements) in Self.migrations where !done.contains(name) {
+            for (name, statements) in Self.migrations + [Self.oauthMigration] where !done.contains(name) {
                 for statement in statements {
                     try await connection.query(statement, logger: logger)
                 }

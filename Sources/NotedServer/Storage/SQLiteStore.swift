@@ -4,7 +4,7 @@ import NotedCore
 
 /// The embedded backend: one SQLite file through GRDB, WAL journal with `synchronous=FULL`.
 public struct SQLiteStore: NotedStore {
-    private let pool: DatabasePool
+    let pool: DatabasePool
     let processor: ChangeProcessor
 
     /// Opens (creating when needed) the database file at `path`.
@@ -92,6 +92,7 @@ public struct SQLiteStore: NotedStore {
                 );
                 """)
         }
+        Self.registerOAuthMigration(&migrator)
         try migrator.migrate(pool)
     }
 

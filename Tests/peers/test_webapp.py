@@ -1,0 +1,236 @@
+"""The web app in a real browser: headless Chromium driven by Selenium against a real
+noted-server process. Skipped with a printed notice where Chromium cannot be found."""
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+import requests
+
+BIN = os.environ.get("NOTED_SERVER_BIN", ".build/debug/noted-server")
+NOTED = os.environ.get("NOTED_BIN", ".build/debug/noted")
+SHOTS = os.environ.get("NOTED_SCREENSHOTS")  # a folder: save screenshots of the main screens
+
+selenium = pytest.importorskip("selenium")
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+DRIVER = shutil.which("chromedriver")
+if not (CHROMIUM and DRIVER):
+    print("test_webapp: NOTICE: chromium or chromedriver not found: browser tests skipped")
+    pytest.skip("chromium not installed", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def server():
+    data = tempfile.mkdtemp(prefix="noted-web-")
+    proc = subprocess.Popen([BIN, "--port", "0", "--data", data], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()
+    m = re.match(r"noted-server listening on (http://\S+)", line)
+    assert m, f"unexpected first line {line!r}"
+    yield m.group(1)
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def account(server):
+    name = "web" + secrets.token_hex(4)
+    password = "correct horse battery"
+    r = requests.post(server + "/v1/accounts", json={"username": name, "password": password})
+    assert r.status_code == 201, r.text
+    return name, password
+
+
+def browser(width=1280, height=800):
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},{height}"]:
+        options.add_argument(arg)
+    return webdriver.Chrome(service=webdriver.ChromeService(executable_path=DRIVER), options=options)
+
+
+def wait(driver, condition, timeout=10, message=""):
+    return WebDriverWait(driver, timeout, poll_frequency=0.05).until(lambda d: condition(d), message)
+
+
+def by_label(driver, label):
+    return driver.find_element(By.CSS_SELECTOR, f'[aria-label="{label}"]')
+
+
+def sign_in(driver, base, account):
+    driver.get(base + "/")
+    wait(driver, lambda d: d.find_element(By.ID, "sign-in").is_displayed() or d.find_element(By.ID, "app").is_displayed())
+    if driver.find_element(By.ID, "app").is_displayed():
+        return
+    driver.find_element(By.XPATH, "//button[normalize-space()='Sign in']").click()
+    wait(driver, lambda d: "/oauth/authorize" in d.current_url)
+    driver.find_element(By.CSS_SELECTOR, "input[name=username]").send_keys(account[0])
+    driver.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(account[1])
+    driver.find_element(By.XPATH, "//button[normalize-space()='Sign in']").click()
+    wait(driver, lambda d: d.find_element(By.ID, "app").is_displayed(), message="app after sign-in")
+    assert "code=" not in driver.current_url
+    wait(driver, lambda d: "online" in d.find_element(By.ID, "sync-status").text, message="online")
+
+
+def titles(driver):
+    # Read in one script: the list re-renders as sync events arrive.
+    return driver.execute_script("return [...document.querySelectorAll('#notes li .note-title')].map(e => e.textContent)")
+
+
+def open_note(driver, text):
+    """Clicks the first note in the list whose text contains `text`."""
+    wait(driver, lambda d: d.execute_script(
+        "const li = [...document.querySelectorAll('#notes li')].find(e => e.textContent.includes(arguments[0]));"
+        "if (li) { li.click(); return true } return false", text), message=f"open {text}")
+
+
+_tokens = {}
+
+
+def server_notes(base, account):
+    """The notes on the server, read with one first-party sign-in per account (sign-in is rate-limited)."""
+    if account not in _tokens:
+        r = requests.post(base + "/v1/sessions", json={"username": account[0], "password": account[1]})
+        assert r.status_code == 200, r.text
+        _tokens[account] = r.json()["access_token"]
+    r = requests.get(base + "/v1/changes?since=0", headers={"Authorization": "Bearer " + _tokens[account]})
+    assert r.status_code == 200, r.text
+    return r.json()["records"]
+
+
+def new_note(driver, title, body):
+    driver.find_element(By.XPATH, "//button[normalize-space()='New note']").click()
+    by_label(driver, "Title").send_keys(title)
+    by_label(driver, "Body").send_keys(body)
+
+
+def test_sign_in_create_edit_search_tag_pin_trash_restore(server, account):
+    driver = browser()
+    try:
+        sign_in(driver, server, account)
+        new_note(driver, "Groceries", "milk\neggs")
+        wait(driver, lambda d: "Groceries" in " ".join(titles(d)))
+        wait(driver, lambda d: any(r["fields"].get("title") == "Groceries" and "eggs" in r["fields"].get("body", "") for r in server_notes(server, account)), message="synced")
+        new_note(driver, "Ideas", "a notes app")
+        tags = driver.find_element(By.ID, "tags")
+        tags.send_keys("work, later")
+        by_label(driver, "Body").click()  # change event
+        driver.find_element(By.ID, "pin").click()
+        wait(driver, lambda d: titles(d)[0].endswith("Ideas"))
+        search = by_label(driver, "Search")
+        search.send_keys("milk")
+        wait(driver, lambda d: len(titles(d)) == 1 and "Groceries" in titles(d)[0])
+        search.send_keys(Keys.CONTROL + "a", Keys.BACKSPACE)
+        wait(driver, lambda d: len(titles(d)) == 2)
+        driver.find_element(By.ID, "trash").click()
+        wait(driver, lambda d: not any("Ideas" in t for t in titles(d)))
+        if SHOTS:
+            driver.save_screenshot(os.path.join(SHOTS, "web-desktop.png"))
+        driver.find_element(By.ID, "filter").send_keys("Trash")
+        wait(driver, lambda d: any("Ideas" in t for t in titles(d)))
+        open_note(driver, "Ideas")
+        driver.find_element(By.ID, "restore").click()
+        driver.find_element(By.ID, "filter").send_keys("All notes")
+        wait(driver, lambda d: any("Ideas" in t for t in titles(d)))
+        wait(driver, lambda d: any(r["fields"].get("title") == "Ideas" and r["fields"].get("pinned") and not r["fields"].get("trashed")
+                                   and set(r["fields"].get("tags", [])) == {"work", "later"} for r in server_notes(server, account)),
+             message="pin, tags and restore synced")
+    finally:
+        driver.quit()
+
+
+def test_two_sessions_see_each_others_edits_live(server, account):
+    a, b = browser(), browser()
+    try:
+        sign_in(a, server, account)
+        sign_in(b, server, account)
+        new_note(a, "Live", "start")
+        wait(b, lambda d: any("Live" in t for t in titles(d)), timeout=5)
+        open_note(b, "Live")
+        body_b = by_label(b, "Body")
+        body_b.click()
+        body_b.send_keys("!")
+        by_label(a, "Body").send_keys(" more 😀")
+        started = time.time()
+        wait(b, lambda d: "more 😀" in by_label(d, "Body").get_attribute("value"), timeout=5, message="edit reaches the open editor")
+        assert time.time() - started < 3
+        wait(a, lambda d: "!" in by_label(d, "Body").get_attribute("value"), timeout=5, message="and back")
+        wait(a, lambda d: by_label(d, "Body").get_attribute("value") == by_label(b, "Body").get_attribute("value"), timeout=5)
+    finally:
+        a.quit()
+        b.quit()
+
+
+def test_offline_edit_survives_reload_and_syncs(server, account):
+    a, b = browser(), browser()
+    try:
+        sign_in(a, server, account)
+        sign_in(b, server, account)
+        new_note(a, "Offline", "before")
+        wait(b, lambda d: any("Offline" in t for t in titles(d)), timeout=5)
+        time.sleep(1)  # the service worker has cached the shell
+        a.execute_cdp_cmd("Network.enable", {})
+        a.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+        a.execute_script("window.dispatchEvent(new Event('offline'))")
+        by_label(a, "Body").send_keys(" and after, offline 🇫🇷")
+        time.sleep(0.8)
+        a.refresh()
+        wait(a, lambda d: d.find_element(By.ID, "app").is_displayed(), message="the app opens offline")
+        open_note(a, "Offline")
+        assert "offline 🇫🇷" in by_label(a, "Body").get_attribute("value")
+        a.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+        a.execute_script("window.dispatchEvent(new Event('online'))")
+        wait(b, lambda d: any("offline 🇫🇷" in r["fields"].get("body", "") for r in server_notes(server, account)), timeout=15, message="reached the server")
+        open_note(b, "Offline")
+        wait(b, lambda d: "offline 🇫🇷" in by_label(d, "Body").get_attribute("value"), timeout=10, message="reached the other session")
+    finally:
+        a.quit()
+        b.quit()
+
+
+def test_phone_width_screenshot(server, account):
+    driver = browser(390, 844)
+    try:
+        sign_in(driver, server, account)
+        wait(driver, lambda d: len(titles(d)) > 0)
+        if SHOTS:
+            driver.save_screenshot(os.path.join(SHOTS, "web-phone-list.png"))
+        driver.execute_script("document.querySelector('#notes li').click()")
+        wait(driver, lambda d: by_label(d, "Body").is_displayed())
+        if SHOTS:
+            driver.save_screenshot(os.path.join(SHOTS, "web-phone-editor.png"))
+    finally:
+        driver.quit()
+
+
+def noted(home, *args, stdin=None):
+    result = subprocess.run([NOTED, "--home", home, *args], input=stdin, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, f"noted {' '.join(args)}: {result.stderr}"
+    return result.stdout
+
+
+def test_cli_and_browser_see_each_others_notes(server, account):
+    home = tempfile.mkdtemp(prefix="noted-cli-home-")
+    noted(home, "--server", server, "login", "--username", account[0], "--password-stdin", stdin=account[1] + "\n")
+    note_id = noted(home, "new", "--title", "From the CLI", "--body", "typed in a terminal").strip().split()[-1]
+    driver = browser()
+    try:
+        sign_in(driver, server, account)
+        wait(driver, lambda d: any("From the CLI" in t for t in titles(d)), timeout=10, message="CLI note in the browser")
+        open_note(driver, "From the CLI")
+        by_label(driver, "Body").send_keys(" and edited in a browser 👍🏽")
+        wait(driver, lambda d: any("browser 👍🏽" in r["fields"].get("body", "") for r in server_notes(server, account)), timeout=10)
+    finally:
+        driver.quit()
+    noted(home, "sync")
+    shown = json.loads(noted(home, "show", note_id, "--json"))
+    assert shown["body"] == "typed in a terminal and edited in a browser 👍🏽"
