@@ -212,7 +212,9 @@ public struct PostgresStore: NotedStore {
     }
 
     public func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage {
-        try await client.withConnection { connection in
+        try await client.withTransaction(logger: logger) { connection in
+            // The seq, the purge point and the records from one snapshot.
+            try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
             var latest: Int64 = 0
             var purged: Int64 = 0
             let seqRows = try await connection.query("SELECT seq, purged_seq FROM user_seq WHERE user_id = \(userID)", logger: logger)
@@ -329,13 +331,13 @@ public struct PostgresStore: NotedStore {
 
     public func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws {
         try await client.withTransaction(logger: logger) { connection in
+            // One statement, one snapshot: every tombstone deleted raises its user's purge point.
             try await connection.query("""
-                UPDATE user_seq u SET purged_seq = GREATEST(u.purged_seq, t.max_seq)
-                FROM (SELECT user_id, MAX(seq) AS max_seq FROM records WHERE deleted AND updated_at < \(tombstonesBefore.millis)
-                      GROUP BY user_id) t
-                WHERE u.user_id = t.user_id
+                WITH purged AS (
+                    DELETE FROM records WHERE deleted AND updated_at < \(tombstonesBefore.millis) RETURNING user_id, seq),
+                maxes AS (SELECT user_id, MAX(seq) AS max_seq FROM purged GROUP BY user_id)
+                UPDATE user_seq u SET purged_seq = GREATEST(u.purged_seq, m.max_seq) FROM maxes m WHERE u.user_id = m.user_id
                 """, logger: logger)
-            try await connection.query("DELETE FROM records WHERE deleted AND updated_at < \(tombstonesBefore.millis)", logger: logger)
             try await connection.query("DELETE FROM applied_changes WHERE created_at < \(appliedChangesBefore.millis)", logger: logger)
         }
     }

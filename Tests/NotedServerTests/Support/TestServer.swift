@@ -117,7 +117,8 @@ actor Mailbox {
             guard ContinuousClock.now < deadline else { throw TestSetupError("no message within \(timeout)") }
             try await Task.sleep(for: .milliseconds(5))
         }
-        return buffer.isEmpty ? nil : buffer.removeFirst()
+        guard !buffer.isEmpty else { return Optional<JSONValue>.none }
+        return buffer.removeFirst()
     }
 }
 
