@@ -64,6 +64,7 @@ let package = Package(
             dependencies: [
                 "NotedServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(name: "NotedCoreTests", dependencies: ["NotedCore"]),

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import NotedServer
+import ServiceLifecycle
 
 /// `noted-server`: configuration from flags and environment, then the application.
 @main
@@ -74,9 +75,13 @@ struct NotedServerCommand: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
-        let app = try await buildApplication(configuration, logger: Logger(label: "noted-server")) { host, port in
+        let logger = Logger(label: "noted-server")
+        let sessions = SyncSessions()
+        let app = try await buildApplication(configuration, sessions: sessions, logger: logger) { host, port in
             FileHandle.standardOutput.write(Data("noted-server listening on http://\(host):\(port)\n".utf8))
         }
-        try await app.runService()
+        let group = ServiceGroup(configuration: .init(
+            services: [app, sessions.closeOnShutdown()], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
     }
 }

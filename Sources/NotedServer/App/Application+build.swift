@@ -16,6 +16,7 @@ import ServiceLifecycle
 /// ```
 public func buildApplication(
     _ configuration: ServerConfiguration,
+    sessions: SyncSessions = SyncSessions(),
     logger: Logger = Logger(label: "noted-server"),
     onListening: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
 ) async throws -> some ApplicationProtocol {
@@ -31,7 +32,7 @@ public func buildApplication(
         limiter: RateLimiter(limit: configuration.authAttemptsPerWindow, window: configuration.authWindow.timeInterval),
         dummyHash: dummyHash)
     let metrics = ServerMetrics()
-    let hub = SessionHub()
+    let hub = sessions.hub
     let sync = SyncService(store: store, parser: ChangeParser(schemas: .v1, limits: configuration.limits), hub: hub, metrics: metrics)
     let routes = Routes(configuration: configuration, sync: sync, accounts: accounts, tokens: tokens, metrics: metrics)
 
@@ -58,7 +59,6 @@ public func buildApplication(
         services: [
             StoreService(store: store),
             SweepService(store: store, configuration: configuration, logger: logger),
-            SessionCloser(hub: hub),
         ],
         onServerRunning: { channel in
             await onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
@@ -97,13 +97,41 @@ struct StoreService: Service {
     }
 }
 
-/// Closes every sync session with 1001 when shutdown begins.
+/// The sync sessions of one application, for the executable to close them first on shutdown.
+///
+/// Run ``closeOnShutdown`` after the application in one `ServiceGroup`: graceful shutdown reaches
+/// the last service first, so every session is closed with 1001 (going away) before the HTTP
+/// server stops, and in-flight pushes finish their commits.
+///
+/// ```swift
+/// let sessions = SyncSessions()
+/// let app = try await buildApplication(configuration, sessions: sessions)
+/// try await ServiceGroup(configuration: .init(services: [app, sessions.closeOnShutdown],
+///                                             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
+/// ```
+public struct SyncSessions: Sendable {
+    let hub = SessionHub()
+
+    public init() {}
+
+    /// A service that, when shutdown begins, closes every session with 1001 and waits (at most
+    /// `timeout`) until they have ended.
+    public func closeOnShutdown(timeout: Duration = .seconds(5)) -> some Service {
+        SessionCloser(hub: hub, timeout: timeout)
+    }
+}
+
 struct SessionCloser: Service {
     let hub: SessionHub
+    let timeout: Duration
 
     func run() async throws {
         try? await gracefulShutdown()
         hub.closeAll()
+        let deadline = ContinuousClock.now + timeout
+        while hub.connectionCount > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 }
 

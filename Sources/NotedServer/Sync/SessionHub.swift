@@ -46,6 +46,9 @@ final class SessionHub: Sendable {
         }
     }
 
+    /// How many connections are open.
+    var connectionCount: Int { all.withLockedValue { $0.count } }
+
     /// Closes every connection with 1001 (going away).
     func closeAll() {
         let targets = all.withLockedValue { Array($0.values) }
