@@ -27,6 +27,20 @@ import Testing
         }
     }
 
+    @Test(arguments: backends) func permessageDeflateIsAcceptedWhenOffered(backend: Backend) async throws {
+        try await TestServer.with(backend) { server in
+            let user = try await server.makeUser()
+            let connection = try await SyncConnection.open(port: server.port, deflate: true)
+            try await connection.send(["type": "hello", "protocol": 1, "token": .string(user.accessToken)])
+            #expect(try await connection.receive()["type"] == "welcome")
+            let body = String(repeating: "compressible text ", count: 200)
+            #expect(try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"] == "applied")
+            let page = try await connection.pull(since: 0)
+            #expect(page["records"]?.arrayValue?.first?["fields"]?["body"] == .string(body))
+            await connection.close()
+        }
+    }
+
     @Test(arguments: backends) func tokenInTheAuthorizationHeaderAuthenticatesHello(backend: Backend) async throws {
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()

@@ -3,6 +3,7 @@ import HummingbirdBcrypt
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
+import HummingbirdWSCompression
 import Logging
 import NIOPosix
 import NotedCore
@@ -45,6 +46,7 @@ public func buildApplication(
     let webSocketResponder = webSocketRouter.buildResponder()
     let webSocket = WebSocketServerConfiguration(
         maxFrameSize: configuration.limits.maxMessageBytes,
+        extensions: [.perMessageDeflate(maxDecompressedFrameSize: configuration.limits.maxMessageBytes)],
         autoPing: .enabled(timePeriod: .seconds(30)),
         validateUTF8: true)
     return Application(

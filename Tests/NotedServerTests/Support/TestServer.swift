@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import HummingbirdWSClient
+import HummingbirdWSCompression
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -134,11 +135,13 @@ final class SyncConnection: Sendable {
         self.task = task
     }
 
-    static func open(port: Int, headers: HTTPFields = [:]) async throws -> SyncConnection {
+    static func open(port: Int, headers: HTTPFields = [:], deflate: Bool = false) async throws -> SyncConnection {
         let mailbox = Mailbox()
         let writer = NIOLockedValueBox<WebSocketOutboundWriter?>(nil)
         let (ready, readyContinuation) = AsyncStream.makeStream(of: Bool.self)
-        var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24, additionalHeaders: headers)
+        var configuration = WebSocketClientConfiguration(
+            maxFrameSize: 1 << 24, additionalHeaders: headers,
+            extensions: deflate ? [.perMessageDeflate(maxDecompressedFrameSize: 1 << 24)] : [])
         configuration.validateUTF8 = false
         let task = Task {
             do {
