@@ -10,6 +10,9 @@ let package = Package(
         .library(name: "NotedCore", targets: ["NotedCore"]),
         .library(name: "NotedServer", targets: ["NotedServer"]),
         .executable(name: "noted-server", targets: ["noted-server"]),
+        .library(name: "NotedClient", targets: ["NotedClient"]),
+        .library(name: "NotedCLI", targets: ["NotedCLI"]),
+        .executable(name: "noted", targets: ["noted"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -25,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // No dependencies: the foundation of everything else, useful on its own.
@@ -78,6 +82,51 @@ let package = Package(
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket"),
+            ]
+        ),
+    
+        // The client library: no server module, no NIO server code. On Linux the WebSocket and
+        // HTTP clients come from NIO client libraries; Apple platforms use URLSession.
+        .target(
+            name: "NotedClient",
+            dependencies: [
+                "NotedCore",
+                "DiffMatchPatch",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
+                .product(name: "Logging", package: "swift-log", condition: .when(platforms: [.linux])),
+            ]
+        ),
+        .target(
+            name: "NotedCLI",
+            dependencies: [
+                "NotedClient",
+                "NotedCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "noted",
+            dependencies: ["NotedCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .testTarget(
+            name: "NotedClientTests",
+            dependencies: [
+                "NotedClient",
+                "NotedCore",
+                "NotedServer",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "NotedCLITests",
+            dependencies: [
+                "NotedCLI",
+                "NotedClient",
+                "NotedCore",
             ]
         ),
     ]

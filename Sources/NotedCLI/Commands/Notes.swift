@@ -1,0 +1,287 @@
+import ArgumentParser
+import Foundation
+import NotedClient
+import NotedCore
+
+struct New: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create a note and print its id.", discussion: "Without --body, the body is read from standard input when it is not a terminal.")
+    @OptionGroup var options: GlobalOptions
+    @Option(help: "The title.") var title: String = ""
+    @Option(help: "The body.") var body: String?
+    @Option(help: "A tag; repeatable.") var tag: [String] = []
+    @Option(help: "The folder.") var folder: String?
+    @Flag(help: "Pin the note.") var pin = false
+
+    func execute() async throws {
+        var text = body
+        if text == nil, isatty(STDIN_FILENO) == 0 {
+            text = try readStandardInput()
+        }
+        let client = try await options.openClient()
+        var tags: [String] = []
+        for value in tag where !tags.contains(value) { tags.append(value) }
+        let fields = NoteFields(title: title, body: text ?? "", tags: tags, folder: folder, pinned: pin)
+        let note = try await cli { try await client.create(fields) }
+        await options.syncAfterChange(client)
+        if options.json {
+            printJSON(try await cli { try await client.note(note.id) }?.json ?? note.json)
+        } else {
+            print(note.id)
+        }
+    }
+}
+
+struct List: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List notes: pinned first, then the most recently updated.")
+    @OptionGroup var options: GlobalOptions
+    @Option(help: "Only notes in this folder.") var folder: String?
+    @Option(help: "Only notes with this tag.") var tag: String?
+    @Flag(help: "List the trash instead.") var trashed = false
+
+    func execute() async throws {
+        let client = try await options.openClient()
+        let notes = try await cli { try await client.list(NoteFilter(folder: folder, tag: tag, trashed: trashed)) }
+        printNotes(notes, json: options.json)
+    }
+}
+
+func printNotes(_ notes: [Note], json: Bool) {
+    if json {
+        printJSON(.array(notes.map(\.json)))
+        return
+    }
+    for note in notes {
+        let marks = (note.pinned ? "*" : " ") + (note.pending ? "~" : " ")
+        let title = note.title.isEmpty ? String(note.body.prefix(40)).replacingOccurrences(of: "\n", with: " ") : note.title
+        let tags = note.tags.isEmpty ? "" : "  " + note.tags.map { "#" + $0 }.joined(separator: " ")
+        print("\(note.id.prefix(8)) \(marks) \(title)\(tags)")
+    }
+}
+
+struct Show: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show a note.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The note's id or a unique prefix of it.") var id: String
+
+    func execute() async throws {
+        let client = try await options.openClient()
+        let note = try await cli { () async throws -> Note in
+            let full = try await client.resolve(id)
+            guard let note = try await client.note(full) else { throw NotedClientError(.notFound, "no note \(id)") }
+            return note
+        }
+        if options.json {
+            printJSON(note.json)
+            return
+        }
+        print("id:      \(note.id)")
+        print("title:   \(note.title)")
+        if !note.tags.isEmpty { print("tags:    \(note.tags.joined(separator: ", "))") }
+        if let folder = note.folder { print("folder:  \(folder)") }
+        var flags: [String] = []
+        if note.pinned { flags.append("pinned") }
+        if note.trashed { flags.append("in the trash") }
+        if note.pending { flags.append("not yet synced") }
+        if !flags.isEmpty { print("state:   \(flags.joined(separator: ", "))") }
+        print("rev:     \(note.rev)   updated \(Timestamp.format(note.updatedAt))")
+        print("")
+        print(note.body)
+    }
+}
+
+struct Edit: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Edit a note.",
+        discussion: "Without --title/--body/--append/--body-stdin, opens $EDITOR on the note: the first line is the title, the body follows a blank line.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The note's id or a unique prefix of it.") var id: String
+    @Option(help: "The new title.") var title: String?
+    @Option(help: "The new body.") var body: String?
+    @Option(help: "Text appended to the body (on a new line).") var append: String?
+    @Flag(name: .customLong("body-stdin"), help: "Read the new body from standard input.") var bodyStdin = false
+
+    func validate() throws {
+        if [body != nil, append != nil, bodyStdin].filter({ $0 }).count > 1 {
+            throw ValidationError("give only one of --body, --append and --body-stdin")
+        }
+    }
+
+    func execute() async throws {
+        let client = try await options.openClient()
+        let full = try await cli { try await client.resolve(id) }
+        var newBody = body
+        if bodyStdin { newBody = try readStandardInput() }
+        let appended = append
+        var newTitle = title
+        if title == nil && body == nil && append == nil && !bodyStdin {
+            guard let note = try await cli({ try await client.note(full) }) else { throw CLIError("no note \(id)") }
+            (newTitle, newBody) = try runEditor(title: note.title, body: note.body)
+        }
+        let (finalTitle, finalBody) = (newTitle, newBody)
+        try await cli {
+            try await client.update(full) { fields in
+                if let finalTitle { fields.title = finalTitle }
+                if let finalBody { fields.body = finalBody }
+                if let appended {
+                    fields.body += (fields.body.isEmpty || fields.body.hasSuffix("\n") ? "" : "\n") + appended
+                }
+            }
+        }
+        await options.syncAfterChange(client)
+    }
+
+    private func runEditor(title: String, body: String) throws -> (String, String) {
+        let environment = ProcessInfo.processInfo.environment
+        guard let editor = environment["VISUAL"].flatMap({ $0.isEmpty ? nil : $0 }) ?? environment["EDITOR"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+            throw CLIError("set $EDITOR, or give --title, --body, --append or --body-stdin")
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("noted-\(UUID().uuidString).md")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data((title + "\n\n" + body).utf8).write(to: file)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", editor + " \"$1\"", "noted-editor", file.path]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw CLIError("the editor exited with status \(process.terminationStatus); nothing saved") }
+        guard let text = String(data: try Data(contentsOf: file), encoding: .utf8) else { throw CLIError("the edited file is not UTF-8; nothing saved") }
+        var lines = text.components(separatedBy: "\n")
+        let newTitle = lines.isEmpty ? "" : lines.removeFirst()
+        if lines.first == "" { lines.removeFirst() }
+        var newBody = lines.joined(separator: "\n")
+        if newBody.hasSuffix("\n") && !body.hasSuffix("\n") { newBody.removeLast() }
+        return (newTitle, newBody)
+    }
+}
+
+struct Tag: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Add and remove tags: noted tag ID +work -home.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The note's id or a unique prefix of it.") var id: String
+    @Argument(parsing: .allUnrecognized, help: "+TAG to add, -TAG to remove.") var changes: [String] = []
+
+    func execute() async throws {
+        var add: [String] = []
+        var remove: [String] = []
+        guard !changes.isEmpty else { throw ValidationError("give +TAG or -TAG") }
+        for change in changes {
+            guard let sign = change.first, sign == "+" || sign == "-", change.count > 1 else {
+                throw ValidationError("\"\(change)\": write +TAG to add or -TAG to remove")
+            }
+            if sign == "+" { add.append(String(change.dropFirst())) } else { remove.append(String(change.dropFirst())) }
+        }
+        let client = try await options.openClient()
+        let full = try await cli { try await client.resolve(id) }
+        let (toAdd, toRemove) = (add, remove)
+        try await cli { try await client.tag(full, add: toAdd, remove: toRemove) }
+        await options.syncAfterChange(client)
+    }
+}
+
+/// The shape of pin, unpin, trash and restore: one note, one change.
+protocol SimpleNoteCommand: AsyncParsableCommand {
+    var options: GlobalOptions { get }
+    var id: String { get }
+    func apply(_ client: NotedClient, _ id: String) async throws
+}
+
+extension SimpleNoteCommand {
+    func execute() async throws {
+        let client = try await options.openClient()
+        let full = try await cli { try await client.resolve(id) }
+        try await cli { try await apply(client, full) }
+        await options.syncAfterChange(client)
+    }
+}
+
+struct Pin: SimpleNoteCommand {
+    static let configuration = CommandConfiguration(abstract: "Pin a note to the top of the list.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The note's id or a unique prefix of it.") var id: String
+    func apply(_ client: NotedClient, _ id: String) async throws { try await client.setPinned(id, true) }
+}
+
+struct Unpin: SimpleNoteCommand {
+    static let configuration = CommandConfiguration(abstract: "Unpin a note.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The note's id or a unique prefix of it.") var id: String
+    func apply(_ client: NotedClient, _ id: String) async throws { try await client.setPinned(id, false) }
+}
+
+struct Trash: SimpleNoteCommand {
+    static let configuration = CommandConfiguration(abstract: "Move a note to the trash.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The note's id or a unique prefix of it.") var id: String
+    func apply(_ client: NotedClient, _ id: String) async throws { try await client.setTrashed(id, true) }
+}
+
+struct Restore: SimpleNoteCommand {
+    static let configuration = CommandConfiguration(abstract: "Take a note out of the trash.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The note's id or a unique prefix of it.") var id: String
+    func apply(_ client: NotedClient, _ id: String) async throws { try await client.setTrashed(id, false) }
+}
+
+struct Purge: SimpleNoteCommand {
+    static let configuration = CommandConfiguration(abstract: "Delete a note for good, on every device.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The note's id or a unique prefix of it.") var id: String
+    func apply(_ client: NotedClient, _ id: String) async throws { try await client.purge(id) }
+}
+
+struct Search: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Search titles and bodies (every word, as a prefix).")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The words to look for.") var query: String
+
+    func execute() async throws {
+        let client = try await options.openClient()
+        let notes = try await cli { try await client.search(query) }
+        printNotes(notes, json: options.json)
+    }
+}
+
+struct History: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List a note's revisions on the server, or restore one.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The note's id or a unique prefix of it.") var id: String
+    @Option(help: "Make the note's content that of this revision.") var restore: Int64?
+    @Option(help: "Print this revision's content.") var show: Int64?
+    @Flag(help: "With --show: the conflict revision (the version a merge could not place).") var conflict = false
+
+    func execute() async throws {
+        guard !options.offline else { throw CLIError("history needs the server; drop --offline") }
+        let client = try await options.openClient()
+        guard client.server != nil, client.tokens != nil else { throw CLIError("history needs a server and a sign-in: run `noted login`") }
+        let full = try await cli { try await client.resolve(id) }
+        if let restore {
+            guard restore >= 1 else { throw ValidationError("--restore takes a revision number >= 1") }
+            try await cli { try await client.restore(full, rev: restore) }
+            await options.syncAfterChange(client)
+            print("restored revision \(restore)")
+            return
+        }
+        if let show {
+            guard show >= 1 else { throw ValidationError("--show takes a revision number >= 1") }
+            let conflict = conflict
+            let fields = try await cli { try await client.revision(full, rev: show, conflict: conflict) }
+            if options.json {
+                printJSON(.object(fields.json))
+            } else {
+                print("title:   \(fields.title)")
+                if !fields.tags.isEmpty { print("tags:    \(fields.tags.joined(separator: ", "))") }
+                print("")
+                print(fields.body)
+            }
+            return
+        }
+        let revisions = try await cli { try await client.history(full) }
+        if options.json {
+            printJSON(.array(revisions.map { ["rev": .int($0.rev), "updatedAt": .string($0.updatedAt), "device": $0.device.map(JSONValue.string) ?? .null, "conflict": .bool($0.conflict)] }))
+            return
+        }
+        for revision in revisions {
+            print("\(revision.rev)\t\(revision.updatedAt)\t\(revision.device?.prefix(8) ?? "-")\(revision.conflict ? "\tconflict" : "")")
+        }
+    }
+}

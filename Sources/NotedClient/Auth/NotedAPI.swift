@@ -1,0 +1,111 @@
+import Foundation
+import NotedCore
+
+/// The token response of sign-in and refresh.
+public struct TokenResponse: Sendable, Hashable {
+    public var accessToken: String
+    public var refreshToken: String
+    public var expiresAt: Date
+}
+
+/// One entry of a record's revision history.
+public struct RevisionSummary: Sendable, Hashable {
+    public var rev: Int64
+    public var updatedAt: String
+    public var device: String?
+    public var conflict: Bool
+}
+
+/// The HTTP side of the protocol: accounts, tokens, history.
+public struct NotedAPI: Sendable {
+    public var server: URL
+    public var http: any HTTPTransport
+
+    public init(server: URL, http: any HTTPTransport = DefaultHTTPTransport()) {
+        self.server = server
+        self.http = http
+    }
+
+    /// `POST /v1/accounts`; returns the new user's id.
+    public func register(username: String, password: String) async throws -> String {
+        let response = try await json("POST", "/v1/accounts", body: ["username": .string(username), "password": .string(password)])
+        guard let id = response["user"]?["id"]?.stringValue else { throw NotedClientError(.server, "the server sent no user id") }
+        return id
+    }
+
+    /// `POST /v1/sessions`: first-party sign-in.
+    public func signIn(username: String, password: String, device: String) async throws -> TokenResponse {
+        let response = try await json("POST", "/v1/sessions", body: ["username": .string(username), "password": .string(password), "device": .string(device)])
+        return try tokens(response)
+    }
+
+    /// `POST /oauth/token` with a refresh token (rotated: the old one stops working).
+    public func refresh(refreshToken: String) async throws -> TokenResponse {
+        let form = "grant_type=refresh_token&refresh_token=" + (refreshToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        let response = try await send("POST", "/oauth/token", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Data(form.utf8))
+        return try tokens(response)
+    }
+
+    /// `POST /oauth/revoke` (best effort: older servers do not have it).
+    public func revoke(refreshToken: String) async {
+        let form = "token=" + (refreshToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") + "&token_type_hint=refresh_token"
+        _ = try? await send("POST", "/oauth/revoke", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Data(form.utf8))
+    }
+
+    /// `GET /v1/records/notes/{id}/revisions`.
+    public func revisions(of id: String, token: String) async throws -> [RevisionSummary] {
+        let response = try await send("GET", "/v1/records/notes/\(id)/revisions", headers: ["Authorization": "Bearer \(token)"])
+        return (response["revisions"]?.arrayValue ?? []).compactMap { value in
+            guard let rev = value["rev"]?.intValue else { return nil }
+            return RevisionSummary(rev: rev, updatedAt: value["updatedAt"]?.stringValue ?? "", device: value["device"]?.stringValue,
+                                   conflict: value["conflict"]?.boolValue ?? false)
+        }
+    }
+
+    /// `GET /v1/records/notes/{id}/revisions/{rev}`: that revision's fields.
+    public func revision(of id: String, rev: Int64, conflict: Bool = false, token: String) async throws -> [String: JSONValue] {
+        let response = try await send("GET", "/v1/records/notes/\(id)/revisions/\(rev)" + (conflict ? "?conflict=true" : ""), headers: ["Authorization": "Bearer \(token)"])
+        return response["fields"]?.objectValue ?? response.objectValue ?? [:]
+    }
+
+    private func json(_ method: String, _ path: String, body: JSONValue) async throws -> JSONValue {
+        try await send(method, path, headers: ["Content-Type": "application/json"], body: Data(body.jsonString.utf8))
+    }
+
+    private func send(_ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil) async throws -> JSONValue {
+        guard let url = URL(string: server.absoluteString.trimmingSuffix("/") + path) else {
+            throw NotedClientError(.invalidInput, "bad server URL \(server.absoluteString)")
+        }
+        let response = try await http.send(HTTPRequestData(method: method, url: url, headers: headers, body: body))
+        let value = (try? JSONValue.parse(response.body)) ?? .null
+        guard (200..<300).contains(response.status) else {
+            let code = value["error"]?.stringValue ?? "http_\(response.status)"
+            let message = value["message"]?.stringValue ?? value["error_description"]?.stringValue ?? "the server answered \(response.status)"
+            let kind: NotedClientError.Kind = response.status == 401 || code == "invalid_grant" ? .unauthenticated
+                : response.status == 404 || response.status == 410 ? .notFound
+                : (400..<500).contains(response.status) ? .invalidInput : .server
+            throw NotedClientError(kind, "\(message) (\(code))")
+        }
+        return value
+    }
+
+    private func tokens(_ value: JSONValue) throws -> TokenResponse {
+        guard let access = value["access_token"]?.stringValue, let refresh = value["refresh_token"]?.stringValue,
+              let expiresIn = value["expires_in"]?.intValue else {
+            throw NotedClientError(.server, "the server sent an incomplete token response")
+        }
+        return TokenResponse(accessToken: access, refreshToken: refresh, expiresAt: Date().addingTimeInterval(Double(expiresIn)))
+    }
+}
+
+extension String {
+    func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
+    }
+}
+
+extension JSONValue {
+    static func parse(_ data: Data) throws -> JSONValue {
+        try parse(Array(data))
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import NotedCore
+
+/// A note as the user sees it: the local state of a record of the `notes` collection.
+public struct Note: Sendable, Hashable, Identifiable {
+    /// The lower-case UUID of the record.
+    public var id: String
+    public var title: String
+    public var body: String
+    /// Tags in the order they were added; no duplicates.
+    public var tags: [String]
+    public var folder: String?
+    public var pinned: Bool
+    public var trashed: Bool
+    /// The server revision the local state is based on; 0 until the server first acknowledged it.
+    public var rev: Int64
+    public var createdAt: Date
+    /// When the note last changed, locally or on the server.
+    public var updatedAt: Date
+    /// True while local edits are not yet acknowledged by the server.
+    public var pending: Bool
+
+    /// The wire fields of the note.
+    public var fields: [String: JSONValue] {
+        NoteFields(title: title, body: body, tags: tags, folder: folder, pinned: pinned, trashed: trashed).json
+    }
+
+    /// A JSON object for the command line and for apps: id, title, body, tags, folder, pinned,
+    /// trashed, rev, createdAt, updatedAt, pending.
+    public var json: JSONValue {
+        [
+            "id": .string(id), "title": .string(title), "body": .string(body),
+            "tags": .array(tags.map(JSONValue.string)), "folder": folder.map(JSONValue.string) ?? .null,
+            "pinned": .bool(pinned), "trashed": .bool(trashed), "rev": .int(rev),
+            "createdAt": .string(Timestamp.format(createdAt)), "updatedAt": .string(Timestamp.format(updatedAt)),
+            "pending": .bool(pending),
+        ]
+    }
+}
+
+/// The typed fields of a note, converted from and to the wire's JSON object.
+public struct NoteFields: Sendable, Hashable {
+    public var title: String = ""
+    public var body: String = ""
+    public var tags: [String] = []
+    public var folder: String? = nil
+    public var pinned: Bool = false
+    public var trashed: Bool = false
+
+    public init(title: String = "", body: String = "", tags: [String] = [], folder: String? = nil, pinned: Bool = false, trashed: Bool = false) {
+        self.title = title
+        self.body = body
+        self.tags = tags
+        self.folder = folder
+        self.pinned = pinned
+        self.trashed = trashed
+    }
+
+    /// Reads fields as the server sends them; missing or mistyped fields read as their defaults.
+    public init(json: [String: JSONValue]) {
+        title = json["title"]?.stringValue ?? ""
+        body = json["body"]?.stringValue ?? ""
+        tags = (json["tags"]?.arrayValue ?? []).compactMap(\.stringValue)
+        folder = json["folder"]?.stringValue
+        pinned = json["pinned"]?.boolValue ?? false
+        trashed = json["trashed"]?.boolValue ?? false
+    }
+
+    /// Every field of the `notes` schema.
+    public var json: [String: JSONValue] {
+        [
+            "title": .string(title), "body": .string(body), "tags": .array(tags.map(JSONValue.string)),
+            "folder": folder.map(JSONValue.string) ?? .null, "pinned": .bool(pinned), "trashed": .bool(trashed),
+        ]
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import NotedCore
+
+/// An offline-first Noted client: a local store that every read and write goes to, and a sync
+/// engine that keeps it in step with a server in the background.
+///
+/// ```swift
+/// let client = try NotedClient(databasePath: path, server: URL(string: "http://127.0.0.1:8080"), credentials: saved)
+/// let note = try await client.create(NoteFields(title: "Groceries", body: "milk"))
+/// await client.startSync()
+/// for await event in await client.events() { ... }
+/// ```
+public final class NotedClient: Sendable {
+    public struct Configuration: Sendable {
+        public var sync = SyncStateMachine<ContinuousClock.Instant>.Configuration()
+        /// Seed of the backoff jitter; random by default.
+        public var seed = UInt64.random(in: .min ... .max)
+        public var transport: any SyncTransport = WebSocketTransport()
+        public var http: any HTTPTransport = DefaultHTTPTransport()
+
+        public init() {}
+    }
+
+    public let store: LocalStore
+    public let server: URL?
+    let hub = EventHub()
+    let engine: SyncEngine<ContinuousClock>?
+    public let tokens: TokenManager?
+    let api: NotedAPI?
+
+    /// Opens the local database; with a server and credentials the client can sync.
+    public convenience init(databasePath: String, server: URL? = nil, credentials: Credentials? = nil,
+                persist: @escaping @Sendable (Credentials) async throws -> Void = { _ in },
+                configuration: Configuration = Configuration()) throws {
+        try self.init(store: LocalStore.open(path: databasePath), server: server, credentials: credentials, persist: persist, configuration: configuration)
+    }
+
+    public init(store: LocalStore, server: URL?, credentials: Credentials?,
+                persist: @escaping @Sendable (Credentials) async throws -> Void = { _ in },
+                configuration: Configuration = Configuration()) throws {
+        self.store = store
+        self.server = server
+        if let server {
+            guard let url = syncURL(server: server) else {
+                throw NotedClientError(.invalidInput, "the server URL must start with http:// or https://")
+            }
+            let api = NotedAPI(server: server, http: configuration.http)
+            self.api = api
+            if let credentials {
+                let tokens = TokenManager(credentials: credentials, api: api, persist: persist)
+                self.tokens = tokens
+                self.engine = SyncEngine(store: store, transport: configuration.transport, url: url, tokens: tokens, events: hub,
+                                         configuration: configuration.sync, clock: ContinuousClock(), seed: configuration.seed)
+            } else {
+                self.tokens = nil
+                self.engine = nil
+            }
+        } else {
+            self.api = nil
+            self.tokens = nil
+            self.engine = nil
+        }
+    }
+
+    /// A stream of everything that changes; each call gives a new subscriber.
+    public func events() async -> AsyncStream<NotedEvent> {
+        await hub.subscribe()
+    }
+
+    // MARK: Sync
+
+    /// Starts syncing in the background; does nothing without a server and credentials.
+    public func startSync() async {
+        await engine?.start()
+    }
+
+    public func stopSync() async {
+        await engine?.stop()
+    }
+
+    public func syncStatus() async -> SyncStatus {
+        await engine?.currentStatus ?? .stopped
+    }
+
+    /// Waits until everything is synced; false when `timeout` passes first, or at once when the
+    /// server cannot be reached and `failWhenOffline`.
+    public func waitUntilSynced(timeout: Duration, failWhenOffline: Bool = false) async -> Bool {
+        guard let engine else { return false }
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if await engine.isSynced() { return true }
+            // Two failed attempts in a row mean unreachable; one may be an expired token being refreshed.
+            if failWhenOffline, await engine.connectionFailures >= 2 { return false }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return await engine.isSynced()
+    }
+
+    // MARK: Notes
+
+    @discardableResult
+    public func create(_ fields: NoteFields) async throws -> Note {
+        let note = try await store.create(fields)
+        await edited([note.id])
+        return note
+    }
+
+    @discardableResult
+    public func update(_ id: String, _ edit: @Sendable (inout NoteFields) throws -> Void) async throws -> Note {
+        let note = try await store.update(id, edit)
+        await edited([id])
+        return note
+    }
+
+    @discardableResult
+    public func setTitle(_ id: String, _ title: String) async throws -> Note {
+        try await update(id) { $0.title = title }
+    }
+
+    @discardableResult
+    public func setBody(_ id: String, _ body: String) async throws -> Note {
+        try await update(id) { $0.body = body }
+    }
+
+    /// Adds and removes tags; adding a present tag or removing an absent one does nothing.
+    @discardableResult
+    public func tag(_ id: String, add: [String] = [], remove: [String] = []) async throws -> Note {
+        try await update(id) { fields in
+            let removed = Set(remove)
+            fields.tags.removeAll { removed.contains($0) }
+            for tag in add where !fields.tags.contains(tag) { fields.tags.append(tag) }
+        }
+    }
+
+    @discardableResult
+    public func setFolder(_ id: String, _ folder: String?) async throws -> Note {
+        try await update(id) { $0.folder = folder }
+    }
+
+    @discardableResult
+    public func setPinned(_ id: String, _ pinned: Bool) async throws -> Note {
+        try await update(id) { $0.pinned = pinned }
+    }
+
+    /// Moves a note to the trash (restorable) or back.
+    @discardableResult
+    public func setTrashed(_ id: String, _ trashed: Bool) async throws -> Note {
+        try await update(id) { $0.trashed = trashed }
+    }
+
+    /// Deletes a note for good, on every device.
+    public func purge(_ id: String) async throws {
+        try await store.purge(id)
+        await hub.emit(.removed(ids: [id]))
+        await engine?.localEdit()
+    }
+
+    public func note(_ id: String) async throws -> Note? {
+        try await store.note(id)
+    }
+
+    public func list(_ filter: NoteFilter = NoteFilter()) async throws -> [Note] {
+        try await store.list(filter)
+    }
+
+    public func search(_ query: String) async throws -> [Note] {
+        try await store.search(query)
+    }
+
+    /// Resolves a unique id prefix to a full id.
+    public func resolve(_ prefix: String) async throws -> String {
+        try await store.resolve(prefix: prefix)
+    }
+
+    // MARK: History
+
+    /// The server's revision history of a note.
+    public func history(_ id: String) async throws -> [RevisionSummary] {
+        let (api, token) = try await authorized()
+        return try await api.revisions(of: id, token: token)
+    }
+
+    /// The fields of one revision.
+    public func revision(_ id: String, rev: Int64, conflict: Bool = false) async throws -> NoteFields {
+        let (api, token) = try await authorized()
+        return NoteFields(json: try await api.revision(of: id, rev: rev, conflict: conflict, token: token))
+    }
+
+    /// Makes a note's title and body those of an earlier revision (a new edit, synced as usual).
+    @discardableResult
+    public func restore(_ id: String, rev: Int64) async throws -> Note {
+        let old = try await revision(id, rev: rev)
+        return try await update(id) { fields in
+            fields.title = old.title
+            fields.body = old.body
+            fields.tags = old.tags
+            fields.folder = old.folder
+            fields.pinned = old.pinned
+        }
+    }
+
+    private func authorized() async throws -> (NotedAPI, String) {
+        guard let api, let tokens else { throw NotedClientError(.unauthenticated, "history needs a server and a sign-in") }
+        return (api, try await tokens.accessToken())
+    }
+
+    private func edited(_ ids: [String]) async {
+        await hub.emit(.changed(ids: ids, origin: .local))
+        await engine?.localEdit()
+    }
+}

@@ -1,0 +1,362 @@
+import Foundation
+import GRDB
+import NotedCore
+
+/// A change from the outbox, ready to push.
+public struct OutboxChange: Sendable, Hashable {
+    public var recordID: String
+    public var ccid: String
+    /// The exact change object; a resend carries the identical body.
+    public var body: JSONValue
+}
+
+/// What a sync step did to the local notes, for the event stream.
+public struct StoreEffect: Sendable, Hashable {
+    public var changed: [String] = []
+    public var removed: [String] = []
+    /// Notes created to keep text whose record was purged elsewhere: (purged id, new id).
+    public var forked: [(String, String)] = []
+    /// The change must be pulled before this record can sync again.
+    public var needsPull = false
+    /// The in-flight change was kept to be resent later (e.g. `rate_limited`).
+    public var retryLater = false
+    /// The server refused a change for good; the edit stays local.
+    public var refused: [(id: String, message: String)] = []
+    /// Merges that could not place all of an edit: (note id, text fields).
+    public var conflicts: [(id: String, fields: [String])] = []
+
+    public var isEmpty: Bool { changed.isEmpty && removed.isEmpty && forked.isEmpty && refused.isEmpty && conflicts.isEmpty }
+
+    public static func == (a: StoreEffect, b: StoreEffect) -> Bool {
+        a.changed == b.changed && a.removed == b.removed && a.forked.map(\.0) == b.forked.map(\.0)
+            && a.forked.map(\.1) == b.forked.map(\.1) && a.needsPull == b.needsPull && a.retryLater == b.retryLater
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(changed)
+        hasher.combine(removed)
+    }
+}
+
+extension LocalStore {
+    /// The pull cursor: the `seq` to send as `since`.
+    public func cursor() async throws -> Int64 {
+        try await writer.read { db in try meta(db, "cursor").flatMap(Int64.init) ?? 0 }
+    }
+
+    /// Stores one `changes` page and advances the cursor, in one transaction.
+    public func storePage(records: [NotedCore.Record], cursor: Int64) async throws -> StoreEffect {
+        try await writer.write { db in
+            var effect = StoreEffect()
+            for record in records where record.collection == Self.collection {
+                try absorb(db, record: record, effect: &effect)
+            }
+            try setMeta(db, "cursor", String(cursor))
+            return effect
+        }
+    }
+
+    /// After a `reset` pull: drops synced records absent from the snapshot that have no local edits.
+    public func dropAbsent(keeping ids: Set<String>) async throws -> StoreEffect {
+        try await writer.write { db in
+            var effect = StoreEffect()
+            for row in try RecordRow.filter(RecordRow.Columns.rev > 0).fetchAll(db) where !ids.contains(row.id) && !row.pending {
+                try row.delete(db)
+                effect.removed.append(row.id)
+            }
+            return effect
+        }
+    }
+
+    /// Takes a server state of a record: rebases local edits onto it, or stashes it while a
+    /// change is in flight (the answer to that change decides how local edits move).
+    func absorb(_ db: Database, record: NotedCore.Record, effect: inout StoreEffect) throws {
+        guard var row = try RecordRow.filter(RecordRow.Columns.id == record.id).fetchOne(db) else {
+            guard !record.deleted else { return }
+            var row = RecordRow(id: record.id, collection: record.collection, local: math.schema.completed(record.fields), now: record.updatedAt)
+            row.shadowFields = row.localFields
+            row.rev = record.rev
+            row.dirty = false
+            row.createdAt = record.createdAt
+            try row.insert(db)
+            effect.changed.append(record.id)
+            return
+        }
+        if row.hasInflight {
+            if record.rev > max(row.rev, row.stashRev ?? 0) {
+                row.stash = record.deleted ? nil : JSONValue.object(record.fields).jsonString
+                row.stashRev = record.rev
+                row.stashUpdatedAt = record.updatedAt
+                try row.update(db)
+            }
+            return
+        }
+        guard record.rev > row.rev else { return }
+        if record.deleted {
+            try removeOrFork(db, row: row, effect: &effect)
+            return
+        }
+        try move(db, row: &row, to: record.fields, rev: record.rev, updatedAt: record.updatedAt, base: row.shadowFields)
+        effect.changed.append(row.id)
+    }
+
+    /// Moves a record without an in-flight change to a newer server state.
+    private func move(_ db: Database, row: inout RecordRow, to fields: [String: JSONValue], rev: Int64, updatedAt: Date, base: [String: JSONValue]) throws {
+        let server = math.schema.completed(fields)
+        let local = math.schema.completed(row.localFields)
+        let hasEdits = local != math.schema.completed(base)
+        row.localFields = hasEdits ? math.rebase(local: local, base: base, onto: server) : server
+        row.shadowFields = server
+        row.rev = rev
+        row.dirty = row.localDeleted || math.schema.completed(row.localFields) != server
+        if !hasEdits { row.updatedAt = updatedAt }
+        try row.update(db)
+    }
+
+    /// A record purged on the server: gone locally, unless it holds unsynced text, which is
+    /// kept as a new note.
+    private func removeOrFork(_ db: Database, row: RecordRow, effect: inout StoreEffect) throws {
+        try row.delete(db)
+        let local = math.schema.completed(row.localFields)
+        let base = math.schema.completed(row.shadowFields)
+        if row.localDeleted || (local == base && !row.dirty) {
+            effect.removed.append(row.id)
+            return
+        }
+        let newID = UUID().uuidString.lowercased()
+        var copy = RecordRow(id: newID, collection: row.collection, local: local, now: Date())
+        copy.createdAt = row.createdAt
+        try copy.insert(db)
+        effect.removed.append(row.id)
+        effect.forked.append((row.id, newID))
+        effect.changed.append(newID)
+    }
+
+    /// The changes to push: first every in-flight change not in `sent` (resent unchanged),
+    /// then new changes for dirty records without one, written as in-flight before returning.
+    public func outbox(excluding sent: Set<String>, limit: Int) async throws -> (changes: [OutboxChange], effect: StoreEffect) {
+        try await writer.write { db in
+            var result: [OutboxChange] = []
+            var effect = StoreEffect()
+            let inflight = try RecordRow.filter(RecordRow.Columns.inflightCcid != nil).order(RecordRow.Columns.rowKey).fetchAll(db)
+            for row in inflight where !sent.contains(row.id) && result.count < limit {
+                guard let ccid = row.inflightCcid, let body = row.inflightBody, let value = try? JSONValue.parse(body) else { continue }
+                result.append(OutboxChange(recordID: row.id, ccid: ccid, body: value))
+            }
+            guard result.count < limit else { return (result, effect) }
+            let dirty = try RecordRow.filter(RecordRow.Columns.dirty == true && RecordRow.Columns.inflightCcid == nil)
+                .order(RecordRow.Columns.rowKey).fetchAll(db)
+            for var row in dirty where !sent.contains(row.id) {
+                guard result.count < limit else { break }
+                let ccid = UUID().uuidString.lowercased()
+                var change: [String: JSONValue] = [
+                    "ccid": .string(ccid), "collection": .string(row.collection), "id": .string(row.id), "baseRev": .int(row.rev),
+                ]
+                if row.localDeleted {
+                    if row.rev == 0 {
+                        try row.delete(db)
+                        effect.removed.append(row.id)
+                        continue
+                    }
+                    change["op"] = "delete"
+                    change["fields"] = .object([:])
+                } else {
+                    let ops = math.ops(from: row.shadowFields, to: row.localFields, textAsSet: row.rev == 0 || row.textAsSet)
+                    guard !ops.isEmpty || row.rev == 0 else {
+                        row.dirty = false
+                        try row.update(db)
+                        effect.changed.append(row.id)
+                        continue
+                    }
+                    change["op"] = "upsert"
+                    change["fields"] = .object(ops)
+                    row.inflightSent = JSONValue.object(math.applyExactly(ops: ops, to: row.shadowFields)).jsonString
+                }
+                let body = JSONValue.object(change)
+                row.inflightCcid = ccid
+                row.inflightBaseRev = row.rev
+                row.inflightBody = body.jsonString
+                row.dirty = false
+                row.textAsSet = false
+                row.syncError = nil
+                try row.update(db)
+                result.append(OutboxChange(recordID: row.id, ccid: ccid, body: body))
+            }
+            return (result, effect)
+        }
+    }
+
+    /// Takes an `ack`: the shadow moves to the acknowledged state (or a newer one seen
+    /// meanwhile) and edits made since the send are rebased onto it.
+    public func applyAck(_ message: JSONValue) async throws -> StoreEffect {
+        guard let id = message["id"]?.stringValue, let ccid = message["ccid"]?.stringValue, let rev = message["rev"]?.intValue else {
+            return StoreEffect()
+        }
+        return try await writer.write { db in
+            var effect = StoreEffect()
+            guard var row = try RecordRow.filter(RecordRow.Columns.id == id).fetchOne(db), row.inflightCcid == ccid else {
+                return effect
+            }
+            let wasDelete = (try? JSONValue.parse(row.inflightBody ?? ""))?["op"]?.stringValue == "delete"
+            if wasDelete {
+                try row.delete(db)
+                effect.removed.append(id)
+                return effect
+            }
+            let sent = row.inflightSent.flatMap(RecordRow.decode) ?? row.localFields
+            var target = message["fields"]?.objectValue ?? sent
+            var targetRev = rev
+            var updatedAt = Date()
+            if let stashRev = row.stashRev, stashRev > rev {
+                guard let stash = row.stash.flatMap(RecordRow.decode) else {
+                    // Purged after our change: nothing newer than the purge.
+                    row.clearInflight()
+                    row.clearStash()
+                    try removeOrFork(db, row: row, effect: &effect)
+                    return effect
+                }
+                target = stash
+                targetRev = stashRev
+                updatedAt = row.stashUpdatedAt ?? updatedAt
+            }
+            row.clearInflight()
+            row.clearStash()
+            let conflicts = (message["conflicts"]?.arrayValue ?? []).compactMap(\.stringValue)
+            if !conflicts.isEmpty {
+                row.conflicts = conflicts.joined(separator: ",")
+                effect.conflicts.append((id, conflicts))
+            }
+            let local = math.schema.completed(row.localFields)
+            let editedSince = local != math.schema.completed(sent)
+            try move(db, row: &row, to: target, rev: targetRev, updatedAt: editedSince ? row.updatedAt : updatedAt, base: sent)
+            effect.changed.append(id)
+            return effect
+        }
+    }
+
+    /// Takes a `reject` as PROTOCOL.md section 5 prescribes for its code.
+    public func applyReject(_ message: JSONValue) async throws -> StoreEffect {
+        guard let id = message["id"]?.stringValue, let ccid = message["ccid"]?.stringValue else { return StoreEffect() }
+        let code = ErrorCode(rawValue: message["code"]?.stringValue ?? "")
+        let text = message["message"]?.stringValue ?? code.rawValue
+        let current = message["current"].flatMap(Self.record(from:))
+        return try await writer.write { db in
+            var effect = StoreEffect()
+            guard var row = try RecordRow.filter(RecordRow.Columns.id == id).fetchOne(db), row.inflightCcid == ccid else {
+                return effect
+            }
+            if code == .rateLimited {
+                effect.retryLater = true
+                return effect
+            }
+            let stash: NotedCore.Record? = row.stashRev.map { stashRev in
+                NotedCore.Record(collection: row.collection, id: row.id, rev: stashRev, seq: 0, deleted: row.stash == nil,
+                       fields: row.stash.flatMap(RecordRow.decode) ?? [:], createdAt: row.createdAt, updatedAt: row.stashUpdatedAt ?? Date())
+            }
+            row.clearInflight()
+            row.clearStash()
+            row.dirty = true
+            try row.update(db)
+            switch code {
+            case .gone, .notFound:
+                try removeOrFork(db, row: row, effect: &effect)
+                return effect
+            case .baseUnavailable, .invalidDelta:
+                row.textAsSet = true
+                try row.update(db)
+            case .alreadyExists, .invalidVersion:
+                if current == nil && stash == nil { effect.needsPull = true }
+            case .ccidReused:
+                break
+            default:
+                // bad_request, invalid_field, unknown_collection, too_large: resending cannot help.
+                row.dirty = false
+                row.syncError = "\(code.rawValue): \(text)"
+                try row.update(db)
+                effect.refused.append((id, row.syncError ?? text))
+            }
+            for record in [stash, current].compactMap({ $0 }) {
+                try absorb(db, record: record, effect: &effect)
+                if effect.removed.contains(id) { return effect }
+            }
+            effect.changed.append(id)
+            return effect
+        }
+    }
+
+    /// Applies a `change` broadcast when the record is exactly at its `prevRev`; returns false
+    /// when the client must pull instead.
+    public func applyBroadcast(_ message: JSONValue, limits: Limits) async throws -> (applied: Bool, effect: StoreEffect) {
+        guard let id = message["id"]?.stringValue, let rev = message["rev"]?.intValue, let prevRev = message["prevRev"]?.intValue,
+              message["collection"]?.stringValue == Self.collection else {
+            return (false, StoreEffect())
+        }
+        let updatedAt = message["updatedAt"]?.stringValue.flatMap(Self.date(from:)) ?? Date()
+        let isDelete = message["op"]?.stringValue == "delete"
+        let ops = message["fields"]?.objectValue ?? [:]
+        return try await writer.write { db in
+            var effect = StoreEffect()
+            let row = try RecordRow.filter(RecordRow.Columns.id == id).fetchOne(db)
+            let heldRev = row.map { max($0.rev, $0.stashRev ?? 0) } ?? 0
+            if rev <= heldRev { return (true, effect) }
+            guard heldRev == prevRev else { return (false, effect) }
+            let base = row.map { $0.stashRev != nil ? ($0.stash.flatMap(RecordRow.decode) ?? [:]) : $0.shadowFields } ?? [:]
+            let fields: [String: JSONValue]
+            if isDelete {
+                fields = [:]
+            } else {
+                do {
+                    fields = try math.apply(ops: ops, to: base, limits: limits)
+                } catch {
+                    return (false, effect)
+                }
+            }
+            let record = NotedCore.Record(collection: Self.collection, id: id, rev: rev, seq: 0, deleted: isDelete, fields: fields,
+                                createdAt: row?.createdAt ?? updatedAt, updatedAt: updatedAt)
+            try absorb(db, record: record, effect: &effect)
+            return (true, effect)
+        }
+    }
+
+    /// True when nothing waits to be sent or acknowledged.
+    public func isOutboxEmpty() async throws -> Bool {
+        try await pendingCount() == 0
+    }
+
+    /// True when a change is waiting to be sent (dirty, no change in flight, not refused).
+    public func hasUnsent(excluding sent: Set<String>) async throws -> Bool {
+        try await writer.read { db in
+            let rows = try RecordRow.filter((RecordRow.Columns.dirty == true) || RecordRow.Columns.inflightCcid != nil)
+                .select(RecordRow.Columns.id, as: String.self).fetchAll(db)
+            return rows.contains { !sent.contains($0) }
+        }
+    }
+
+    /// Notes whose last merge could not place all of this device's edit, with the fields.
+    public func conflicts() async throws -> [(id: String, fields: [String])] {
+        try await writer.read { db in
+            try RecordRow.filter(RecordRow.Columns.conflicts != nil && RecordRow.Columns.localDeleted == false).fetchAll(db)
+                .map { ($0.id, ($0.conflicts ?? "").split(separator: ",").map(String.init)) }
+        }
+    }
+
+    static func record(from value: JSONValue) -> NotedCore.Record? {
+        guard let collection = value["collection"]?.stringValue, let id = value["id"]?.stringValue, let rev = value["rev"]?.intValue else {
+            return nil
+        }
+        let seq: Int64 = value["seq"]?.intValue ?? 0
+        let deleted: Bool = value["deleted"]?.boolValue ?? false
+        let fields: [String: JSONValue] = value["fields"]?.objectValue ?? [:]
+        let createdAt: Date = value["createdAt"]?.stringValue.flatMap(date(from:)) ?? Date()
+        let updatedAt: Date = value["updatedAt"]?.stringValue.flatMap(date(from:)) ?? Date()
+        return NotedCore.Record(collection: collection, id: id, rev: rev, seq: seq, deleted: deleted, fields: fields, createdAt: createdAt, updatedAt: updatedAt)
+    }
+
+    static func date(from text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+}

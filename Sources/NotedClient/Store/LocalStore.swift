@@ -1,0 +1,138 @@
+import Foundation
+import GRDB
+import NotedCore
+
+/// The local database of a client: notes, their shadows and outbox state, the sync cursor.
+///
+/// Every write goes through one transaction funnel: a local edit and its outbox state are
+/// written together, so no acknowledged or unacknowledged edit can be half-stored.
+///
+/// ```swift
+/// let store = try LocalStore.open(path: "/path/noted.sqlite")
+/// let note = try await store.create(NoteFields(title: "Groceries"))
+/// ```
+public struct LocalStore: Sendable {
+    let writer: any DatabaseWriter
+    let math = RecordMath(schema: .notes)
+    static let collection = "notes"
+
+    /// Opens (creating when needed) the database in a file, with WAL and full synchronous commits.
+    public static func open(path: String) throws -> LocalStore {
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        configuration.busyMode = .timeout(10)
+        do {
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            return try LocalStore(pool)
+        } catch let error as DatabaseError {
+            throw NotedClientError(.storage, "cannot open the local database at \(path): \(error.message ?? "\(error.resultCode)")")
+        }
+    }
+
+    /// An in-memory database, for tests and previews.
+    public static func inMemory() throws -> LocalStore {
+        try LocalStore(DatabaseQueue())
+    }
+
+    /// Wraps a database writer and migrates its schema.
+    public init(_ writer: any DatabaseWriter) throws {
+        self.writer = writer
+        try Self.migrator.migrate(writer)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: "record") { t in
+                t.primaryKey("rowKey", .integer)
+                t.column("id", .text).notNull().unique()
+                t.column("collection", .text).notNull()
+                t.column("local", .text).notNull()
+                t.column("shadow", .text)
+                t.column("rev", .integer).notNull().defaults(to: 0)
+                t.column("dirty", .boolean).notNull().defaults(to: false)
+                t.column("localDeleted", .boolean).notNull().defaults(to: false)
+                t.column("textAsSet", .boolean).notNull().defaults(to: false)
+                t.column("syncError", .text)
+                t.column("createdAt", .datetime).notNull()
+                t.column("updatedAt", .datetime).notNull()
+                t.column("inflightCcid", .text)
+                t.column("inflightBaseRev", .integer)
+                t.column("inflightBody", .text)
+                t.column("inflightSent", .text)
+                t.column("stash", .text)
+                t.column("stashRev", .integer)
+                t.column("stashUpdatedAt", .datetime)
+            }
+            try db.create(table: "meta") { t in
+                t.primaryKey("key", .text)
+                t.column("value", .text).notNull()
+            }
+            // Full-text index over title and body, kept in step with `record` by triggers so it
+            // is written in the same transaction as the edit.
+            try db.execute(sql: """
+                CREATE VIRTUAL TABLE note_fts USING fts5(title, body, tokenize = 'unicode61 remove_diacritics 2');
+                CREATE TRIGGER record_fts_insert AFTER INSERT ON record BEGIN
+                  INSERT INTO note_fts(rowid, title, body)
+                  VALUES (new.rowKey, json_extract(new.local, '$.title'), json_extract(new.local, '$.body'));
+                END;
+                CREATE TRIGGER record_fts_delete AFTER DELETE ON record BEGIN
+                  DELETE FROM note_fts WHERE rowid = old.rowKey;
+                END;
+                CREATE TRIGGER record_fts_update AFTER UPDATE OF local ON record BEGIN
+                  UPDATE note_fts SET title = json_extract(new.local, '$.title'), body = json_extract(new.local, '$.body')
+                  WHERE rowid = new.rowKey;
+                END;
+                """)
+        }
+        migrator.registerMigration("v2: conflicts") { db in
+            try db.alter(table: "record") { t in
+                // Text fields where the server could not place all of this device's edit.
+                t.add(column: "conflicts", .text)
+            }
+        }
+        return migrator
+    }
+
+    // MARK: Meta
+
+    func meta(_ db: Database, _ key: String) throws -> String? {
+        try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key])
+    }
+
+    func setMeta(_ db: Database, _ key: String, _ value: String?) throws {
+        if let value {
+            try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [key, value])
+        } else {
+            try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
+        }
+    }
+
+    /// A stored setting (sync cursor, device id, last sync time...).
+    public func meta(_ key: String) async throws -> String? {
+        try await writer.read { db in try meta(db, key) }
+    }
+
+    public func setMeta(_ key: String, _ value: String?) async throws {
+        try await writer.write { db in try setMeta(db, key, value) }
+    }
+
+    /// This installation's device id, created on first use.
+    public func deviceID() async throws -> String {
+        try await writer.write { db in
+            if let id = try meta(db, "device") { return id }
+            let id = UUID().uuidString.lowercased()
+            try setMeta(db, "device", id)
+            return id
+        }
+    }
+
+    /// Removes every record and setting: used when another user signs in with this home.
+    public func eraseAll() async throws {
+        try await writer.write { db in
+            try db.execute(sql: "DELETE FROM record; DELETE FROM meta WHERE key <> 'device'")
+        }
+    }
+}

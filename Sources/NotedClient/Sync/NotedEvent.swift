@@ -1,0 +1,61 @@
+/// Something observers of a client should know: apps refresh their UI from these.
+public enum NotedEvent: Sendable, Hashable {
+    public enum Origin: Sendable, Hashable {
+        /// An edit made through this client.
+        case local
+        /// A change that came from the server.
+        case remote
+    }
+
+    /// Notes were created or changed.
+    case changed(ids: [String], origin: Origin)
+    /// Notes were removed (purged here or elsewhere).
+    case removed(ids: [String])
+    /// A note purged elsewhere held unsynced text here; the text lives on as a new note.
+    case forked(from: String, to: String)
+    /// The server merged a concurrent edit but could not place all of this device's text in
+    /// these fields; the intended version is kept in the note's history as a conflict revision.
+    case conflict(id: String, fields: [String])
+    /// The sync state changed.
+    case status(SyncStatus)
+    /// Something went wrong; sync carries on where it can.
+    case error(String)
+}
+
+/// Fans events out to every subscriber.
+actor EventHub {
+    private var continuations: [Int: AsyncStream<NotedEvent>.Continuation] = [:]
+    private var counter = 0
+
+    func subscribe() -> AsyncStream<NotedEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: NotedEvent.self, bufferingPolicy: .bufferingNewest(1000))
+        counter += 1
+        let key = counter
+        continuations[key] = continuation
+        continuation.onTermination = { _ in Task { await self.remove(key) } }
+        return stream
+    }
+
+    func emit(_ event: NotedEvent) {
+        for continuation in continuations.values { continuation.yield(event) }
+    }
+
+    func finish() {
+        for continuation in continuations.values { continuation.finish() }
+        continuations = [:]
+    }
+
+    private func remove(_ key: Int) {
+        continuations[key] = nil
+    }
+}
+
+extension EventHub {
+    func emit(_ effect: StoreEffect, origin: NotedEvent.Origin) {
+        if !effect.removed.isEmpty { emit(.removed(ids: effect.removed)) }
+        for (from, to) in effect.forked { emit(.forked(from: from, to: to)) }
+        if !effect.changed.isEmpty { emit(.changed(ids: effect.changed, origin: origin)) }
+        for (id, fields) in effect.conflicts { emit(.conflict(id: id, fields: fields)) }
+        for (id, message) in effect.refused { emit(.error("the server refused the change to \(id): \(message)")) }
+    }
+}

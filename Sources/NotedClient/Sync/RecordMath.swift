@@ -1,0 +1,112 @@
+import DiffMatchPatch
+import NotedCore
+
+/// The pure field arithmetic of the sync engine: ops from a shadow to a local state, rebasing
+/// local edits onto a newer server state, and applying a broadcast's ops.
+public struct RecordMath: Sendable {
+    public var schema: CollectionSchema
+    private let dmp = DiffMatchPatch()
+
+    public init(schema: CollectionSchema = .notes) {
+        self.schema = schema
+    }
+
+    /// The ops of a change that turns `shadow` into `local`; unchanged fields are left out.
+    ///
+    /// Text fields become diff-match-patch deltas against the shadow (so the server can merge
+    /// them with concurrent edits), or `set` when `textAsSet` (a create, or a resend after
+    /// `base_unavailable`). Set fields become `add`/`remove`, scalars `set`.
+    public func ops(from shadow: [String: JSONValue], to local: [String: JSONValue], textAsSet: Bool) -> [String: JSONValue] {
+        let shadow = schema.completed(shadow)
+        let local = schema.completed(local)
+        var result: [String: JSONValue] = [:]
+        for name in schema.fields.keys.sorted() {
+            guard let spec = schema.fields[name], let new = local[name], let old = shadow[name], new != old else { continue }
+            switch spec.kind {
+            case .text:
+                let newText = new.stringValue ?? ""
+                if textAsSet {
+                    result[name] = ["set": .string(newText)]
+                } else {
+                    result[name] = ["delta": .string(dmp.toDelta(dmp.diff(old.stringValue ?? "", newText)))]
+                }
+            case .set:
+                let oldValues = strings(old)
+                let newValues = strings(new)
+                let oldSet = Set(oldValues)
+                let newSet = Set(newValues)
+                let add = newValues.filter { !oldSet.contains($0) }
+                let remove = oldValues.filter { !newSet.contains($0) }
+                if textAsSet {
+                    result[name] = ["set": .array(newValues.map(JSONValue.string))]
+                } else if !add.isEmpty || !remove.isEmpty {
+                    result[name] = ["add": .array(add.map(JSONValue.string)), "remove": .array(remove.map(JSONValue.string))]
+                }
+            case .scalar:
+                result[name] = ["set": new]
+            }
+        }
+        return result
+    }
+
+    /// Moves local edits made against `base` onto `onto` (a newer server state).
+    ///
+    /// Text: the patch from `base` to `local` applied fuzzily to `onto`; sets: the elements the
+    /// user added or removed, applied to `onto`'s set; scalars: the user's value when they
+    /// changed it, else the server's. The user's text is never replaced by a stale copy.
+    public func rebase(local: [String: JSONValue], base: [String: JSONValue], onto: [String: JSONValue]) -> [String: JSONValue] {
+        let local = schema.completed(local)
+        let base = schema.completed(base)
+        var result = schema.completed(onto)
+        for (name, spec) in schema.fields {
+            guard let mine = local[name], let old = base[name], let theirs = result[name], mine != old else { continue }
+            switch spec.kind {
+            case .text:
+                let mineText = mine.stringValue ?? ""
+                let oldText = old.stringValue ?? ""
+                let theirsText = theirs.stringValue ?? ""
+                if theirsText == oldText {
+                    result[name] = mine
+                } else {
+                    let patches = dmp.patchMake(oldText, mineText)
+                    result[name] = .string(dmp.patchApply(patches, to: theirsText).text)
+                }
+            case .set:
+                let oldSet = Set(strings(old))
+                let mineValues = strings(mine)
+                let mineSet = Set(mineValues)
+                let removed = oldSet.subtracting(mineSet)
+                var values = strings(theirs).filter { !removed.contains($0) }
+                var present = Set(values)
+                for value in mineValues where !oldSet.contains(value) && present.insert(value).inserted {
+                    values.append(value)
+                }
+                result[name] = .array(values.map(JSONValue.string))
+            case .scalar:
+                result[name] = mine
+            }
+        }
+        return result
+    }
+
+    /// Applies the ops of a `change` broadcast to the state at its `prevRev`.
+    public func apply(ops: [String: JSONValue], to fields: [String: JSONValue], limits: Limits) throws(ProtocolError) -> [String: JSONValue] {
+        // The parser validates the ops exactly as the server does.
+        let change: JSONValue = [
+            "ccid": "00000000-0000-0000-0000-000000000000", "collection": .string(schema.name),
+            "id": "00000000-0000-0000-0000-000000000000", "baseRev": 1, "op": "upsert", "fields": .object(ops),
+        ]
+        let parsed = try ChangeParser(schemas: SchemaRegistry([schema]), limits: limits).parse(change)
+        return try FieldMerger(limits: limits).apply(parsed.fields, schema: schema, current: fields, base: nil).fields
+    }
+
+    /// The result of sending `ops` against `shadow` when the server applies them exactly.
+    public func applyExactly(ops: [String: JSONValue], to shadow: [String: JSONValue]) -> [String: JSONValue] {
+        (try? apply(ops: ops, to: shadow, limits: Limits(maxMessageBytes: .max, maxChangesPerPush: .max, maxTextLength: .max, maxTags: .max, maxTagLength: .max)))
+            ?? schema.completed(shadow)
+    }
+
+    private func strings(_ value: JSONValue) -> [String] {
+        (value.arrayValue ?? []).compactMap(\.stringValue)
+    }
+}

@@ -1,0 +1,441 @@
+import Foundation
+import NotedCore
+
+/// The sync protocol logic of a client, without any I/O.
+///
+/// Every input (a connection opened, a message received, a page stored, a timer tick...) is a
+/// method that returns the actions to perform; the driver (``SyncEngine``) performs them and
+/// reports back. Time comes in as the `now` argument, so tests drive the machine with a manual
+/// clock and replay backoff jitter from a seed.
+///
+/// Order on each connection: `hello` → `welcome` → pull to the end → resend in-flight changes
+/// unchanged and push new ones, at most one change in flight per record.
+public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant.Duration == Duration {
+    public struct Configuration: Sendable, Hashable {
+        /// Quiet time after the last local edit before it is pushed.
+        public var debounce: Duration = .milliseconds(300)
+        /// A request unanswered this long means the connection is dead.
+        public var requestTimeout: Duration = .seconds(15)
+        /// First reconnect delay; doubled on every failed attempt up to `maxBackoff`.
+        public var initialBackoff: Duration = .milliseconds(500)
+        public var maxBackoff: Duration = .seconds(30)
+        /// How long before the access token expires it is refreshed.
+        public var refreshMargin: Duration = .seconds(60)
+        public var pullLimit: Int = 500
+        public var client: String = "noted-client/0.1.0"
+
+        public init() {}
+    }
+
+    public enum Action: Sendable, Hashable {
+        /// Open a new connection; report `connected` or `connectionLost` with this id.
+        case connect(id: Int)
+        /// Send a message on the open connection.
+        case send(JSONValue)
+        /// Close the open connection (it is considered dead or the engine stops).
+        case close
+        /// Store a `changes` page and its cursor durably, then report `pageStored`.
+        case storePage(JSONValue)
+        /// Apply an answer to a change, then report `answerApplied`.
+        case applyAnswer(JSONValue)
+        /// Apply a `change` broadcast, then report `broadcastApplied`.
+        case applyBroadcast(JSONValue)
+        /// Collect the outbox (minus records with a change in flight here), then report `composed`.
+        case composePush(excluding: Set<String>, limit: Int)
+        /// Get a fresh access token, then report `tokenRefreshed`.
+        case refreshToken
+        /// A change can never be sent (larger than `maxMessageBytes`): keep it locally as refused.
+        case refuse(OutboxChange, reason: String)
+        /// Tell observers.
+        case status(SyncStatus)
+        case error(String)
+    }
+
+    enum Phase: Sendable, Hashable {
+        case stopped
+        case connecting(id: Int)
+        case authenticating(id: Int)
+        /// Authenticated; `caughtUp` once the first pull reached the end.
+        case connected(id: Int, caughtUp: Bool)
+        case waiting(until: Instant)
+    }
+
+    public let configuration: Configuration
+    private(set) var phase: Phase = .stopped
+    private var connectionCounter = 0
+    /// Connection attempts that failed since the last successful `welcome`.
+    public private(set) var failures = 0
+    private var random: SplitMix64
+    private var nextRID: Int64 = 0
+    /// Requests awaiting an answer, with their deadlines.
+    private var pending: [Int64: (kind: RequestKind, deadline: Instant)] = [:]
+    /// For each push request, the ccids not answered yet.
+    private var pushAnswers: [Int64: Set<String>] = [:]
+    /// Records with a change sent on this connection and not answered.
+    private(set) var inFlight: [String: String] = [:]
+    private var pullInFlight = false
+    private var pullAgain = false
+    private var composing = false
+    private var composeAgain = false
+    private var pushDue: Instant?
+    private var refreshAt: Instant?
+    private var refreshing = false
+    private(set) var limits = Limits()
+    /// The stored pull cursor, as the driver last reported it.
+    private(set) var cursor: Int64 = 0
+    private var lastStatus: SyncStatus = .stopped
+
+    enum RequestKind: Sendable, Hashable { case hello, pull, push, reauth }
+
+    public init(configuration: Configuration = Configuration(), seed: UInt64) {
+        self.configuration = configuration
+        self.random = SplitMix64(seed: seed)
+    }
+
+    public var isConnected: Bool {
+        if case .connected = phase { return true }
+        return false
+    }
+
+    /// True when connected, caught up, and nothing is being pulled, composed or awaited.
+    public var isIdle: Bool {
+        guard case .connected(_, true) = phase else { return false }
+        return inFlight.isEmpty && !pullInFlight && !composing && pushDue == nil
+    }
+
+    /// The earliest time `tick` has something to do.
+    public var nextDeadline: Instant? {
+        var times = pending.values.map(\.deadline)
+        if let pushDue { times.append(pushDue) }
+        if let refreshAt, !refreshing { times.append(refreshAt) }
+        if case .waiting(let until) = phase { times.append(until) }
+        return times.min()
+    }
+
+    // MARK: Inputs
+
+    public mutating func start() -> [Action] {
+        guard case .stopped = phase else { return [] }
+        return connect()
+    }
+
+    public mutating func stop() -> [Action] {
+        let wasOpen: Bool
+        switch phase {
+        case .connecting, .authenticating, .connected: wasOpen = true
+        default: wasOpen = false
+        }
+        reset()
+        phase = .stopped
+        return (wasOpen ? [.close] : []) + status(.stopped)
+    }
+
+    /// The connection `id` is open: say hello.
+    public mutating func connected(id: Int, token: String, device: String, cursor: Int64, now: Instant) -> [Action] {
+        guard case .connecting(id) = phase else { return [] }
+        self.cursor = cursor
+        phase = .authenticating(id: id)
+        let rid = request(.hello, now: now)
+        return [.send(["type": "hello", "protocol": 1, "token": .string(token), "device": .string(device),
+                       "client": .string(configuration.client), "rid": .int(rid)])]
+    }
+
+    /// The connection `id` could not be opened or was lost.
+    public mutating func connectionLost(id: Int, now: Instant) -> [Action] {
+        switch phase {
+        case .connecting(id), .authenticating(id), .connected(id, _): break
+        default: return []
+        }
+        return backOff(now: now)
+    }
+
+    public mutating func received(_ message: JSONValue, now: Instant, date: Date = Date()) -> [Action] {
+        guard let type = message["type"]?.stringValue else { return [] }
+        let rid = message["rid"]?.intValue
+        switch type {
+        case "welcome":
+            return welcome(message, rid: rid, now: now, date: date)
+        case "changes":
+            guard case .connected = phase, let rid, pending[rid]?.kind == .pull else { return [] }
+            pending[rid] = nil
+            return [.storePage(message)]
+        case "ack", "reject":
+            guard case .connected = phase else { return [] }
+            if let rid, let ccid = message["ccid"]?.stringValue, var waiting = pushAnswers[rid] {
+                waiting.remove(ccid)
+                if waiting.isEmpty {
+                    pushAnswers[rid] = nil
+                    pending[rid] = nil
+                } else {
+                    pushAnswers[rid] = waiting
+                    // Progress: the connection is alive; give the rest of the push a fresh deadline.
+                    let deadline = now.advanced(by: configuration.requestTimeout)
+                    pending[rid]?.deadline = deadline
+                }
+            }
+            if let id = message["id"]?.stringValue, inFlight[id] == message["ccid"]?.stringValue {
+                inFlight[id] = nil
+            }
+            return [.applyAnswer(message)]
+        case "change":
+            guard case .connected = phase else { return [] }
+            return [.applyBroadcast(message)]
+        case "error":
+            return serverError(message, rid: rid, now: now)
+        default:
+            return []
+        }
+    }
+
+    /// A page was stored and its cursor advanced.
+    public mutating func pageStored(more: Bool, cursor: Int64, now: Instant) -> [Action] {
+        guard case .connected(let id, let caughtUp) = phase else { return [] }
+        pullInFlight = false
+        self.cursor = cursor
+        if more || pullAgain {
+            pullAgain = false
+            return pull(since: cursor, now: now)
+        }
+        if !caughtUp {
+            phase = .connected(id: id, caughtUp: true)
+        }
+        return compose()
+    }
+
+    /// An ack or reject was applied to the store.
+    public mutating func answerApplied(needsPull: Bool, retryLater: Bool, now: Instant) -> [Action] {
+        guard case .connected = phase else { return [] }
+        var actions: [Action] = []
+        if needsPull { actions += requestPull(now: now) }
+        if retryLater {
+            pushDue = now.advanced(by: backoffDelay(attempt: 2))
+            return actions + status(.syncing)
+        }
+        return actions + compose()
+    }
+
+    /// A broadcast was applied, or could not be (the record is not at `prevRev`): then pull.
+    public mutating func broadcastApplied(_ applied: Bool, now: Instant) -> [Action] {
+        guard case .connected = phase, !applied else { return [] }
+        return requestPull(now: now)
+    }
+
+    /// The outbox was collected: push it in batches of at most `maxChangesPerPush`.
+    public mutating func composed(_ changes: [OutboxChange], now: Instant) -> [Action] {
+        composing = false
+        guard case .connected = phase else { return [] }
+        var actions: [Action] = []
+        // The push envelope and a little slack; each change adds its JSON and a comma.
+        let budget = limits.maxMessageBytes - 64
+        var remaining: [(change: OutboxChange, bytes: Int)] = []
+        for change in changes where inFlight[change.recordID] == nil {
+            let bytes = change.body.jsonString.utf8.count + 1
+            if bytes > budget {
+                actions.append(.refuse(change, reason: "the change is larger than the server's \(limits.maxMessageBytes)-byte message limit"))
+            } else {
+                remaining.append((change, bytes))
+            }
+        }
+        while !remaining.isEmpty {
+            var batch: [OutboxChange] = []
+            var size = 0
+            while let next = remaining.first, batch.count < max(1, limits.maxChangesPerPush), size + next.bytes <= budget {
+                batch.append(next.change)
+                size += next.bytes
+                remaining.removeFirst()
+            }
+            let rid = request(.push, now: now)
+            pushAnswers[rid] = Set(batch.map(\.ccid))
+            for change in batch { inFlight[change.recordID] = change.ccid }
+            actions.append(.send(["type": "push", "rid": .int(rid), "changes": .array(batch.map(\.body))]))
+        }
+        if composeAgain {
+            composeAgain = false
+            actions += compose()
+        }
+        return actions + currentStatus()
+    }
+
+    /// The user changed something: push after the debounce (each edit restarts it).
+    public mutating func localEdit(now: Instant) -> [Action] {
+        pushDue = now.advanced(by: configuration.debounce)
+        return []
+    }
+
+    /// A token refresh finished; nil when it failed.
+    public mutating func tokenRefreshed(_ token: String?, now: Instant) -> [Action] {
+        refreshing = false
+        guard let token else {
+            refreshAt = now.advanced(by: .seconds(10))
+            return [.error("could not refresh the access token; retrying")]
+        }
+        refreshAt = nil
+        if case .waiting = phase {
+            // The connection failed for want of a valid token: try again now with the new one.
+            return connect()
+        }
+        guard case .connected = phase else { return [] }
+        let rid = request(.reauth, now: now)
+        return [.send(["type": "reauth", "token": .string(token), "rid": .int(rid)])]
+    }
+
+    /// Timers: request timeouts, debounce, reconnect, token refresh.
+    public mutating func tick(now: Instant) -> [Action] {
+        if pending.values.contains(where: { $0.deadline <= now }) {
+            return [.close, .error("the server did not answer in time; reconnecting")] + backOff(now: now)
+        }
+        var actions: [Action] = []
+        if case .waiting(let until) = phase, until <= now {
+            actions += connect()
+        }
+        if let refreshAt, refreshAt <= now, !refreshing {
+            refreshing = true
+            actions.append(.refreshToken)
+        }
+        if let pushDue, pushDue <= now, case .connected(_, true) = phase {
+            self.pushDue = nil
+            actions += compose()
+        }
+        return actions
+    }
+
+    // MARK: Steps
+
+    private mutating func connect() -> [Action] {
+        reset()
+        connectionCounter += 1
+        phase = .connecting(id: connectionCounter)
+        return [.connect(id: connectionCounter)] + status(.connecting)
+    }
+
+    private mutating func reset() {
+        pending = [:]
+        pushAnswers = [:]
+        inFlight = [:]
+        pullInFlight = false
+        pullAgain = false
+        composing = false
+        composeAgain = false
+    }
+
+    private mutating func backOff(now: Instant) -> [Action] {
+        reset()
+        let delay = backoffDelay(attempt: failures)
+        failures += 1
+        phase = .waiting(until: now.advanced(by: delay))
+        return status(.offline(retryIn: delay))
+    }
+
+    /// Exponential backoff with jitter: a random delay in [d/2, d], d = initial × 2^attempt, capped.
+    mutating func backoffDelay(attempt: Int) -> Duration {
+        var delay = configuration.initialBackoff
+        for _ in 0..<min(attempt, 30) where delay < configuration.maxBackoff {
+            delay *= 2
+        }
+        delay = min(delay, configuration.maxBackoff)
+        let fraction = Double(random.next() >> 11) / Double(1 << 53)
+        return delay / 2 + delay / 2 * fraction
+    }
+
+    private mutating func welcome(_ message: JSONValue, rid: Int64?, now: Instant, date: Date) -> [Action] {
+        if let rid { pending[rid] = nil }
+        if let limitsObject = message["limits"] {
+            func value(_ key: String, _ fallback: Int) -> Int { limitsObject[key]?.intValue.map { Int($0) } ?? fallback }
+            let defaults = Limits()
+            limits = Limits(
+                maxMessageBytes: value("maxMessageBytes", defaults.maxMessageBytes),
+                maxChangesPerPush: max(1, value("maxChangesPerPush", defaults.maxChangesPerPush)),
+                maxTextLength: value("maxTextLength", defaults.maxTextLength), maxTags: value("maxTags", defaults.maxTags),
+                maxTagLength: value("maxTagLength", defaults.maxTagLength))
+        }
+        var actions: [Action] = []
+        if let expires = message["expiresAt"]?.stringValue, let expiry = LocalStore.date(from: expires) {
+            // Refresh `refreshMargin` before expiry, but never sooner than half-way through a
+            // short-lived token's life (no refresh storm when the lifetime is below the margin).
+            let remaining = Duration.seconds(max(0, expiry.timeIntervalSince(date)))
+            refreshAt = now.advanced(by: max(remaining - configuration.refreshMargin, remaining / 2))
+        }
+        switch phase {
+        case .authenticating(let id):
+            phase = .connected(id: id, caughtUp: false)
+            failures = 0
+            actions += status(.syncing)
+            actions += pull(since: cursor, now: now)
+        default:
+            break
+        }
+        return actions
+    }
+
+    private mutating func serverError(_ message: JSONValue, rid: Int64?, now: Instant) -> [Action] {
+        let code = message["code"]?.stringValue ?? "error"
+        let text = message["message"]?.stringValue ?? code
+        var actions: [Action] = [.error("server: \(code): \(text)")]
+        if let rid, let request = pending[rid] {
+            pending[rid] = nil
+            switch request.kind {
+            case .push:
+                // The whole push was refused (e.g. too_large): its changes go again later.
+                for ccid in pushAnswers[rid] ?? [] {
+                    if let id = inFlight.first(where: { $0.value == ccid })?.key { inFlight[id] = nil }
+                }
+                pushAnswers[rid] = nil
+                pushDue = now.advanced(by: backoffDelay(attempt: 2))
+            case .pull:
+                pullInFlight = false
+            case .reauth:
+                refreshAt = now.advanced(by: .seconds(5))
+            case .hello:
+                break
+            }
+        }
+        if code == ErrorCode.tokenExpired.rawValue || code == ErrorCode.unauthenticated.rawValue {
+            if !refreshing {
+                refreshing = true
+                actions.append(.refreshToken)
+            }
+        }
+        return actions
+    }
+
+    private mutating func requestPull(now: Instant) -> [Action] {
+        if pullInFlight {
+            pullAgain = true
+            return []
+        }
+        return pull(since: cursor, now: now)
+    }
+
+    private mutating func pull(since cursor: Int64, now: Instant) -> [Action] {
+        pullInFlight = true
+        let rid = request(.pull, now: now)
+        return [.send(["type": "pull", "since": .int(cursor), "limit": .int(Int64(configuration.pullLimit)), "rid": .int(rid)])]
+    }
+
+    private mutating func compose() -> [Action] {
+        guard case .connected(_, true) = phase else { return [] }
+        if composing {
+            composeAgain = true
+            return []
+        }
+        composing = true
+        pushDue = nil
+        return [.composePush(excluding: Set(inFlight.keys), limit: max(1, limits.maxChangesPerPush * 4))]
+    }
+
+    private mutating func request(_ kind: RequestKind, now: Instant) -> Int64 {
+        nextRID += 1
+        pending[nextRID] = (kind, now.advanced(by: configuration.requestTimeout))
+        return nextRID
+    }
+
+    private mutating func status(_ value: SyncStatus) -> [Action] {
+        guard value != lastStatus else { return [] }
+        lastStatus = value
+        return [.status(value)]
+    }
+
+    private mutating func currentStatus() -> [Action] {
+        status(isIdle ? .synced : .syncing)
+    }
+}

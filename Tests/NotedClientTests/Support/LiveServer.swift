@@ -1,0 +1,108 @@
+import Foundation
+import Hummingbird
+import Logging
+import NotedClient
+import NotedCore
+import NotedServer
+import Testing
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The real server, in process, on a free port over a SQLite file in a temporary directory.
+struct LiveServer: Sendable {
+    let url: URL
+    let port: Int
+    let directory: String
+
+    /// Runs `body` against a fresh server; the server stops and its files go afterwards.
+    static func with(
+        directory: String? = nil, port: Int = 0, configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
+        _ body: @Sendable (LiveServer) async throws -> Void
+    ) async throws {
+        let directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("noted-client-test-\(UUID().uuidString)").path
+        let owned = directory.contains("noted-client-test-")
+        defer { if owned { try? FileManager.default.removeItem(atPath: directory) } }
+        try await run(directory: directory, port: port, configure: configure, body)
+    }
+
+    /// Runs a server over an existing directory (for restarts).
+    static func run(
+        directory: String, port: Int, configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
+        _ body: @Sendable (LiveServer) async throws -> Void
+    ) async throws {
+        var configuration = ServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = port
+        configuration.dataDirectory = directory
+        configuration.database = .sqlite(path: directory + "/noted.sqlite")
+        configuration.bcryptCost = 4
+        configuration.authAttemptsPerWindow = 1000
+        configure(&configuration)
+        var logger = Logger(label: "noted-client-test-server")
+        logger.logLevel = .critical
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = try await buildApplication(configuration, logger: logger) { _, port in continuation.yield(port) }
+        let task = Task { try await app.runService() }
+        var iterator = ports.makeAsyncIterator()
+        guard let actualPort = await iterator.next() else { throw TestFailure("the server did not start") }
+        let server = LiveServer(url: URL(string: "http://127.0.0.1:\(actualPort)")!, port: actualPort, directory: directory)
+        do {
+            try await body(server)
+        } catch {
+            task.cancel()
+            _ = await task.result
+            throw error
+        }
+        task.cancel()
+        _ = await task.result
+    }
+
+    /// Registers a user and signs in; the credentials a client needs.
+    func makeUser(_ name: String = "user-\(UUID().uuidString.prefix(8).lowercased())") async throws -> Credentials {
+        let api = NotedAPI(server: url)
+        let password = "correct horse battery"
+        let id = try await api.register(username: name, password: password)
+        return try await signIn(name, userID: id, password: password)
+    }
+
+    func signIn(_ name: String, userID: String, password: String = "correct horse battery") async throws -> Credentials {
+        let tokens = try await NotedAPI(server: url).signIn(username: name, password: password, device: UUID().uuidString.lowercased())
+        return Credentials(server: url.absoluteString, username: name, userID: userID, accessToken: tokens.accessToken,
+                           refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt)
+    }
+
+    /// A client with its own database file, for `credentials`.
+    func client(_ credentials: Credentials, path: String? = nil, configure: (inout NotedClient.Configuration) -> Void = { _ in }) throws -> NotedClient {
+        var configuration = NotedClient.Configuration()
+        configuration.sync.debounce = .milliseconds(20)
+        configuration.sync.initialBackoff = .milliseconds(100)
+        configuration.sync.maxBackoff = .milliseconds(500)
+        configure(&configuration)
+        let path = path ?? FileManager.default.temporaryDirectory.appendingPathComponent("noted-client-\(UUID().uuidString).sqlite").path
+        return try NotedClient(databasePath: path, server: url, credentials: credentials, configuration: configuration)
+    }
+}
+
+/// Waits until `condition` holds, polling; fails the test after `timeout`.
+func eventually(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    throw TestFailure("timed out waiting until \(what)")
+}
+
+/// The notes of a client as comparable values (id, title, body, tags as a set, flags, rev).
+func snapshot(_ client: NotedClient) async throws -> [String: String] {
+    var result: [String: String] = [:]
+    for trashed in [false, true] {
+        for note in try await client.list(NoteFilter(trashed: trashed)) {
+            result[note.id] = "\(note.title)|\(note.body)|\(note.tags.sorted())|\(note.folder ?? "-")|\(note.pinned)|\(note.trashed)|\(note.rev)"
+        }
+    }
+    return result
+}

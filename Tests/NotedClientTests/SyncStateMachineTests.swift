@@ -1,0 +1,310 @@
+import Foundation
+import NotedCore
+import Testing
+@testable import NotedClient
+
+typealias Machine = SyncStateMachine<ContinuousClock.Instant>
+
+/// Drives a machine through connect → hello → welcome → pull to the end.
+struct MachineHarness {
+    var machine: Machine
+    let start = ContinuousClock.now
+    var elapsed: Duration = .zero
+    var now: ContinuousClock.Instant { start.advanced(by: elapsed) }
+
+    init(seed: UInt64 = 1, configure: (inout Machine.Configuration) -> Void = { _ in }) {
+        var configuration = Machine.Configuration()
+        configure(&configuration)
+        machine = Machine(configuration: configuration, seed: seed)
+    }
+
+    mutating func advance(_ duration: Duration) -> [Machine.Action] {
+        elapsed += duration
+        return machine.tick(now: now)
+    }
+
+    /// Connects and catches up; returns the actions of the last step (the first compose).
+    mutating func connectAndCatchUp(cursor: Int64 = 0, welcome: JSONValue? = nil) -> [Machine.Action] {
+        let start = machine.start()
+        guard case .connect(let id)? = start.first else {
+            Issue.record("expected connect, got \(start)")
+            return []
+        }
+        let hello = machine.connected(id: id, token: "t", device: "d", cursor: cursor, now: now)
+        let rid = sentMessages(hello).first?["rid"] ?? .null
+        var welcomeMessage = welcome ?? ["type": "welcome", "protocol": 1, "user": "u", "seq": 0,
+                                         "expiresAt": .string(Timestamp.format(Date().addingTimeInterval(3600))),
+                                         "limits": ["maxMessageBytes": 1000000, "maxChangesPerPush": 2, "maxTextLength": 1000, "maxTags": 10]]
+        welcomeMessage = ServerMessage.with(rid: nil, welcomeMessage)
+        if var object = welcomeMessage.objectValue {
+            object["rid"] = rid
+            welcomeMessage = .object(object)
+        }
+        let pull = machine.received(welcomeMessage, now: now)
+        guard let pullMessage = sentMessages(pull).first, pullMessage["type"] == "pull" else {
+            Issue.record("expected a pull after welcome, got \(pull)")
+            return []
+        }
+        #expect(pullMessage["since"] == .int(cursor))
+        let page: JSONValue = ["type": "changes", "records": [], "cursor": .int(cursor), "more": false, "reset": false, "rid": pullMessage["rid"] ?? .null]
+        #expect(machine.received(page, now: now) == [.storePage(page)])
+        return machine.pageStored(more: false, cursor: cursor, now: now)
+    }
+}
+
+func sentMessages(_ actions: [Machine.Action]) -> [JSONValue] {
+    actions.compactMap { if case .send(let message) = $0 { message } else { nil } }
+}
+
+func change(_ id: String, ccid: String) -> OutboxChange {
+    OutboxChange(recordID: id, ccid: ccid, body: ["ccid": .string(ccid), "collection": "notes", "id": .string(id), "baseRev": 0, "op": "upsert", "fields": [:]])
+}
+
+@Suite struct SyncStateMachineTests {
+    @Test func helloThenPullToTheEndBeforeAnyPush() {
+        var harness = MachineHarness()
+        let start = harness.machine.start()
+        #expect(start.first == .connect(id: 1))
+        let hello = harness.machine.connected(id: 1, token: "tok", device: "dev", cursor: 7, now: harness.now)
+        let message = sentMessages(hello).first
+        #expect(message?["type"] == "hello")
+        #expect(message?["token"] == "tok")
+        #expect(message?["protocol"] == 1)
+        // Nothing is pushed before the pull reached the end, even after the debounce.
+        _ = harness.machine.localEdit(now: harness.now)
+        #expect(!harness.advance(.seconds(1)).contains { if case .composePush = $0 { true } else { false } })
+        let pull = harness.machine.received(["type": "welcome", "rid": message?["rid"] ?? .null, "expiresAt": "2999-01-01T00:00:00.000Z"], now: harness.now)
+        let pullMessage = sentMessages(pull).first
+        #expect(pullMessage?["since"] == 7)
+        let first: JSONValue = ["type": "changes", "records": [], "cursor": 9, "more": true, "reset": false, "rid": pullMessage?["rid"] ?? .null]
+        #expect(harness.machine.received(first, now: harness.now) == [.storePage(first)])
+        let next = harness.machine.pageStored(more: true, cursor: 9, now: harness.now)
+        #expect(sentMessages(next).first?["since"] == 9)
+        #expect(!next.contains { if case .composePush = $0 { true } else { false } })
+        let last: JSONValue = ["type": "changes", "records": [], "cursor": 12, "more": false, "reset": false, "rid": sentMessages(next).first?["rid"] ?? .null]
+        _ = harness.machine.received(last, now: harness.now)
+        let done = harness.machine.pageStored(more: false, cursor: 12, now: harness.now)
+        #expect(done.contains(.composePush(excluding: [], limit: 400)))
+    }
+
+    @Test func aPageForAnUnknownRequestIsIgnored() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp()
+        let stray: JSONValue = ["type": "changes", "records": [], "cursor": 3, "more": false, "reset": false, "rid": 999]
+        #expect(harness.machine.received(stray, now: harness.now).isEmpty)
+    }
+
+    @Test func pushesRespectMaxChangesPerPushAndOneChangePerRecord() {
+        var harness = MachineHarness()
+        let compose = harness.connectAndCatchUp()
+        #expect(compose.contains(.composePush(excluding: [], limit: 8)))
+        let actions = harness.machine.composed([change("a", ccid: "1"), change("b", ccid: "2"), change("c", ccid: "3")], now: harness.now)
+        let pushes = sentMessages(actions)
+        #expect(pushes.count == 2)
+        #expect(pushes.map { $0["changes"]?.arrayValue?.count } == [2, 1])
+        #expect(harness.machine.inFlight == ["a": "1", "b": "2", "c": "3"])
+        // A record already in flight is never sent again on this connection.
+        _ = harness.machine.localEdit(now: harness.now)
+        let again = harness.advance(.milliseconds(301))
+        #expect(again.contains(.composePush(excluding: ["a", "b", "c"], limit: 8)))
+        #expect(sentMessages(harness.machine.composed([change("a", ccid: "9")], now: harness.now)).isEmpty)
+    }
+
+    @Test func anAckFreesTheRecordAndComposesAgain() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp()
+        let push = sentMessages(harness.machine.composed([change("a", ccid: "1")], now: harness.now))[0]
+        let ack: JSONValue = ["type": "ack", "ccid": "1", "collection": "notes", "id": "a", "rev": 1, "status": "applied", "rid": push["rid"] ?? .null]
+        #expect(harness.machine.received(ack, now: harness.now) == [.applyAnswer(ack)])
+        #expect(harness.machine.inFlight.isEmpty)
+        let after = harness.machine.answerApplied(needsPull: false, retryLater: false, now: harness.now)
+        #expect(after.contains(.composePush(excluding: [], limit: 8)))
+        let idle = harness.machine.composed([], now: harness.now)
+        #expect(idle.contains(.status(.synced)))
+        #expect(harness.machine.isIdle)
+    }
+
+    @Test func debounceWaitsForQuietAfterTheLastEdit() {
+        var harness = MachineHarness { $0.debounce = .milliseconds(300) }
+        _ = harness.connectAndCatchUp()
+        _ = harness.machine.composed([], now: harness.now)
+        _ = harness.machine.localEdit(now: harness.now)
+        #expect(harness.advance(.milliseconds(200)).isEmpty)
+        _ = harness.machine.localEdit(now: harness.now)
+        #expect(harness.advance(.milliseconds(200)).isEmpty)
+        #expect(harness.advance(.milliseconds(150)).contains(.composePush(excluding: [], limit: 8)))
+    }
+
+    @Test func anUnansweredRequestMeansADeadConnection() {
+        var harness = MachineHarness { $0.requestTimeout = .seconds(5) }
+        _ = harness.connectAndCatchUp()
+        _ = harness.machine.composed([change("a", ccid: "1")], now: harness.now)
+        #expect(harness.advance(.seconds(4)).isEmpty)
+        let dead = harness.advance(.seconds(2))
+        #expect(dead.first == .close)
+        #expect(dead.contains { if case .status(.offline) = $0 { true } else { false } })
+        #expect(harness.machine.inFlight.isEmpty)
+        // After the backoff, a new connection; the in-flight change is resent there (store side).
+        let reconnect = harness.advance(.seconds(1))
+        #expect(reconnect.contains(.connect(id: 2)))
+    }
+
+    @Test func lostConnectionsBackOffExponentiallyWithJitter() {
+        let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
+        print("lostConnectionsBackOffExponentiallyWithJitter: NOTED_TEST_SEED=\(seed)")
+        var harness = MachineHarness(seed: seed) {
+            $0.initialBackoff = .seconds(1)
+            $0.maxBackoff = .seconds(8)
+        }
+        var delays: [Duration] = []
+        var id = 0
+        if case .connect(let first)? = harness.machine.start().first { id = first }
+        for _ in 0..<6 {
+            let lost = harness.machine.connectionLost(id: id, now: harness.now)
+            guard case .status(.offline(let delay))? = lost.first else {
+                Issue.record("expected offline status, got \(lost)")
+                return
+            }
+            delays.append(delay)
+            let reconnect = harness.advance(delay)
+            guard case .connect(let next)? = reconnect.first else {
+                Issue.record("expected a reconnect after \(delay), got \(reconnect)")
+                return
+            }
+            id = next
+        }
+        let caps: [Duration] = [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8), .seconds(8)]
+        for (delay, cap) in zip(delays, caps) {
+            #expect(delay >= cap / 2 && delay <= cap, "delay \(delay) outside [\(cap / 2), \(cap)]")
+        }
+    }
+
+    @Test func aSuccessfulWelcomeResetsTheBackoff() {
+        var harness = MachineHarness { $0.initialBackoff = .seconds(1) }
+        _ = harness.machine.start()
+        for id in 1...4 {
+            let lost = harness.machine.connectionLost(id: id, now: harness.now)
+            guard case .status(.offline(let delay))? = lost.first else { return }
+            _ = harness.advance(delay)
+        }
+        let hello = harness.machine.connected(id: 5, token: "t", device: "d", cursor: 0, now: harness.now)
+        _ = harness.machine.received(["type": "welcome", "rid": sentMessages(hello)[0]["rid"] ?? .null], now: harness.now)
+        let lost = harness.machine.connectionLost(id: 5, now: harness.now)
+        guard case .status(.offline(let delay))? = lost.first else {
+            Issue.record("expected offline")
+            return
+        }
+        #expect(delay <= .seconds(1))
+    }
+
+    @Test func aStaleConnectionLossIsIgnored() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp()
+        #expect(harness.machine.connectionLost(id: 42, now: harness.now).isEmpty)
+        #expect(harness.machine.isConnected)
+    }
+
+    @Test func aBroadcastNotAtPrevRevTriggersOnePull() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp(cursor: 5)
+        let broadcast: JSONValue = ["type": "change", "collection": "notes", "id": "a", "rev": 3, "prevRev": 2, "op": "upsert", "fields": [:]]
+        #expect(harness.machine.received(broadcast, now: harness.now) == [.applyBroadcast(broadcast)])
+        #expect(harness.machine.broadcastApplied(true, now: harness.now).isEmpty)
+        let pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now))
+        #expect(pull.first?["type"] == "pull")
+        #expect(pull.first?["since"] == 5)
+        // A second miss while that pull is out does not send another; it pulls again after.
+        #expect(harness.machine.broadcastApplied(false, now: harness.now).isEmpty)
+        _ = harness.machine.received(["type": "changes", "records": [], "cursor": 6, "more": false, "reset": false, "rid": pull.first?["rid"] ?? .null], now: harness.now)
+        let again = sentMessages(harness.machine.pageStored(more: false, cursor: 6, now: harness.now))
+        #expect(again.first?["since"] == 6)
+    }
+
+    @Test func rejectsThatNeedAPullPullThenCompose() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp()
+        let actions = harness.machine.answerApplied(needsPull: true, retryLater: false, now: harness.now)
+        #expect(sentMessages(actions).first?["type"] == "pull")
+    }
+
+    @Test func rateLimitedChangesAreRetriedLater() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp()
+        _ = harness.machine.composed([], now: harness.now)
+        let actions = harness.machine.answerApplied(needsPull: false, retryLater: true, now: harness.now)
+        #expect(!actions.contains { if case .composePush = $0 { true } else { false } })
+        #expect(harness.advance(.milliseconds(100)).isEmpty)
+        #expect(harness.advance(.seconds(3)).contains { if case .composePush = $0 { true } else { false } })
+    }
+
+    @Test func theTokenIsRefreshedBeforeItExpiresAndReauthSent() {
+        var harness = MachineHarness { $0.refreshMargin = .seconds(60) }
+        let date = Date()
+        _ = harness.machine.start()
+        let hello = harness.machine.connected(id: 1, token: "t", device: "d", cursor: 0, now: harness.now)
+        _ = harness.machine.received(["type": "welcome", "rid": sentMessages(hello)[0]["rid"] ?? .null,
+                                      "expiresAt": .string(Timestamp.format(date.addingTimeInterval(120)))], now: harness.now, date: date)
+        _ = harness.machine.received(["type": "changes", "records": [], "cursor": 0, "more": false, "reset": false, "rid": 2], now: harness.now)
+        _ = harness.machine.pageStored(more: false, cursor: 0, now: harness.now)
+        _ = harness.machine.composed([], now: harness.now)
+        #expect(!harness.advance(.seconds(50)).contains(.refreshToken))
+        #expect(harness.advance(.seconds(15)).contains(.refreshToken))
+        // Single flight: no second refresh while one is under way.
+        #expect(!harness.advance(.seconds(1)).contains(.refreshToken))
+        let reauth = sentMessages(harness.machine.tokenRefreshed("new", now: harness.now))
+        #expect(reauth.first?["type"] == "reauth")
+        #expect(reauth.first?["token"] == "new")
+    }
+
+    @Test func tokenExpiredErrorTriggersARefresh() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp()
+        let actions = harness.machine.received(["type": "error", "code": "token_expired", "message": "expired"], now: harness.now)
+        #expect(actions.contains(.refreshToken))
+    }
+
+    @Test func stopClosesAndStaysStopped() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp()
+        let actions = harness.machine.stop()
+        #expect(actions.first == .close)
+        #expect(actions.contains(.status(.stopped)))
+        #expect(harness.advance(.seconds(60)).isEmpty)
+    }
+
+    @Test func aShortLivedTokenIsRefreshedHalfWayNotInAStorm() {
+        var harness = MachineHarness { $0.refreshMargin = .seconds(60) }
+        let date = Date()
+        _ = harness.machine.start()
+        let hello = harness.machine.connected(id: 1, token: "t", device: "d", cursor: 0, now: harness.now)
+        _ = harness.machine.received(["type": "welcome", "rid": sentMessages(hello)[0]["rid"] ?? .null,
+                                      "expiresAt": .string(Timestamp.format(date.addingTimeInterval(10)))], now: harness.now, date: date)
+        #expect(!harness.machine.tick(now: harness.now).contains(.refreshToken))
+        #expect(harness.advance(.seconds(6)).contains(.refreshToken))
+    }
+
+    @Test func aRefreshedTokenReconnectsAtOnceAfterAnAuthFailure() {
+        var harness = MachineHarness { $0.initialBackoff = .seconds(30) }
+        _ = harness.machine.start()
+        let hello = harness.machine.connected(id: 1, token: "old", device: "d", cursor: 0, now: harness.now)
+        let error = harness.machine.received(["type": "error", "code": "unauthenticated", "message": "invalid access token"], now: harness.now)
+        #expect(error.contains(.refreshToken))
+        #expect(!sentMessages(hello).isEmpty)
+        _ = harness.machine.connectionLost(id: 1, now: harness.now)
+        #expect(harness.machine.tokenRefreshed("new", now: harness.now).contains(.connect(id: 2)))
+    }
+
+    @Test func pushesStayUnderTheMessageSizeLimitAndOversizedChangesAreRefused() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp(welcome: ["type": "welcome", "limits": ["maxMessageBytes": 600, "maxChangesPerPush": 100]])
+        func sized(_ id: String, _ size: Int) -> OutboxChange {
+            OutboxChange(recordID: id, ccid: "c-" + id, body: ["ccid": .string("c-" + id), "id": .string(id), "fields": ["body": ["set": .string(String(repeating: "x", count: size))]]])
+        }
+        let actions = harness.machine.composed([sized("a", 200), sized("b", 200), sized("c", 200), sized("huge", 1000)], now: harness.now)
+        let pushes = sentMessages(actions)
+        #expect(pushes.count == 2)
+        #expect(pushes.allSatisfy { $0.jsonString.utf8.count <= 600 })
+        #expect(actions.contains { if case .refuse(let change, _) = $0 { change.recordID == "huge" } else { false } })
+        #expect(harness.machine.inFlight["huge"] == nil)
+    }
+}
