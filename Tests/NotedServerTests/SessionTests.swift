@@ -85,10 +85,10 @@ import Testing
     }
 
     @Test(arguments: backends) func tokenExpiryClosesTheSession(backend: Backend) async throws {
-        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(2) }) { server in
+        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(5) }) { server in
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
-            let error = try await connection.receive(timeout: .seconds(5))
+            let error = try await connection.receive(timeout: .seconds(15))
             #expect(error["type"] == "error")
             #expect(error["code"] == "token_expired")
             #expect(try await connection.closeCode() == 4001)
@@ -96,10 +96,10 @@ import Testing
     }
 
     @Test(arguments: backends) func reauthBeforeExpiryKeepsTheSession(backend: Backend) async throws {
-        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(4) }) { server in
+        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(10) }) { server in
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
-            try await Task.sleep(for: .seconds(2.2))
+            try await Task.sleep(for: .seconds(3))
             let fresh = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
             let token = try #require(fresh.json["access_token"]?.stringValue)
             try await connection.send(["type": "reauth", "token": .string(token), "rid": 1])
