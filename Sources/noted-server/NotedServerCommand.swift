@@ -33,6 +33,9 @@ struct NotedServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("access-token-lifetime"), help: "Access-token lifetime in seconds [NOTED_ACCESS_TOKEN_LIFETIME].")
     var accessTokenLifetime: Int?
 
+    @Option(help: "Issuer (iss) of access tokens; give every node sharing a database the same one [NOTED_ISSUER]. Default: http://HOST:PORT.")
+    var issuer: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error [NOTED_LOG_LEVEL].")
     var logLevel: String?
 
@@ -62,6 +65,10 @@ struct NotedServerCommand: AsyncParsableCommand {
         if let text = accessTokenLifetime.map(String.init) ?? environment["NOTED_ACCESS_TOKEN_LIFETIME"] {
             guard let seconds = Int(text), seconds >= 1 else { throw ValidationError("the access-token lifetime is a number of seconds >= 1") }
             configuration.accessTokenLifetime = .seconds(seconds)
+        }
+        if let value = issuer ?? environment["NOTED_ISSUER"] {
+            guard !value.isEmpty else { throw ValidationError("the issuer must not be empty") }
+            configuration.issuer = value
         }
         return configuration
     }

@@ -61,6 +61,7 @@ public func buildApplication(
         services: [
             StoreService(store: store),
             SweepService(store: store, configuration: configuration, logger: logger),
+            RemoteFanout(sync: sync),
         ],
         onServerRunning: { channel in
             await onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
@@ -134,6 +135,41 @@ struct SessionCloser: Service {
         while hub.connectionCount > 0 && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
+    }
+}
+
+/// Forwards changes committed on other server nodes to this node's sessions of the same user.
+///
+/// The notification says only "user U committed seq S"; the node reads that record and sends
+/// it as a `change` whose ops `set` every field (exact for a client at `prevRev`; any other
+/// client pulls, as for every `change`).
+struct RemoteFanout: Service {
+    let sync: SyncService
+
+    func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            try await sync.store.listenForRemoteCommits { user, seq in
+                await deliver(user: user, seq: seq)
+            }
+        }
+    }
+
+    func deliver(user: String, seq: Int64) async {
+        guard sync.hub.hasMembers(user: user) else { return }
+        guard let page = try? await sync.store.changes(userID: user, since: seq - 1, limit: 1),
+              let record = page.records.first, record.seq == seq
+        else { return }
+        var fields: [String: JSONValue] = [:]
+        if !record.deleted {
+            fields = record.fields.mapValues { ["set": $0] }
+        }
+        let message: JSONValue = [
+            "type": "change", "collection": .string(record.collection), "id": .string(record.id),
+            "rev": .int(record.rev), "prevRev": .int(record.rev - 1), "seq": .int(record.seq),
+            "op": record.deleted ? "delete" : "upsert", "fields": .object(fields),
+            "updatedAt": .string(Timestamp.format(record.updatedAt)),
+        ]
+        sync.hub.publish(user: user, message: message, except: nil)
     }
 }
 

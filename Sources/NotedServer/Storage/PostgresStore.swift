@@ -13,6 +13,9 @@ public struct PostgresStore: NotedStore {
     private let runTask: Task<Void, Never>
     private let logger: Logger
     let processor: ChangeProcessor
+    /// Tells this node's own commit notifications from other nodes'.
+    private let nodeID = UUID().uuidString.lowercased()
+    static let commitChannel = "noted_commits"
 
     /// Connects a pool to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
     public init(url: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, logger: Logger) throws {
@@ -324,6 +327,9 @@ public struct PostgresStore: NotedStore {
                     INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at)
                     VALUES (\(context.userID), \(change.ccid), \(context.bodyHash), \(written.reply.jsonString), \(context.now.millis))
                     """, logger: logger)
+                // Delivered to every listening node when (and only if) the transaction commits.
+                let payload = "\(nodeID) \(context.userID) \(seq)"
+                try await connection.query("SELECT pg_notify(\(Self.commitChannel), \(payload))", logger: logger)
                 return PushResult(reply: written.reply, broadcast: written.broadcast, committedSeq: seq)
             }
         }
@@ -339,6 +345,27 @@ public struct PostgresStore: NotedStore {
                 UPDATE user_seq u SET purged_seq = GREATEST(u.purged_seq, m.max_seq) FROM maxes m WHERE u.user_id = m.user_id
                 """, logger: logger)
             try await connection.query("DELETE FROM applied_changes WHERE created_at < \(appliedChangesBefore.millis)", logger: logger)
+        }
+    }
+
+    public func listenForRemoteCommits(_ handler: @escaping @Sendable (String, Int64) async -> Void) async throws {
+        let nodeID = self.nodeID
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: Self.commitChannel) { notifications in
+                        for try await notification in notifications {
+                            let parts = notification.payload.split(separator: " ")
+                            guard parts.count == 3, parts[0] != nodeID, let seq = Int64(parts[2]) else { continue }
+                            await handler(String(parts[1]), seq)
+                        }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("listening for other nodes' commits failed; retrying", metadata: ["error": .string(String(describing: error))])
+                try? await Task.sleep(for: .seconds(1))
+            }
         }
     }
 

@@ -295,3 +295,30 @@ extension SyncConnection {
         }
     }
 }
+
+extension TestServer {
+    /// Two live server nodes sharing one fresh database.
+    static func withTwoNodes(_ backend: Backend, _ body: @escaping @Sendable (TestServer, TestServer) async throws -> Void) async throws {
+        try await withDatabase(backend) { location in
+            func make() async throws -> some ApplicationProtocol {
+                var configuration = ServerConfiguration()
+                configuration.host = "127.0.0.1"
+                configuration.port = 0
+                configuration.database = location
+                configuration.bcryptCost = 4
+                configuration.issuer = "http://noted.test"
+                var logger = Logger(label: "noted-test")
+                logger.logLevel = .critical
+                return try await buildApplication(configuration, logger: logger)
+            }
+            let first = try await make()
+            let second = try await make()
+            try await first.test(.live) { firstClient in
+                try await second.test(.live) { secondClient in
+                    guard let firstPort = firstClient.port, let secondPort = secondClient.port else { throw TestSetupError("no port") }
+                    try await body(TestServer(port: firstPort, client: firstClient), TestServer(port: secondPort, client: secondClient))
+                }
+            }
+        }
+    }
+}
