@@ -85,6 +85,17 @@ import Testing
         }
     }
 
+    @Test(arguments: backends) func repeatedErrorsClose1008(backend: Backend) async throws {
+        try await withSession(backend, configure: { $0.maxErrorsPerMinute = 5 }) { _, _, connection, _ in
+            for _ in 0..<4 {
+                try await connection.sendText("garbage")
+                #expect(try await connection.receive()["code"] == "bad_request")
+            }
+            try await connection.sendText("garbage")
+            #expect(try await connection.closeCode() == 1008)
+        }
+    }
+
     @Test(arguments: backends) func anInvalidUTF8FrameCloses1007(backend: Backend) async throws {
         try await withSession(backend) { _, _, connection, _ in
             var buffer = ByteBuffer()

@@ -172,9 +172,11 @@ struct SyncSession {
                 $0.deadline = verified.expiresAt
                 $0.deadlineCode = .tokenExpired
             }
-            // Join before reading seq: a change committed after this point is broadcast to us.
-            sync.hub.join(user: verified.userID, session: id, continuation: continuation)
+            // `welcome` first: `change` messages only ever follow it. A change committed between
+            // reading the seq and joining is not broadcast to us, but the client pulls after
+            // welcome and finds it there.
             try await send(welcome(verified, rid: rid))
+            sync.hub.join(user: verified.userID, session: id, continuation: continuation)
             logger.info("session authenticated", metadata: ["user": .string(verified.userID)])
             return true
         }
