@@ -85,6 +85,8 @@ public struct PostgresStore: NotedStore {
     ]
 
     public func migrate() async throws {
+        // Give the pool's run() a moment to start, so the first lease does not log a warning.
+        try await Task.sleep(for: .milliseconds(20))
         try await client.withTransaction(logger: logger) { connection in
             // One node migrates at a time.
             try await connection.query("SELECT pg_advisory_xact_lock(7361626)", logger: logger)
