@@ -46,7 +46,7 @@ public func buildApplication(
     routes.add(to: router)
     OAuthRoutes(server: authorization).add(to: router)
     if let webRoot = WebApp.root(configured: configuration.webRoot) {
-        WebApp.add(to: router, root: webRoot)
+        WebApp.add(to: router, root: webRoot, logger: logger)
     } else {
         logger.warning("web app folder not found: the web app is not served (set --web-root)")
     }

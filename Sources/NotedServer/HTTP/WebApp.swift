@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 
 /// Serves the web app (the repository's `Web/` folder) at `/`, with a content security policy
 /// and revalidation on every load (the service worker keeps the offline copy).
@@ -22,9 +23,9 @@ enum WebApp {
         return candidates.first { FileManager.default.fileExists(atPath: $0 + "/index.html") }
     }
 
-    static func add(to router: Router<NotedRequestContext>, root: String) {
+    static func add(to router: Router<NotedRequestContext>, root: String, logger: Logger) {
         router.add(middleware: HeadersMiddleware())
-        router.add(middleware: FileMiddleware(root, searchForIndexHtml: true)
+        router.add(middleware: FileMiddleware(root, searchForIndexHtml: true, logger: logger)
             .withAdditionalMediaType(MediaType(type: .application, subType: "manifest+json"), mappedToFileExtension: "webmanifest"))
     }
 
