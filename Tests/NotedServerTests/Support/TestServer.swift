@@ -21,6 +21,7 @@ struct TestServer: Sendable {
     static func with(
         _ backend: Backend,
         configure: (inout ServerConfiguration) -> Void = { _ in },
+        logger customLogger: Logger? = nil,
         _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
         try await withDatabase(backend) { location in
@@ -32,7 +33,7 @@ struct TestServer: Sendable {
             configure(&configuration)
             var logger = Logger(label: "noted-test")
             logger.logLevel = ProcessInfo.processInfo.environment["NOTED_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
-            let app = try await buildApplication(configuration, logger: logger)
+            let app = try await buildApplication(configuration, logger: customLogger ?? logger)
             try await app.test(.live) { client in
                 guard let port = client.port else { throw TestSetupError("no port") }
                 try await body(TestServer(port: port, client: client))
