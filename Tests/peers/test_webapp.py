@@ -243,3 +243,61 @@ def test_cli_and_browser_see_each_others_notes(server, account):
     noted(home, "sync")
     shown = json.loads(noted(home, "show", note_id, "--json"))
     assert shown["body"] == "typed in a terminal and edited in a browser 👍🏽"
+
+
+def test_history_panel_lists_revisions_and_restores_one(server, account):
+    driver = browser()
+    try:
+        sign_in(driver, server, account)
+        new_note(driver, "Versions", "first version")
+        wait(driver, lambda d: any(r["fields"].get("body") == "first version" for r in server_notes(server, account)), message="v1 synced")
+        body = by_label(driver, "Body")
+        body.send_keys(Keys.CONTROL + "a", Keys.BACKSPACE)
+        body.send_keys("second version")
+        wait(driver, lambda d: any(r["fields"].get("body") == "second version" for r in server_notes(server, account)), message="v2 synced")
+        driver.find_element(By.ID, "history-toggle").click()
+        wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#revisions button")) >= 2, message="revisions listed")
+        note = next(r for r in server_notes(server, account) if r["fields"].get("title") == "Versions")
+        headers = {"Authorization": "Bearer " + _tokens[account]}
+        revisions = requests.get(f"{server}/v1/records/notes/{note['id']}/revisions", headers=headers).json()["revisions"]
+        first = max(r["rev"] for r in revisions
+                    if requests.get(f"{server}/v1/records/notes/{note['id']}/revisions/{r['rev']}", headers=headers).json()["fields"].get("body") == "first version")
+        driver.execute_script("[...document.querySelectorAll('#revisions button')].find(b => b.getAttribute('aria-label') === arguments[0]).click()",
+                              f"Restore revision {first}")
+        wait(driver, lambda d: by_label(d, "Body").get_attribute("value") == "first version", message="restored in the editor")
+        wait(driver, lambda d: any(r["fields"].get("title") == "Versions" and r["fields"].get("body") == "first version"
+                                   for r in server_notes(server, account)), message="restore synced")
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def short_token_server():
+    data = tempfile.mkdtemp(prefix="noted-web-short-")
+    proc = subprocess.Popen([BIN, "--port", "0", "--data", data, "--access-token-lifetime", "4"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()
+    m = re.match(r"noted-server listening on (http://\S+)", line)
+    assert m, f"unexpected first line {line!r}"
+    yield m.group(1)
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+def test_access_tokens_are_refreshed_silently(short_token_server):
+    base = short_token_server
+    name, password = "short" + secrets.token_hex(3), "correct horse battery"
+    assert requests.post(base + "/v1/accounts", json={"username": name, "password": password}).status_code == 201
+    account = (name, password)
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        first = driver.execute_script("return window.noted.auth.session.refreshToken")
+        time.sleep(9)  # more than two access-token lifetimes
+        new_note(driver, "Still signed in", "after the token expired twice")
+        wait(driver, lambda d: any(r["fields"].get("title") == "Still signed in" for r in server_notes(base, account)), timeout=15,
+             message="an edit syncs after the first access tokens expired")
+        assert driver.find_element(By.ID, "app").is_displayed()
+        assert driver.execute_script("return window.noted.auth.session.refreshToken") != first, "the refresh token rotated"
+    finally:
+        driver.quit()
