@@ -29,16 +29,21 @@ if not (CHROMIUM and DRIVER):
     pytest.skip("chromium not installed", allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def server():
+def run_server(*options):
+    """A real noted-server on a free port over a fresh data directory; yields its base URL."""
     data = tempfile.mkdtemp(prefix="noted-web-")
-    proc = subprocess.Popen([BIN, "--port", "0", "--data", data], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen([BIN, "--port", "0", "--data", data, *options], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline()
     m = re.match(r"noted-server listening on (http://\S+)", line)
     assert m, f"unexpected first line {line!r}"
     yield m.group(1)
     proc.terminate()
     proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def server():
+    yield from run_server()
 
 
 @pytest.fixture(scope="module")
@@ -273,15 +278,7 @@ def test_history_panel_lists_revisions_and_restores_one(server, account):
 
 @pytest.fixture(scope="module")
 def short_token_server():
-    data = tempfile.mkdtemp(prefix="noted-web-short-")
-    proc = subprocess.Popen([BIN, "--port", "0", "--data", data, "--access-token-lifetime", "4"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = proc.stdout.readline()
-    m = re.match(r"noted-server listening on (http://\S+)", line)
-    assert m, f"unexpected first line {line!r}"
-    yield m.group(1)
-    proc.terminate()
-    proc.wait(timeout=20)
+    yield from run_server("--access-token-lifetime", "4")
 
 
 def test_access_tokens_are_refreshed_silently(short_token_server):
