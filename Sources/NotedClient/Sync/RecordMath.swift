@@ -114,15 +114,17 @@ public struct RecordMath: Sendable {
             ?? schema.completed(shadow)
     }
 
-    /// The edit from `old` to `new` as the server and the rebase should see it: a minimal diff
-    /// with its boundaries moved to word edges, keeping every shared run of text.
+    /// The edit from `old` to `new` as the server and the rebase should see it: a diff without
+    /// stray one-letter matches, its boundaries moved to word edges.
     ///
-    /// The full semantic cleanup (what `patchMake(_:_:)` does) would fold short texts into one
-    /// delete-and-insert, and a fuzzy patch of that onto a text someone else changed garbles
-    /// it; raw character diffs anchor on stray shared letters and can land twice. Lossless
-    /// cleanup avoids both.
+    /// Raw character diffs anchor on letters two unrelated words share, and a fuzzy patch of
+    /// them can land twice or garble text; the full semantic cleanup (what `patchMake(_:_:)`
+    /// does) folds a short text into one delete-and-insert, which garbles the text someone
+    /// else changed meanwhile. The efficiency cleanup drops only the stray matches, and the
+    /// lossless one aligns what is left with words.
     func editDiffs(_ old: String, _ new: String) -> [Diff] {
         var diffs = dmp.diff(old, new)
+        dmp.cleanupEfficiency(&diffs)
         dmp.cleanupSemanticLossless(&diffs)
         return diffs
     }
