@@ -44,8 +44,8 @@ struct UDiff: Equatable {
 
 extension Diff {
     init(_ udiff: UDiff) {
-        self.init(udiff.op, String(decoding: udiff.text, as: UTF16.self))
+        self.init(udiff.op, UTF16Conversion.string(udiff.text))
     }
 
-    var udiff: UDiff { UDiff(operation, Array(text.utf16)) }
+    var udiff: UDiff { UDiff(operation, UTF16Conversion.units(text)) }
 }

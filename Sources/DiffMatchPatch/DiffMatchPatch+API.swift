@@ -4,13 +4,20 @@
 /// diffs are repaired (see `Surrogates`) so that no result splits a surrogate pair.
 extension DiffMatchPatch {
     @inline(__always)
-    private func units(_ text: String) -> [UInt16] { Array(text.utf16) }
+    private func units(_ text: String) -> [UInt16] { UTF16Conversion.units(text) }
 
     @inline(__always)
     private func units(_ diffs: [Diff]) -> [UDiff] { diffs.map(\.udiff) }
 
     @inline(__always)
     private func published(_ diffs: [UDiff]) -> [Diff] { Surrogates.repair(diffs).map(Diff.init) }
+
+    /// Runs a cleanup of the reference on the UTF-16 form of `diffs`.
+    private func rewrite(_ diffs: inout [Diff], _ cleanup: (inout [UDiff]) -> Void) {
+        var u = units(diffs)
+        cleanup(&u)
+        diffs = published(u)
+    }
 
     // MARK: Diff
 
@@ -27,6 +34,25 @@ extension DiffMatchPatch {
     /// The differences between two texts, giving up refining at `deadline` (nil: never).
     public func diff(_ text1: String, _ text2: String, checkLines: Bool, deadline: ContinuousClock.Instant?) -> [Diff] {
         published(diffMain(units(text1), units(text2), checkLines: checkLines, deadline: deadline))
+    }
+
+    /// A cleanup to run on a diff before it is handed out.
+    public enum Cleanup: String, CaseIterable, Sendable {
+        case none, semantic, semanticLossless, efficiency
+    }
+
+    /// The differences between two texts, then `cleanup`: the same as cleaning up the result
+    /// of `diff`, except that the cleanup sees the diff exactly as the reference's would (before
+    /// surrogate pairs are made whole), so the result matches the reference's in more cases.
+    public func diff(_ text1: String, _ text2: String, checkLines: Bool = true, cleanup: Cleanup) -> [Diff] {
+        var diffs = diffMain(units(text1), units(text2), checkLines: checkLines, deadline: defaultDeadline)
+        switch cleanup {
+        case .none: break
+        case .semantic: cleanupSemantic(&diffs)
+        case .semanticLossless: cleanupSemanticLossless(&diffs)
+        case .efficiency: cleanupEfficiency(&diffs)
+        }
+        return published(diffs)
     }
 
     /// The length of the common prefix of two texts, in UTF-16 code units.
@@ -50,7 +76,7 @@ extension DiffMatchPatch {
         withUnits(units(text1), units(text2)) { a, b in
             guard let hm = halfMatch(a, b) else { return nil }
             return [hm.text1A, hm.text1B, hm.text2A, hm.text2B, hm.common].map {
-                String(decoding: $0, as: UTF16.self)
+                UTF16Conversion.string($0)
             }
         }
     }
@@ -62,30 +88,22 @@ extension DiffMatchPatch {
 
     /// Reorders and merges like edit sections and factors out common prefixes and suffixes.
     public func cleanupMerge(_ diffs: inout [Diff]) {
-        var u = units(diffs)
-        cleanupMerge(&u)
-        diffs = published(u)
+        rewrite(&diffs) { cleanupMerge(&$0) }
     }
 
     /// Makes diffs easier for people to read by removing coincidental equalities.
     public func cleanupSemantic(_ diffs: inout [Diff]) {
-        var u = units(diffs)
-        cleanupSemantic(&u)
-        diffs = published(u)
+        rewrite(&diffs) { cleanupSemantic(&$0) }
     }
 
     /// Slides single edits to word and line boundaries without changing their content.
     public func cleanupSemanticLossless(_ diffs: inout [Diff]) {
-        var u = units(diffs)
-        cleanupSemanticLossless(&u)
-        diffs = published(u)
+        rewrite(&diffs) { cleanupSemanticLossless(&$0) }
     }
 
     /// Removes equalities that cost more to keep than `diffEditCost`.
     public func cleanupEfficiency(_ diffs: inout [Diff]) {
-        var u = units(diffs)
-        cleanupEfficiency(&u)
-        diffs = published(u)
+        rewrite(&diffs) { cleanupEfficiency(&$0) }
     }
 
     /// The Levenshtein distance the diffs describe, in UTF-16 code units.
@@ -147,7 +165,7 @@ extension DiffMatchPatch {
     /// The Bitap fuzzy match of `pattern` near `location`, or nil.
     public func matchBitap(_ text: String, _ pattern: String, _ location: Int) -> Int? {
         let r = withUnits(units(text), units(pattern)) { t, p in
-            p.count > configuration.matchMaxBits ? matchMain(t, p, location) : matchBitap(t, p, location)
+            p.count > maxBits ? matchMain(t, p, location) : matchBitap(t, p, location)
         }
         return r == -1 ? nil : r
     }
@@ -193,7 +211,7 @@ extension DiffMatchPatch {
     /// - Returns: the patched text and, for each patch, whether it applied.
     public func patchApply(_ patches: [Patch], to text: String) -> (text: String, results: [Bool]) {
         let (result, applied) = patchApply(patches.map(UPatch.init), units(text))
-        return (String(decoding: result, as: UTF16.self), applied)
+        return (UTF16Conversion.string(result), applied)
     }
 
     /// Adds the reference's padding to the first and last patch; returns the padding.
@@ -201,7 +219,7 @@ extension DiffMatchPatch {
         var u = patches.map(UPatch.init)
         let padding = patchAddPadding(&u)
         patches = u.map(\.patch)
-        return String(decoding: padding, as: UTF16.self)
+        return UTF16Conversion.string(padding)
     }
 
     /// Splits patches longer than `matchMaxBits` so that Bitap can place them.

@@ -24,9 +24,9 @@ public struct DiffMatchPatch: Sendable {
         public var matchDistance: Int = 1000
         /// How closely the contents of a large deletion must match (0.0 is perfection).
         public var patchDeleteThreshold: Double = 0.5
-        /// Context length of a patch hunk.
+        /// Context length of a patch hunk (at most half of `matchMaxBits` less one).
         public var patchMargin: Int = 4
-        /// The number of bits of the bitap matcher; patches are split to this size.
+        /// The number of bits of the bitap matcher (4 to 32); patches are split to this size.
         public var matchMaxBits: Int = 32
 
         /// The reference's defaults.
@@ -54,11 +54,19 @@ public struct DiffMatchPatch: Sendable {
         self.configuration = configuration
     }
 
-    /// The deadline for a diff started now, per `diffTimeout`.
+    /// The deadline for a diff started now, per `diffTimeout` (none when 0, negative or
+    /// not finite, or beyond a year).
     var defaultDeadline: ContinuousClock.Instant? {
-        guard configuration.diffTimeout > 0 else { return nil }
-        return ContinuousClock.now + .nanoseconds(Int64((configuration.diffTimeout * 1e9).rounded()))
+        let seconds = configuration.diffTimeout
+        guard seconds > 0, seconds.isFinite, seconds < 365 * 24 * 3600 else { return nil }
+        return ContinuousClock.now + .nanoseconds(Int64((seconds * 1e9).rounded()))
     }
+
+    /// `matchMaxBits` within what the 32-bit Bitap can do (4 to 32).
+    var maxBits: Int { min(32, max(4, configuration.matchMaxBits)) }
+
+    /// `patchMargin` small enough that hunks can always be split (0 to half of `maxBits` less one).
+    var margin: Int { min(max(0, configuration.patchMargin), (maxBits - 2) / 2) }
 }
 
 typealias Units = UnsafeBufferPointer<UInt16>

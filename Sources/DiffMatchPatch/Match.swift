@@ -8,7 +8,7 @@ extension DiffMatchPatch {
         if loc + pattern.count <= text.count && same(text.sub(loc, loc + pattern.count), pattern) {
             return loc
         }
-        if pattern.count > configuration.matchMaxBits {
+        if pattern.count > maxBits {
             // Beyond Bitap's reach (the reference throws): the exact occurrence nearest to loc.
             let after = Search.indexOf(text, pattern, from: loc)
             let before = Search.lastIndexOf(text, pattern, from: loc)

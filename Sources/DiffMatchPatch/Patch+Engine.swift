@@ -4,9 +4,7 @@ extension DiffMatchPatch {
     /// a margin on both sides; never starts or ends the context inside a surrogate pair.
     func patchAddContext(_ patch: inout UPatch, _ text: Units) {
         if text.isEmpty { return }
-        let margin = configuration.patchMargin
-        let maxBits = configuration.matchMaxBits
-        func clampedSub(_ from: Int, _ to: Int) -> Units {
+                        func clampedSub(_ from: Int, _ to: Int) -> Units {
             let a = max(0, min(from, text.count))
             let b = max(0, min(to, text.count))
             return text.sub(min(a, b), max(a, b))
@@ -14,7 +12,7 @@ extension DiffMatchPatch {
         var pattern = clampedSub(patch.start2, patch.start2 + patch.length1)
         var padding = 0
         // Grow while the pattern is not unique, but stay within what Bitap can match.
-        while pattern.count < maxBits - margin - margin && !isUnique(pattern, in: text) {
+        while margin > 0 && pattern.count < maxBits - margin - margin && !isUnique(pattern, in: text) {
             padding += margin
             pattern = clampedSub(patch.start2 - padding, patch.start2 + patch.length1 + padding)
         }
@@ -50,8 +48,7 @@ extension DiffMatchPatch {
     /// Patches that turn `text1` into the text `diffs` lead to.
     func patchMake(_ text1: [UInt16], _ diffs: [UDiff]) -> [UPatch] {
         if diffs.isEmpty { return [] }
-        let margin = configuration.patchMargin
-        var patches: [UPatch] = []
+                var patches: [UPatch] = []
         var patch = UPatch()
         var charCount1 = 0
         var charCount2 = 0
@@ -105,7 +102,7 @@ extension DiffMatchPatch {
 
     /// Adds the null padding the reference puts around the text before applying patches.
     func patchAddPadding(_ patches: inout [UPatch]) -> [UInt16] {
-        let paddingLength = configuration.patchMargin
+        let paddingLength = margin
         let nullPadding = (0..<max(0, paddingLength)).map { UInt16($0 + 1) }
         for i in patches.indices {
             patches[i].start1 += paddingLength
@@ -155,9 +152,8 @@ extension DiffMatchPatch {
     /// are handed out; `patchApply` splits exactly as the reference, since its pieces never
     /// leave it and its edits keep pairs whole anyway.
     func patchSplitMax(_ patches: inout [UPatch], keepingPairs: Bool = true) {
-        let patchSize = configuration.matchMaxBits
-        let margin = configuration.patchMargin
-        var x = 0
+        let patchSize = maxBits
+                var x = 0
         while x < patches.count {
             if patches[x].length1 <= patchSize {
                 x += 1
@@ -275,8 +271,7 @@ extension DiffMatchPatch {
 
     private func patchApply(_ patchesIn: [UPatch], _ textIn: [UInt16], keepingPairs: Bool) -> (text: [UInt16], results: [Bool]) {
         if patchesIn.isEmpty { return (textIn, []) }
-        let maxBits = configuration.matchMaxBits
-        var patches = patchesIn
+                var patches = patchesIn
         let nullPadding = patchAddPadding(&patches)
         var text = nullPadding + textIn + nullPadding
         patchSplitMax(&patches, keepingPairs: false)

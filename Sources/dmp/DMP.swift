@@ -27,6 +27,14 @@ struct DiffOptions: ParsableArguments {
 
 enum Cleanup: String, ExpressibleByArgument, CaseIterable {
     case none, semantic, efficiency
+
+    var library: DiffMatchPatch.Cleanup {
+        switch self {
+        case .none: .none
+        case .semantic: .semantic
+        case .efficiency: .efficiency
+        }
+    }
 }
 
 struct DiffCommand: ParsableCommand {
@@ -45,12 +53,7 @@ struct DiffCommand: ParsableCommand {
     func run() throws {
         try reportingFailures {
             let dmp = DiffMatchPatch(configuration: .init(diffTimeout: options.timeout))
-            var diffs = dmp.diff(try readText(a), try readText(b), checkLines: checklines)
-            switch cleanup {
-            case .none: break
-            case .semantic: dmp.cleanupSemantic(&diffs)
-            case .efficiency: dmp.cleanupEfficiency(&diffs)
-            }
+            let diffs = dmp.diff(try readText(a), try readText(b), checkLines: checklines, cleanup: cleanup.library)
             print(dmp.toDelta(diffs))
         }
     }

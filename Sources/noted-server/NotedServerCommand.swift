@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import NotedServer
+import ServiceLifecycle
 
 /// `noted-server`: configuration from flags and environment, then the application.
 @main
@@ -31,6 +32,9 @@ struct NotedServerCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("access-token-lifetime"), help: "Access-token lifetime in seconds [NOTED_ACCESS_TOKEN_LIFETIME].")
     var accessTokenLifetime: Int?
+
+    @Option(help: "Issuer (iss) of access tokens; give every node sharing a database the same one [NOTED_ISSUER]. Default: http://HOST:PORT.")
+    var issuer: String?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error [NOTED_LOG_LEVEL].")
     var logLevel: String?
@@ -62,6 +66,10 @@ struct NotedServerCommand: AsyncParsableCommand {
             guard let seconds = Int(text), seconds >= 1 else { throw ValidationError("the access-token lifetime is a number of seconds >= 1") }
             configuration.accessTokenLifetime = .seconds(seconds)
         }
+        if let value = issuer ?? environment["NOTED_ISSUER"] {
+            guard !value.isEmpty else { throw ValidationError("the issuer must not be empty") }
+            configuration.issuer = value
+        }
         return configuration
     }
 
@@ -74,9 +82,13 @@ struct NotedServerCommand: AsyncParsableCommand {
             handler.logLevel = level
             return handler
         }
-        let app = try await buildApplication(configuration, logger: Logger(label: "noted-server")) { host, port in
+        let logger = Logger(label: "noted-server")
+        let sessions = SyncSessions()
+        let app = try await buildApplication(configuration, sessions: sessions, logger: logger) { host, port in
             FileHandle.standardOutput.write(Data("noted-server listening on http://\(host):\(port)\n".utf8))
         }
-        try await app.runService()
+        let group = ServiceGroup(configuration: .init(
+            services: [app, sessions.closeOnShutdown()], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
     }
 }

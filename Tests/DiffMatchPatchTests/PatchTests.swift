@@ -273,6 +273,41 @@ struct PatchTests {
         #expect(result.results == results)
     }
 
+    /// Patches applied to texts that were edited too: fuzzy matching and the mapping of each
+    /// edit through the diff of the expected and the found text, as the reference prints them
+    /// (the first case is one where the Python port places a deletion differently).
+    @Test(arguments: [
+        ("X> ;Cp=+1=t2%+1<jl\t\"gz:vz\t[>Bv[<~ '2X",
+         "X> ;Cp=+1=t2%+1eCu\"ifjl\t\"gzfo:vz\tx<9[>2X",
+         "X\"` ;Cp;+1=?+2%+1<jl\t\"gz:vz\t[>Bv[<~ s9'2X",
+         "X\"` ;Cp;+1=?+2%+1eCu\"ifjl\t\"gzfo:vz\tx<9[>9'2X", [true]),
+        ("hi Zc .-Ykb,kkh d.h,a.a bi\n,kk.eZkjd dcfXYk,h.eYcZ.ibcb.\nbk..ahcZgghfej- iY\n",
+         "hi Zc .-Ykbd.h,a.a bi\n,kk.eZkjd dcfXYk,h.eYcZ.ibcb.\nbk..ahcZgghfej- iY\n",
+         "hi Zc .-Ykb,kkh d.h,a.a bi\n,kk.eZkjd dcfXYk,h.eYcZ.ibcb.\nbk..ahcibZgghfej- iY",
+         "hi Zc .-Ykbd.h,a.a bi\n,kk.eZkjd dcfXYk,h.eYcZ.ibcb.\nbk..ahcibZgghfej- iY", [true]),
+        ("k-cgZ\nkZZiad.Yjfc,jd\n,Y,b,e,kihZjjkkdZ",
+         "k-cgZ\nZZiad.Yjfc,jd\n,Y,b,e,kihZjjkkdZ",
+         "k-cgZ\nkZZiad.Yjfcjd\n,Y,b,e,kihjjkkdZ",
+         "k-cgZ\nZZiad.Yjfcjd\n,Y,b,e,kihjjkkdZ", [true]),
+        (" \nkegYkZiZhg gbX-,i\n\n\nhY iegghbX icdfkcY.\nfhh-XkccZg--.hc.e\nj,gZf.df\nhY-Y.",
+         " \nkegYkZiZhg gbX-,i\n\n\nhY iegghbX icdfkcY.\nfhh-XkccZg--.c.e\nj,gZf.df\nhY-Y.",
+         " \nkegYkZiZhg gbX-,i\n\nhY iegghbX idfkcY.\nfhh-XkccZg--.hc.e\nj,gZf.df\nhY-Y.",
+         " \nkegYkZiZhg gbX-,i\n\nhY iegghbX idfkcY.\nfhh-XkccZg--.c.e\nj,gZf.df\nhY-Y.", [true]),
+        ("jfbgiiiiaea.ddXX\nkcjXjdkXbfcai.g\nb",
+         "jfbgiiiiaea.ddhYYXX\nkcjXjdkXbfcai.g\nb",
+         "jfgiiiiaea.ddXX\nkcjXjdkXbfcai.\nb",
+         "jfgiiiiaea.ddhYYXX\nkcjXjdkXbfcai.\nb", [true]),
+        ("d fYZ c,dXhfgXbbcdfh.j.X\nZd\njfaheZb,d \nk, gfaadbZb-f,fh.Y-i \n ZfZkY-ce i-X-eeeekdXd- e",
+         "d fYZ c,dXhfgXbbcdfh.j.X\nZd\njfaheZb,d \nk, gfaadbZb-f,fcgh.Y-i \n ZfZkY-ce i-X-eeeekdXd- e",
+         "d fYZ c,dXhfXbbcdfh.j.X\nZd\njfaheZb,d \nk, gfaadbZb-f,fh.Y-i \n ZfZkY-ce i-X-eeiYeekdXd- e",
+         "d fYZ c,dXhfXbbcdfh.j.X\nZd\njfaheZb,d \nk, gfaadbZb-f,fcgh.Y-i \n ZfZkY-ce i-X-eeiYeekdXd- e", [true]),
+    ])
+    func patchApplyOntoAnEditedTextMatchesTheReference(text1: String, text2: String, target: String, expected: String, results: [Bool]) {
+        let result = dmp.patchApply(dmp.patchMake(text1, text2), to: target)
+        #expect(result.text == expected)
+        #expect(result.results == results)
+    }
+
     @Test func patchApplyOfHandMadePatchesWithNonsenseCoordinatesDoesNotCrash() {
         let patches = [
             Patch(diffs: [del("abc"), ins("x")], start1: -5, start2: -5, length1: 3, length2: 1),

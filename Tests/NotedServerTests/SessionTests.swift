@@ -27,6 +27,20 @@ import Testing
         }
     }
 
+    @Test(arguments: backends) func permessageDeflateIsAcceptedWhenOffered(backend: Backend) async throws {
+        try await TestServer.with(backend) { server in
+            let user = try await server.makeUser()
+            let connection = try await SyncConnection.open(port: server.port, deflate: true)
+            try await connection.send(["type": "hello", "protocol": 1, "token": .string(user.accessToken)])
+            #expect(try await connection.receive()["type"] == "welcome")
+            let body = String(repeating: "compressible text ", count: 200)
+            #expect(try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"] == "applied")
+            let page = try await connection.pull(since: 0)
+            #expect(page["records"]?.arrayValue?.first?["fields"]?["body"] == .string(body))
+            await connection.close()
+        }
+    }
+
     @Test(arguments: backends) func tokenInTheAuthorizationHeaderAuthenticatesHello(backend: Backend) async throws {
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()
@@ -71,10 +85,10 @@ import Testing
     }
 
     @Test(arguments: backends) func tokenExpiryClosesTheSession(backend: Backend) async throws {
-        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(2) }) { server in
+        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(5) }) { server in
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
-            let error = try await connection.receive(timeout: .seconds(5))
+            let error = try await connection.receive(timeout: .seconds(15))
             #expect(error["type"] == "error")
             #expect(error["code"] == "token_expired")
             #expect(try await connection.closeCode() == 4001)
@@ -82,10 +96,10 @@ import Testing
     }
 
     @Test(arguments: backends) func reauthBeforeExpiryKeepsTheSession(backend: Backend) async throws {
-        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(4) }) { server in
+        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(10) }) { server in
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
-            try await Task.sleep(for: .seconds(2.2))
+            try await Task.sleep(for: .seconds(3))
             let fresh = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
             let token = try #require(fresh.json["access_token"]?.stringValue)
             try await connection.send(["type": "reauth", "token": .string(token), "rid": 1])
@@ -93,7 +107,10 @@ import Testing
             #expect(welcome["type"] == "welcome")
             #expect(welcome["rid"] == 1)
             // Past the first token's expiry the session still answers.
-            try await Task.sleep(for: .seconds(2.3))
+            let payload = try #require(Data(base64URLEncoded: String(user.accessToken.split(separator: ".")[1])))
+            let firstExpiry = try #require(try JSONValue.parse(Array(payload))["exp"]?.intValue)
+            let wait = Double(firstExpiry) + 0.5 - Date().timeIntervalSince1970
+            if wait > 0 { try await Task.sleep(for: .seconds(wait)) }
             try await connection.send(["type": "pull", "since": 0])
             #expect(try await connection.receive()["type"] == "changes")
             await connection.close()

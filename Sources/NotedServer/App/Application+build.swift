@@ -3,6 +3,7 @@ import HummingbirdBcrypt
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
+import HummingbirdWSCompression
 import Logging
 import NIOPosix
 import NotedCore
@@ -16,6 +17,7 @@ import ServiceLifecycle
 /// ```
 public func buildApplication(
     _ configuration: ServerConfiguration,
+    sessions: SyncSessions = SyncSessions(),
     logger: Logger = Logger(label: "noted-server"),
     onListening: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
 ) async throws -> some ApplicationProtocol {
@@ -31,7 +33,7 @@ public func buildApplication(
         limiter: RateLimiter(limit: configuration.authAttemptsPerWindow, window: configuration.authWindow.timeInterval),
         dummyHash: dummyHash)
     let metrics = ServerMetrics()
-    let hub = SessionHub()
+    let hub = sessions.hub
     let sync = SyncService(store: store, parser: ChangeParser(schemas: .v1, limits: configuration.limits), hub: hub, metrics: metrics)
     let routes = Routes(configuration: configuration, sync: sync, accounts: accounts, tokens: tokens, metrics: metrics)
 
@@ -44,6 +46,7 @@ public func buildApplication(
     let webSocketResponder = webSocketRouter.buildResponder()
     let webSocket = WebSocketServerConfiguration(
         maxFrameSize: configuration.limits.maxMessageBytes,
+        extensions: [.perMessageDeflate(maxDecompressedFrameSize: configuration.limits.maxMessageBytes)],
         autoPing: .enabled(timePeriod: .seconds(30)),
         validateUTF8: true)
     return Application(
@@ -58,7 +61,7 @@ public func buildApplication(
         services: [
             StoreService(store: store),
             SweepService(store: store, configuration: configuration, logger: logger),
-            SessionCloser(hub: hub),
+            RemoteFanout(sync: sync),
         ],
         onServerRunning: { channel in
             await onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
@@ -97,13 +100,76 @@ struct StoreService: Service {
     }
 }
 
-/// Closes every sync session with 1001 when shutdown begins.
+/// The sync sessions of one application, for the executable to close them first on shutdown.
+///
+/// Run ``closeOnShutdown`` after the application in one `ServiceGroup`: graceful shutdown reaches
+/// the last service first, so every session is closed with 1001 (going away) before the HTTP
+/// server stops, and in-flight pushes finish their commits.
+///
+/// ```swift
+/// let sessions = SyncSessions()
+/// let app = try await buildApplication(configuration, sessions: sessions)
+/// try await ServiceGroup(configuration: .init(services: [app, sessions.closeOnShutdown],
+///                                             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)).run()
+/// ```
+public struct SyncSessions: Sendable {
+    let hub = SessionHub()
+
+    public init() {}
+
+    /// A service that, when shutdown begins, closes every session with 1001 and waits (at most
+    /// `timeout`) until they have ended.
+    public func closeOnShutdown(timeout: Duration = .seconds(5)) -> some Service {
+        SessionCloser(hub: hub, timeout: timeout)
+    }
+}
+
 struct SessionCloser: Service {
     let hub: SessionHub
+    let timeout: Duration
 
     func run() async throws {
         try? await gracefulShutdown()
         hub.closeAll()
+        let deadline = ContinuousClock.now + timeout
+        while hub.connectionCount > 0 && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
+
+/// Forwards changes committed on other server nodes to this node's sessions of the same user.
+///
+/// The notification says only "user U committed seq S"; the node reads that record and sends
+/// it as a `change` whose ops `set` every field (exact for a client at `prevRev`; any other
+/// client pulls, as for every `change`).
+struct RemoteFanout: Service {
+    let sync: SyncService
+
+    func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            try await sync.store.listenForRemoteCommits { user, seq in
+                await deliver(user: user, seq: seq)
+            }
+        }
+    }
+
+    func deliver(user: String, seq: Int64) async {
+        guard sync.hub.hasMembers(user: user) else { return }
+        guard let page = try? await sync.store.changes(userID: user, since: seq - 1, limit: 1),
+              let record = page.records.first, record.seq == seq
+        else { return }
+        var fields: [String: JSONValue] = [:]
+        if !record.deleted {
+            fields = record.fields.mapValues { ["set": $0] }
+        }
+        let message: JSONValue = [
+            "type": "change", "collection": .string(record.collection), "id": .string(record.id),
+            "rev": .int(record.rev), "prevRev": .int(record.rev - 1), "seq": .int(record.seq),
+            "op": record.deleted ? "delete" : "upsert", "fields": .object(fields),
+            "updatedAt": .string(Timestamp.format(record.updatedAt)),
+        ]
+        sync.hub.publish(user: user, message: message, except: nil)
     }
 }
 

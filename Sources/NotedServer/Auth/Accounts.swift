@@ -68,7 +68,7 @@ public struct Accounts: Sendable {
 
     func register(username: String, password: String, address: String) async throws -> UserAccount {
         guard registrationOpen else { throw AuthError(kind: .registrationClosed) }
-        try limiter.check(keys: ["register-address:\(address)"])
+        try limiter.check(keys: ["register-address:\(address)", "register-user:\(username.lowercased())"])
         guard Self.validUsername(username) else {
             throw AuthError(kind: .invalidRequest("usernames are 1 to 64 letters, digits, '.', '_', '-' or '@'"))
         }

@@ -46,6 +46,9 @@ public protocol NotedStore: Sendable {
     func push(_ change: Change, context: PushContext) async throws -> PushResult
     /// Removes tombstones and `ccid` results past their retention.
     func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws
+    /// Calls `handler` with (user id, seq) for every change committed by another server node
+    /// sharing this database, until cancelled. A backend only one node can use just waits.
+    func listenForRemoteCommits(_ handler: @escaping @Sendable (String, Int64) async -> Void) async throws
 }
 
 /// A user account.

@@ -13,6 +13,9 @@ public struct PostgresStore: NotedStore {
     private let runTask: Task<Void, Never>
     private let logger: Logger
     let processor: ChangeProcessor
+    /// Tells this node's own commit notifications from other nodes'.
+    private let nodeID = UUID().uuidString.lowercased()
+    static let commitChannel = "noted_commits"
 
     /// Connects a pool to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
     public init(url: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, logger: Logger) throws {
@@ -82,6 +85,8 @@ public struct PostgresStore: NotedStore {
     ]
 
     public func migrate() async throws {
+        // Give the pool's run() a moment to start, so the first lease does not log a warning.
+        try await Task.sleep(for: .milliseconds(20))
         try await client.withTransaction(logger: logger) { connection in
             // One node migrates at a time.
             try await connection.query("SELECT pg_advisory_xact_lock(7361626)", logger: logger)
@@ -212,7 +217,9 @@ public struct PostgresStore: NotedStore {
     }
 
     public func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage {
-        try await client.withConnection { connection in
+        try await client.withTransaction(logger: logger) { connection in
+            // The seq, the purge point and the records from one snapshot.
+            try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
             var latest: Int64 = 0
             var purged: Int64 = 0
             let seqRows = try await connection.query("SELECT seq, purged_seq FROM user_seq WHERE user_id = \(userID)", logger: logger)
@@ -322,6 +329,9 @@ public struct PostgresStore: NotedStore {
                     INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at)
                     VALUES (\(context.userID), \(change.ccid), \(context.bodyHash), \(written.reply.jsonString), \(context.now.millis))
                     """, logger: logger)
+                // Delivered to every listening node when (and only if) the transaction commits.
+                let payload = "\(nodeID) \(context.userID) \(seq)"
+                try await connection.query("SELECT pg_notify(\(Self.commitChannel), \(payload))", logger: logger)
                 return PushResult(reply: written.reply, broadcast: written.broadcast, committedSeq: seq)
             }
         }
@@ -329,14 +339,35 @@ public struct PostgresStore: NotedStore {
 
     public func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws {
         try await client.withTransaction(logger: logger) { connection in
+            // One statement, one snapshot: every tombstone deleted raises its user's purge point.
             try await connection.query("""
-                UPDATE user_seq u SET purged_seq = GREATEST(u.purged_seq, t.max_seq)
-                FROM (SELECT user_id, MAX(seq) AS max_seq FROM records WHERE deleted AND updated_at < \(tombstonesBefore.millis)
-                      GROUP BY user_id) t
-                WHERE u.user_id = t.user_id
+                WITH purged AS (
+                    DELETE FROM records WHERE deleted AND updated_at < \(tombstonesBefore.millis) RETURNING user_id, seq),
+                maxes AS (SELECT user_id, MAX(seq) AS max_seq FROM purged GROUP BY user_id)
+                UPDATE user_seq u SET purged_seq = GREATEST(u.purged_seq, m.max_seq) FROM maxes m WHERE u.user_id = m.user_id
                 """, logger: logger)
-            try await connection.query("DELETE FROM records WHERE deleted AND updated_at < \(tombstonesBefore.millis)", logger: logger)
             try await connection.query("DELETE FROM applied_changes WHERE created_at < \(appliedChangesBefore.millis)", logger: logger)
+        }
+    }
+
+    public func listenForRemoteCommits(_ handler: @escaping @Sendable (String, Int64) async -> Void) async throws {
+        let nodeID = self.nodeID
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: Self.commitChannel) { notifications in
+                        for try await notification in notifications {
+                            let parts = notification.payload.split(separator: " ")
+                            guard parts.count == 3, parts[0] != nodeID, let seq = Int64(parts[2]) else { continue }
+                            await handler(String(parts[1]), seq)
+                        }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning("listening for other nodes' commits failed; retrying", metadata: ["error": .string(String(describing: error))])
+                try? await Task.sleep(for: .seconds(1))
+            }
         }
     }
 

@@ -302,6 +302,13 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
+    public func listenForRemoteCommits(_ handler: @escaping @Sendable (String, Int64) async -> Void) async throws {
+        // One SQLite file belongs to one server process: there are no other nodes to hear.
+        while !Task.isCancelled {
+            try await Task.sleep(for: .seconds(3600))
+        }
+    }
+
     // MARK: Rows
 
     private static func fetchRecord(_ db: Database, userID: String, collection: String, id: String) throws -> Record? {

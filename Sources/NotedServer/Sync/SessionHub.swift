@@ -46,6 +46,14 @@ final class SessionHub: Sendable {
         }
     }
 
+    /// Whether `user` has an authenticated session on this node.
+    func hasMembers(user: String) -> Bool {
+        members.withLockedValue { $0[user]?.isEmpty == false }
+    }
+
+    /// How many connections are open.
+    var connectionCount: Int { all.withLockedValue { $0.count } }
+
     /// Closes every connection with 1001 (going away).
     func closeAll() {
         let targets = all.withLockedValue { Array($0.values) }

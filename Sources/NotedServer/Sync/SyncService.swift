@@ -40,8 +40,7 @@ struct SyncService: Sendable {
                 logger.debug("change rejected", metadata: ["code": .string(error.code.rawValue)])
             }
             metrics.countResult(reply)
-            metrics.pushToAck.recordNanoseconds(Int64((ContinuousClock.now - started).components.attoseconds / 1_000_000_000
-                + (ContinuousClock.now - started).components.seconds * 1_000_000_000))
+            metrics.pushToAck.record(ContinuousClock.now - started)
             replies.append(ServerMessage.with(rid: rid, reply))
         }
         return replies

@@ -47,6 +47,20 @@ struct SyncSession {
         inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, stream: AsyncStream<Outgoing>,
         continuation: AsyncStream<Outgoing>.Continuation, shared: NIOLockedValueBox<Shared>
     ) async throws {
+        let timer = Task {
+            while !Task.isCancelled {
+                let (deadline, code) = shared.withLockedValue { ($0.deadline, $0.deadlineCode) }
+                let wait = deadline.timeIntervalSinceNow
+                if wait <= 0 {
+                    let message = code == .tokenExpired ? "the access token expired" : "no valid hello"
+                    continuation.yield(.message(ServerMessage.error(ProtocolError(code, message))))
+                    continuation.yield(.close(code: 4001, reason: message))
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(Int(min(wait, 0.25) * 1000) + 1))
+            }
+        }
+        defer { timer.cancel() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await item in stream {
@@ -60,19 +74,6 @@ struct SyncSession {
                     }
                 }
             }
-            group.addTask {
-                while !Task.isCancelled {
-                    let (deadline, code) = shared.withLockedValue { ($0.deadline, $0.deadlineCode) }
-                    let wait = deadline.timeIntervalSinceNow
-                    if wait <= 0 {
-                        let message = code == .tokenExpired ? "the access token expired" : "no valid hello"
-                        continuation.yield(.message(ServerMessage.error(ProtocolError(code, message))))
-                        continuation.yield(.close(code: 4001, reason: message))
-                        return
-                    }
-                    try await Task.sleep(for: .milliseconds(Int(min(wait, 0.25) * 1000) + 1))
-                }
-            }
             var state = State()
             do {
                 for try await message in inbound.messages(maxSize: configuration.limits.maxMessageBytes) {
@@ -84,9 +85,10 @@ struct SyncSession {
                 group.cancelAll()
                 throw error
             }
-            // The reader ended: let the writer send what is queued (a close), then stop.
+            // The reader ended: let the writer send what is queued (and a close), within a bound.
             continuation.finish()
-            try? await Task.sleep(for: .milliseconds(50))
+            group.addTask { try await Task.sleep(for: .seconds(5)) }
+            _ = try? await group.next()
             group.cancelAll()
         }
     }
@@ -170,9 +172,11 @@ struct SyncSession {
                 $0.deadline = verified.expiresAt
                 $0.deadlineCode = .tokenExpired
             }
-            // Join before reading seq: a change committed after this point is broadcast to us.
-            sync.hub.join(user: verified.userID, session: id, continuation: continuation)
+            // `welcome` first: `change` messages only ever follow it. A change committed between
+            // reading the seq and joining is not broadcast to us, but the client pulls after
+            // welcome and finds it there.
             try await send(welcome(verified, rid: rid))
+            sync.hub.join(user: verified.userID, session: id, continuation: continuation)
             logger.info("session authenticated", metadata: ["user": .string(verified.userID)])
             return true
         }

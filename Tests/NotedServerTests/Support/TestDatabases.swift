@@ -68,6 +68,7 @@ private func adminQuery(url: String, _ query: PostgresQuery) async throws {
     let client = PostgresClient(configuration: configuration, backgroundLogger: Logger(label: "test-admin"))
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await client.run() }
+        try await Task.sleep(for: .milliseconds(20))
         try await client.query(query, logger: Logger(label: "test-admin"))
         group.cancelAll()
     }

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import HummingbirdWSClient
+import HummingbirdWSCompression
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -117,7 +118,8 @@ actor Mailbox {
             guard ContinuousClock.now < deadline else { throw TestSetupError("no message within \(timeout)") }
             try await Task.sleep(for: .milliseconds(5))
         }
-        return buffer.isEmpty ? nil : buffer.removeFirst()
+        guard !buffer.isEmpty else { return Optional<JSONValue>.none }
+        return buffer.removeFirst()
     }
 }
 
@@ -133,11 +135,13 @@ final class SyncConnection: Sendable {
         self.task = task
     }
 
-    static func open(port: Int, headers: HTTPFields = [:]) async throws -> SyncConnection {
+    static func open(port: Int, headers: HTTPFields = [:], deflate: Bool = false) async throws -> SyncConnection {
         let mailbox = Mailbox()
         let writer = NIOLockedValueBox<WebSocketOutboundWriter?>(nil)
         let (ready, readyContinuation) = AsyncStream.makeStream(of: Bool.self)
-        var configuration = WebSocketClientConfiguration(maxFrameSize: 1 << 24, additionalHeaders: headers)
+        var configuration = WebSocketClientConfiguration(
+            maxFrameSize: 1 << 24, additionalHeaders: headers,
+            extensions: deflate ? [.perMessageDeflate(maxDecompressedFrameSize: 1 << 24)] : [])
         configuration.validateUTF8 = false
         let task = Task {
             do {
@@ -288,6 +292,33 @@ extension SyncConnection {
             let page = try await pull(since: since, limit: 1000)
             since = page["cursor"]?.intValue ?? since
             if page["more"] != true { return since }
+        }
+    }
+}
+
+extension TestServer {
+    /// Two live server nodes sharing one fresh database.
+    static func withTwoNodes(_ backend: Backend, _ body: @escaping @Sendable (TestServer, TestServer) async throws -> Void) async throws {
+        try await withDatabase(backend) { location in
+            func make() async throws -> some ApplicationProtocol {
+                var configuration = ServerConfiguration()
+                configuration.host = "127.0.0.1"
+                configuration.port = 0
+                configuration.database = location
+                configuration.bcryptCost = 4
+                configuration.issuer = "http://noted.test"
+                var logger = Logger(label: "noted-test")
+                logger.logLevel = .critical
+                return try await buildApplication(configuration, logger: logger)
+            }
+            let first = try await make()
+            let second = try await make()
+            try await first.test(.live) { firstClient in
+                try await second.test(.live) { secondClient in
+                    guard let firstPort = firstClient.port, let secondPort = secondClient.port else { throw TestSetupError("no port") }
+                    try await body(TestServer(port: firstPort, client: firstClient), TestServer(port: secondPort, client: secondClient))
+                }
+            }
         }
     }
 }

@@ -1,0 +1,170 @@
+// Sign-in through the server's OAuth 2.1 authorization code flow with PKCE (S256) as the
+// public client `noted-web`; tokens live in IndexedDB, never in the URL after the redirect.
+
+const CLIENT_ID = "noted-web";
+
+function base64url(bytes) {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+export async function pkceChallenge(verifier) {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
+  return base64url(new Uint8Array(digest));
+}
+
+function randomString(bytes = 32) {
+  return base64url(crypto.getRandomValues(new Uint8Array(bytes)));
+}
+
+export class Auth extends EventTarget {
+  constructor(store) {
+    super();
+    this.store = store;
+    this.session = null; // { accessToken, refreshToken, expiresAt, user }
+    this.refreshing = null;
+  }
+
+  get redirectURI() {
+    return new URL("./", location.href).href;
+  }
+
+  async load() {
+    this.session = (await this.store.getMeta("session")) || null;
+    return this.session;
+  }
+
+  get signedIn() {
+    return Boolean(this.session && this.session.refreshToken);
+  }
+
+  /** Starts the authorization code flow: a redirect to the server's sign-in page. */
+  async signIn() {
+    const verifier = randomString(48);
+    const state = randomString(16);
+    sessionStorage.setItem("noted.pkce", JSON.stringify({ verifier, state }));
+    const url = new URL("/oauth/authorize", location.href);
+    url.searchParams.set("response_type", "code");
+    url.searchParams.set("client_id", CLIENT_ID);
+    url.searchParams.set("redirect_uri", this.redirectURI);
+    url.searchParams.set("code_challenge", await pkceChallenge(verifier));
+    url.searchParams.set("code_challenge_method", "S256");
+    url.searchParams.set("state", state);
+    location.assign(url.href);
+  }
+
+  /** Finishes the flow when the page was opened by the redirect; strips the code from the URL. */
+  async completeRedirect() {
+    const params = new URLSearchParams(location.search);
+    const code = params.get("code");
+    const error = params.get("error");
+    if (!code && !error) return false;
+    history.replaceState(null, "", location.pathname);
+    const saved = JSON.parse(sessionStorage.getItem("noted.pkce") || "null");
+    sessionStorage.removeItem("noted.pkce");
+    if (error) throw new Error(`Sign-in failed: ${params.get("error_description") || error}`);
+    if (!saved || saved.state !== params.get("state")) throw new Error("Sign-in failed: the response does not belong to this browser tab.");
+    await this.tokenRequest({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: this.redirectURI,
+      client_id: CLIENT_ID,
+      code_verifier: saved.verifier,
+    });
+    return true;
+  }
+
+  async tokenRequest(form) {
+    const response = await fetch("/oauth/token", {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(form),
+    });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      const err = new Error(body.error_description || body.error || `HTTP ${response.status}`);
+      err.code = body.error;
+      err.status = response.status;
+      throw err;
+    }
+    const session = {
+      accessToken: body.access_token,
+      refreshToken: body.refresh_token,
+      expiresAt: Date.now() + (Number(body.expires_in) || 900) * 1000,
+      user: claims(body.access_token).sub || null,
+    };
+    this.session = session;
+    await this.store.setMeta("session", session);
+    this.dispatchEvent(new Event("change"));
+    return session;
+  }
+
+  /** A valid access token, refreshed first when it is about to expire (one refresh at a time). */
+  async accessToken() {
+    if (!this.session) return null;
+    if (this.session.accessToken && this.session.expiresAt - Date.now() > 60000) return this.session.accessToken;
+    return (await this.refresh())?.accessToken ?? null;
+  }
+
+  /** Refreshes when the token has less than two minutes left; returns the new token then. */
+  async refreshSoon() {
+    if (!this.session || this.session.expiresAt - Date.now() > 120000) return null;
+    return (await this.refresh())?.accessToken ?? null;
+  }
+
+  refresh() {
+    if (!this.session || !this.session.refreshToken) return Promise.resolve(null);
+    if (!this.refreshing) {
+      this.refreshing = this.tokenRequest({
+        grant_type: "refresh_token",
+        refresh_token: this.session.refreshToken,
+        client_id: CLIENT_ID,
+      }).catch(async (error) => {
+        if (error.code === "invalid_grant") await this.forget();
+        return null;
+      }).finally(() => {
+        this.refreshing = null;
+      });
+    }
+    return this.refreshing;
+  }
+
+  invalidateAccessToken() {
+    if (this.session) this.session = { ...this.session, expiresAt: 0 };
+  }
+
+  async signOut() {
+    const token = this.session && this.session.refreshToken;
+    if (token) {
+      await fetch("/oauth/revoke", {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ token, token_type_hint: "refresh_token", client_id: CLIENT_ID }),
+      }).catch(() => {});
+    }
+    await this.forget();
+  }
+
+  async forget() {
+    this.session = null;
+    await this.store.deleteMeta("session");
+    this.dispatchEvent(new Event("change"));
+  }
+
+  async fetchJSON(path) {
+    const token = await this.accessToken();
+    const response = await fetch(path, { headers: { Authorization: `Bearer ${token}` } });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    return response.json();
+  }
+}
+
+function claims(jwt) {
+  try {
+    const part = jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(atob(part));
+  } catch {
+    return {};
+  }
+}

@@ -1,0 +1,469 @@
+// The sync engine (PROTOCOL.md): hello, pull to the end, resend in-flight changes, push dirty
+// notes with at most one change in flight per note, apply broadcasts, reconnect with backoff.
+
+import { applyDelta, makeDelta, rebase, uuid } from "./text.js";
+import { isPending, newRecord, normalizeFields } from "./db.js";
+
+const TEXT_FIELDS = ["title", "body"];
+const CLIENT = "noted-web/0.1.0";
+const PAGE = 500;
+
+export class SyncEngine extends EventTarget {
+  constructor({ store, auth, debounceMs = 300, requestTimeoutMs = 15000 }) {
+    super();
+    this.store = store;
+    this.auth = auth;
+    this.debounceMs = debounceMs;
+    this.requestTimeoutMs = requestTimeoutMs;
+    this.ws = null;
+    this.state = "offline"; // offline | connecting | syncing | online
+    this.ready = false; // welcomed and caught up: may push
+    this.attempt = 0;
+    this.pushTimer = null;
+    this.reconnectTimer = null;
+    this.pending = new Map(); // rid -> { kind, ids, sentAt }
+    this.rid = 0;
+    this.stopped = true;
+    this.limits = { maxChangesPerPush: 100 };
+    this.staleRevs = new Map(); // id -> newest rev seen in a broadcast we could not apply
+    window.addEventListener("online", () => this.kick());
+    window.addEventListener("offline", () => this.drop("browser offline"));
+    this.watchdog = setInterval(() => this.checkTimeouts(), 1000);
+  }
+
+  emit(type, detail = {}) {
+    this.dispatchEvent(new CustomEvent(type, { detail }));
+  }
+
+  setState(state) {
+    if (this.state !== state) {
+      this.state = state;
+      this.emit("state", { state });
+    }
+  }
+
+  start() {
+    this.stopped = false;
+    this.connect();
+  }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.reconnectTimer);
+    if (this.ws) this.ws.close(1000);
+    this.ws = null;
+    this.setState("offline");
+  }
+
+  /** Try to connect now (after a network change or a local edit while offline). */
+  kick() {
+    if (this.stopped) return;
+    if (!this.ws) {
+      clearTimeout(this.reconnectTimer);
+      this.connect();
+    }
+  }
+
+  async connect() {
+    if (this.stopped || this.ws) return;
+    const token = await this.auth.accessToken().catch(() => null);
+    if (!token) {
+      this.setState("offline");
+      this.scheduleReconnect();
+      return;
+    }
+    this.setState("connecting");
+    const url = new URL("/v1/sync", location.href);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    let ws;
+    try {
+      ws = new WebSocket(url);
+    } catch {
+      this.scheduleReconnect();
+      return;
+    }
+    this.ws = ws;
+    this.ready = false;
+    this.pending.clear();
+    ws.onopen = async () => {
+      const device = await this.deviceId();
+      this.send({ type: "hello", protocol: 1, token, device, client: CLIENT });
+    };
+    ws.onmessage = (event) => this.onMessage(event.data).catch((e) => this.emit("error", { message: String(e) }));
+    ws.onclose = (event) => {
+      if (this.ws === ws) {
+        this.ws = null;
+        this.ready = false;
+        this.setState("offline");
+        if (event.code === 4001) this.auth.invalidateAccessToken();
+        this.scheduleReconnect();
+      }
+    };
+    ws.onerror = () => {};
+  }
+
+  drop(reason) {
+    if (this.ws) {
+      const ws = this.ws;
+      this.ws = null;
+      this.ready = false;
+      try { ws.close(4000, reason.slice(0, 100)); } catch {}
+      this.setState("offline");
+      this.scheduleReconnect();
+    }
+  }
+
+  scheduleReconnect() {
+    if (this.stopped) return;
+    clearTimeout(this.reconnectTimer);
+    const base = Math.min(30000, 500 * 2 ** Math.min(this.attempt, 6));
+    const delay = base / 2 + Math.random() * base / 2;
+    this.attempt++;
+    this.reconnectTimer = setTimeout(() => this.connect(), navigator.onLine === false ? Math.max(delay, 2000) : delay);
+  }
+
+  async deviceId() {
+    let id = await this.store.getMeta("device");
+    if (!id) {
+      id = uuid();
+      await this.store.setMeta("device", id);
+    }
+    return id;
+  }
+
+  send(message) {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return false;
+    this.ws.send(JSON.stringify(message));
+    return true;
+  }
+
+  request(message, kind, ids = []) {
+    const rid = String(++this.rid);
+    this.pending.set(rid, { kind, ids, sentAt: Date.now() });
+    if (!this.send({ ...message, rid })) this.pending.delete(rid);
+    return rid;
+  }
+
+  checkTimeouts() {
+    const now = Date.now();
+    for (const entry of this.pending.values()) {
+      if (now - entry.sentAt > this.requestTimeoutMs) {
+        this.drop("request timed out");
+        return;
+      }
+    }
+    this.auth.refreshSoon?.().then((token) => {
+      if (token && this.ws && this.ready) this.send({ type: "reauth", token });
+    }).catch(() => {});
+  }
+
+  async onMessage(data) {
+    let message;
+    try {
+      message = JSON.parse(data);
+    } catch {
+      return;
+    }
+    const entry = message.rid !== undefined ? this.pending.get(String(message.rid)) : undefined;
+    switch (message.type) {
+      case "welcome":
+        this.attempt = 0;
+        if (message.limits) this.limits = message.limits;
+        if (!this.ready) {
+          this.setState("syncing");
+          await this.pull();
+        }
+        break;
+      case "changes":
+        if (message.rid !== undefined) this.pending.delete(String(message.rid));
+        await this.onChanges(message);
+        break;
+      case "ack":
+      case "reject":
+        await this.onResult(message);
+        if (entry) {
+          entry.ids = entry.ids.filter((id) => id !== message.id);
+          if (entry.ids.length === 0) this.pending.delete(String(message.rid));
+        }
+        this.schedulePush(0);
+        break;
+      case "change":
+        await this.onBroadcast(message);
+        break;
+      case "error":
+        if (message.rid !== undefined) this.pending.delete(String(message.rid));
+        this.emit("error", { message: message.message || message.code });
+        if (message.code === "token_expired" || message.code === "unauthenticated") this.auth.invalidateAccessToken();
+        break;
+    }
+  }
+
+  async pull() {
+    this.resetIds = null;
+    const cursor = (await this.store.getMeta("cursor")) || 0;
+    this.request({ type: "pull", since: cursor, limit: PAGE }, "pull");
+  }
+
+  async onChanges(message) {
+    if (message.reset && !this.resetIds) this.resetIds = new Set();
+    const apply = [];
+    for (const record of message.records || []) {
+      if (this.resetIds) this.resetIds.add(record.id);
+      apply.push([record.id, (current) => mergeServerRecord(current, record)]);
+    }
+    await this.store.storePage(apply, message.cursor);
+    this.emit("records", { ids: (message.records || []).map((r) => r.id), remote: true });
+    if (message.more) {
+      this.request({ type: "pull", since: message.cursor, limit: PAGE }, "pull");
+      return;
+    }
+    if (this.resetIds) {
+      const keep = this.resetIds;
+      this.resetIds = null;
+      for (const record of await this.store.all()) {
+        if (!keep.has(record.id) && record.shadow && !isPending(record)) {
+          await this.store.update(record.id, () => null);
+        }
+      }
+      this.emit("records", { remote: true });
+    }
+    this.ready = true;
+    this.staleRevs.clear();
+    await this.resendInflight();
+    this.schedulePush(0);
+  }
+
+  async resendInflight() {
+    const inflight = (await this.store.all()).filter((r) => r.inflight);
+    for (let i = 0; i < inflight.length; i += this.limits.maxChangesPerPush || 100) {
+      const batch = inflight.slice(i, i + (this.limits.maxChangesPerPush || 100));
+      this.request({ type: "push", changes: batch.map((r) => r.inflight.change) }, "push", batch.map((r) => r.id));
+    }
+  }
+
+  /** Push soon: after the debounce for typing, at once for other edits. */
+  schedulePush(delay = this.debounceMs) {
+    clearTimeout(this.pushTimer);
+    this.pushTimer = setTimeout(() => this.pushDirty().catch((e) => this.emit("error", { message: String(e) })), delay);
+    if (!this.ws) this.kick();
+  }
+
+  async pushDirty() {
+    if (!this.ready || !this.ws) return;
+    const max = this.limits.maxChangesPerPush || 100;
+    const ready = (await this.store.all()).filter((r) => r.dirty && !r.inflight).slice(0, max);
+    if (ready.length === 0) {
+      this.setState(this.pending.size ? "syncing" : "online");
+      this.emit("pending");
+      return;
+    }
+    this.setState("syncing");
+    const changes = [];
+    for (const record of ready) {
+      // The change and its ccid are stored before the first send.
+      const stored = await this.store.update(record.id, (current) => {
+        if (!current || !current.dirty || current.inflight) return undefined;
+        const change = buildChange(current);
+        if (!change) return { ...current, dirty: false };
+        return { ...current, dirty: false, inflight: { ccid: change.ccid, baseRev: change.baseRev, change, sent: current.local } };
+      });
+      if (stored && stored.inflight) changes.push(stored);
+    }
+    if (changes.length) {
+      this.request({ type: "push", changes: changes.map((r) => r.inflight.change) }, "push", changes.map((r) => r.id));
+    }
+    this.emit("pending");
+  }
+
+  async onResult(message) {
+    let newId = null;
+    await this.store.update(message.id, (current) => {
+      if (!current || !current.inflight || current.inflight.ccid !== message.ccid) return undefined;
+      const sent = current.inflight.sent;
+      if (message.type === "ack") {
+        if (current.inflight.change.op === "delete") return null;
+        let serverFields;
+        if (message.fields) serverFields = normalizeFields(message.fields);
+        else serverFields = sent ? normalizeFields(sent) : current.local;
+        const local = rebaseFields(sent, current.local, serverFields);
+        const dirty = !sameFields(local, serverFields);
+        return { ...current, shadow: { fields: serverFields, rev: message.rev }, local, inflight: null, dirty, updatedAt: new Date().toISOString() };
+      }
+      // Rejects (PROTOCOL.md section 5).
+      const currentRecord = message.current;
+      switch (message.code) {
+        case "gone":
+        case "not_found":
+          // Keep the local text as a new note.
+          newId = uuid();
+          return null;
+        case "base_unavailable":
+        case "already_exists":
+        case "invalid_version":
+        case "invalid_delta": {
+          let shadow = current.shadow;
+          if (currentRecord && !currentRecord.deleted) {
+            shadow = { fields: normalizeFields(currentRecord.fields), rev: currentRecord.rev };
+          }
+          const local = shadow ? rebaseFields(current.shadow ? current.shadow.fields : sent, current.local, shadow.fields) : current.local;
+          // Resend with set ops against the current revision.
+          return { ...current, shadow, local, inflight: null, dirty: true, forceSet: true };
+        }
+        case "rate_limited":
+          return { ...current, inflight: null, dirty: true };
+        default:
+          this.emit("error", { message: `Note "${current.local.title || "untitled"}" was refused: ${message.message || message.code}` });
+          return { ...current, inflight: null, dirty: false, refused: message.code };
+      }
+    });
+    if (newId) {
+      const old = await this.store.get(message.id);
+      const source = old ? old.local : null;
+      await this.store.update(message.id, () => null);
+      if (source) await this.store.update(newId, () => newRecord(newId, source));
+      this.emit("records", { ids: [message.id, newId], remote: false });
+    } else {
+      this.emit("records", { ids: [message.id], remote: false });
+    }
+    const stale = this.staleRevs.get(message.id);
+    this.staleRevs.delete(message.id);
+    const needsPull = message.type === "reject" && ["already_exists", "invalid_version"].includes(message.code) && !message.current;
+    if (needsPull || (message.type === "ack" && stale !== undefined && stale > message.rev)) {
+      await this.pull();
+    }
+  }
+
+  async onBroadcast(message) {
+    if (!this.ready) return; // the pull in progress will bring it
+    let needPull = false;
+    await this.store.update(message.id, (current) => {
+      if (current && current.shadow && message.rev <= current.shadow.rev) return undefined; // old news
+      if (current && current.inflight) {
+        // Our own change is unanswered: its ack (merged) brings the new state.
+        this.staleRevs.set(message.id, message.rev);
+        return undefined;
+      }
+      if (message.op === "delete") {
+        if (current && isPending(current)) return { ...current, shadow: null, dirty: true };
+        return null;
+      }
+      const base = current && current.shadow ? current.shadow.fields : null;
+      const baseRev = current && current.shadow ? current.shadow.rev : 0;
+      if (baseRev !== message.prevRev) {
+        needPull = true;
+        return undefined;
+      }
+      let fields;
+      try {
+        fields = applyOps(base || normalizeFields({}), message.fields || {});
+      } catch {
+        needPull = true;
+        return undefined;
+      }
+      if (!current) {
+        return { ...newRecord(message.id, fields), shadow: { fields, rev: message.rev }, dirty: false, updatedAt: message.updatedAt };
+      }
+      const local = current.dirty ? rebaseFields(base, current.local, fields) : fields;
+      return { ...current, shadow: { fields, rev: message.rev }, local, dirty: !sameFields(local, fields), updatedAt: message.updatedAt || current.updatedAt };
+    });
+    if (needPull) await this.pull();
+    else this.emit("records", { ids: [message.id], remote: true });
+  }
+}
+
+/** What the store keeps after the server sent `record` (a pulled record, latest state). */
+function mergeServerRecord(current, record) {
+  if (current && current.shadow && record.rev <= current.shadow.rev) return undefined;
+  if (record.deleted) {
+    if (current && isPending(current) && !current.inflight) return { ...current, shadow: null, dirty: true };
+    return current && current.inflight ? undefined : null;
+  }
+  const fields = normalizeFields(record.fields);
+  if (!current) {
+    return { ...newRecord(record.id, fields, record.createdAt), shadow: { fields, rev: record.rev }, dirty: false, updatedAt: record.updatedAt };
+  }
+  if (current.inflight) return undefined; // the ack will bring the merged state
+  const base = current.shadow ? current.shadow.fields : null;
+  const local = current.dirty && base ? rebaseFields(base, current.local, fields) : current.dirty ? current.local : fields;
+  return { ...current, shadow: { fields, rev: record.rev }, local, dirty: !sameFields(local, fields), updatedAt: record.updatedAt };
+}
+
+/** The change that brings the server from the shadow to the local state, or null. */
+function buildChange(record) {
+  const shadow = record.shadow;
+  const local = record.local;
+  const change = { ccid: uuid(), collection: "notes", id: record.id, baseRev: shadow ? shadow.rev : 0 };
+  if (record.purged) {
+    if (!shadow) return null;
+    return { ...change, op: "delete" };
+  }
+  const fields = {};
+  const base = shadow ? shadow.fields : null;
+  for (const name of TEXT_FIELDS) {
+    if (!base) {
+      if (local[name] !== "") fields[name] = { set: local[name] };
+    } else if (local[name] !== base[name]) {
+      const delta = makeDelta(base[name], local[name]);
+      fields[name] = record.forceSet || delta.length > local[name].length + 8 ? { set: local[name] } : { delta };
+    }
+  }
+  if (!base || !sameSet(local.tags, base.tags)) {
+    if (base && !record.forceSet) {
+      const add = local.tags.filter((t) => !base.tags.includes(t));
+      const remove = base.tags.filter((t) => !local.tags.includes(t));
+      fields.tags = { add, remove };
+    } else if (local.tags.length || base) {
+      fields.tags = { set: local.tags };
+    }
+  }
+  for (const name of ["folder", "pinned", "trashed"]) {
+    if (!base ? local[name] !== normalizeFields({})[name] : local[name] !== base[name]) fields[name] = { set: local[name] };
+  }
+  if (base && Object.keys(fields).length === 0) return null;
+  return { ...change, op: "upsert", fields };
+}
+
+/** Applies a broadcast's ops to the fields at prevRev. */
+function applyOps(base, ops) {
+  const fields = { ...base, tags: [...base.tags] };
+  for (const [name, op] of Object.entries(ops)) {
+    if (TEXT_FIELDS.includes(name)) {
+      if ("set" in op) fields[name] = String(op.set);
+      else if ("delta" in op) fields[name] = applyDelta(base[name], op.delta);
+    } else if (name === "tags") {
+      if ("set" in op) fields.tags = [...new Set(op.set)];
+      else {
+        const tags = new Set(fields.tags);
+        for (const t of op.add || []) tags.add(t);
+        for (const t of op.remove || []) tags.delete(t);
+        fields.tags = [...tags];
+      }
+    } else if ("set" in op) {
+      fields[name] = op.set;
+    }
+  }
+  return normalizeFields(fields);
+}
+
+/** The local edits made since `base`, rebased onto the server's `theirs`. */
+function rebaseFields(base, mine, theirs) {
+  if (!base) return mine;
+  const out = { ...theirs };
+  for (const name of TEXT_FIELDS) out[name] = rebase(base[name], mine[name], theirs[name]);
+  const added = mine.tags.filter((t) => !base.tags.includes(t));
+  const removed = base.tags.filter((t) => !mine.tags.includes(t));
+  out.tags = [...new Set([...theirs.tags.filter((t) => !removed.includes(t)), ...added])];
+  for (const name of ["folder", "pinned", "trashed"]) {
+    if (mine[name] !== base[name]) out[name] = mine[name];
+  }
+  return out;
+}
+
+function sameSet(a, b) {
+  return a.length === b.length && a.every((x) => b.includes(x));
+}
+
+export function sameFields(a, b) {
+  return a.title === b.title && a.body === b.body && sameSet(a.tags, b.tags) && a.folder === b.folder &&
+    a.pinned === b.pinned && a.trashed === b.trashed;
+}
