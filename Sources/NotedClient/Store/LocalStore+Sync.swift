@@ -72,7 +72,11 @@ extension LocalStore {
     /// change is in flight (the answer to that change decides how local edits move).
     func absorb(_ db: Database, record: NotedCore.Record, effect: inout StoreEffect) throws {
         guard var row = try RecordRow.filter(RecordRow.Columns.id == record.id).fetchOne(db) else {
-            guard !record.deleted else { return }
+            guard !record.deleted else {
+                try bury(db, record.id)
+                return
+            }
+            guard try !isBuried(db, record.id) else { return }
             var row = RecordRow(id: record.id, collection: record.collection, local: math.schema.completed(record.fields), now: record.updatedAt)
             row.shadowFields = row.localFields
             row.rev = record.rev
@@ -136,6 +140,7 @@ extension LocalStore {
     /// kept as a new note.
     private func removeOrFork(_ db: Database, row: RecordRow, effect: inout StoreEffect) throws {
         try row.delete(db)
+        try bury(db, row.id)
         let local = math.schema.completed(row.localFields)
         let base = math.schema.completed(row.shadowFields)
         if row.localDeleted || (local == base && !row.dirty) {
@@ -149,6 +154,14 @@ extension LocalStore {
         effect.removed.append(row.id)
         effect.forked.append((row.id, newID))
         effect.changed.append(newID)
+    }
+
+    private func bury(_ db: Database, _ id: String) throws {
+        try db.execute(sql: "INSERT OR IGNORE INTO tombstone(id) VALUES (?)", arguments: [id])
+    }
+
+    private func isBuried(_ db: Database, _ id: String) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM tombstone WHERE id = ?)", arguments: [id]) ?? false
     }
 
     /// The changes to push: first every in-flight change not in `sent` (resent unchanged),
@@ -219,6 +232,7 @@ extension LocalStore {
             let wasDelete = (try? JSONValue.parse(row.inflightBody ?? ""))?["op"]?.stringValue == "delete"
             if wasDelete {
                 try row.delete(db)
+                try bury(db, id)
                 effect.removed.append(id)
                 return effect
             }
@@ -327,6 +341,7 @@ extension LocalStore {
         return try await writer.write { db in
             var effect = StoreEffect()
             let row = try RecordRow.filter(RecordRow.Columns.id == id).fetchOne(db)
+            if row == nil, try isBuried(db, id) { return (true, effect) }
             let heldRev = row.map { max($0.rev, $0.stashRev ?? 0) } ?? 0
             if rev <= heldRev { return (true, effect) }
             guard heldRev == prevRev else { return (false, effect) }
