@@ -43,13 +43,15 @@ public struct GlobalOptions: ParsableArguments {
 
     /// Opens the client over this home: syncing when a server and credentials are known and
     /// `--offline` is not given.
-    func openClient(sync: Bool = true) async throws -> NotedClient {
+    /// With `requireSync`, a server that is not the one signed in to is an error; otherwise
+    /// the command just works locally.
+    func openClient(requireSync: Bool = false) async throws -> NotedClient {
         let home = resolvedHome
         try home.create()
         let credentials = offline ? nil : try home.credentials()
         let server = offline ? nil : try serverURL()
         let usable = credentials.flatMap { creds in server.map { $0.absoluteString.trimmingSuffix("/") == creds.server.trimmingSuffix("/") } } ?? false
-        if let credentials, let server, !usable {
+        if requireSync, let credentials, let server, !usable {
             throw CLIError("signed in to \(credentials.server), not \(server.absoluteString): run `noted login` for that server, or use --offline")
         }
         do {

@@ -312,4 +312,16 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         await #expect(throws: NotedClientError.self) { try await store.update(note.id) { $0.body += "?" } }
         #expect(try await store.note(note.id)?.body == "ten chars!")
     }
+
+    @Test func aPurgedNoteIsNotBroughtBackByALateBroadcastOrPage() async throws {
+        let (store, id) = try await syncedStore(NoteFields(title: "gone soon"))
+        try await store.purge(id)
+        let (changes, _) = try await store.outbox(excluding: [], limit: 10)
+        _ = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 2, "status": "applied"])
+        let late: JSONValue = ["type": "change", "collection": "notes", "id": .string(id), "rev": 1, "prevRev": 0, "op": "upsert",
+                               "fields": ["title": ["set": "gone soon"]], "updatedAt": "2026-01-01T00:00:00.000Z"]
+        #expect(try await store.applyBroadcast(late, limits: Limits()).applied)
+        _ = try await store.storePage(records: [server(id, rev: 1, NoteFields(title: "gone soon"))], cursor: 9)
+        #expect(try await store.note(id) == nil)
+    }
 }

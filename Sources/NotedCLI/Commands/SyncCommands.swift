@@ -10,7 +10,7 @@ struct Sync: AsyncParsableCommand {
 
     func execute() async throws {
         guard !options.offline else { throw CLIError("cannot sync with --offline") }
-        let client = try await options.openClient()
+        let client = try await options.openClient(requireSync: true)
         guard client.server != nil else { throw CLIError("no server configured: give --server URL and run `noted login`") }
         guard client.tokens != nil else { throw CLIError("not signed in: run `noted login`") }
         let progress = isatty(STDERR_FILENO) == 1 && !options.json ? Task { await showProgress(client) } : nil
@@ -34,7 +34,7 @@ struct Watch: AsyncParsableCommand {
 
     func execute() async throws {
         guard !options.offline else { throw CLIError("cannot watch with --offline") }
-        let client = try await options.openClient()
+        let client = try await options.openClient(requireSync: true)
         guard client.tokens != nil else { throw CLIError("not signed in: run `noted login`") }
         let events = await client.events()
         await client.startSync()

@@ -72,7 +72,11 @@ extension LocalStore {
     /// change is in flight (the answer to that change decides how local edits move).
     func absorb(_ db: Database, record: NotedCore.Record, effect: inout StoreEffect) throws {
         guard var row = try RecordRow.filter(RecordRow.Columns.id == record.id).fetchOne(db) else {
-            guard !record.deleted else { return }
+            guard !record.deleted else {
+                try bury(db, record.id)
+                return
+            }
+            guard try !isBuried(db, record.id) else { return }
             var row = RecordRow(id: record.id, collection: record.collection, local: math.schema.completed(record.fields), now: record.updatedAt)
             row.shadowFields = row.localFields
             row.rev = record.rev
@@ -100,23 +104,43 @@ extension LocalStore {
         effect.changed.append(row.id)
     }
 
-    /// Moves a record without an in-flight change to a newer server state.
-    private func move(_ db: Database, row: inout RecordRow, to fields: [String: JSONValue], rev: Int64, updatedAt: Date, base: [String: JSONValue]) throws {
+    /// Moves a record without an in-flight change to a newer server state, rebasing local
+    /// edits made against `base` onto it.
+    ///
+    /// When a text hunk of the local edits cannot be placed on the new state (`requireClean`),
+    /// nothing moves and false is returned: the edits then go to the server as a delta against
+    /// the older revision, where the server merges them and keeps a conflict revision if it
+    /// cannot place them either, so no edit is dropped without trace.
+    @discardableResult
+    private func move(_ db: Database, row: inout RecordRow, to fields: [String: JSONValue], rev: Int64, updatedAt: Date,
+                      base: [String: JSONValue], requireClean: Bool = true) throws -> Bool {
         let server = math.schema.completed(fields)
         let local = math.schema.completed(row.localFields)
         let hasEdits = local != math.schema.completed(base)
-        row.localFields = hasEdits ? math.rebase(local: local, base: base, onto: server) : server
+        if hasEdits {
+            let (rebased, clean) = math.rebaseReportingConflicts(local: local, base: base, onto: server)
+            if !clean && requireClean {
+                row.dirty = true
+                try row.update(db)
+                return false
+            }
+            row.localFields = rebased
+        } else {
+            row.localFields = server
+        }
         row.shadowFields = server
         row.rev = rev
         row.dirty = row.localDeleted || math.schema.completed(row.localFields) != server
         if !hasEdits { row.updatedAt = updatedAt }
         try row.update(db)
+        return true
     }
 
     /// A record purged on the server: gone locally, unless it holds unsynced text, which is
     /// kept as a new note.
     private func removeOrFork(_ db: Database, row: RecordRow, effect: inout StoreEffect) throws {
         try row.delete(db)
+        try bury(db, row.id)
         let local = math.schema.completed(row.localFields)
         let base = math.schema.completed(row.shadowFields)
         if row.localDeleted || (local == base && !row.dirty) {
@@ -130,6 +154,14 @@ extension LocalStore {
         effect.removed.append(row.id)
         effect.forked.append((row.id, newID))
         effect.changed.append(newID)
+    }
+
+    private func bury(_ db: Database, _ id: String) throws {
+        try db.execute(sql: "INSERT OR IGNORE INTO tombstone(id) VALUES (?)", arguments: [id])
+    }
+
+    private func isBuried(_ db: Database, _ id: String) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM tombstone WHERE id = ?)", arguments: [id]) ?? false
     }
 
     /// The changes to push: first every in-flight change not in `sent` (resent unchanged),
@@ -200,24 +232,22 @@ extension LocalStore {
             let wasDelete = (try? JSONValue.parse(row.inflightBody ?? ""))?["op"]?.stringValue == "delete"
             if wasDelete {
                 try row.delete(db)
+                try bury(db, id)
                 effect.removed.append(id)
                 return effect
             }
             let sent = row.inflightSent.flatMap(RecordRow.decode) ?? row.localFields
-            var target = message["fields"]?.objectValue ?? sent
-            var targetRev = rev
-            var updatedAt = Date()
+            let acknowledged = message["fields"]?.objectValue ?? sent
+            var stash: (fields: [String: JSONValue], rev: Int64, updatedAt: Date)?
             if let stashRev = row.stashRev, stashRev > rev {
-                guard let stash = row.stash.flatMap(RecordRow.decode) else {
+                guard let fields = row.stash.flatMap(RecordRow.decode) else {
                     // Purged after our change: nothing newer than the purge.
                     row.clearInflight()
                     row.clearStash()
                     try removeOrFork(db, row: row, effect: &effect)
                     return effect
                 }
-                target = stash
-                targetRev = stashRev
-                updatedAt = row.stashUpdatedAt ?? updatedAt
+                stash = (fields, stashRev, row.stashUpdatedAt ?? Date())
             }
             row.clearInflight()
             row.clearStash()
@@ -228,7 +258,21 @@ extension LocalStore {
             }
             let local = math.schema.completed(row.localFields)
             let editedSince = local != math.schema.completed(sent)
-            try move(db, row: &row, to: target, rev: targetRev, updatedAt: editedSince ? row.updatedAt : updatedAt, base: sent)
+            // The newest state seen, if the edits made since the send fit onto it; else the
+            // acknowledged state, which holds our change exactly as we sent it (or as merged).
+            if let stash, try move(db, row: &row, to: stash.fields, rev: stash.rev, updatedAt: editedSince ? row.updatedAt : stash.updatedAt, base: sent) {
+                effect.changed.append(id)
+                return effect
+            }
+            if try !move(db, row: &row, to: acknowledged, rev: rev, updatedAt: editedSince ? row.updatedAt : Date(), base: sent) {
+                // Not even the acknowledged state takes them (a merged ack moved that text):
+                // keep the user's text and say so; the next push merges it on the server.
+                try move(db, row: &row, to: acknowledged, rev: rev, updatedAt: row.updatedAt, base: sent, requireClean: false)
+                row.localFields = local
+                row.dirty = true
+                row.conflicts = "body"
+                try row.update(db)
+            }
             effect.changed.append(id)
             return effect
         }
@@ -297,6 +341,7 @@ extension LocalStore {
         return try await writer.write { db in
             var effect = StoreEffect()
             let row = try RecordRow.filter(RecordRow.Columns.id == id).fetchOne(db)
+            if row == nil, try isBuried(db, id) { return (true, effect) }
             let heldRev = row.map { max($0.rev, $0.stashRev ?? 0) } ?? 0
             if rev <= heldRev { return (true, effect) }
             guard heldRev == prevRev else { return (false, effect) }

@@ -93,6 +93,12 @@ public struct LocalStore: Sendable {
                 t.add(column: "conflicts", .text)
             }
         }
+        migrator.registerMigration("v3: tombstones") { db in
+            // Ids purged for good (here or elsewhere): a late broadcast or page never brings them back.
+            try db.create(table: "tombstone") { t in
+                t.primaryKey("id", .text)
+            }
+        }
         return migrator
     }
 
@@ -132,7 +138,7 @@ public struct LocalStore: Sendable {
     /// Removes every record and setting: used when another user signs in with this home.
     public func eraseAll() async throws {
         try await writer.write { db in
-            try db.execute(sql: "DELETE FROM record; DELETE FROM meta WHERE key <> 'device'")
+            try db.execute(sql: "DELETE FROM record; DELETE FROM tombstone; DELETE FROM meta WHERE key <> 'device'")
         }
     }
 }

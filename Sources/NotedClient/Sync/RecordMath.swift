@@ -28,7 +28,7 @@ public struct RecordMath: Sendable {
                 if textAsSet {
                     result[name] = ["set": .string(newText)]
                 } else {
-                    result[name] = ["delta": .string(dmp.toDelta(dmp.diff(old.stringValue ?? "", newText)))]
+                    result[name] = ["delta": .string(dmp.toDelta(editDiffs(old.stringValue ?? "", newText)))]
                 }
             case .set:
                 let oldValues = strings(old)
@@ -55,6 +55,12 @@ public struct RecordMath: Sendable {
     /// user added or removed, applied to `onto`'s set; scalars: the user's value when they
     /// changed it, else the server's. The user's text is never replaced by a stale copy.
     public func rebase(local: [String: JSONValue], base: [String: JSONValue], onto: [String: JSONValue]) -> [String: JSONValue] {
+        rebaseReportingConflicts(local: local, base: base, onto: onto).fields
+    }
+
+    /// ``rebase(local:base:onto:)``, also saying whether every text hunk found its place.
+    public func rebaseReportingConflicts(local: [String: JSONValue], base: [String: JSONValue], onto: [String: JSONValue]) -> (fields: [String: JSONValue], clean: Bool) {
+        var clean = true
         let local = schema.completed(local)
         let base = schema.completed(base)
         var result = schema.completed(onto)
@@ -65,11 +71,13 @@ public struct RecordMath: Sendable {
                 let mineText = mine.stringValue ?? ""
                 let oldText = old.stringValue ?? ""
                 let theirsText = theirs.stringValue ?? ""
-                if theirsText == oldText {
+                if theirsText == oldText || theirsText == mineText {
                     result[name] = mine
                 } else {
-                    let patches = dmp.patchMake(oldText, mineText)
-                    result[name] = .string(dmp.patchApply(patches, to: theirsText).text)
+                    let patches = dmp.patchMake(oldText, editDiffs(oldText, mineText))
+                    let applied = dmp.patchApply(patches, to: theirsText)
+                    if applied.results.contains(false) { clean = false }
+                    result[name] = .string(applied.text)
                 }
             case .set:
                 let oldSet = Set(strings(old))
@@ -86,7 +94,7 @@ public struct RecordMath: Sendable {
                 result[name] = mine
             }
         }
-        return result
+        return (result, clean)
     }
 
     /// Applies the ops of a `change` broadcast to the state at its `prevRev`.
@@ -104,6 +112,21 @@ public struct RecordMath: Sendable {
     public func applyExactly(ops: [String: JSONValue], to shadow: [String: JSONValue]) -> [String: JSONValue] {
         (try? apply(ops: ops, to: shadow, limits: Limits(maxMessageBytes: .max, maxChangesPerPush: .max, maxTextLength: .max, maxTags: .max, maxTagLength: .max)))
             ?? schema.completed(shadow)
+    }
+
+    /// The edit from `old` to `new` as the server and the rebase should see it: a diff without
+    /// stray one-letter matches, its boundaries moved to word edges.
+    ///
+    /// Raw character diffs anchor on letters two unrelated words share, and a fuzzy patch of
+    /// them can land twice or garble text; the full semantic cleanup (what `patchMake(_:_:)`
+    /// does) folds a short text into one delete-and-insert, which garbles the text someone
+    /// else changed meanwhile. The efficiency cleanup drops only the stray matches, and the
+    /// lossless one aligns what is left with words.
+    func editDiffs(_ old: String, _ new: String) -> [Diff] {
+        var diffs = dmp.diff(old, new)
+        dmp.cleanupEfficiency(&diffs)
+        dmp.cleanupSemanticLossless(&diffs)
+        return diffs
     }
 
     private func strings(_ value: JSONValue) -> [String] {
