@@ -104,6 +104,7 @@ let package = Package(
                 "NotedClient",
                 "NotedCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .executableTarget(

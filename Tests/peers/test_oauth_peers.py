@@ -146,3 +146,45 @@ def test_jwt_attack_matrix_gets_401(server):
     for name, token in attacks.items():
         r = requests.get(base + "/v1/changes?since=0", headers={"Authorization": "Bearer " + token})
         assert r.status_code == 401, f"{name}: {r.status_code} {r.text}"
+
+
+NOTED = os.environ.get("NOTED_BIN", ".build/debug/noted")
+
+
+def test_noted_login_in_a_browser_with_a_loopback_redirect(server):
+    """`noted login` without a password: the sign-in page driven by plain HTTP form posts."""
+    base = server["base"]
+    username, password = register(base)
+    home = tempfile.mkdtemp(prefix="noted-cli-oauth-")
+    proc = subprocess.Popen([NOTED, "--home", home, "--server", base, "login", "--timeout", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert "browser" in proc.stdout.readline()
+        url = proc.stdout.readline().strip()
+        assert url.startswith(base + "/oauth/authorize?")
+        query = urllib.parse.parse_qs(urllib.parse.urlparse(url).query)
+        assert query["client_id"] == ["noted-cli"] and query["code_challenge_method"] == ["S256"]
+        browser = requests.Session()
+        page = browser.get(url)
+        parser = HiddenFields()
+        parser.feed(page.text)
+        posted = browser.post(base + "/oauth/authorize", data=dict(parser.fields, username=username, password=password), allow_redirects=False)
+        assert posted.status_code == 303
+        location = posted.headers["Location"]
+        assert location.startswith("http://127.0.0.1:") and "/callback?code=" in location
+        landed = requests.get(location)  # the browser follows the redirect to the CLI's loopback listener
+        assert landed.status_code == 200 and "Signed in" in landed.text
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        assert "signed in" in out
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    whoami = subprocess.run([NOTED, "--home", home, "whoami"], capture_output=True, text=True, timeout=30)
+    assert whoami.returncode == 0, whoami.stderr
+    made = subprocess.run([NOTED, "--home", home, "new", "--title", "via OAuth", "--body", "x"], capture_output=True, text=True, timeout=30)
+    assert made.returncode == 0, made.stderr
+    synced = subprocess.run([NOTED, "--home", home, "sync"], capture_output=True, text=True, timeout=60)
+    assert synced.returncode == 0, synced.stderr
+    logout = subprocess.run([NOTED, "--home", home, "logout"], capture_output=True, text=True, timeout=30)
+    assert logout.returncode == 0, logout.stderr

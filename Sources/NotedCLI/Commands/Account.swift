@@ -23,17 +23,26 @@ struct Register: AsyncParsableCommand {
 }
 
 struct Login: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Sign in to the server.")
+    static let configuration = CommandConfiguration(
+        abstract: "Sign in to the server.",
+        discussion: "With --username and --password-stdin, signs in directly. With neither, signs in in a browser: prints the address of the server's sign-in page and waits for the browser to come back to a loopback address (OAuth authorization code with PKCE).")
     @OptionGroup var options: GlobalOptions
-    @Option(help: "The username.") var username: String
+    @Option(help: "The username.") var username: String?
     @Flag(name: .customLong("password-stdin"), help: "Read the password from standard input.") var passwordStdin = false
+    @Option(help: "Seconds to wait for the browser sign-in.") var timeout: Int = 300
 
     func execute() async throws {
+        guard let server = try options.serverURL() else { throw CLIError("no server: give --server URL or set NOTED_SERVER") }
+        guard let username else {
+            guard !passwordStdin else { throw ValidationError("--password-stdin needs --username") }
+            guard (1...3600).contains(timeout) else { throw ValidationError("--timeout is 1 to 3600 seconds") }
+            try await browserSignIn(options: options, server: server, timeout: .seconds(timeout))
+            return
+        }
         guard passwordStdin else {
-            throw ValidationError("give the password on standard input with --password-stdin (browser sign-in is not available yet)")
+            throw ValidationError("give the password on standard input with --password-stdin, or neither --username nor a password to sign in in a browser")
         }
         try validateUsername(username)
-        guard let server = try options.serverURL() else { throw CLIError("no server: give --server URL or set NOTED_SERVER") }
         let password = try readPassword()
         try await signIn(options: options, server: server, username: username, password: password)
         print("signed in as \(username)")
@@ -57,7 +66,14 @@ func signIn(options: GlobalOptions, server: URL, username: String, password: Str
     let device = try await store.deviceID()
     let api = NotedAPI(server: server)
     let tokens = try await cli { try await api.signIn(username: username, password: password, device: device) }
-    let userID = Credentials.subject(ofJWT: tokens.accessToken) ?? username
+    try await remember(tokens, options: options, server: server, username: username, store: store)
+}
+
+/// Remembers the server and the tokens of a sign-in.
+func remember(_ tokens: TokenResponse, options: GlobalOptions, server: URL, username: String?, store: LocalStore) async throws {
+    let home = options.resolvedHome
+    let userID = Credentials.subject(ofJWT: tokens.accessToken) ?? username ?? ""
+    let username = username ?? userID
     let serverText = server.absoluteString.trimmingSuffix("/")
     let previous = try await store.meta("account")
     let account = serverText + " " + userID

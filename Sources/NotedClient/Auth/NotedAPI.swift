@@ -46,6 +46,17 @@ public struct NotedAPI: Sendable {
         return try tokens(response)
     }
 
+    /// `POST /oauth/token` with an authorization code and its PKCE verifier.
+    public func exchange(code: String, redirectURI: String, verifier: String, clientID: String) async throws -> TokenResponse {
+        func encode(_ text: String) -> String {
+            text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        }
+        let form = "grant_type=authorization_code&code=\(encode(code))&redirect_uri=\(encode(redirectURI))"
+            + "&client_id=\(encode(clientID))&code_verifier=\(encode(verifier))"
+        let response = try await send("POST", "/oauth/token", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Data(form.utf8))
+        return try tokens(response)
+    }
+
     /// `POST /oauth/revoke` (best effort: older servers do not have it).
     public func revoke(refreshToken: String) async {
         let form = "token=" + (refreshToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") + "&token_type_hint=refresh_token"
