@@ -78,7 +78,9 @@ export function rebase(base, mine, theirs) {
   if (theirs === base || theirs === mine) return mine;
   const m = hunk(base, mine);
   const t = hunk(base, theirs);
-  if (m.end <= t.start && !(m.end === t.start && m.start === m.end && t.start === t.end)) {
+  // Two insertions at the same place: the server's text goes first, then the local one.
+  const bothInsertHere = m.start === m.end && t.start === t.end && m.start === t.start;
+  if (m.end <= t.start && !bothInsertHere) {
     // Mine comes first.
     return base.slice(0, m.start) + mine.slice(m.start, m.toEnd) + base.slice(m.end, t.start) +
       theirs.slice(t.start, t.toEnd) + base.slice(t.end);

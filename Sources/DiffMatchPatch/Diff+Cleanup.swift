@@ -327,7 +327,7 @@ extension DiffMatchPatch {
                 // <ins>A</ins><del>B</del>XY<ins>C</ins><del>D</del>
                 // <ins>A</ins>X<ins>C</ins><del>D</del>
                 // <ins>A</ins><del>B</del>X<ins>C</ins>
-                // <ins>A</del>X<ins>C</ins><del>D</del>
+                // <del>A</del>X<ins>C</ins><del>D</del>
                 // <ins>A</ins><del>B</del>X<del>C</del>
                 let sides = (preIns ? 1 : 0) + (preDel ? 1 : 0) + (postIns ? 1 : 0) + (postDel ? 1 : 0)
                 if let equality = lastEquality, !equality.isEmpty,

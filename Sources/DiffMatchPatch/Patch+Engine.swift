@@ -4,7 +4,7 @@ extension DiffMatchPatch {
     /// a margin on both sides; never starts or ends the context inside a surrogate pair.
     func patchAddContext(_ patch: inout UPatch, _ text: Units) {
         if text.isEmpty { return }
-                        func clampedSub(_ from: Int, _ to: Int) -> Units {
+        func clampedSub(_ from: Int, _ to: Int) -> Units {
             let a = max(0, min(from, text.count))
             let b = max(0, min(to, text.count))
             return text.sub(min(a, b), max(a, b))
@@ -48,13 +48,12 @@ extension DiffMatchPatch {
     /// Patches that turn `text1` into the text `diffs` lead to.
     func patchMake(_ text1: [UInt16], _ diffs: [UDiff]) -> [UPatch] {
         if diffs.isEmpty { return [] }
-                var patches: [UPatch] = []
+        var patches: [UPatch] = []
         var patch = UPatch()
         var charCount1 = 0
         var charCount2 = 0
-        // The text before this hunk, with all earlier hunks applied: the reference rebuilds it
-        // for every diff; it is the result text up to charCount2 followed by the source text
-        // from `sourceOffset`, so it is built only when a hunk is closed.
+        // The text before this hunk, with all earlier hunks applied (the reference's rolling
+        // context): postpatchText follows every diff, prepatchText catches up at each hunk.
         var prepatchText = text1
         var postpatchText = text1
         for (x, diff) in diffs.enumerated() {
@@ -153,7 +152,7 @@ extension DiffMatchPatch {
     /// leave it and its edits keep pairs whole anyway.
     func patchSplitMax(_ patches: inout [UPatch], keepingPairs: Bool = true) {
         let patchSize = maxBits
-                var x = 0
+        var x = 0
         while x < patches.count {
             if patches[x].length1 <= patchSize {
                 x += 1
@@ -271,7 +270,7 @@ extension DiffMatchPatch {
 
     private func patchApply(_ patchesIn: [UPatch], _ textIn: [UInt16], keepingPairs: Bool) -> (text: [UInt16], results: [Bool]) {
         if patchesIn.isEmpty { return (textIn, []) }
-                var patches = patchesIn
+        var patches = patchesIn
         let nullPadding = patchAddPadding(&patches)
         var text = nullPadding + textIn + nullPadding
         patchSplitMax(&patches, keepingPairs: false)

@@ -96,7 +96,7 @@ enum Surrogates {
                 out.append(UDiff(.equal, text))
             }
         }
-        for (index, segment) in segments.enumerated() {
+        for segment in segments {
             switch segment {
             case .equal(let text):
                 appendEqual(text[...])
@@ -129,7 +129,6 @@ enum Surrogates {
                 if suffix > 0 {
                     appendEqual(group.delete[(group.delete.count - suffix)...])
                 }
-                _ = index
             }
         }
         return out

@@ -145,5 +145,4 @@ enum OAuthError: Error {
     case invalidRequest(String)
     case invalidClient
     case invalidGrant(String)
-    case unsupportedGrantType
 }

@@ -120,7 +120,6 @@ extension APIError {
         case .invalidClient:
             self.init(.unauthorized, "invalid_client", "unknown client_id")
         case .invalidGrant(let message): self.init(.badRequest, "invalid_grant", message)
-        case .unsupportedGrantType: self.init(.badRequest, "unsupported_grant_type", "unsupported grant_type")
         }
         oauth = true
     }
