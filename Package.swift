@@ -123,6 +123,15 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "SimulationTests",
+            dependencies: [
+                "NotedClient",
+                "NotedCore",
+                "NotedServer",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
             name: "NotedCLITests",
             dependencies: [
                 "NotedCLI",

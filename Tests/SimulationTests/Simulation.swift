@@ -1,0 +1,273 @@
+import Foundation
+import Logging
+@testable import NotedClient
+import NotedCore
+@testable import NotedServer
+import Testing
+
+/// A virtual instant: the simulation's clock only moves when a step says so.
+struct SimInstant: InstantProtocol {
+    var offset: Duration
+    func advanced(by duration: Duration) -> SimInstant { SimInstant(offset: offset + duration) }
+    func duration(to other: SimInstant) -> Duration { other.offset - offset }
+    static func < (a: SimInstant, b: SimInstant) -> Bool { a.offset < b.offset }
+}
+
+/// The simulation's seeded generator (SplitMix64).
+struct SimRandom {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(max(n, 1))) }
+    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
+    /// A lower-case UUID string drawn from the generator (ids must be UUIDs on the wire).
+    mutating func uuid() -> String {
+        let hex = String(format: "%016llx%016llx", next(), next())
+        let c = Array(hex)
+        return "\(String(c[0..<8]))-\(String(c[8..<12]))-4\(String(c[13..<16]))-a\(String(c[17..<20]))-\(String(c[20..<32]))"
+    }
+}
+
+struct SimFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// One simulated connection: messages each way, in order, lost when the connection drops.
+final class SimLink {
+    let id: Int
+    let session = UUID()
+    var up: [JSONValue] = []
+    var down: [JSONValue] = []
+    var userID: String?
+    var device: String?
+    var dropNextAck = false
+    let stream: AsyncStream<Outgoing>
+    let continuation: AsyncStream<Outgoing>.Continuation
+    var iterator: AsyncStream<Outgoing>.Iterator
+    init(id: Int) {
+        self.id = id
+        (stream, continuation) = AsyncStream.makeStream(of: Outgoing.self)
+        iterator = stream.makeAsyncIterator()
+    }
+}
+
+/// A real client: its GRDB store on disk and the real sync state machine.
+final class SimClient {
+    let name: String
+    let user: Int
+    let path: String
+    let seed: UInt64
+    var store: LocalStore
+    var machine: SyncStateMachine<SimInstant>
+    var link: SimLink?
+    var online = true
+    var resetIDs: Set<String>?
+    var lastRev: [String: Int64] = [:]
+    var lastCursor: Int64 = 0
+    var device: String
+
+    init(name: String, user: Int, path: String, seed: UInt64) throws {
+        self.name = name
+        self.user = user
+        self.path = path
+        self.seed = seed
+        var random = SimRandom(state: seed)
+        device = random.uuid()
+        store = try LocalStore.open(path: path)
+        machine = SyncStateMachine(configuration: SimClient.configuration, seed: seed)
+    }
+
+    static var configuration: SyncStateMachine<SimInstant>.Configuration {
+        var c = SyncStateMachine<SimInstant>.Configuration()
+        c.debounce = .milliseconds(100)
+        c.pullLimit = 7
+        return c
+    }
+}
+
+/// The whole world of one run: the real server core over a real SQLite file, real clients.
+final class World {
+    var random: SimRandom
+    let directory: String
+    let serverPath: String
+    var sync: SyncService
+    var serverUp = true
+    var now = SimInstant(offset: .zero)
+    var clients: [SimClient] = []
+    var users: [String] = []
+    var nextLink = 1
+    var nextMarker = 1
+    var trace: [String] = []
+    /// Markers inserted, by user, and those a local edit removed.
+    var inserted: [Int: Set<Int>] = [:]
+    var removed: Set<Int> = []
+    /// Records whose text a purge or trash may have taken away (trash keeps text; purge removes).
+    var purged: Set<String> = []
+    var markerRecord: [Int: String] = [:]
+    var serverSeq: [String: Int64] = [:]
+    let logger = Logger(label: "sim")
+
+    init(seed: UInt64) async throws {
+        random = SimRandom(state: seed)
+        let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
+        directory = base + "/noted-sim-\(seed)-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        serverPath = directory + "/server.sqlite"
+        sync = try await World.openServer(path: serverPath)
+        let userCount = 2 + random.below(2)
+        for u in 0..<userCount {
+            let id = "user-\(u)"
+            _ = try await sync.store.createUser(UserAccount(id: id, username: id, usernameKey: id, passwordHash: "x"), now: Date(timeIntervalSince1970: 0))
+            users.append(id)
+            for c in 0..<(2 + random.below(4)) {
+                let name = "u\(u)c\(c)"
+                clients.append(try SimClient(name: name, user: u, path: directory + "/\(name).sqlite", seed: random.next()))
+            }
+        }
+    }
+
+    static func openServer(path: String) async throws -> SyncService {
+        let limits = Limits()
+        let store = try SQLiteStore(path: path, limits: limits, revisionsKept: 5)
+        try await store.migrate()
+        return SyncService(store: store, parser: ChangeParser(schemas: .v1, limits: limits), hub: SessionHub(), metrics: ServerMetrics())
+    }
+
+    func cleanUp() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    // MARK: Client side: the actions SyncEngine performs, on the virtual clock
+
+    func perform(_ client: SimClient, _ actions: [SyncStateMachine<SimInstant>.Action]) async throws {
+        for action in actions { try await perform(client, action) }
+    }
+
+    func perform(_ client: SimClient, _ action: SyncStateMachine<SimInstant>.Action) async throws {
+        switch action {
+        case .connect(let id):
+            guard client.online, serverUp else {
+                try await perform(client, client.machine.connectionLost(id: id, now: now))
+                return
+            }
+            let link = SimLink(id: id)
+            sync.hub.track(session: link.session, continuation: link.continuation)
+            client.link = link
+            let cursor = try await client.store.cursor()
+            try await perform(client, client.machine.connected(id: id, token: "token-\(users[client.user])", device: client.device, cursor: cursor, now: now))
+        case .send(let message):
+            client.link?.up.append(message)
+        case .close:
+            if let link = client.link {
+                sync.hub.leave(session: link.session)
+                client.link = nil
+            }
+        case .storePage(let message):
+            guard let cursor = message["cursor"]?.intValue else { throw SimFailure(description: "page without cursor") }
+            let records = (message["records"]?.arrayValue ?? []).compactMap(LocalStore.record(from:))
+            let more = message["more"]?.boolValue ?? false
+            if message["reset"]?.boolValue == true {
+                client.resetIDs = (client.resetIDs ?? []).union(records.map(\.id))
+            }
+            _ = try await client.store.storePage(records: records, cursor: cursor)
+            if !more, let ids = client.resetIDs {
+                client.resetIDs = nil
+                _ = try await client.store.dropAbsent(keeping: ids)
+            }
+            try await perform(client, client.machine.pageStored(more: more, cursor: cursor, now: now))
+        case .applyAnswer(let message):
+            let effect = message["type"]?.stringValue == "ack" ? try await client.store.applyAck(message) : try await client.store.applyReject(message)
+            try await perform(client, client.machine.answerApplied(needsPull: effect.needsPull, retryLater: effect.retryLater, now: now))
+        case .applyBroadcast(let message):
+            let (applied, _) = try await client.store.applyBroadcast(message, limits: client.machine.limits)
+            try await perform(client, client.machine.broadcastApplied(applied, now: now))
+        case .composePush(let excluding, let limit):
+            let (changes, _) = try await client.store.outbox(excluding: excluding, limit: limit)
+            try await perform(client, client.machine.composed(changes, now: now))
+        case .refuse(let change, let reason):
+            let reject: JSONValue = ["type": "reject", "ccid": .string(change.ccid), "collection": "notes",
+                                     "id": .string(change.recordID), "code": "too_large", "message": .string(reason)]
+            _ = try await client.store.applyReject(reject)
+        case .refreshToken:
+            try await perform(client, client.machine.tokenRefreshed("token-\(users[client.user])", now: now))
+        case .status, .error:
+            break
+        }
+    }
+
+    func dropConnection(_ client: SimClient) async throws {
+        guard let link = client.link else { return }
+        sync.hub.leave(session: link.session)
+        client.link = nil
+        try await perform(client, client.machine.connectionLost(id: link.id, now: now))
+    }
+
+    // MARK: Server side: the real push and pull of SyncService
+
+    /// Handles one client message on the server, the way SyncSession does after parsing.
+    func serve(_ value: JSONValue, on link: SimLink) async throws {
+        let rid = ClientMessage.requestID(of: value)
+        let parsed = try ClientMessage.parse(value)
+        func send(_ reply: JSONValue) { link.down.append(reply) }
+        switch parsed {
+        case .hello, .reauth:
+            let token: String?
+            switch parsed {
+            case .hello(_, let value, let device, _):
+                token = value
+                link.device = device
+            case .reauth(let value): token = value
+            default: token = nil
+            }
+            guard let token, token.hasPrefix("token-") else { return }
+            let userID = String(token.dropFirst("token-".count))
+            if link.userID == nil {
+                link.userID = userID
+                sync.hub.join(user: userID, session: link.session, continuation: link.continuation)
+            }
+            let seq = try await sync.store.latestSeq(userID: userID)
+            var object: [String: JSONValue] = [
+                "type": "welcome", "protocol": 1, "user": .string(userID), "seq": .int(seq),
+                "expiresAt": .string(Timestamp.format(Date().addingTimeInterval(3600))), "limits": sync.limits.json,
+            ]
+            object["rid"] = rid?.json
+            send(.object(object))
+        case .pull(let since, let limit):
+            guard let userID = link.userID else { return }
+            send(try await sync.pull(userID: userID, since: since, limit: limit, rid: rid))
+        case .push(let changes):
+            guard let userID = link.userID else { return }
+            let replies = try await sync.push(changes: changes, userID: userID, device: link.device, session: link.session, rid: rid, logger: logger)
+            for reply in replies {
+                if link.dropNextAck, reply["type"] == "ack" {
+                    link.dropNextAck = false
+                    continue
+                }
+                send(reply)
+            }
+            try await collectBroadcasts()
+        }
+    }
+
+    /// Moves what the hub published into each link's downstream queue.
+    func collectBroadcasts() async throws {
+        for client in clients {
+            guard let link = client.link else { continue }
+            link.continuation.yield(.close(code: 0, reason: "sentinel"))
+            while let item = await link.iterator.next() {
+                if case .close(0, "sentinel") = item { break }
+                if case .message(let message) = item {
+                    if message["type"] == "change", let userID = link.userID, userID != users[client.user] {
+                        throw SimFailure(description: "a change of another user reached \(client.name)")
+                    }
+                    link.down.append(message)
+                }
+            }
+        }
+    }
+}

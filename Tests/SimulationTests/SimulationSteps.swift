@@ -1,0 +1,208 @@
+import Foundation
+@testable import NotedClient
+import NotedCore
+@testable import NotedServer
+
+extension World {
+    /// One random step; its description goes to the trace.
+    func step() async throws {
+        let client = clients[random.below(clients.count)]
+        let roll = random.below(100)
+        switch roll {
+        case 0..<30:
+            try await localEdit(client)
+        case 30..<62:
+            try await deliver(client)
+        case 62..<66:
+            trace.append("drop connection \(client.name)")
+            try await dropConnection(client)
+        case 66..<70:
+            trace.append("drop next ack \(client.name)")
+            client.link?.dropNextAck = true
+        case 70..<73:
+            // A resend: the last push this client sent goes up again.
+            if let link = client.link, let push = link.up.last(where: { $0["type"] == "push" }) {
+                trace.append("duplicate push \(client.name)")
+                link.up.append(push)
+            }
+        case 73..<77:
+            // A delayed broadcast: the oldest downstream message moves to the back.
+            if let link = client.link, let index = link.down.firstIndex(where: { $0["type"] == "change" }), link.down.count > 1 {
+                trace.append("delay broadcast \(client.name)")
+                link.down.append(link.down.remove(at: index))
+            }
+        case 77..<81:
+            client.online.toggle()
+            trace.append("\(client.online ? "online" : "offline") \(client.name)")
+            if !client.online { try await dropConnection(client) }
+        case 81..<83:
+            trace.append("crash client \(client.name)")
+            try await crash(client)
+        case 83..<84:
+            trace.append("crash server")
+            try await crashServer()
+        case 84..<86:
+            trace.append("token expiry \(client.name)")
+            // The server closes the session with token_expired; the client refreshes and reconnects.
+            if let link = client.link {
+                link.down.append(["type": "error", "code": "token_expired", "message": "the access token expired"])
+            }
+        default:
+            trace.append("tick +\(roll - 85)00ms")
+            try await advance(by: .milliseconds(100 * (roll - 85)))
+        }
+    }
+
+    func advance(by duration: Duration) async throws {
+        now = now.advanced(by: duration)
+        if !serverUp {
+            serverUp = true
+        }
+        for client in clients {
+            try await perform(client, client.machine.tick(now: now))
+        }
+    }
+
+    /// Delivers the next message of one link, upstream or downstream.
+    func deliver(_ client: SimClient) async throws {
+        guard let link = client.link else {
+            try await perform(client, client.machine.tick(now: now))
+            return
+        }
+        if !link.up.isEmpty, link.down.isEmpty || random.chance(50) {
+            let message = link.up.removeFirst()
+            trace.append("deliver up \(client.name) \(message["type"]?.stringValue ?? "")")
+            try await serve(message, on: link)
+        } else if !link.down.isEmpty {
+            let message = link.down.removeFirst()
+            trace.append("deliver down \(client.name) \(message["type"]?.stringValue ?? "")")
+            if message["type"] == "error" {
+                try await perform(client, client.machine.received(message, now: now))
+                if message["code"] == "token_expired" { try await dropConnection(client) }
+                return
+            }
+            if message["type"] == "welcome", let limits = message["limits"] {
+                try await client.store.setMeta("limits", limits.jsonString)
+            }
+            try await perform(client, client.machine.received(message, now: now))
+            try await checkMonotonic(client)
+        }
+    }
+
+    /// A client process dies: the in-memory state machine and connection are gone; the database stays.
+    func crash(_ client: SimClient) async throws {
+        if let link = client.link { sync.hub.leave(session: link.session) }
+        client.link = nil
+        client.resetIDs = nil
+        client.store = try LocalStore.open(path: client.path)
+        client.machine = SyncStateMachine(configuration: SimClient.configuration, seed: random.next())
+        try await perform(client, client.machine.start())
+    }
+
+    /// The server process dies: every session and in-flight message is lost; the SQLite file is reopened.
+    func crashServer() async throws {
+        let links = clients.compactMap { client in client.link.map { (client, $0) } }
+        for (client, link) in links {
+            client.link = nil
+            try await perform(client, client.machine.connectionLost(id: link.id, now: now))
+        }
+        await sync.store.shutdown()
+        sync = try await World.openServer(path: serverPath)
+        serverUp = false
+    }
+
+    // MARK: Local edits with markers
+
+    func marker() -> String {
+        defer { nextMarker += 1 }
+        return "[\(nextMarker)]"
+    }
+
+    func localEdit(_ client: SimClient) async throws {
+        let notes = try await client.store.list() + client.store.list(NoteFilter(trashed: true))
+        let kind = notes.isEmpty ? 0 : random.below(10)
+        var target = notes.isEmpty ? "" : ""
+        func record(_ text: String) {
+            for match in text.matches(of: /\[(\d+)\]/) {
+                inserted[client.user, default: []].insert(Int(match.1)!)
+                markerRecord[Int(match.1)!] = target
+            }
+        }
+        switch kind {
+        case 0:
+            let title = marker(), body = marker()
+            target = random.uuid()
+            record(title + body)
+            let note = try await client.store.create(NoteFields(title: title, body: body), id: target)
+            trace.append("create \(client.name) \(note.id) \(title) \(body)")
+        default:
+            let note = notes[random.below(notes.count)]
+            let id = note.id
+            target = id
+            switch kind {
+            case 1, 2, 3:
+                let text = marker()
+                record(text)
+                let inTitle = random.chance(30)
+                let at = random.below(100)
+                trace.append("insert \(client.name) \(id) \(inTitle ? "title" : "body") \(text)")
+                try await client.store.update(id) { fields in
+                    var words = (inTitle ? fields.title : fields.body).split(separator: " ").map(String.init)
+                    words.insert(text, at: at % (words.count + 1))
+                    if inTitle { fields.title = words.joined(separator: " ") } else { fields.body = words.joined(separator: " ") }
+                }
+            case 4, 5:
+                let inTitle = random.chance(30)
+                let words = (inTitle ? note.title : note.body).split(separator: " ").map(String.init)
+                guard !words.isEmpty else { return }
+                let replacement = random.chance(50) ? marker() : nil
+                if let replacement { record(replacement) }
+                let victim = words[random.below(words.count)]
+                for match in victim.matches(of: /\[(\d+)\]/) { removed.insert(Int(match.1)!) }
+                trace.append("\(replacement == nil ? "delete" : "replace") \(client.name) \(id) \(victim)\(replacement.map { " -> \($0)" } ?? "")")
+                try await client.store.update(id) { fields in
+                    var words = (inTitle ? fields.title : fields.body).split(separator: " ").map(String.init)
+                    if let index = words.firstIndex(of: victim) {
+                        if let replacement { words[index] = replacement } else { words.remove(at: index) }
+                    }
+                    if inTitle { fields.title = words.joined(separator: " ") } else { fields.body = words.joined(separator: " ") }
+                }
+            case 6:
+                let tag = "t\(random.below(4))"
+                trace.append("tag \(client.name) \(id) \(tag)")
+                try await client.store.update(id) { fields in
+                    if let index = fields.tags.firstIndex(of: tag) { fields.tags.remove(at: index) } else { fields.tags.append(tag) }
+                }
+            case 7:
+                trace.append("pin \(client.name) \(id)")
+                try await client.store.update(id) { $0.pinned.toggle() }
+            case 8:
+                trace.append("\(note.trashed ? "restore" : "trash") \(client.name) \(id)")
+                try await client.store.update(id) { $0.trashed.toggle() }
+            default:
+                guard random.chance(30) else { return }
+                trace.append("purge \(client.name) \(id)")
+                purged.insert(id)
+                try await client.store.purge(id)
+            }
+        }
+        try await perform(client, client.machine.localEdit(now: now))
+    }
+
+    // MARK: Checks
+
+    /// Records' rev and the client's cursor never go backwards.
+    func checkMonotonic(_ client: SimClient) async throws {
+        let cursor = try await client.store.cursor()
+        guard cursor >= client.lastCursor else {
+            throw SimFailure(description: "\(client.name): cursor went back from \(client.lastCursor) to \(cursor)")
+        }
+        client.lastCursor = cursor
+        for note in try await client.store.list() + client.store.list(NoteFilter(trashed: true)) {
+            if let last = client.lastRev[note.id], note.rev < last {
+                throw SimFailure(description: "\(client.name): \(note.id) went back from rev \(last) to \(note.rev)")
+            }
+            client.lastRev[note.id] = note.rev
+        }
+    }
+}
