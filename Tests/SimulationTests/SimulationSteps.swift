@@ -26,10 +26,12 @@ extension World {
                 link.up.append(push)
             }
         case 73..<77:
-            // A delayed broadcast: the oldest downstream message moves to the back.
-            if let link = client.link, let index = link.down.firstIndex(where: { $0["type"] == "change" }), link.down.count > 1 {
+            // A delayed broadcast: one connection keeps its pending downstream messages (in order, as
+            // on one WebSocket) while other clients go ahead; time moves on.
+            if client.link?.down.isEmpty == false {
                 trace.append("delay broadcast \(client.name)")
-                link.down.append(link.down.remove(at: index))
+                let other = clients[random.below(clients.count)]
+                if other !== client { try await deliver(other) }
             }
         case 77..<81:
             client.online.toggle()
