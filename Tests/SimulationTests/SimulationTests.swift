@@ -53,7 +53,7 @@ extension World {
                 for note in notes {
                     local[note.id] = NoteFields(title: note.title, body: note.body, tags: note.tags, folder: note.folder, pinned: note.pinned, trashed: note.trashed)
                 }
-                for id in Set(local.keys).union(server.keys) where local[id] != server[id] {
+                for id in Set(local.keys).union(server.keys).sorted() where local[id] != server[id] {
                     throw SimFailure(description: "\(client.name) differs from the server on \(id): \(String(describing: local[id])) vs \(String(describing: server[id]))")
                 }
                 guard try await client.store.isOutboxEmpty() else { throw SimFailure(description: "\(client.name): outbox not drained") }
@@ -77,7 +77,7 @@ extension World {
                     }
                 }
             }
-            if let (marker, count) = counts.first(where: { $0.value > 1 }) {
+            if let (marker, count) = counts.filter({ $0.value > 1 }).min(by: { $0.key < $1.key }) {
                 throw SimFailure(description: "marker [\(marker)] appears \(count) times for \(userID)")
             }
             // Conflict revisions hold text a merge could not place.
@@ -88,7 +88,7 @@ extension World {
                     for match in (fields.title + " " + fields.body).matches(of: markerPattern) { inConflicts.insert(Int(match.1)!) }
                 }
             }
-            for marker in inserted[u, default: []] where counts[marker] == nil && !removed.contains(marker) && !inConflicts.contains(marker) {
+            for marker in inserted[u, default: []].sorted() where counts[marker] == nil && !removed.contains(marker) && !inConflicts.contains(marker) {
                 guard let id = markerRecord[marker], purged.contains(id) || !live.contains(where: { $0.id == id }) else {
                     throw SimFailure(description: "marker [\(marker)] of \(userID) (\(markerRecord[marker] ?? "?")) was lost")
                 }
@@ -135,19 +135,22 @@ struct SimulationTests {
         let runs = environment["NOTED_SIM_RUNS"].flatMap(Int.init) ?? 200
         let started = ContinuousClock.now
         var failures = 0
+        var failedSeeds: [UInt64] = []
         for seed in first..<(first + UInt64(runs)) {
             if let (failure, trace) = await Simulation.run(seed: seed) {
                 failures += 1
+                failedSeeds.append(seed)
+                Issue.record("seed \(seed): \(failure)")
+                // The first three failures print their trace; later ones only their seed.
+                guard failures <= 3 else { continue }
                 print("SIMULATION FAILED: NOTED_SIM_SEED=\(seed) NOTED_SIM_RUNS=1: \(failure)")
-                print("last steps of the trace (\(trace.count) in all):")
+                print("trace (\(trace.count) steps; lines naming NOTED_SIM_FOCUS marked *, then the last 40):")
                 let focus = environment["NOTED_SIM_FOCUS"]
                 for line in trace where focus.map({ line.contains($0) }) ?? false { print("  * " + line) }
                 for line in trace.suffix(40) { print("  " + line) }
-                Issue.record("seed \(seed): \(failure)")
-                if failures >= 3 { break }
             }
         }
-        print("simulation: \(runs) runs from seed \(first), \(failures) failed, \(ContinuousClock.now - started)")
+        print("simulation: \(runs) runs from seed \(first), \(failures) failed \(failedSeeds), \(ContinuousClock.now - started)")
     }
 
     @Test("Regression seeds", arguments: regressionSeeds)
