@@ -71,7 +71,7 @@ public func buildApplication(
         services: [
             StoreService(store: store),
             SweepService(store: store, configuration: configuration, logger: logger),
-            RemoteFanout(sync: sync),
+            RemoteFanout(sync: sync, logger: logger),
         ],
         onServerRunning: { channel in
             await onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
@@ -150,36 +150,72 @@ struct SessionCloser: Service {
 
 /// Forwards changes committed on other server nodes to this node's sessions of the same user.
 ///
-/// The notification says only "user U committed seq S"; the node reads that record and sends
-/// it as a `change` whose ops `set` every field (exact for a client at `prevRev`; any other
-/// client pulls, as for every `change`).
+/// A notification says only "user U committed seq S"; the node reads that record and sends it
+/// as a `change` whose ops `set` every field (exact for a client at `prevRev`; any other client
+/// pulls, as for every `change`). Per user with sessions here, the hub keeps the highest `seq`
+/// accounted for; when listening restarts after an outage, or a notification skips ahead,
+/// every record committed since that mark is sent, so a lost notification never means a
+/// missed change (at worst a client hears of a record twice and pulls).
 struct RemoteFanout: Service {
     let sync: SyncService
+    let logger: Logger
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
-            try await sync.store.listenForRemoteCommits { user, seq in
-                await deliver(user: user, seq: seq)
+            try await sync.store.listenForCommits(onListening: { await catchUp() }) { notice in
+                await deliver(notice)
             }
         }
     }
 
-    func deliver(user: String, seq: Int64) async {
-        guard sync.hub.hasMembers(user: user) else { return }
-        guard let page = try? await sync.store.changes(userID: user, since: seq - 1, limit: 1),
-              let record = page.records.first, record.seq == seq
-        else { return }
+    func deliver(_ notice: CommitNotice) async {
+        guard let previous = sync.hub.advanceSeenSeq(user: notice.userID, to: notice.seq), previous < notice.seq else { return }
+        // The usual case: the next commit, made here, so this node's sessions already have it.
+        if notice.fromThisNode && previous == notice.seq - 1 { return }
+        await send(user: notice.userID, after: previous, upTo: notice.seq)
+    }
+
+    /// After (re)connecting: everything committed since each user's mark.
+    func catchUp() async {
+        for (user, seen) in sync.hub.seenSeqs() {
+            guard let latest = try? await sync.store.latestSeq(userID: user), latest > seen else { continue }
+            _ = sync.hub.advanceSeenSeq(user: user, to: latest)
+            logger.info("catching up after listening restarted", metadata: ["user": .string(user), "from": "\(seen)", "to": "\(latest)"])
+            await send(user: user, after: seen, upTo: latest)
+        }
+    }
+
+    /// Sends the user's records whose current `seq` lies in `(after, upTo]`; a record changed
+    /// again since then is left to the notification of that later commit.
+    private func send(user: String, after: Int64, upTo: Int64) async {
+        var since = after
+        while since < upTo {
+            let page: ChangesPage
+            do {
+                page = try await sync.store.changes(userID: user, since: since, limit: 500)
+            } catch {
+                logger.warning("could not read changes for fan-out", metadata: ["error": .string(String(describing: error))])
+                return
+            }
+            for record in page.records where record.seq <= upTo {
+                sync.hub.publish(user: user, message: Self.change(record), except: nil)
+            }
+            guard page.more, page.cursor > since else { return }
+            since = page.cursor
+        }
+    }
+
+    static func change(_ record: Record) -> JSONValue {
         var fields: [String: JSONValue] = [:]
         if !record.deleted {
             fields = record.fields.mapValues { ["set": $0] }
         }
-        let message: JSONValue = [
+        return [
             "type": "change", "collection": .string(record.collection), "id": .string(record.id),
             "rev": .int(record.rev), "prevRev": .int(record.rev - 1), "seq": .int(record.seq),
             "op": record.deleted ? "delete" : "upsert", "fields": .object(fields),
             "updatedAt": .string(Timestamp.format(record.updatedAt)),
         ]
-        sync.hub.publish(user: user, message: message, except: nil)
     }
 }
 

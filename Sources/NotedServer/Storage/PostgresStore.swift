@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NotedCore
 import PostgresNIO
 
@@ -350,23 +351,43 @@ public struct PostgresStore: NotedStore {
         }
     }
 
-    public func listenForRemoteCommits(_ handler: @escaping @Sendable (String, Int64) async -> Void) async throws {
+    public func listenForCommits(
+        onListening: @escaping @Sendable () async -> Void,
+        _ handler: @escaping @Sendable (CommitNotice) async -> Void
+    ) async throws {
         let nodeID = self.nodeID
+        let logger = self.logger
+        // Failed attempts in a row; reset once LISTEN is in effect.
+        let failures = NIOLockedValueBox(0)
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: Self.commitChannel) { notifications in
+                        // LISTEN is in effect here: what was committed before is read by the
+                        // catch-up, what is committed after arrives below.
+                        if failures.withLockedValue({ $0 }) > 0 {
+                            logger.notice("listening for other nodes' commits again")
+                        }
+                        failures.withLockedValue { $0 = 0 }
+                        await onListening()
                         for try await notification in notifications {
                             let parts = notification.payload.split(separator: " ")
-                            guard parts.count == 3, parts[0] != nodeID, let seq = Int64(parts[2]) else { continue }
-                            await handler(String(parts[1]), seq)
+                            guard parts.count == 3, let seq = Int64(parts[2]) else { continue }
+                            await handler(CommitNotice(userID: String(parts[1]), seq: seq, fromThisNode: parts[0] == nodeID))
                         }
                     }
                 }
+                // The notification stream only ends when its connection does.
+                throw PostgresStoreError.listenerEnded
             } catch {
                 if Task.isCancelled { return }
-                logger.warning("listening for other nodes' commits failed; retrying", metadata: ["error": .string(String(describing: error))])
-                try? await Task.sleep(for: .seconds(1))
+                let failed = failures.withLockedValue { $0 += 1; return $0 }
+                // 0.25 s, 0.5 s, 1 s … at most 8 s between attempts.
+                let delay = Duration.milliseconds(250 * (1 << min(failed - 1, 5)))
+                logger.warning("listening for other nodes' commits failed; retrying", metadata: [
+                    "error": .string(String(describing: error)), "retryIn": .stringConvertible(delay),
+                ])
+                try? await Task.sleep(for: delay)
             }
         }
     }
@@ -405,5 +426,15 @@ public struct PostgresStore: NotedStore {
                 fields: try FieldsCoding.decode(fields)))
         }
         return result
+    }
+}
+
+enum PostgresStoreError: Error, CustomStringConvertible {
+    case listenerEnded
+
+    var description: String {
+        switch self {
+        case .listenerEnded: "the listening connection closed"
+        }
     }
 }

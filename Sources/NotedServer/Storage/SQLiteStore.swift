@@ -303,7 +303,10 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
-    public func listenForRemoteCommits(_ handler: @escaping @Sendable (String, Int64) async -> Void) async throws {
+    public func listenForCommits(
+        onListening: @escaping @Sendable () async -> Void,
+        _ handler: @escaping @Sendable (CommitNotice) async -> Void
+    ) async throws {
         // One SQLite file belongs to one server process: there are no other nodes to hear.
         while !Task.isCancelled {
             try await Task.sleep(for: .seconds(3600))

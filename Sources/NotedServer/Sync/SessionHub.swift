@@ -14,7 +14,14 @@ final class SessionHub: Sendable {
     private struct Member {
         let continuation: AsyncStream<Outgoing>.Continuation
     }
-    private let members = NIOLockedValueBox<[String: [UUID: Member]]>([:])
+    /// A user's sessions on this node, and the highest `seq` of theirs this node has accounted
+    /// for: reported at `welcome` or heard of through a commit notification. After a lost
+    /// notification, cross-node fan-out catches up from here.
+    private struct UserSessions {
+        var sessions: [UUID: Member] = [:]
+        var seenSeq: Int64
+    }
+    private let members = NIOLockedValueBox<[String: UserSessions]>([:])
     private let all = NIOLockedValueBox<[UUID: AsyncStream<Outgoing>.Continuation]>([:])
 
     /// Tracks a connection (authenticated or not) so that shutdown can close it.
@@ -22,16 +29,22 @@ final class SessionHub: Sendable {
         all.withLockedValue { $0[session] = continuation }
     }
 
-    func join(user: String, session: UUID, continuation: AsyncStream<Outgoing>.Continuation) {
-        members.withLockedValue { $0[user, default: [:]][session] = Member(continuation: continuation) }
+    /// Adds an authenticated session; `seenSeq` is the user's `seq` its `welcome` reported.
+    func join(user: String, session: UUID, continuation: AsyncStream<Outgoing>.Continuation, seenSeq: Int64) {
+        members.withLockedValue { users in
+            if users[user] == nil {
+                users[user] = UserSessions(seenSeq: seenSeq)
+            }
+            users[user]?.sessions[session] = Member(continuation: continuation)
+        }
     }
 
     func leave(session: UUID) {
         all.withLockedValue { _ = $0.removeValue(forKey: session) }
         members.withLockedValue { users in
-            for user in users.keys where users[user]?[session] != nil {
-                users[user]?[session] = nil
-                if users[user]?.isEmpty == true { users[user] = nil }
+            for user in users.keys where users[user]?.sessions[session] != nil {
+                users[user]?.sessions[session] = nil
+                if users[user]?.sessions.isEmpty == true { users[user] = nil }
             }
         }
     }
@@ -39,7 +52,7 @@ final class SessionHub: Sendable {
     /// Sends `message` to every session of `user` except `except`.
     func publish(user: String, message: JSONValue, except: UUID?) {
         let targets = members.withLockedValue { users in
-            (users[user] ?? [:]).filter { $0.key != except }.map(\.value.continuation)
+            (users[user]?.sessions ?? [:]).filter { $0.key != except }.map(\.value.continuation)
         }
         for continuation in targets {
             continuation.yield(.message(message))
@@ -48,7 +61,22 @@ final class SessionHub: Sendable {
 
     /// Whether `user` has an authenticated session on this node.
     func hasMembers(user: String) -> Bool {
-        members.withLockedValue { $0[user]?.isEmpty == false }
+        members.withLockedValue { $0[user]?.sessions.isEmpty == false }
+    }
+
+    /// Records that `user`'s commits up to `seq` are accounted for and returns the previous
+    /// mark; nil when the user has no session here (nothing to deliver).
+    func advanceSeenSeq(user: String, to seq: Int64) -> Int64? {
+        members.withLockedValue { users in
+            guard let previous = users[user]?.seenSeq else { return nil }
+            users[user]?.seenSeq = max(previous, seq)
+            return previous
+        }
+    }
+
+    /// Every user with sessions here and their marks.
+    func seenSeqs() -> [String: Int64] {
+        members.withLockedValue { $0.mapValues(\.seenSeq) }
     }
 
     /// How many connections are open.

@@ -175,8 +175,9 @@ struct SyncSession {
             // `welcome` first: `change` messages only ever follow it. A change committed between
             // reading the seq and joining is not broadcast to us, but the client pulls after
             // welcome and finds it there.
-            try await send(welcome(verified, rid: rid))
-            sync.hub.join(user: verified.userID, session: id, continuation: continuation)
+            let (message, seq) = try await welcome(verified, rid: rid)
+            try await send(message)
+            sync.hub.join(user: verified.userID, session: id, continuation: continuation, seenSeq: seq)
             logger.info("session authenticated", metadata: ["user": .string(verified.userID)])
             return true
         }
@@ -195,7 +196,7 @@ struct SyncSession {
                 return close(.unauthenticated, "the token belongs to another user", closeCode: 4001)
             }
             shared.withLockedValue { $0.deadline = verified.expiresAt }
-            try await send(welcome(verified, rid: rid))
+            try await send(welcome(verified, rid: rid).0)
             return true
         case .pull(let since, let limit):
             try await send(sync.pull(userID: userID, since: since, limit: limit, rid: rid))
@@ -224,13 +225,14 @@ struct SyncSession {
         }
     }
 
-    private func welcome(_ token: VerifiedToken, rid: RequestID?) async throws -> JSONValue {
+    /// The `welcome` message and the user's `seq` it reports.
+    private func welcome(_ token: VerifiedToken, rid: RequestID?) async throws -> (JSONValue, Int64) {
         let seq = try await sync.store.latestSeq(userID: token.userID)
         var object: [String: JSONValue] = [
             "type": "welcome", "protocol": 1, "user": .string(token.userID), "seq": .int(seq),
             "expiresAt": .string(Timestamp.format(token.expiresAt)), "limits": configuration.limits.json,
         ]
         object["rid"] = rid?.json
-        return .object(object)
+        return (.object(object), seq)
     }
 }
