@@ -45,6 +45,9 @@ struct NotedServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("oauth-client"), help: "A third-party OAuth client, ID[:Name]=REDIRECT_URI[,REDIRECT_URI…]; repeatable [NOTED_OAUTH_CLIENTS, separated by spaces].")
     var oauthClients: [String] = []
 
+    @Option(name: .customLong("trust-issuer"), help: "Accept access tokens of an external OpenID issuer: issuer=URL,jwks=URL|discovery=URL,audience=AUD[,claim=sub][,refetch=60]; repeatable [NOTED_TRUSTED_ISSUERS, separated by spaces].")
+    var trustedIssuers: [String] = []
+
     func validate() throws {
         _ = try makeConfiguration()
     }
@@ -90,6 +93,19 @@ struct NotedServerCommand: AsyncParsableCommand {
                 throw ValidationError("--oauth-client: \(client.id) is a built-in client")
             }
             configuration.oauthClients.append(client)
+        }
+        let issuerArguments = trustedIssuers.isEmpty
+            ? (environment["NOTED_TRUSTED_ISSUERS"]?.split(separator: " ").map(String.init) ?? []) : trustedIssuers
+        for argument in issuerArguments {
+            switch TrustedIssuer.parse(argument) {
+            case .success(let trusted):
+                guard !configuration.trustedIssuers.contains(where: { $0.issuer == trusted.issuer }) else {
+                    throw ValidationError("--trust-issuer: \(trusted.issuer) is given twice")
+                }
+                configuration.trustedIssuers.append(trusted)
+            case .failure(let error):
+                throw ValidationError("--trust-issuer takes issuer=URL,jwks=URL|discovery=URL,audience=AUD[,claim=NAME][,refetch=SECONDS]: \(error)")
+            }
         }
         return configuration
     }

@@ -23,8 +23,14 @@ public func buildApplication(
 ) async throws -> some ApplicationProtocol {
     let store = try await openStore(configuration, logger: logger)
     let issuer = configuration.issuer ?? "http://\(configuration.host):\(configuration.port)"
-    let tokens = try await AccessTokens.load(
+    var tokens = try await AccessTokens.load(
         store: store, issuer: issuer, audience: configuration.audience, lifetime: configuration.accessTokenLifetime)
+    if !configuration.trustedIssuers.isEmpty {
+        guard !configuration.trustedIssuers.contains(where: { $0.issuer == issuer }) else {
+            throw TrustedIssuer.ParseError("a trusted issuer cannot be this server's own issuer \(issuer)")
+        }
+        tokens.external = ExternalIssuers(configuration.trustedIssuers, store: store, logger: logger)
+    }
     let cost = configuration.bcryptCost
     let dummyHash = try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash("not a password", cost: cost) }
     let accounts = Accounts(

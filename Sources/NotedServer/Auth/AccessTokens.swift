@@ -49,6 +49,8 @@ public struct AccessTokens: Sendable {
     public let lifetime: Duration
     /// The public keys as a JWK Set.
     public let jwks: JSONValue
+    /// Trusted external issuers, if any (`--trust-issuer`).
+    var external: ExternalIssuers?
 
     /// Loads the signing keys, generating and persisting one on first start.
     public static func load(store: any NotedStore, issuer: String, audience: String, lifetime: Duration) async throws -> AccessTokens {
@@ -95,11 +97,17 @@ public struct AccessTokens: Sendable {
 
     /// Verifies signature, `typ`, issuer, audience and expiry.
     public func verify(_ token: String, now: Date = Date()) async throws(TokenError) -> VerifiedToken {
-        guard token.utf8.count < 8192, let headerPart = token.split(separator: ".", omittingEmptySubsequences: false).first,
-              let headerData = Data(base64URLEncoded: String(headerPart)),
-              let header = try? JSONValue.parse(Array(headerData)),
-              header["typ"]?.stringValue?.lowercased() == "at+jwt"
-        else { throw TokenError(kind: .invalid, reason: "not an access token") }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard token.utf8.count < 8192, parts.count == 3, let header = Self.json(parts[0]) else {
+            throw TokenError(kind: .invalid, reason: "not a JWT")
+        }
+        // A trusted external issuer's token is checked against that issuer's keys only.
+        if let external, let payload = Self.json(parts[1]), let iss = payload["iss"]?.stringValue, iss != issuer, external.trusts(iss) {
+            return try await external.verify(token, header: header, payload: payload, now: now)
+        }
+        guard header["typ"]?.stringValue?.lowercased() == "at+jwt" else {
+            throw TokenError(kind: .invalid, reason: "not an access token")
+        }
         let claims: AccessTokenClaims
         do {
             claims = try await keys.verify(token, as: AccessTokenClaims.self)
@@ -116,6 +124,12 @@ public struct AccessTokens: Sendable {
             throw TokenError(kind: .invalid, reason: "not valid yet")
         }
         return VerifiedToken(userID: claims.sub.value, clientID: claims.clientID, expiresAt: claims.exp.value)
+    }
+
+    /// A base64url JSON part of a JWT, unverified.
+    static func json(_ part: Substring) -> JSONValue? {
+        guard let data = Data(base64URLEncoded: String(part)) else { return nil }
+        return try? JSONValue.parse(Array(data))
     }
 }
 
