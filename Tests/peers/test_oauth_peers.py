@@ -511,3 +511,34 @@ def test_a_second_noted_server_as_the_identity_provider():
             stop_server(relying)
     finally:
         stop_server(idp)
+
+
+def test_keys_rotate_on_the_real_binary():
+    data = tempfile.mkdtemp(prefix="noted-rotate-")
+    proc, base, _ = start_server("--data", data)
+    try:
+        username, password = register(base)
+        before = requests.post(base + "/v1/sessions", json={"username": username, "password": password}).json()["access_token"]
+        old_kid = json.loads(base64.urlsafe_b64decode(before.split(".")[0] + "=="))["kid"]
+        rotated = subprocess.run([BIN, "keys", "rotate", "--data", data], capture_output=True, text=True, timeout=60)
+        assert rotated.returncode == 0, rotated.stderr
+        new_kid = re.search(r"new signing key (\S+)", rotated.stdout).group(1)
+        assert new_kid != old_kid
+        # The running server still accepts the old key's token.
+        assert get_changes(base, before).status_code == 200
+    finally:
+        stop_server(proc)
+    # After a restart (a running server also rereads its keys within a minute) new tokens carry
+    # the new kid, the old token is still accepted, and the JWKS lists both keys.
+    proc, base, _ = start_server("--data", data)
+    try:
+        assert get_changes(base, before).status_code == 200
+        after = requests.post(base + "/v1/sessions", json={"username": username, "password": password}).json()["access_token"]
+        assert json.loads(base64.urlsafe_b64decode(after.split(".")[0] + "=="))["kid"] == new_kid
+        assert get_changes(base, after).status_code == 200
+        listed = {k["kid"] for k in requests.get(base + "/.well-known/jwks.json").json()["keys"]}
+        assert listed == {old_kid, new_kid}
+    finally:
+        stop_server(proc)
+    bad = subprocess.run([BIN, "keys", "rotate", "--database", "nonsense"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "--database" in bad.stderr
