@@ -386,6 +386,13 @@ def test_external_tokens_accepted_for_every_allowed_alg_and_namespaced(external,
     # Same issuer and sub: the same local user, whatever the key.
     push_note(base, tokens["ES256"], "from alice at A")
     assert "from alice at A" in titles(base, tokens["EdDSA"])
+    # The WebSocket accepts them too, and serves that user's records.
+    with ws_connect(base.replace("http://", "ws://") + "/v1/sync", open_timeout=10) as ws:
+        ws.send(json.dumps({"type": "hello", "protocol": 1, "token": tokens["RS256"], "device": str(uuid.uuid4()), "client": "pytest/1"}))
+        assert json.loads(ws.recv(timeout=20))["type"] == "welcome"
+        ws.send(json.dumps({"type": "pull", "since": 0}))
+        page = json.loads(ws.recv(timeout=20))
+        assert page["type"] == "changes" and any(r["fields"].get("title") == "from alice at A" for r in page["records"]), page
     # Same sub at issuer B: another user.
     b_kid = next(iter(b.keys))
     b_token = b.token(b_kid, b.claims(sub))
