@@ -23,8 +23,14 @@ public func buildApplication(
 ) async throws -> some ApplicationProtocol {
     let store = try await openStore(configuration, logger: logger)
     let issuer = configuration.issuer ?? "http://\(configuration.host):\(configuration.port)"
-    let tokens = try await AccessTokens.load(
+    var tokens = try await AccessTokens.load(
         store: store, issuer: issuer, audience: configuration.audience, lifetime: configuration.accessTokenLifetime)
+    if !configuration.trustedIssuers.isEmpty {
+        guard !configuration.trustedIssuers.contains(where: { $0.issuer == issuer }) else {
+            throw TrustedIssuer.ParseError("a trusted issuer cannot be this server's own issuer \(issuer)")
+        }
+        tokens.external = ExternalIssuers(configuration.trustedIssuers, store: store, logger: logger)
+    }
     let cost = configuration.bcryptCost
     let dummyHash = try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash("not a password", cost: cost) }
     let accounts = Accounts(
@@ -72,6 +78,7 @@ public func buildApplication(
             StoreService(store: store),
             SweepService(store: store, configuration: configuration, logger: logger),
             RemoteFanout(sync: sync, logger: logger),
+            KeyReloadService(tokens: tokens, store: store, logger: logger),
         ],
         onServerRunning: { channel in
             await onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
@@ -98,6 +105,42 @@ private func openStore(_ configuration: ServerConfiguration, logger: Logger) asy
         throw error
     }
     return store
+}
+
+/// `noted-server keys rotate`: adds a new signing key and drops retired ones, in the configured
+/// database. Running servers sign with the new key within `AccessTokens.reloadInterval`.
+/// - Returns: the new `kid`, the dropped ones, and every `kid` the JWKS now lists.
+public func rotateSigningKeys(_ configuration: ServerConfiguration, logger: Logger) async throws
+    -> (kid: String, dropped: [String], listed: [String]) {
+    let store = try await openStore(configuration, logger: logger)
+    do {
+        let (kid, dropped) = try await AccessTokens.rotate(store: store, lifetime: configuration.accessTokenLifetime)
+        let listed = try await store.signingKeys().map(\.kid)
+        await store.shutdown()
+        return (kid, dropped, listed)
+    } catch {
+        await store.shutdown()
+        throw error
+    }
+}
+
+/// Rereads the signing keys now and then, so that a rotation reaches every running node.
+struct KeyReloadService: Service {
+    let tokens: AccessTokens
+    let store: any NotedStore
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: AccessTokens.reloadInterval) }
+            guard !Task.isShuttingDownGracefully && !Task.isCancelled else { return }
+            do {
+                try await tokens.reload(store: store)
+            } catch {
+                logger.error("cannot reload the signing keys", metadata: ["error": .string(String(describing: error))])
+            }
+        }
+    }
 }
 
 /// Closes the store's connections when the application stops.

@@ -26,6 +26,8 @@ public protocol NotedStore: OAuthStore {
     func signingKeys() async throws -> [SigningKeyRecord]
     /// Inserts a key unless one with the same `kid` exists.
     func addSigningKey(_ key: SigningKeyRecord) async throws
+    /// Removes a retired key (no unexpired token can carry its `kid`).
+    func removeSigningKey(kid: String) async throws
 
     // MARK: Refresh tokens
 

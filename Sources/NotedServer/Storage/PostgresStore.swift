@@ -167,6 +167,10 @@ public struct PostgresStore: NotedStore {
             """, logger: logger)
     }
 
+    public func removeSigningKey(kid: String) async throws {
+        try await client.query("DELETE FROM signing_keys WHERE kid = \(kid)", logger: logger)
+    }
+
     // MARK: Refresh tokens
 
     public func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date) async throws {

@@ -155,6 +155,12 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
+    public func removeSigningKey(kid: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM signing_keys WHERE kid = ?", arguments: [kid])
+        }
+    }
+
     // MARK: Refresh tokens
 
     public func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date) async throws {
