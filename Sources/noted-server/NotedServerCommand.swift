@@ -45,6 +45,12 @@ struct NotedServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("oauth-client"), help: "A third-party OAuth client, ID[:Name]=REDIRECT_URI[,REDIRECT_URI…]; repeatable [NOTED_OAUTH_CLIENTS, separated by spaces].")
     var oauthClients: [String] = []
 
+    @Option(name: .customLong("auth-attempts-per-minute"), help: "Sign-in and registration attempts per minute, per address and per username [NOTED_AUTH_ATTEMPTS_PER_MINUTE]; default 10.")
+    var authAttemptsPerMinute: Int?
+
+    @Option(name: .customLong("max-pushes-per-second"), help: "Push messages per second and connection; more are rejected rate_limited [NOTED_MAX_PUSHES_PER_SECOND]; default 20.")
+    var maxPushesPerSecond: Int?
+
     func validate() throws {
         _ = try makeConfiguration()
     }
@@ -90,6 +96,15 @@ struct NotedServerCommand: AsyncParsableCommand {
                 throw ValidationError("--oauth-client: \(client.id) is a built-in client")
             }
             configuration.oauthClients.append(client)
+        }
+        if let text = authAttemptsPerMinute.map(String.init) ?? environment["NOTED_AUTH_ATTEMPTS_PER_MINUTE"] {
+            guard let value = Int(text), value >= 1 else { throw ValidationError("--auth-attempts-per-minute is a number >= 1") }
+            configuration.authAttemptsPerWindow = value
+            configuration.authWindow = .seconds(60)
+        }
+        if let text = maxPushesPerSecond.map(String.init) ?? environment["NOTED_MAX_PUSHES_PER_SECOND"] {
+            guard let value = Int(text), value >= 1 else { throw ValidationError("--max-pushes-per-second is a number >= 1") }
+            configuration.maxPushesPerSecond = value
         }
         return configuration
     }
