@@ -92,6 +92,20 @@ def proc_cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
+def tree_cpu_seconds(pid):
+    """CPU seconds of `pid` and its direct children (PostgreSQL: the postmaster and its backends)."""
+    total = proc_cpu_seconds(pid)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        total += proc_cpu_seconds(int(entry))
+            except (OSError, ValueError):
+                pass
+    return total
+
+
 def delta_insert(length, position, char):
     """A diff-match-patch delta inserting one ASCII character into an ASCII text."""
     parts = []
@@ -294,11 +308,12 @@ class YConn:
         except websockets.ConnectionClosed:
             pass
 
-    async def keystroke_push(self):
-        """Inserts one character and sends the update; returns (future, wire message)."""
+    async def keystroke_push(self, text="x"):
+        """Inserts one character (or `text`) at a random place and sends the update;
+        returns (future, wire message)."""
         state = self.doc.get_state()
         position = random.randint(0, len(self.text))
-        self.text.insert(position, "x")
+        self.text.insert(position, text)
         update = self.doc.get_update(state)
         message = self.pycrdt.create_update_message(update)
         future = asyncio.get_running_loop().create_future()
@@ -421,6 +436,7 @@ async def run_rate(args, conns, targets, rate, seconds, server_pid):
 
     c0 = cpu()
     s0 = proc_cpu_seconds(server_pid) if server_pid else None
+    d0 = tree_cpu_seconds(args.db_pid) if getattr(args, "db_pid", None) else None
     t0 = now()
     await asyncio.gather(*[drive(i, c, nid) for i, (c, nid) in enumerate(targets)])
     wall = seconds  # every push counted was sent within [start, end)
@@ -433,6 +449,8 @@ async def run_rate(args, conns, targets, rate, seconds, server_pid):
               "generator_cpu": round((cpu() - c0) / (now() - t0), 3), **summary_ms(latencies)}
     if s0 is not None:
         result["server_cpu"] = round((proc_cpu_seconds(server_pid) - s0) / (now() - t0), 3)
+    if d0 is not None:
+        result["database_cpu"] = round((tree_cpu_seconds(args.db_pid) - d0) / (now() - t0), 3)
     return result
 
 
@@ -502,9 +520,62 @@ async def cmd_idle(args):
     top = steps[-1]
     per = (top["rss_bytes"] - base) / top["connections"] if top["connections"] else None
     gen_rss = rss_bytes(os.getpid())
+    # What the open, silent connections cost the server's CPU (timers, pings).
+    s0, t0 = proc_cpu_seconds(args.server_pid), now()
+    await asyncio.sleep(5)
+    idle_cpu = (proc_cpu_seconds(args.server_pid) - s0) / (now() - t0)
     await asyncio.gather(*[c.close() for c in conns])
     return {"steps": steps, "bytes_per_connection": round(per) if per else None,
-            "generator_rss_bytes": gen_rss}
+            "generator_rss_bytes": gen_rss, "server_cpu_while_idle": round(idle_cpu, 3)}
+
+
+async def cmd_idle_stages(args):
+    """Where the memory of an idle connection goes: K connections per stage, each stage kept
+    open while the next is added, server RSS after each (freed memory cannot be reused and
+    blur the next stage, as nothing is closed): authenticated without compression,
+    authenticated with permessage-deflate, plain TCP (no HTTP request), WebSocket upgraded
+    but no `hello` yet (measured within the 15 s hello deadline)."""
+    import socket
+    token = load_tokens(args.tokens, 1)[0]
+    k = args.count
+    host, port = args.url.replace("http://", "").split(":")
+    warm = await NotedConn(args.url, token).open()
+    await warm.close()
+    await asyncio.sleep(1)
+    rows = []
+    last = rss_bytes(args.server_pid)
+    keep = []
+
+    def step(name):
+        nonlocal last
+        now_rss = rss_bytes(args.server_pid)
+        rows.append({"stage": name, "connections": k, "rss_delta_bytes": now_rss - last,
+                     "bytes_per_connection": round((now_rss - last) / k)})
+        last = now_rss
+
+    keep += await open_all([lambda: NotedConn(args.url, token)] * k, concurrency=100)
+    await asyncio.sleep(2)
+    step("authenticated, no compression")
+    keep += await open_all([lambda: NotedConn(args.url, token, compression="deflate")] * k, concurrency=100)
+    await asyncio.sleep(2)
+    step("authenticated, permessage-deflate")
+    sockets = []
+    for _ in range(k):
+        sock = socket.create_connection((host, int(port)))
+        sockets.append(sock)
+    await asyncio.sleep(2)
+    step("TCP connected, no request")
+    url = args.url.replace("http://", "ws://") + "/v1/sync"
+    bare = []
+    for i in range(0, k, 100):
+        bare += await asyncio.gather(*[connect(url, compression=None, ping_interval=None, open_timeout=60)
+                                       for _ in range(min(100, k - i))])
+    await asyncio.sleep(1)
+    step("WebSocket upgraded, before hello")
+    for sock in sockets:
+        sock.close()
+    await asyncio.gather(*[c.close() for c in keep], *[b.close() for b in bare], return_exceptions=True)
+    return {"stages": rows}
 
 
 class Counting:
@@ -548,6 +619,7 @@ async def cmd_bytes(args):
         # Warm-up keystroke (deflate's context takeover makes later messages smaller).
         futures, _ = await writer.push([writer.keystroke(note_id)])
         await asyncio.wait_for(asyncio.gather(got, *futures), 10)
+        warm_change = got.result()
         got = asyncio.get_running_loop().create_future()
         reader.on_change = lambda m, t: got.done() or got.set_result(m)
         wc, rc = Counting(writer.ws), Counting(reader.ws)
@@ -555,22 +627,37 @@ async def cmd_bytes(args):
         (t_ack, ack), = await asyncio.wait_for(asyncio.gather(*futures), 10)
         change_text = await asyncio.wait_for(got, 10)
         await asyncio.sleep(0.2)
+        if mode == "deflate":
+            # What the broadcast would take if the server compressed it too (it leaves frames
+            # under its minFrameSizeToCompress, 256 bytes, uncompressed): raw deflate with
+            # context takeover, primed with the warm-up change, as RFC 7692 frames it.
+            import zlib
+            z = zlib.compressobj(wbits=-15)
+            z.compress(warm_change.encode())
+            z.flush(zlib.Z_SYNC_FLUSH)
+            body = z.compress(change_text.encode()) + z.flush(zlib.Z_SYNC_FLUSH)
+            estimate = len(body) - 4 + 2
         out[mode] = {"negotiated": negotiated,
                      "push_payload_bytes": len(push_text.encode()),
                      "ack_payload_bytes": len(json.dumps(ack, separators=(",", ":")).encode()),
                      "change_payload_bytes": len(change_text.encode()),
                      "push_tcp_bytes": wc.sent, "ack_tcp_bytes": wc.received, "change_tcp_bytes": rc.received,
                      "push_example": push_text, "change_example": change_text}
+        if mode == "deflate":
+            out[mode]["change_tcp_bytes_if_compressed_estimate"] = estimate
         await writer.close()
         await reader.close()
     if args.yjs_url:
         room = f"bytes-{uuid.uuid4().hex[:8]}"
         writer = await YConn(args.yjs_url, room).open()
         reader = await YConn(args.yjs_url, room).open()
-        for _ in range(1000):
-            writer.text.insert(len(writer.text), "a")
-        # Send the 1,000 characters as one update, then measure one keystroke.
+        # The 1,000 characters typed one by one (as in a real Yjs document: one item per
+        # keystroke), then a warm-up keystroke, then the measured one.
         got = asyncio.get_running_loop().create_future()
+        reader.on_change = lambda m, t: None
+        for _ in range(1000):
+            future, _ = await writer.keystroke_push("a")
+            await asyncio.wait_for(future, 10)
         reader.on_change = lambda m, t: got.done() or got.set_result(m)
         future, _ = await writer.keystroke_push()
         await asyncio.wait_for(asyncio.gather(future, got), 10)
@@ -602,6 +689,37 @@ async def cmd_seed(args):
         created += count
     await conn.close()
     return {"notes": created, "size": args.size, "seconds": round(now() - start, 2)}
+
+
+async def cmd_pull(args):
+    """The server's side of an initial sync: every page of `pull since 0` over one connection,
+    parsed and dropped (no client storage), timed from the first pull to the last page."""
+    token = load_tokens(args.tokens, 1)[0]
+    url = args.url.replace("http://", "ws://") + "/v1/sync"
+    ws = await connect(url, compression=None, max_size=None, open_timeout=60, ping_interval=None)
+    await ws.send(json.dumps({"type": "hello", "protocol": 1, "token": token, "device": str(uuid.uuid4())}))
+    json.loads(await ws.recv())
+    since, records, pages, wire = 0, 0, 0, 0
+    page_times = []
+    start = now()
+    while pages < 10000 and now() - start < args.max_seconds:
+        t = now()
+        await ws.send(json.dumps({"type": "pull", "since": since, "limit": args.limit}))
+        text = await asyncio.wait_for(ws.recv(), 60)
+        page_times.append(now() - t)
+        wire += len(text.encode())
+        page = json.loads(text)
+        if page.get("type") != "changes":
+            raise RuntimeError(f"pull: {text[:200]}")
+        records += len(page["records"])
+        pages += 1
+        since = page["cursor"]
+        if not page["more"]:
+            break
+    seconds = now() - start
+    await ws.close()
+    return {"seconds": round(seconds, 3), "records": records, "pages": pages, "limit": args.limit,
+            "payload_bytes": wire, "page_ms": summary_ms(page_times)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -664,6 +782,7 @@ def main():
         p.add_argument("--system", choices=["noted", "yjs"], default="noted")
         p.add_argument("--tokens", default=None)
         p.add_argument("--server-pid", type=int, default=None)
+        p.add_argument("--db-pid", type=int, default=None, help="PostgreSQL's postmaster: its CPU is reported too")
         p.add_argument("--max-seconds", type=float, default=300)
         return p
 
@@ -688,17 +807,21 @@ def main():
     p.add_argument("--p99-limit-ms", type=float, default=100)
     p = common(sub.add_parser("idle"))
     p.add_argument("--steps", default="1000,5000,10000")
+    p = common(sub.add_parser("idle-stages"))
+    p.add_argument("--count", type=int, default=1000)
     p = common(sub.add_parser("bytes"))
     p.add_argument("--yjs-url", default=None)
     p = common(sub.add_parser("seed"))
     p.add_argument("--notes", type=int, default=10000)
     p.add_argument("--size", type=int, default=2048)
+    p = common(sub.add_parser("pull"))
+    p.add_argument("--limit", type=int, default=1000)
     p = sub.add_parser("yjs-server")
     p.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
 
     commands = {"setup": cmd_setup, "fanout": cmd_fanout, "sustained": cmd_sustained, "maxrate": cmd_maxrate,
-                "idle": cmd_idle, "bytes": cmd_bytes, "seed": cmd_seed, "yjs-server": cmd_yjs_server}
+                "idle": cmd_idle, "idle-stages": cmd_idle_stages, "bytes": cmd_bytes, "seed": cmd_seed, "pull": cmd_pull, "yjs-server": cmd_yjs_server}
     if args.command != "bytes" and os.environ.get("BENCH_NO_UVLOOP") is None:
         try:
             import uvloop

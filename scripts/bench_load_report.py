@@ -70,15 +70,15 @@ def main():
     lines.append("")
     # Max rate.
     lines += ["### Maximum accepted edits/s with p99 ack latency ≤ 100 ms (offered rate stepped up)", "",
-              "| system | offered/s | accepted/s | p50 ms | p99 ms | errors | server CPU | generator CPU |",
-              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+              "| system | offered/s | accepted/s | p50 ms | p99 ms | errors | server CPU | PostgreSQL CPU | generator CPU |",
+              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for key, label in systems:
         v = r.get(f"{key}-maxrate")
         if v:
             for s in v["steps"]:
                 lines.append(f"| {label} | {s['offered_per_s']} | {fmt(s['accepted_per_s'])} | {fmt(s['p50_ms'])} | "
-                             f"{fmt(s['p99_ms'])} | {s['errors']} | {fmt(s.get('server_cpu'), 2)} | {fmt(s['generator_cpu'], 2)} |")
-            lines.append(f"| **{label} maximum** | | **{fmt(v['max_accepted_per_s'])}** | | | | | |")
+                             f"{fmt(s['p99_ms'])} | {s['errors']} | {fmt(s.get('server_cpu'), 2)} | {fmt(s.get('database_cpu'), 2)} | {fmt(s['generator_cpu'], 2)} |")
+            lines.append(f"| **{label} maximum** | | **{fmt(v['max_accepted_per_s'])}** | | | | | | |")
     lines.append("")
     # Idle.
     lines += ["### Idle authenticated connections: server resident memory", "",
@@ -91,6 +91,20 @@ def main():
                 per = (s["rss_bytes"] - base) / s["connections"] if s["connections"] else None
                 lines.append(f"| {b} | {s['connections']} | {s['rss_bytes'] / 2**20:.1f} | {fmt(round(per) if per else None)} |")
     lines.append("")
+    for b in backends:
+        v = r.get(f"noted-{b}-idle")
+        if v and "server_cpu_while_idle" in v:
+            lines.append(f"Server CPU with {v['steps'][-1]['connections']} idle connections open ({b}): "
+                         f"{v['server_cpu_while_idle'] * 100:.1f} % of a core.")
+    lines.append("")
+    for b in backends:
+        v = r.get(f"noted-{b}-idle-stages")
+        if v:
+            lines += [f"Where an idle connection's memory goes ({b}; each stage added on top of the previous, none closed):", "",
+                      "| stage | connections | RSS added | bytes per connection |", "| --- | ---: | ---: | ---: |"]
+            for s in v["stages"]:
+                lines.append(f"| {s['stage']} | {s['connections']} | {s['rss_delta_bytes'] / 2**20:.1f} MiB | {s['bytes_per_connection']} |")
+            lines.append("")
     # Initial sync.
     lines += ["### Initial sync into an empty client", "",
               "| backend | notes | NotedClient s | `noted sync` s (whole process) | notes listed after |",
@@ -101,6 +115,13 @@ def main():
             c = v["noted_client"]
             lines.append(f"| {b} | {v['notes']} | {fmt(c.get('seconds'), 2)} ({c.get('notes')} notes) | "
                          f"{fmt(v['noted_cli']['seconds'], 2)} (exit {v['noted_cli']['exit']}) | {v['noted_cli']['notes']} |")
+    lines.append("")
+    for b in backends:
+        v = r.get(f"noted-{b}-pull")
+        if v:
+            lines.append(f"The server's part ({b}): every page of `pull since 0` (limit {v['limit']}) read by the Python "
+                         f"generator and dropped: {v['records']} records in {v['pages']} pages, {v['payload_bytes'] / 2**20:.1f} MiB, "
+                         f"{v['seconds']:.2f} s (page p50 {fmt(v['page_ms']['p50_ms'])} ms, max {fmt(v['page_ms']['max_ms'])} ms).")
     lines.append("")
     # Bytes.
     v = r.get("noted-sqlite-bytes")
@@ -117,6 +138,11 @@ def main():
             y = v["yjs"]
             lines.append(f"| pycrdt-websocket | none | {y['push_payload_bytes']} | {y['push_tcp_bytes']} | – | – | "
                          f"{y['change_payload_bytes']} | {y['change_tcp_bytes']} |")
+        d = v.get("deflate", {})
+        if "change_tcp_bytes_if_compressed_estimate" in d:
+            lines += ["", f"The server leaves frames under 256 bytes uncompressed (swift-websocket's `minFrameSizeToCompress` default), so "
+                      f"the broadcast goes out as is even with permessage-deflate; compressed with the negotiated context it would "
+                      f"take about {d['change_tcp_bytes_if_compressed_estimate']} bytes on TCP (computed with zlib here).", ""]
         lines += ["", "Noted push example: `" + v["none"]["push_example"] + "`",
                   "", "Noted change example: `" + v["none"]["change_example"] + "`", ""]
 
