@@ -68,6 +68,9 @@ struct SyncSession {
                     case .message(let message):
                         sync.metrics.messagesOut.increment()
                         try await outbound.write(.text(message.jsonString))
+                    case .text(let text):
+                        sync.metrics.messagesOut.increment()
+                        try await outbound.write(.text(text))
                     case .close(let code, let reason):
                         try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
                         return
