@@ -163,7 +163,7 @@ def main():
             lines.append(f"| ≥ 2,000 accepted edits/s per node on SQLite | {fmt(best)} | {verdict(best is not None and best >= 2000)} |")
         s = r.get(f"noted-{b}-sustained")
         if s:
-            lines.append(f"| sustained 100 users × 2/s: zero errors ({b}) | {s['errors']} errors, {fmt(s['accepted_per_s'])} accepted/s | {verdict(s['errors'] == 0)} |")
+            lines.append(f"| sustained {s['users']} users × {s['edits_per_user_per_s']:g}/s: zero errors ({b}) | {s['errors']} errors, {fmt(s['accepted_per_s'])} accepted/s | {verdict(s['errors'] == 0)} |")
         i = r.get(f"noted-{b}-idle")
         if i and i["bytes_per_connection"]:
             lines.append(f"| ≤ 32 KiB per idle connection ({b}) | {i['bytes_per_connection']} bytes | {verdict(i['bytes_per_connection'] <= 32768)} |")
@@ -248,7 +248,8 @@ def chart(r, systems, readers, backends, path):
             names.append(label.replace(" (", "\n(")); values.append(v["p99_ms"]); cols.append(colors[key])
     ax.bar(names, values, color=cols)
     ax.set_ylabel("p99 push → ack (pycrdt: echo), ms")
-    ax.set_title("Sustained: 100 users × 2 edits/s")
+    users = next((r[f"{k}-sustained"]["users"] for k, _ in systems if r.get(f"{k}-sustained")), "?")
+    ax.set_title(f"Sustained: {users} users × 2 edits/s")
     fig.suptitle("noted-server load benchmarks (scripts/bench-load)")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
