@@ -112,6 +112,8 @@ let package = Package(
             name: "noted",
             dependencies: ["NotedCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // scripts/bench-load times a NotedClient initial sync with it; a target, not a product.
+        .executableTarget(name: "noted-bench-sync", dependencies: ["NotedClient"]),
         .testTarget(
             name: "NotedClientTests",
             dependencies: [

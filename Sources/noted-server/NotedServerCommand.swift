@@ -100,6 +100,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("trust-issuer"), help: "Accept access tokens of an external OpenID issuer: issuer=URL,jwks=URL|discovery=URL,audience=AUD[,claim=sub][,refetch=60]; repeatable [NOTED_TRUSTED_ISSUERS, separated by spaces].")
     var trustedIssuers: [String] = []
 
+    @Option(name: .customLong("auth-attempts-per-minute"), help: "Sign-in and registration attempts per minute, per address and per username [NOTED_AUTH_ATTEMPTS_PER_MINUTE]; default 10.")
+    var authAttemptsPerMinute: Int?
+
+    @Option(name: .customLong("max-pushes-per-second"), help: "Push messages per second and connection; more are rejected rate_limited [NOTED_MAX_PUSHES_PER_SECOND]; default 20.")
+    var maxPushesPerSecond: Int?
+
     func validate() throws {
         _ = try makeConfiguration()
     }
@@ -148,6 +154,15 @@ struct Serve: AsyncParsableCommand {
             case .failure(let error):
                 throw ValidationError("--trust-issuer takes issuer=URL,jwks=URL|discovery=URL,audience=AUD[,claim=NAME][,refetch=SECONDS]: \(error)")
             }
+        }
+        if let text = authAttemptsPerMinute.map(String.init) ?? environment["NOTED_AUTH_ATTEMPTS_PER_MINUTE"] {
+            guard let value = Int(text), value >= 1 else { throw ValidationError("--auth-attempts-per-minute is a number >= 1") }
+            configuration.authAttemptsPerWindow = value
+            configuration.authWindow = .seconds(60)
+        }
+        if let text = maxPushesPerSecond.map(String.init) ?? environment["NOTED_MAX_PUSHES_PER_SECOND"] {
+            guard let value = Int(text), value >= 1 else { throw ValidationError("--max-pushes-per-second is a number >= 1") }
+            configuration.maxPushesPerSecond = value
         }
         return configuration
     }
