@@ -95,6 +95,7 @@ let package = Package(
                 "DiffMatchPatch",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
+                .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
                 .product(name: "Logging", package: "swift-log", condition: .when(platforms: [.linux])),
             ]

@@ -62,7 +62,7 @@ public func buildApplication(
     let webSocketResponder = webSocketRouter.buildResponder()
     let webSocket = WebSocketServerConfiguration(
         maxFrameSize: configuration.limits.maxMessageBytes,
-        extensions: [.perMessageDeflate(maxDecompressedFrameSize: configuration.limits.maxMessageBytes)],
+        extensions: [.perMessageDeflate(maxDecompressedFrameSize: configuration.limits.maxMessageBytes, minFrameSizeToCompress: 24)],
         autoPing: .enabled(timePeriod: .seconds(30)),
         validateUTF8: true)
     return Application(
