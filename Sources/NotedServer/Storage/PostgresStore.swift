@@ -12,6 +12,7 @@ import PostgresNIO
 public struct PostgresStore: NotedStore {
     let client: PostgresClient
     private let runTask: Task<Void, Never>
+    private let configuration: PostgresClient.Configuration
     let logger: Logger
     let processor: ChangeProcessor
     /// Tells this node's own commit notifications from other nodes'.
@@ -23,9 +24,29 @@ public struct PostgresStore: NotedStore {
         let configuration = try Self.configuration(from: url)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
+        self.configuration = configuration
         self.runTask = Task { await client.run() }
         self.logger = logger
         self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept)
+    }
+
+    /// One direct connection (10 s connect timeout) before the pool is used: an unreachable
+    /// server, a wrong password or a missing database fails at once with PostgreSQL's reason,
+    /// where the pool would retry for a minute or more, logging every attempt.
+    private func probe() async throws {
+        let pool = self.configuration
+        guard let host = pool.host, let port = pool.port else { return }
+        let configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: pool.username, password: pool.password, database: pool.database, tls: .disable)
+        var quiet = logger
+        quiet.logLevel = .critical
+        do {
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: quiet)
+            try await connection.close()
+        } catch let error as PSQLError {
+            let reason = error.serverInfo?[.message] ?? error.underlying.map { String(describing: $0) } ?? "\(error.code)"
+            throw StoreError.unreachable("PostgreSQL at \(host):\(port): \(reason)")
+        }
     }
 
     static func configuration(from url: String) throws -> PostgresClient.Configuration {
@@ -86,6 +107,7 @@ public struct PostgresStore: NotedStore {
     ]
 
     public func migrate() async throws {
+        try await probe()
         // Give the pool's run() a moment to start, so the first lease does not log a warning.
         try await Task.sleep(for: .milliseconds(20))
         try await client.withTransaction(logger: logger) { connection in
