@@ -76,6 +76,52 @@ extension ClusterTests {
         }
     }
 
+    @Test func concurrentEditsToOneNoteOnTwoNodesMergeBothEdits() async throws {
+        guard Backend.postgresURL != nil else { return }
+        try await TestServer.withTwoNodes(.postgres) { nodeA, nodeB in
+            let user = try await nodeA.makeUser()
+            let onA = try await nodeA.connect(user)
+            let onB = try await nodeB.connect(user)
+            for round in 0..<5 {
+                let id = uuid()
+                _ = try await onA.push(change(id, baseRev: 0, ["body": ["set": "hello world"]]))
+                // Both edits are made against rev 1 and pushed at once, one through each node.
+                // Each connection is read until it has its own ack and the record's final state:
+                // the merged ack carries all fields at rev 3; the applied one (rev 2) must hear
+                // the other node's rev 3 broadcast. (The merged side may never hear rev 2: by the
+                // time its node reads that commit the record is at rev 3, sent with the ack.)
+                func pushAndHearTheOther(_ connection: SyncConnection, _ delta: String) async throws -> JSONValue {
+                    try await connection.send(["type": "push", "changes": [change(id, baseRev: 1, ["body": ["delta": .string(delta)]])]])
+                    var ack: JSONValue?
+                    var heardRevs: [JSONValue] = []
+                    while ack == nil || (ack?["status"] == "applied" && !heardRevs.contains(3)) {
+                        let message = try await connection.receive(timeout: .seconds(5))
+                        switch message["type"]?.stringValue {
+                        case "ack", "reject": ack = message
+                        case "change" where message["id"] == .string(id) && message["rev"] != 1: heardRevs.append(message["rev"] ?? .null)
+                        default: continue
+                        }
+                    }
+                    #expect(Set(heardRevs).count == heardRevs.count && !heardRevs.contains(ack?["rev"] ?? .null), "round \(round): heard revs \(heardRevs)")
+                    return ack ?? .null
+                }
+                async let fromA = pushAndHearTheOther(onA, "+A \t=11")
+                async let fromB = pushAndHearTheOther(onB, "=11\t+ B")
+                let answers = try await [fromA, fromB]
+                #expect(Set(answers.compactMap { $0["status"]?.stringValue }) == ["applied", "merged"], "round \(round): \(answers.map(\.jsonString))")
+                #expect(Set(answers.compactMap { $0["rev"]?.intValue }) == [2, 3])
+                let merged = try #require(answers.first { $0["status"] == "merged" })
+                #expect(merged["fields"]?["body"] == "A hello world B")
+                #expect(merged["conflicts"]?.arrayValue?.isEmpty ?? true)
+                let page = try await onB.pull(since: 0, limit: 1000)
+                let record = try #require(page["records"]?.arrayValue?.first { $0["id"] == .string(id) })
+                #expect(record["rev"] == 3 && record["fields"]?["body"] == "A hello world B")
+            }
+            await onA.close()
+            await onB.close()
+        }
+    }
+
     @Test func oneRefreshTokenPresentedToBothNodesAtOnceRotatesOnce() async throws {
         guard Backend.postgresURL != nil else { return }
         try await TestServer.withTwoNodes(.postgres) { nodeA, nodeB in
