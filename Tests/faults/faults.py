@@ -323,7 +323,7 @@ class Client:
             last_send = 0.0
             last_rx = time.monotonic()
             while True:
-                if self.stop and not self.inflight:
+                if (self.stop or edits_left_fn() <= 0) and not self.inflight:
                     return
                 now = time.monotonic()
                 if getattr(self, "_resend_due", False) and self.inflight and now - last_send > 0.2:
@@ -482,9 +482,16 @@ def check_user(check, base, token, clients=(), homes=()):
     lost = acked - set(counts)
     if lost:
         check.fail(f"acked markers lost: {sorted(lost)[:5]} ({len(lost)})")
-    check.facts["acked"] = check.facts.get("acked", 0) + len(acked)
-    check.facts["on_server"] = check.facts.get("on_server", 0) + len(counts)
-    return records
+    check.facts["acked"] = len(acked)
+    check.facts["on_server"] = len(counts)
+    return records, counts
+
+
+def cli_markers(home):
+    found = set()
+    for shown in cli_notes(home).values():
+        found |= set(marker_re().findall(f"{shown.get('title', '')}\n{shown.get('body', '')}"))
+    return found
 
 
 # ---------------------------------------------------------------------------------------------
@@ -501,10 +508,10 @@ def sweep_values():
     return base[:count] if count <= len(base) else base + [400 + 37 * i for i in range(1, count - len(base) + 1)]
 
 
-async def storm_until(server, clients, edits, seconds, fault):
+async def storm_until(server, clients, edits, seconds, fault, edit_interval=0.0):
     """Runs the clients' push storm; `fault` (a coroutine function) runs alongside."""
     deadline = time.monotonic() + seconds
-    tasks = [asyncio.create_task(c.run(edits, deadline)) for c in clients]
+    tasks = [asyncio.create_task(c.run(edits, deadline, edit_interval)) for c in clients]
     fault_result = await fault()
     done = await asyncio.gather(*tasks)
     return fault_result, all(done)
@@ -575,8 +582,68 @@ def skip(check, reason):
     return check
 
 
+async def scenario_stop_cont():
+    check = Check("sigstop-20s, kill noted, clients first")
+    stop_seconds = float(os.environ.get("NOTED_FAULTS_STOP_SECONDS", "20"))
+    server = Server("stop", ["--data", os.path.join(TMP, "stop-data")])
+    if not server.start():
+        raise RuntimeError("server did not start")
+    token = signin(server.url, "stop")
+    h1, h2 = os.path.join(TMP, "stop-h1"), os.path.join(TMP, "stop-h2")
+    cli_login(h1, server, "stop")
+    cli_login(h2, server, "stop")
+    clients = [Client("sa", server, token), Client("sb", server, token)]
+    loop = asyncio.get_running_loop()
+    written = set()
+
+    async def fault():
+        await asyncio.sleep(1.5)
+        server.stop_signal(signal.SIGSTOP)
+        # A noted client writes locally, then waits for the stopped server's ack: SIGKILL it there.
+        p = subprocess.Popen([NOTED_BIN, "--home", h1, "new", "--title", "(hone.1)", "--body", "(hone.2)"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        PROCS.append(p)
+        await asyncio.sleep(3)
+        if p.poll() is not None:
+            check.fail(f"noted new exited ({p.returncode}) while the server was stopped: not killed before its ack")
+        kill_proc(p)
+        local = await loop.run_in_executor(None, cli_markers, h1)
+        if not {"(hone.1)", "(hone.2)"} <= local:
+            check.fail("the killed noted client's local write is not in its database")
+        written.update({"(hone.1)", "(hone.2)"})
+        await asyncio.sleep(max(0.0, stop_seconds - 3))
+        server.stop_signal(signal.SIGCONT)
+        await asyncio.sleep(2)
+        # Restart in another order: server down, clients first (offline writes, a failing sync).
+        await loop.run_in_executor(None, server.kill)
+        await loop.run_in_executor(None, lambda: noted(h2, "new", "--offline", "--title", "(htwo.1)",
+                                                        "--body", "(htwo.2)"))
+        written.update({"(htwo.1)", "(htwo.2)"})
+        r = await loop.run_in_executor(None, lambda: noted(h1, "sync", "--timeout", "2", check=False))
+        if r.returncode == 0:
+            check.fail("noted sync exited 0 with the server down")
+        await asyncio.sleep(1)
+        await loop.run_in_executor(None, server.start)
+        return "stopped+killed"
+
+    result, ok = await storm_until(server, clients, 120, 120, fault, edit_interval=0.3)
+    if not ok:
+        check.fail("clients did not finish within 120 s")
+    for home in (h1, h2, h1):
+        if not cli_sync(home):
+            check.fail(f"noted sync of {os.path.basename(home)} did not finish")
+    _, counts = check_user(check, server.url, token, clients, [h1, h2])
+    missing = written - set(counts)
+    if missing:
+        check.fail(f"noted's local writes missing on the server: {sorted(missing)}")
+    check.facts["rounds"] = f"{result}; reconnects {[c.connects for c in clients]}"
+    server.kill()
+    return check
+
+
 SCENARIOS = {
     "fsync": scenario_fsync_kill,
+    "stop": scenario_stop_cont,
 }
 
 
