@@ -502,7 +502,7 @@ def sweep_values():
     raw = os.environ.get("NOTED_FAULTS_SWEEP", "")
     if raw and "," in raw:
         return [int(x) for x in raw.split(",")]
-    count = int(raw) if raw else 5
+    count = int(raw) if raw else 3
     # Startup and sign-in take a few fsyncs; beyond them each commit of the storm takes one.
     base = [12, 25, 40, 60, 90, 130, 180, 240, 310, 400]
     return base[:count] if count <= len(base) else base + [400 + 37 * i for i in range(1, count - len(base) + 1)]
@@ -641,9 +641,72 @@ async def scenario_stop_cont():
     return check
 
 
+async def scenario_disk_full():
+    check = Check("disk full (tmpfs), then space back")
+    mnt = os.path.join(TMP, "full-mnt")
+    os.makedirs(mnt)
+    size = os.environ.get("NOTED_FAULTS_TMPFS_SIZE", "24m")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", mnt], capture_output=True, text=True)
+    if r.returncode != 0:
+        return skip(check, f"cannot mount a tmpfs: {r.stderr.strip()[:200]}")
+    try:
+        server = Server("full", ["--data", os.path.join(mnt, "data")])
+        if not server.start():
+            raise RuntimeError("server did not start")
+        token = signin(server.url, "full")
+        clients = [Client("da", server, token), Client("db", server, token)]
+        loop = asyncio.get_running_loop()
+        filler = os.path.join(mnt, "filler")
+
+        def fill():
+            fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                for chunk in (1 << 20, 4096, 512):
+                    for _ in range(100000):
+                        try:
+                            os.write(fd, b"\0" * chunk)
+                        except OSError:
+                            break
+            finally:
+                os.close(fd)
+
+        async def fault():
+            await asyncio.sleep(1.5)
+            await loop.run_in_executor(None, fill)
+            before = sum(len(c.acked) for c in clients)
+            await asyncio.sleep(4)
+            after = sum(len(c.acked) for c in clients)
+            check.facts["acked_while_full"] = after - before
+            if not server.alive():
+                check.fail("the server died on a full disk")
+                await loop.run_in_executor(None, server.start)
+            status, _ = await loop.run_in_executor(
+                None, lambda: http_json("GET", server.url + "/v1/changes?since=0&limit=10", token=token))
+            check.facts["read_while_full"] = status
+            if status != 200:
+                check.fail(f"read while the disk was full: HTTP {status}")
+            os.remove(filler)
+            return "filled+freed"
+
+        result, ok = await storm_until(server, clients, 150, 120, fault, edit_interval=0.2)
+        if not ok:
+            check.fail("pending edits did not go through within 120 s after space came back")
+        check_user(check, server.url, token, clients)
+        codes = {}
+        for c in clients:
+            for k, v in list(c.rejects.items()) + list(c.errors.items()):
+                codes[k] = codes.get(k, 0) + v
+        check.facts["rounds"] = f"{result}; codes while full {codes}"
+        server.kill()
+    finally:
+        subprocess.run(["umount", "-l", mnt], capture_output=True)
+    return check
+
+
 SCENARIOS = {
     "fsync": scenario_fsync_kill,
     "stop": scenario_stop_cont,
+    "full": scenario_disk_full,
 }
 
 

@@ -16,6 +16,9 @@ public struct SQLiteStore: NotedStore {
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         self.pool = try DatabasePool(path: path, configuration: configuration)
+        // GRDB switches a pool's writer to `synchronous = NORMAL` after `prepareDatabase` when it
+        // enables WAL: set FULL again on the writer, or commits (acks) are not fsynced.
+        try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept)
     }
 
