@@ -674,7 +674,12 @@ async def scenario_disk_full():
             await asyncio.sleep(1.5)
             await loop.run_in_executor(None, fill)
             before = sum(len(c.acked) for c in clients)
+            limited = sum(c.rejects.get("rate_limited", 0) for c in clients)
             await asyncio.sleep(4)
+            retryable = sum(c.rejects.get("rate_limited", 0) for c in clients) - limited
+            check.facts["retryable_rejects_while_full"] = retryable
+            if retryable == 0:
+                check.fail("no retryable reject (rate_limited) while the disk was full")
             after = sum(len(c.acked) for c in clients)
             check.facts["acked_while_full"] = after - before
             if not server.alive():

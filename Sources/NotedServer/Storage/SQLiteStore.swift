@@ -248,6 +248,17 @@ public struct SQLiteStore: NotedStore {
     }
 
     public func push(_ change: Change, context: PushContext) async throws -> PushResult {
+        do {
+            return try await pushTransaction(change, context: context)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            // A full disk: the transaction rolled back, nothing was stored. The change is
+            // answered `rate_limited` (the retryable reject code: every client resends it
+            // later, unchanged) and the server keeps serving; found by scripts/faults.
+            throw ProtocolError(.rateLimited, "the server's storage is full; nothing was stored; retry later")
+        }
+    }
+
+    private func pushTransaction(_ change: Change, context: PushContext) async throws -> PushResult {
         let processor = self.processor
         return try await pool.write { db in
             let applied = try Row.fetchOne(db, sql: "SELECT body_hash, reply FROM applied_changes WHERE user_id = ? AND ccid = ?",
