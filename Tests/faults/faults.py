@@ -18,6 +18,7 @@ or a count), NOTED_FAULTS_ONLY (comma-separated scenario names), NOTED_FAULTS_SE
 NOTED_FAULTS_POSTGRES_BIN (the PostgreSQL bin directory; found under /usr/lib/postgresql).
 """
 import asyncio
+import glob
 import json
 import os
 import random
@@ -708,10 +709,78 @@ async def scenario_disk_full():
     return check
 
 
+def pg_as(*cmd, **kw):
+    if os.getuid() == 0:
+        cmd = ("runuser", "-u", "postgres", "--") + cmd
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
+
+
+async def scenario_postgres():
+    check = Check("PostgreSQL: kill server, restart PG")
+    pgbin = os.environ.get("NOTED_FAULTS_POSTGRES_BIN", "")
+    if not pgbin:
+        for d in sorted(glob.glob("/usr/lib/postgresql/*/bin")):
+            if os.access(os.path.join(d, "initdb"), os.X_OK):
+                pgbin = d
+    if not pgbin:
+        return skip(check, "PostgreSQL (initdb) not found")
+    pgdir = tempfile.mkdtemp(prefix="noted-faults-pg.")
+    os.chmod(pgdir, 0o755)
+    if os.getuid() == 0:
+        shutil.chown(pgdir, "postgres")
+    port = free_port()
+    data = os.path.join(pgdir, "data")
+    loop = asyncio.get_running_loop()
+    try:
+        r = pg_as(f"{pgbin}/initdb", "-D", data, "-U", "noted", "-A", "trust", "--no-sync")
+        if r.returncode != 0:
+            return skip(check, f"initdb failed: {r.stderr.strip()[:200]}")
+        opts = f"-p {port} -k {pgdir} -c listen_addresses=127.0.0.1 -c max_connections=200"
+        r = pg_as(f"{pgbin}/pg_ctl", "-D", data, "-l", os.path.join(pgdir, "log"), "-w", "-o", opts, "start")
+        if r.returncode != 0:
+            raise RuntimeError(f"pg_ctl start: {r.stderr.strip()[:200]}")
+        r = pg_as(f"{pgbin}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "noted", "noted_faults")
+        if r.returncode != 0:
+            raise RuntimeError(f"createdb: {r.stderr.strip()[:200]}")
+        server = Server("pg", ["--database", f"postgres://noted@127.0.0.1:{port}/noted_faults"])
+        if not server.start():
+            raise RuntimeError("server did not start on PostgreSQL")
+        token = signin(server.url, "pgfault")
+        clients = [Client("pa", server, token), Client("pb", server, token)]
+
+        async def fault():
+            await asyncio.sleep(1.5)
+            server.kill()  # mid push storm: SIGKILL, transactions in flight
+            await asyncio.sleep(rng.random() * 0.5)
+            await loop.run_in_executor(None, server.start)
+            await asyncio.sleep(1.5)
+            r = await loop.run_in_executor(None, lambda: pg_as(f"{pgbin}/pg_ctl", "-D", data, "-m", "fast", "-w",
+                                                               "-l", os.path.join(pgdir, "log"), "-o", opts,
+                                                               "restart"))
+            if r.returncode != 0:
+                check.fail(f"pg_ctl restart: {r.stderr.strip()[:200]}")
+            return "server killed + PG restarted"
+
+        result, ok = await storm_until(server, clients, 150, 120, fault, edit_interval=0.1)
+        if not ok:
+            check.fail("clients did not finish within 120 s (did the server reconnect to PostgreSQL?)")
+        if not server.alive():
+            check.fail("the server exited after the PostgreSQL restart")
+            server.start()
+        check_user(check, server.url, token, clients)
+        check.facts["rounds"] = f"{result}; reconnects {[c.connects for c in clients]}"
+        server.kill()
+    finally:
+        pg_as(f"{pgbin}/pg_ctl", "-D", data, "-m", "immediate", "stop")
+        shutil.rmtree(pgdir, ignore_errors=True)
+    return check
+
+
 SCENARIOS = {
     "fsync": scenario_fsync_kill,
     "stop": scenario_stop_cont,
     "full": scenario_disk_full,
+    "postgres": scenario_postgres,
 }
 
 
