@@ -880,13 +880,13 @@ def main():
     finally:
         cleanup()
     print()
-    print(f"{'scenario':34} {'result':6} {'acked':>6} {'server':>6} {'s':>6}  notes")
+    print(f"{'scenario':40} {'result':6} {'acked':>6} {'server':>6} {'s':>6}  notes")
     failed = False
     for c in results:
         status = "SKIP" if "skipped" in c.facts and not c.problems else ("FAIL" if c.problems else "PASS")
         failed |= status == "FAIL"
         extra = c.facts.get("skipped") or c.facts.get("rounds") or c.facts.get("notes", "")
-        print(f"{c.scenario:34} {status:6} {c.facts.get('acked', '-'):>6} {c.facts.get('on_server', '-'):>6} "
+        print(f"{c.scenario:40} {status:6} {c.facts.get('acked', '-'):>6} {c.facts.get('on_server', '-'):>6} "
               f"{c.facts.get('seconds', '-'):>6}  {extra}")
     if failed:
         print(f"faults: FAILED (seed {SEED}; logs in {TMP})")
