@@ -540,6 +540,7 @@ async def scenario_fsync_kill():
     outcomes = []
     for n in sweep_values():
         round_clients = [Client(f"f{n}a", server, token), Client(f"f{n}b", server, token)]
+        round_edits = max(40, n)  # two clients: about 2n commits, so the Nth fsync is reached
         clients += round_clients
         started = server.start(fsync_kill_at=n)
         if not started:
@@ -553,14 +554,14 @@ async def scenario_fsync_kill():
                         await asyncio.sleep(rng.random() * 0.5)
                         await asyncio.get_running_loop().run_in_executor(None, server.start)
                         return "killed"
-                    if all(c.counter >= 40 and not c.inflight for c in round_clients):
+                    if all(c.counter >= round_edits and not c.inflight for c in round_clients):
                         return "not reached"
                     await asyncio.sleep(0.1)
                 return "not reached"
-            result, ok = await storm_until(server, round_clients, 40, 60, fault)
+            result, ok = await storm_until(server, round_clients, round_edits, 90, fault)
             outcomes.append(f"N={n}:{result}")
             if not ok:
-                check.fail(f"N={n}: clients did not finish within 60 s after the restart")
+                check.fail(f"N={n}: clients did not finish within 90 s after the restart")
         # After each round: restart normally (a clean process, not under strace) and check.
         server.kill()
         server.start()
