@@ -54,6 +54,7 @@ let package = Package(
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -94,6 +95,7 @@ let package = Package(
                 "DiffMatchPatch",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
+                .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
                 .product(name: "Logging", package: "swift-log", condition: .when(platforms: [.linux])),
             ]
@@ -111,6 +113,8 @@ let package = Package(
             name: "noted",
             dependencies: ["NotedCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // scripts/bench-load times a NotedClient initial sync with it; a target, not a product.
+        .executableTarget(name: "noted-bench-sync", dependencies: ["NotedClient"]),
         .testTarget(
             name: "NotedClientTests",
             dependencies: [

@@ -4,12 +4,71 @@ import Logging
 import NotedServer
 import ServiceLifecycle
 
-/// `noted-server`: configuration from flags and environment, then the application.
+/// `noted-server`: serves (the default subcommand, so `noted-server --port 0` keeps working)
+/// or manages signing keys.
 @main
 struct NotedServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "noted-server",
         abstract: "The Noted sync server.",
+        discussion: "Every option also reads an environment variable (shown in brackets); a flag wins over the environment.",
+        subcommands: [Serve.self, Keys.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// Where the data lives and how long access tokens live: shared by serving and `keys`.
+struct StoreOptions: ParsableArguments {
+    @Option(help: "Data directory of the embedded SQLite database [NOTED_DATA].")
+    var data: String?
+
+    @Option(help: "sqlite:PATH or postgres://USER@HOST:PORT/DB [NOTED_DATABASE].")
+    var database: String?
+
+    @Option(name: .customLong("access-token-lifetime"), help: "Access-token lifetime in seconds [NOTED_ACCESS_TOKEN_LIFETIME].")
+    var accessTokenLifetime: Int?
+
+    func apply(to configuration: inout ServerConfiguration, environment: [String: String]) throws {
+        configuration.dataDirectory = data ?? environment["NOTED_DATA"] ?? configuration.dataDirectory
+        if let text = database ?? environment["NOTED_DATABASE"] {
+            guard let location = DatabaseLocation(argument: text) else {
+                throw ValidationError("--database takes sqlite:PATH or postgres://USER@HOST:PORT/DB")
+            }
+            configuration.database = location
+        }
+        if let text = accessTokenLifetime.map(String.init) ?? environment["NOTED_ACCESS_TOKEN_LIFETIME"] {
+            guard let seconds = Int(text), seconds >= 1 else { throw ValidationError("the access-token lifetime is a number of seconds >= 1") }
+            configuration.accessTokenLifetime = .seconds(seconds)
+        }
+    }
+}
+
+/// `noted-server keys rotate`.
+struct Keys: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Manage the access-token signing keys.", subcommands: [Rotate.self])
+
+    struct Rotate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Add a new signing key (a new kid); older keys stay in the JWKS until the tokens they signed have expired.",
+            discussion: "Running servers sign with the new key within a minute, without a restart.")
+
+        @OptionGroup var store: StoreOptions
+
+        func run() async throws {
+            var configuration = ServerConfiguration()
+            try store.apply(to: &configuration, environment: ProcessInfo.processInfo.environment)
+            LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+            let result = try await rotateSigningKeys(configuration, logger: Logger(label: "noted-server"))
+            print("new signing key \(result.kid)")
+            for kid in result.dropped { print("dropped retired key \(kid)") }
+            print("the JWKS lists \(result.listed.joined(separator: ", "))")
+        }
+    }
+}
+
+/// Serving: configuration from flags and environment, then the application.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the sync server (the default).",
         discussion: "Every option also reads an environment variable (shown in brackets); a flag wins over the environment.")
 
     @Option(help: "Address to listen on [NOTED_HOST].")
@@ -18,20 +77,13 @@ struct NotedServerCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on; 0 picks a free port [NOTED_PORT].")
     var port: Int?
 
-    @Option(help: "Data directory of the embedded SQLite database [NOTED_DATA].")
-    var data: String?
-
-    @Option(help: "sqlite:PATH or postgres://USER@HOST:PORT/DB [NOTED_DATABASE].")
-    var database: String?
+    @OptionGroup var store: StoreOptions
 
     @Option(name: .customLong("allowed-origin"), help: "A browser origin allowed to connect; repeatable [NOTED_ALLOWED_ORIGINS, comma-separated].")
     var allowedOrigins: [String] = []
 
     @Flag(name: .customLong("no-registration"), help: "Switch off POST /v1/accounts [NOTED_NO_REGISTRATION=1].")
     var noRegistration = false
-
-    @Option(name: .customLong("access-token-lifetime"), help: "Access-token lifetime in seconds [NOTED_ACCESS_TOKEN_LIFETIME].")
-    var accessTokenLifetime: Int?
 
     @Option(help: "Issuer (iss) of access tokens; give every node sharing a database the same one [NOTED_ISSUER]. Default: http://HOST:PORT.")
     var issuer: String?
@@ -45,6 +97,15 @@ struct NotedServerCommand: AsyncParsableCommand {
     @Option(name: .customLong("oauth-client"), help: "A third-party OAuth client, ID[:Name]=REDIRECT_URI[,REDIRECT_URI…]; repeatable [NOTED_OAUTH_CLIENTS, separated by spaces].")
     var oauthClients: [String] = []
 
+    @Option(name: .customLong("trust-issuer"), help: "Accept access tokens of an external OpenID issuer: issuer=URL,jwks=URL|discovery=URL,audience=AUD[,claim=sub][,refetch=60]; repeatable [NOTED_TRUSTED_ISSUERS, separated by spaces].")
+    var trustedIssuers: [String] = []
+
+    @Option(name: .customLong("auth-attempts-per-minute"), help: "Sign-in and registration attempts per minute, per address and per username [NOTED_AUTH_ATTEMPTS_PER_MINUTE]; default 10.")
+    var authAttemptsPerMinute: Int?
+
+    @Option(name: .customLong("max-pushes-per-second"), help: "Push messages per second and connection; more are rejected rate_limited [NOTED_MAX_PUSHES_PER_SECOND]; default 20.")
+    var maxPushesPerSecond: Int?
+
     func validate() throws {
         _ = try makeConfiguration()
     }
@@ -56,21 +117,11 @@ struct NotedServerCommand: AsyncParsableCommand {
             guard let value = Int(text), (0...65535).contains(value) else { throw ValidationError("the port must be 0 to 65535") }
             configuration.port = value
         }
-        configuration.dataDirectory = data ?? environment["NOTED_DATA"] ?? configuration.dataDirectory
-        if let text = database ?? environment["NOTED_DATABASE"] {
-            guard let location = DatabaseLocation(argument: text) else {
-                throw ValidationError("--database takes sqlite:PATH or postgres://USER@HOST:PORT/DB")
-            }
-            configuration.database = location
-        }
+        try store.apply(to: &configuration, environment: environment)
         let envOrigins = environment["NOTED_ALLOWED_ORIGINS"].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
         configuration.allowedOrigins = allowedOrigins.isEmpty ? envOrigins : allowedOrigins
         if noRegistration || ["1", "true", "yes"].contains(environment["NOTED_NO_REGISTRATION"]?.lowercased() ?? "") {
             configuration.registrationOpen = false
-        }
-        if let text = accessTokenLifetime.map(String.init) ?? environment["NOTED_ACCESS_TOKEN_LIFETIME"] {
-            guard let seconds = Int(text), seconds >= 1 else { throw ValidationError("the access-token lifetime is a number of seconds >= 1") }
-            configuration.accessTokenLifetime = .seconds(seconds)
         }
         if let value = issuer ?? environment["NOTED_ISSUER"] {
             guard !value.isEmpty else { throw ValidationError("the issuer must not be empty") }
@@ -90,6 +141,28 @@ struct NotedServerCommand: AsyncParsableCommand {
                 throw ValidationError("--oauth-client: \(client.id) is a built-in client")
             }
             configuration.oauthClients.append(client)
+        }
+        let issuerArguments = trustedIssuers.isEmpty
+            ? (environment["NOTED_TRUSTED_ISSUERS"]?.split(separator: " ").map(String.init) ?? []) : trustedIssuers
+        for argument in issuerArguments {
+            switch TrustedIssuer.parse(argument) {
+            case .success(let trusted):
+                guard !configuration.trustedIssuers.contains(where: { $0.issuer == trusted.issuer }) else {
+                    throw ValidationError("--trust-issuer: \(trusted.issuer) is given twice")
+                }
+                configuration.trustedIssuers.append(trusted)
+            case .failure(let error):
+                throw ValidationError("--trust-issuer takes issuer=URL,jwks=URL|discovery=URL,audience=AUD[,claim=NAME][,refetch=SECONDS]: \(error)")
+            }
+        }
+        if let text = authAttemptsPerMinute.map(String.init) ?? environment["NOTED_AUTH_ATTEMPTS_PER_MINUTE"] {
+            guard let value = Int(text), value >= 1 else { throw ValidationError("--auth-attempts-per-minute is a number >= 1") }
+            configuration.authAttemptsPerWindow = value
+            configuration.authWindow = .seconds(60)
+        }
+        if let text = maxPushesPerSecond.map(String.init) ?? environment["NOTED_MAX_PUSHES_PER_SECOND"] {
+            guard let value = Int(text), value >= 1 else { throw ValidationError("--max-pushes-per-second is a number >= 1") }
+            configuration.maxPushesPerSecond = value
         }
         return configuration
     }

@@ -88,7 +88,9 @@ import Testing
         try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(5) }) { server in
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
-            let error = try await connection.receive(timeout: .seconds(15))
+            // Within a few seconds of the 5 s expiry, well before the 15 s hello deadline the
+            // session's timer was armed with first.
+            let error = try await connection.receive(timeout: .seconds(9))
             #expect(error["type"] == "error")
             #expect(error["code"] == "token_expired")
             #expect(try await connection.closeCode() == 4001)

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NotedCore
 import Testing
 @testable import NotedServer
@@ -185,5 +186,33 @@ import Testing
             try await store.addSigningKey(SigningKeyRecord(kid: "k1", privateKeyPEM: "other", createdAt: Date()))
             #expect(try await store.signingKeys() == [key])
         }
+    }
+}
+
+/// A PostgreSQL URL that cannot be used fails at once with PostgreSQL's reason.
+@Suite struct PostgresReachabilityTests {
+    @Test func anUnreachableServerFailsAtOnceWithTheReason() async throws {
+        // Port 1 on loopback: nothing listens there.
+        let store = try PostgresStore(url: "postgres://noted@127.0.0.1:1/noted", limits: Limits(), revisionsKept: 10, logger: Logger(label: "test"))
+        let started = ContinuousClock.now
+        await #expect {
+            try await store.migrate()
+        } throws: { error in
+            String(describing: error).contains("cannot reach the database: PostgreSQL at 127.0.0.1:1")
+        }
+        #expect(ContinuousClock.now - started < .seconds(15))
+        await store.shutdown()
+    }
+
+    @Test func aMissingDatabaseOrRoleIsNamed() async throws {
+        guard let url = Backend.postgresURL, var components = URLComponents(string: url) else { return }
+        components.path = "/noted_no_such_database"
+        let store = try PostgresStore(url: components.string ?? url, limits: Limits(), revisionsKept: 10, logger: Logger(label: "test"))
+        await #expect {
+            try await store.migrate()
+        } throws: { error in
+            String(describing: error).contains("database \"noted_no_such_database\" does not exist")
+        }
+        await store.shutdown()
     }
 }

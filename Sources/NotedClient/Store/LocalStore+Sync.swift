@@ -398,6 +398,8 @@ extension LocalStore {
     }
 
     static func date(from text: String) -> Date? {
+        // The server's own form, fast; anything else RFC 3339 allows (offsets) by a formatter.
+        if let date = Timestamp.parse(text) { return date }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         if let date = formatter.date(from: text) { return date }

@@ -25,6 +25,9 @@ public struct LocalStore: Sendable {
         configuration.busyMode = .timeout(10)
         do {
             let pool = try DatabasePool(path: path, configuration: configuration)
+            // GRDB sets the writer to `synchronous = NORMAL` when it enables WAL, after
+            // `prepareDatabase`: set FULL again, or a local edit is not on disk when it returns.
+            try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
             return try LocalStore(pool)
         } catch let error as DatabaseError {
             throw NotedClientError(.storage, "cannot open the local database at \(path): \(error.message ?? "\(error.resultCode)")")

@@ -6,6 +6,7 @@ import FoundationNetworking
 
 #if canImport(HummingbirdWSClient) && !NOTED_URLSESSION
 import HummingbirdWSClient
+import HummingbirdWSCompression
 import Logging
 
 /// The platform's WebSocket transport: NIO on Linux, URLSession on Apple platforms.
@@ -26,7 +27,11 @@ public struct NIOWebSocketTransport: SyncTransport {
         let (ready, readyContinuation) = AsyncStream.makeStream(of: WebSocketOutboundWriter?.self)
         let maxFrameSize = maxFrameSize
         let task = Task {
-            var configuration = WebSocketClientConfiguration(maxFrameSize: maxFrameSize)
+            // permessage-deflate: a keystroke's push and its broadcast shrink from about 210 bytes
+            // on the wire to about 60 and 30 (docs/benchmarks.md).
+            var configuration = WebSocketClientConfiguration(
+                maxFrameSize: maxFrameSize,
+                extensions: [.perMessageDeflate(maxDecompressedFrameSize: maxFrameSize, minFrameSizeToCompress: 24)])
             configuration.autoPing = .disabled
             var logger = Logger(label: "noted-client.websocket")
             logger.logLevel = .critical

@@ -23,8 +23,14 @@ public func buildApplication(
 ) async throws -> some ApplicationProtocol {
     let store = try await openStore(configuration, logger: logger)
     let issuer = configuration.issuer ?? "http://\(configuration.host):\(configuration.port)"
-    let tokens = try await AccessTokens.load(
+    var tokens = try await AccessTokens.load(
         store: store, issuer: issuer, audience: configuration.audience, lifetime: configuration.accessTokenLifetime)
+    if !configuration.trustedIssuers.isEmpty {
+        guard !configuration.trustedIssuers.contains(where: { $0.issuer == issuer }) else {
+            throw TrustedIssuer.ParseError("a trusted issuer cannot be this server's own issuer \(issuer)")
+        }
+        tokens.external = ExternalIssuers(configuration.trustedIssuers, store: store, logger: logger)
+    }
     let cost = configuration.bcryptCost
     let dummyHash = try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash("not a password", cost: cost) }
     let accounts = Accounts(
@@ -56,7 +62,13 @@ public func buildApplication(
     let webSocketResponder = webSocketRouter.buildResponder()
     let webSocket = WebSocketServerConfiguration(
         maxFrameSize: configuration.limits.maxMessageBytes,
-        extensions: [.perMessageDeflate(maxDecompressedFrameSize: configuration.limits.maxMessageBytes)],
+        // permessage-deflate for every frame from 24 bytes (the library's default, 256, left
+        // every ack and broadcast uncompressed), with 1 KiB windows and a small zlib memory
+        // level: a keystroke's broadcast is 29 bytes on TCP and a session's compression state
+        // about 27 KB instead of 100 KB (docs/benchmarks.md).
+        extensions: [.perMessageDeflate(
+            clientMaxWindow: 10, serverMaxWindow: 10, memoryLevel: 4,
+            maxDecompressedFrameSize: configuration.limits.maxMessageBytes, minFrameSizeToCompress: 24)],
         autoPing: .enabled(timePeriod: .seconds(30)),
         validateUTF8: true)
     return Application(
@@ -71,7 +83,8 @@ public func buildApplication(
         services: [
             StoreService(store: store),
             SweepService(store: store, configuration: configuration, logger: logger),
-            RemoteFanout(sync: sync),
+            RemoteFanout(sync: sync, logger: logger),
+            KeyReloadService(tokens: tokens, store: store, logger: logger),
         ],
         onServerRunning: { channel in
             await onListening(configuration.host, channel.localAddress?.port ?? configuration.port)
@@ -98,6 +111,42 @@ private func openStore(_ configuration: ServerConfiguration, logger: Logger) asy
         throw error
     }
     return store
+}
+
+/// `noted-server keys rotate`: adds a new signing key and drops retired ones, in the configured
+/// database. Running servers sign with the new key within `AccessTokens.reloadInterval`.
+/// - Returns: the new `kid`, the dropped ones, and every `kid` the JWKS now lists.
+public func rotateSigningKeys(_ configuration: ServerConfiguration, logger: Logger) async throws
+    -> (kid: String, dropped: [String], listed: [String]) {
+    let store = try await openStore(configuration, logger: logger)
+    do {
+        let (kid, dropped) = try await AccessTokens.rotate(store: store, lifetime: configuration.accessTokenLifetime)
+        let listed = try await store.signingKeys().map(\.kid)
+        await store.shutdown()
+        return (kid, dropped, listed)
+    } catch {
+        await store.shutdown()
+        throw error
+    }
+}
+
+/// Rereads the signing keys now and then, so that a rotation reaches every running node.
+struct KeyReloadService: Service {
+    let tokens: AccessTokens
+    let store: any NotedStore
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: AccessTokens.reloadInterval) }
+            guard !Task.isShuttingDownGracefully && !Task.isCancelled else { return }
+            do {
+                try await tokens.reload(store: store)
+            } catch {
+                logger.error("cannot reload the signing keys", metadata: ["error": .string(String(describing: error))])
+            }
+        }
+    }
 }
 
 /// Closes the store's connections when the application stops.
@@ -150,36 +199,72 @@ struct SessionCloser: Service {
 
 /// Forwards changes committed on other server nodes to this node's sessions of the same user.
 ///
-/// The notification says only "user U committed seq S"; the node reads that record and sends
-/// it as a `change` whose ops `set` every field (exact for a client at `prevRev`; any other
-/// client pulls, as for every `change`).
+/// A notification says only "user U committed seq S"; the node reads that record and sends it
+/// as a `change` whose ops `set` every field (exact for a client at `prevRev`; any other client
+/// pulls, as for every `change`). Per user with sessions here, the hub keeps the highest `seq`
+/// accounted for; when listening restarts after an outage, or a notification skips ahead,
+/// every record committed since that mark is sent, so a lost notification never means a
+/// missed change (at worst a client hears of a record twice and pulls).
 struct RemoteFanout: Service {
     let sync: SyncService
+    let logger: Logger
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
-            try await sync.store.listenForRemoteCommits { user, seq in
-                await deliver(user: user, seq: seq)
+            try await sync.store.listenForCommits(onListening: { await catchUp() }) { notice in
+                await deliver(notice)
             }
         }
     }
 
-    func deliver(user: String, seq: Int64) async {
-        guard sync.hub.hasMembers(user: user) else { return }
-        guard let page = try? await sync.store.changes(userID: user, since: seq - 1, limit: 1),
-              let record = page.records.first, record.seq == seq
-        else { return }
+    func deliver(_ notice: CommitNotice) async {
+        guard let previous = sync.hub.advanceSeenSeq(user: notice.userID, to: notice.seq), previous < notice.seq else { return }
+        // The usual case: the next commit, made here, so this node's sessions already have it.
+        if notice.fromThisNode && previous == notice.seq - 1 { return }
+        await send(user: notice.userID, after: previous, upTo: notice.seq)
+    }
+
+    /// After (re)connecting: everything committed since each user's mark.
+    func catchUp() async {
+        for (user, seen) in sync.hub.seenSeqs() {
+            guard let latest = try? await sync.store.latestSeq(userID: user), latest > seen else { continue }
+            _ = sync.hub.advanceSeenSeq(user: user, to: latest)
+            logger.info("catching up after listening restarted", metadata: ["user": .string(user), "from": "\(seen)", "to": "\(latest)"])
+            await send(user: user, after: seen, upTo: latest)
+        }
+    }
+
+    /// Sends the user's records whose current `seq` lies in `(after, upTo]`; a record changed
+    /// again since then is left to the notification of that later commit.
+    private func send(user: String, after: Int64, upTo: Int64) async {
+        var since = after
+        while since < upTo {
+            let page: ChangesPage
+            do {
+                page = try await sync.store.changes(userID: user, since: since, limit: 500)
+            } catch {
+                logger.warning("could not read changes for fan-out", metadata: ["error": .string(String(describing: error))])
+                return
+            }
+            for record in page.records where record.seq <= upTo {
+                sync.hub.publish(user: user, message: Self.change(record), except: nil)
+            }
+            guard page.more, page.cursor > since else { return }
+            since = page.cursor
+        }
+    }
+
+    static func change(_ record: Record) -> JSONValue {
         var fields: [String: JSONValue] = [:]
         if !record.deleted {
             fields = record.fields.mapValues { ["set": $0] }
         }
-        let message: JSONValue = [
+        return [
             "type": "change", "collection": .string(record.collection), "id": .string(record.id),
             "rev": .int(record.rev), "prevRev": .int(record.rev - 1), "seq": .int(record.seq),
             "op": record.deleted ? "delete" : "upsert", "fields": .object(fields),
             "updatedAt": .string(Timestamp.format(record.updatedAt)),
         ]
-        sync.hub.publish(user: user, message: message, except: nil)
     }
 }
 

@@ -55,6 +55,8 @@ public struct ServerConfiguration: Sendable {
     public var authWindow: Duration = .seconds(60)
     /// Third-party OAuth clients, besides the built-in `noted-cli` and `noted-web`.
     public var oauthClients: [OAuthClient] = []
+    /// External OpenID issuers whose access tokens the sync API accepts.
+    public var trustedIssuers: [TrustedIssuer] = []
     /// How long an authorization code may wait for its exchange.
     public var authorizationCodeLifetime: Duration = .seconds(60)
     /// The web app's folder; nil: `Web` in the working directory or in the source checkout.

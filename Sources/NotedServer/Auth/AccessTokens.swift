@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import JWTKit
+import NIOConcurrencyHelpers
 import NotedCore
 
 /// The claims of an access token (RFC 9068 shape).
@@ -40,26 +41,13 @@ public struct TokenError: Error, Sendable, CustomStringConvertible {
     public var description: String { reason }
 }
 
-/// Issues and verifies ES256 access tokens with a signing key kept in the store.
-public struct AccessTokens: Sendable {
-    private let keys: JWTKeyCollection
-    private let kid: String
-    public let issuer: String
-    public let audience: String
-    public let lifetime: Duration
-    /// The public keys as a JWK Set.
-    public let jwks: JSONValue
+/// The server's signing keys as loaded from the store: the newest signs, all verify.
+struct SigningKeySet: Sendable {
+    let keys: JWTKeyCollection
+    let kid: String
+    let jwks: JSONValue
 
-    /// Loads the signing keys, generating and persisting one on first start.
-    public static func load(store: any NotedStore, issuer: String, audience: String, lifetime: Duration) async throws -> AccessTokens {
-        var records = try await store.signingKeys()
-        if records.isEmpty {
-            let key = try ES256PrivateKey(backing: P256.Signing.PrivateKey())
-            let kid = UUID().uuidString.lowercased()
-            try await store.addSigningKey(SigningKeyRecord(kid: kid, privateKeyPEM: key.pemRepresentation, createdAt: Date()))
-            // Another node may have won the race: use whatever is stored.
-            records = try await store.signingKeys()
-        }
+    static func build(_ records: [SigningKeyRecord]) async throws -> SigningKeySet {
         let keys = JWTKeyCollection()
         var jwks: [JSONValue] = []
         for record in records {
@@ -72,9 +60,82 @@ public struct AccessTokens: Sendable {
                 ])
             }
         }
-        // The newest key signs; the others still verify.
-        let signing = records.last?.kid ?? ""
-        return AccessTokens(keys: keys, kid: signing, issuer: issuer, audience: audience, lifetime: lifetime, jwks: ["keys": .array(jwks)])
+        return SigningKeySet(keys: keys, kid: records.last?.kid ?? "", jwks: ["keys": .array(jwks)])
+    }
+}
+
+/// Issues and verifies ES256 access tokens with a signing key kept in the store.
+public struct AccessTokens: Sendable {
+    private let current: NIOLockedValueBox<SigningKeySet>
+    private var keys: JWTKeyCollection { current.withLockedValue { $0.keys } }
+    private var kid: String { current.withLockedValue { $0.kid } }
+    public let issuer: String
+    public let audience: String
+    public let lifetime: Duration
+    /// The public keys as a JWK Set.
+    public var jwks: JSONValue { current.withLockedValue { $0.jwks } }
+    /// Trusted external issuers, if any (`--trust-issuer`).
+    var external: ExternalIssuers?
+
+    /// How often a running server rereads its signing keys, so that `noted-server keys rotate`
+    /// takes effect without a restart.
+    static let reloadInterval: Duration = .seconds(60)
+
+    /// Loads the signing keys, generating and persisting one on first start, and dropping
+    /// retired keys whose tokens have all expired.
+    public static func load(store: any NotedStore, issuer: String, audience: String, lifetime: Duration) async throws -> AccessTokens {
+        let records = try await currentKeys(store: store, lifetime: lifetime)
+        let set = try await SigningKeySet.build(records)
+        return AccessTokens(current: NIOLockedValueBox(set), issuer: issuer, audience: audience, lifetime: lifetime)
+    }
+
+    /// Rereads the signing keys from the store (after a rotation by another process).
+    func reload(store: any NotedStore) async throws {
+        let set = try await SigningKeySet.build(try await Self.currentKeys(store: store, lifetime: lifetime))
+        current.withLockedValue { $0 = set }
+    }
+
+    /// Adds a new signing key (a new `kid`) and drops retired ones; the old keys keep verifying
+    /// until every token they signed has expired. Returns the new key's `kid` and the dropped ones.
+    public static func rotate(store: any NotedStore, lifetime: Duration, now: Date = Date()) async throws -> (kid: String, dropped: [String]) {
+        // The newest key signs: the new one must sort after every stored one.
+        let existing = try await store.signingKeys()
+        let createdAt = max(now, existing.last.map { $0.createdAt.addingTimeInterval(0.001) } ?? now)
+        let kid = try await addKey(store: store, now: createdAt)
+        let before = Set(try await store.signingKeys().map(\.kid))
+        let after = Set(try await currentKeys(store: store, lifetime: lifetime, now: now).map(\.kid))
+        return (kid, before.subtracting(after).sorted())
+    }
+
+    /// The stored keys, creating the first one; keys retired long enough are removed.
+    private static func currentKeys(store: any NotedStore, lifetime: Duration, now: Date = Date()) async throws -> [SigningKeyRecord] {
+        var records = try await store.signingKeys()
+        if records.isEmpty {
+            _ = try await addKey(store: store, now: now)
+            // Another node may have won the race: use whatever is stored.
+            records = try await store.signingKeys()
+        }
+        for kid in retired(records, lifetime: lifetime, now: now) {
+            try await store.removeSigningKey(kid: kid)
+        }
+        return try await store.signingKeys()
+    }
+
+    private static func addKey(store: any NotedStore, now: Date) async throws -> String {
+        let key = try ES256PrivateKey(backing: P256.Signing.PrivateKey())
+        let kid = UUID().uuidString.lowercased()
+        try await store.addSigningKey(SigningKeyRecord(kid: kid, privateKeyPEM: key.pemRepresentation, createdAt: now))
+        return kid
+    }
+
+    /// Keys (oldest first) that can no longer have signed an unexpired token: a key stops signing
+    /// at the latest one reload interval after its successor was added, and its last token expires
+    /// one lifetime later; a minute more covers clock differences between nodes.
+    static func retired(_ records: [SigningKeyRecord], lifetime: Duration, now: Date) -> [String] {
+        let grace = reloadInterval.timeInterval + lifetime.timeInterval + 60
+        return zip(records, records.dropFirst()).compactMap { key, successor in
+            now.timeIntervalSince(successor.createdAt) > grace ? key.kid : nil
+        }
     }
 
     /// A signed access token for a user and client application, and when it expires.
@@ -95,11 +156,17 @@ public struct AccessTokens: Sendable {
 
     /// Verifies signature, `typ`, issuer, audience and expiry.
     public func verify(_ token: String, now: Date = Date()) async throws(TokenError) -> VerifiedToken {
-        guard token.utf8.count < 8192, let headerPart = token.split(separator: ".", omittingEmptySubsequences: false).first,
-              let headerData = Data(base64URLEncoded: String(headerPart)),
-              let header = try? JSONValue.parse(Array(headerData)),
-              header["typ"]?.stringValue?.lowercased() == "at+jwt"
-        else { throw TokenError(kind: .invalid, reason: "not an access token") }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard token.utf8.count < 8192, parts.count == 3, let header = Self.json(parts[0]) else {
+            throw TokenError(kind: .invalid, reason: "not a JWT")
+        }
+        // A trusted external issuer's token is checked against that issuer's keys only.
+        if let external, let payload = Self.json(parts[1]), let iss = payload["iss"]?.stringValue, iss != issuer, external.trusts(iss) {
+            return try await external.verify(token, header: header, payload: payload, now: now)
+        }
+        guard header["typ"]?.stringValue?.lowercased() == "at+jwt" else {
+            throw TokenError(kind: .invalid, reason: "not an access token")
+        }
         let claims: AccessTokenClaims
         do {
             claims = try await keys.verify(token, as: AccessTokenClaims.self)
@@ -116,6 +183,12 @@ public struct AccessTokens: Sendable {
             throw TokenError(kind: .invalid, reason: "not valid yet")
         }
         return VerifiedToken(userID: claims.sub.value, clientID: claims.clientID, expiresAt: claims.exp.value)
+    }
+
+    /// A base64url JSON part of a JWT, unverified.
+    static func json(_ part: Substring) -> JSONValue? {
+        guard let data = Data(base64URLEncoded: String(part)) else { return nil }
+        return try? JSONValue.parse(Array(data))
     }
 }
 

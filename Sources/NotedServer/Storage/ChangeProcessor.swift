@@ -197,16 +197,19 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
     private enum Kind: Sendable {
         case corrupt(String)
         case unsupportedURL(String)
+        case unreachable(String)
     }
     private let kind: Kind
 
     static func corrupt(_ what: String) -> StoreError { StoreError(kind: .corrupt(what)) }
     static func unsupportedURL(_ what: String) -> StoreError { StoreError(kind: .unsupportedURL(what)) }
+    static func unreachable(_ what: String) -> StoreError { StoreError(kind: .unreachable(what)) }
 
     public var description: String {
         switch kind {
         case .corrupt(let what): "stored data is corrupt: \(what)"
         case .unsupportedURL(let what): "unsupported database URL: \(what)"
+        case .unreachable(let what): "cannot reach the database: \(what)"
         }
     }
 }

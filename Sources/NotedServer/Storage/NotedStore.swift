@@ -26,6 +26,8 @@ public protocol NotedStore: OAuthStore {
     func signingKeys() async throws -> [SigningKeyRecord]
     /// Inserts a key unless one with the same `kid` exists.
     func addSigningKey(_ key: SigningKeyRecord) async throws
+    /// Removes a retired key (no unexpired token can carry its `kid`).
+    func removeSigningKey(kid: String) async throws
 
     // MARK: Refresh tokens
 
@@ -46,9 +48,28 @@ public protocol NotedStore: OAuthStore {
     func push(_ change: Change, context: PushContext) async throws -> PushResult
     /// Removes tombstones and `ccid` results past their retention.
     func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws
-    /// Calls `handler` with (user id, seq) for every change committed by another server node
-    /// sharing this database, until cancelled. A backend only one node can use just waits.
-    func listenForRemoteCommits(_ handler: @escaping @Sendable (String, Int64) async -> Void) async throws
+    /// Calls `handler` for every change committed by any server node sharing this database, in
+    /// commit order, until cancelled; `onListening` runs each time listening (re)starts, before
+    /// the first notification after it, so a caller can catch up on what it may have missed
+    /// while not listening. A backend only one node can use just waits.
+    func listenForCommits(
+        onListening: @escaping @Sendable () async -> Void,
+        _ handler: @escaping @Sendable (CommitNotice) async -> Void
+    ) async throws
+}
+
+/// "User U committed `seq` S", as one server node tells the others.
+public struct CommitNotice: Sendable, Hashable {
+    public var userID: String
+    public var seq: Int64
+    /// Whether the commit was made by this process (its sessions were told directly).
+    public var fromThisNode: Bool
+
+    public init(userID: String, seq: Int64, fromThisNode: Bool) {
+        self.userID = userID
+        self.seq = seq
+        self.fromThisNode = fromThisNode
+    }
 }
 
 /// A user account.

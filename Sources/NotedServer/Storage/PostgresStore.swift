@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NotedCore
 import PostgresNIO
 
@@ -11,6 +12,7 @@ import PostgresNIO
 public struct PostgresStore: NotedStore {
     let client: PostgresClient
     private let runTask: Task<Void, Never>
+    private let configuration: PostgresClient.Configuration
     let logger: Logger
     let processor: ChangeProcessor
     /// Tells this node's own commit notifications from other nodes'.
@@ -22,9 +24,29 @@ public struct PostgresStore: NotedStore {
         let configuration = try Self.configuration(from: url)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
+        self.configuration = configuration
         self.runTask = Task { await client.run() }
         self.logger = logger
         self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept)
+    }
+
+    /// One direct connection (10 s connect timeout) before the pool is used: an unreachable
+    /// server, a wrong password or a missing database fails at once with PostgreSQL's reason,
+    /// where the pool would retry for a minute or more, logging every attempt.
+    private func probe() async throws {
+        let pool = self.configuration
+        guard let host = pool.host, let port = pool.port else { return }
+        let configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: pool.username, password: pool.password, database: pool.database, tls: .disable)
+        var quiet = logger
+        quiet.logLevel = .critical
+        do {
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: quiet)
+            try await connection.close()
+        } catch let error as PSQLError {
+            let reason = error.serverInfo?[.message] ?? error.underlying.map { String(describing: $0) } ?? "\(error.code)"
+            throw StoreError.unreachable("PostgreSQL at \(host):\(port): \(reason)")
+        }
     }
 
     static func configuration(from url: String) throws -> PostgresClient.Configuration {
@@ -85,6 +107,7 @@ public struct PostgresStore: NotedStore {
     ]
 
     public func migrate() async throws {
+        try await probe()
         // Give the pool's run() a moment to start, so the first lease does not log a warning.
         try await Task.sleep(for: .milliseconds(20))
         try await client.withTransaction(logger: logger) { connection in
@@ -164,6 +187,10 @@ public struct PostgresStore: NotedStore {
             INSERT INTO signing_keys (kid, private_pem, created_at) VALUES (\(key.kid), \(key.privateKeyPEM), \(key.createdAt.millis))
             ON CONFLICT (kid) DO NOTHING
             """, logger: logger)
+    }
+
+    public func removeSigningKey(kid: String) async throws {
+        try await client.query("DELETE FROM signing_keys WHERE kid = \(kid)", logger: logger)
     }
 
     // MARK: Refresh tokens
@@ -350,23 +377,43 @@ public struct PostgresStore: NotedStore {
         }
     }
 
-    public func listenForRemoteCommits(_ handler: @escaping @Sendable (String, Int64) async -> Void) async throws {
+    public func listenForCommits(
+        onListening: @escaping @Sendable () async -> Void,
+        _ handler: @escaping @Sendable (CommitNotice) async -> Void
+    ) async throws {
         let nodeID = self.nodeID
+        let logger = self.logger
+        // Failed attempts in a row; reset once LISTEN is in effect.
+        let failures = NIOLockedValueBox(0)
         while !Task.isCancelled {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: Self.commitChannel) { notifications in
+                        // LISTEN is in effect here: what was committed before is read by the
+                        // catch-up, what is committed after arrives below.
+                        if failures.withLockedValue({ $0 }) > 0 {
+                            logger.notice("listening for other nodes' commits again")
+                        }
+                        failures.withLockedValue { $0 = 0 }
+                        await onListening()
                         for try await notification in notifications {
                             let parts = notification.payload.split(separator: " ")
-                            guard parts.count == 3, parts[0] != nodeID, let seq = Int64(parts[2]) else { continue }
-                            await handler(String(parts[1]), seq)
+                            guard parts.count == 3, let seq = Int64(parts[2]) else { continue }
+                            await handler(CommitNotice(userID: String(parts[1]), seq: seq, fromThisNode: parts[0] == nodeID))
                         }
                     }
                 }
+                // The notification stream only ends when its connection does.
+                throw PostgresStoreError.listenerEnded
             } catch {
                 if Task.isCancelled { return }
-                logger.warning("listening for other nodes' commits failed; retrying", metadata: ["error": .string(String(describing: error))])
-                try? await Task.sleep(for: .seconds(1))
+                let failed = failures.withLockedValue { $0 += 1; return $0 }
+                // 0.25 s, 0.5 s, 1 s … at most 8 s between attempts.
+                let delay = Duration.milliseconds(250 * (1 << min(failed - 1, 5)))
+                logger.warning("listening for other nodes' commits failed; retrying", metadata: [
+                    "error": .string(String(describing: error)), "retryIn": .stringConvertible(delay),
+                ])
+                try? await Task.sleep(for: delay)
             }
         }
     }
@@ -405,5 +452,15 @@ public struct PostgresStore: NotedStore {
                 fields: try FieldsCoding.decode(fields)))
         }
         return result
+    }
+}
+
+enum PostgresStoreError: Error, CustomStringConvertible {
+    case listenerEnded
+
+    var description: String {
+        switch self {
+        case .listenerEnded: "the listening connection closed"
+        }
     }
 }

@@ -16,6 +16,9 @@ public struct SQLiteStore: NotedStore {
             try db.execute(sql: "PRAGMA foreign_keys = ON")
         }
         self.pool = try DatabasePool(path: path, configuration: configuration)
+        // GRDB switches a pool's writer to `synchronous = NORMAL` after `prepareDatabase` when it
+        // enables WAL: set FULL again on the writer, or commits (acks) are not fsynced.
+        try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept)
     }
 
@@ -155,6 +158,12 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
+    public func removeSigningKey(kid: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM signing_keys WHERE kid = ?", arguments: [kid])
+        }
+    }
+
     // MARK: Refresh tokens
 
     public func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date) async throws {
@@ -239,6 +248,17 @@ public struct SQLiteStore: NotedStore {
     }
 
     public func push(_ change: Change, context: PushContext) async throws -> PushResult {
+        do {
+            return try await pushTransaction(change, context: context)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
+            // A full disk: the transaction rolled back, nothing was stored. The change is
+            // answered `rate_limited` (the retryable reject code: every client resends it
+            // later, unchanged) and the server keeps serving; found by scripts/faults.
+            throw ProtocolError(.rateLimited, "the server's storage is full; nothing was stored; retry later")
+        }
+    }
+
+    private func pushTransaction(_ change: Change, context: PushContext) async throws -> PushResult {
         let processor = self.processor
         return try await pool.write { db in
             let applied = try Row.fetchOne(db, sql: "SELECT body_hash, reply FROM applied_changes WHERE user_id = ? AND ccid = ?",
@@ -303,7 +323,10 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
-    public func listenForRemoteCommits(_ handler: @escaping @Sendable (String, Int64) async -> Void) async throws {
+    public func listenForCommits(
+        onListening: @escaping @Sendable () async -> Void,
+        _ handler: @escaping @Sendable (CommitNotice) async -> Void
+    ) async throws {
         // One SQLite file belongs to one server process: there are no other nodes to hear.
         while !Task.isCancelled {
             try await Task.sleep(for: .seconds(3600))

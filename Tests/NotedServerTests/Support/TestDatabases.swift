@@ -74,6 +74,39 @@ private func adminQuery(url: String, _ query: PostgresQuery) async throws {
     }
 }
 
+/// Terminates, with `pg_terminate_backend`, every connection to the test database `location`
+/// whose last statement was a `LISTEN` (the server nodes' notification listeners); returns how
+/// many were terminated. Another test's databases are never touched.
+func terminateListeners(_ location: DatabaseLocation) async throws -> Int {
+    try await listenerQuery(location, terminate: true)
+}
+
+/// How many notification listeners are connected to the test database `location`.
+func listenerCount(_ location: DatabaseLocation) async throws -> Int {
+    try await listenerQuery(location, terminate: false)
+}
+
+private func listenerQuery(_ location: DatabaseLocation, terminate: Bool) async throws -> Int {
+    guard case .postgres(let url) = location, let admin = Backend.postgresURL,
+          let path = URLComponents(string: url)?.path, path.count > 1
+    else { throw TestSetupError("not a PostgreSQL test database") }
+    let name = String(path.dropFirst())
+    let logger = Logger(label: "test-admin")
+    let client = PostgresClient(configuration: try PostgresStore.configuration(from: admin), backgroundLogger: logger)
+    return try await withThrowingTaskGroup(of: Int.self) { group in
+        group.addTask { await client.run(); return 0 }
+        try await Task.sleep(for: .milliseconds(20))
+        let rows = try await client.query("""
+            SELECT CASE WHEN \(terminate) THEN pg_terminate_backend(pid) ELSE true END FROM pg_stat_activity
+            WHERE datname = \(name) AND query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()
+            """, logger: logger)
+        var count = 0
+        for try await ok in rows.decode(Bool.self) where ok { count += 1 }
+        group.cancelAll()
+        return count
+    }
+}
+
 /// Opens a migrated store on a fresh database.
 func withStore<T>(
     _ backend: Backend, limits: Limits = Limits(), revisionsKept: Int = 100, _ body: (any NotedStore) async throws -> T

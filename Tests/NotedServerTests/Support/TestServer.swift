@@ -16,6 +16,8 @@ import Testing
 struct TestServer: Sendable {
     let port: Int
     let client: any TestClientProtocol
+    /// The database the node uses (set by the multi-node helpers).
+    var database: DatabaseLocation? = nil
 
     /// Runs `body` against a live server; the server and database are removed afterwards.
     static func with(
@@ -301,25 +303,40 @@ extension TestServer {
     /// Two live server nodes sharing one fresh database.
     static func withTwoNodes(_ backend: Backend, _ body: @escaping @Sendable (TestServer, TestServer) async throws -> Void) async throws {
         try await withDatabase(backend) { location in
-            func make() async throws -> some ApplicationProtocol {
-                var configuration = ServerConfiguration()
-                configuration.host = "127.0.0.1"
-                configuration.port = 0
-                configuration.database = location
-                configuration.bcryptCost = 4
-                configuration.issuer = "http://noted.test"
-                var logger = Logger(label: "noted-test")
-                logger.logLevel = .critical
-                return try await buildApplication(configuration, logger: logger)
-            }
-            let first = try await make()
-            let second = try await make()
+            let first = try await makeNode(location)
+            let second = try await makeNode(location)
             try await first.test(.live) { firstClient in
                 try await second.test(.live) { secondClient in
                     guard let firstPort = firstClient.port, let secondPort = secondClient.port else { throw TestSetupError("no port") }
-                    try await body(TestServer(port: firstPort, client: firstClient), TestServer(port: secondPort, client: secondClient))
+                    try await body(
+                        TestServer(port: firstPort, client: firstClient, database: location),
+                        TestServer(port: secondPort, client: secondClient, database: location))
                 }
             }
+        }
+    }
+
+    /// One server node on `location`, as every node of a multi-node test is configured.
+    static func makeNode(_ location: DatabaseLocation) async throws -> some ApplicationProtocol {
+        var configuration = ServerConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.database = location
+        configuration.bcryptCost = 4
+        configuration.issuer = "http://noted.test"
+        // The multi-node tests push one change per message, faster than a real client would.
+        configuration.maxPushesPerSecond = 10_000
+        var logger = Logger(label: "noted-test")
+        logger.logLevel = ProcessInfo.processInfo.environment["NOTED_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        return try await buildApplication(configuration, logger: logger)
+    }
+
+    /// Runs `body` with a live node on `location`; the node shuts down gracefully afterwards.
+    static func withNode<T: Sendable>(_ location: DatabaseLocation, _ body: @escaping @Sendable (TestServer) async throws -> T) async throws -> T {
+        let app = try await makeNode(location)
+        return try await app.test(.live) { client in
+            guard let port = client.port else { throw TestSetupError("no port") }
+            return try await body(TestServer(port: port, client: client, database: location))
         }
     }
 }

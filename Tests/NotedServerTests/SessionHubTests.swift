@@ -1,0 +1,56 @@
+import Foundation
+import NotedCore
+import Testing
+@testable import NotedServer
+
+/// The in-process fan-out, as one piece: a broadcast reaches every other session of the user,
+/// as the same JSON text, encoded once.
+@Suite struct SessionHubTests {
+    /// What a session's stream holds once its continuation is finished.
+    private static func drain(_ stream: AsyncStream<Outgoing>) async -> [String] {
+        var texts: [String] = []
+        for await item in stream {
+            switch item {
+            case .text(let text): texts.append(text)
+            case .message(let value): texts.append("message:" + value.jsonString)
+            case .close(let code, _): texts.append("close:\(code)")
+            }
+        }
+        return texts
+    }
+
+    @Test func publishSendsTheEncodedTextToTheUsersOtherSessionsOnly() async throws {
+        let hub = SessionHub()
+        var streams: [AsyncStream<Outgoing>] = []
+        var continuations: [AsyncStream<Outgoing>.Continuation] = []
+        var ids: [UUID] = []
+        for index in 0..<4 {
+            let (stream, continuation) = AsyncStream.makeStream(of: Outgoing.self)
+            let id = UUID()
+            hub.track(session: id, continuation: continuation)
+            hub.join(user: index < 3 ? "ada" : "bob", session: id, continuation: continuation, seenSeq: 0)
+            streams.append(stream)
+            continuations.append(continuation)
+            ids.append(id)
+        }
+        let change: JSONValue = ["type": "change", "id": "0b0e3c1a-7c5e-4a39-9d43-2f1f4d8f0a11", "rev": 3,
+                                 "fields": ["body": ["delta": "=3\t+x"]]]
+        hub.publish(user: "ada", message: change, except: ids[0])
+        for continuation in continuations { continuation.finish() }
+        var received: [[String]] = []
+        for stream in streams { received.append(await Self.drain(stream)) }
+
+        #expect(received[0].isEmpty, "the author's own session gets no broadcast")
+        #expect(received[1] == [change.jsonString])
+        #expect(received[2] == [change.jsonString])
+        #expect(received[3].isEmpty, "another user's session gets nothing")
+        let decoded = try JSONValue.parse(Array(received[1][0].utf8))
+        #expect(decoded == change)
+    }
+
+    @Test func publishToAUserWithoutSessionsDoesNothing() {
+        let hub = SessionHub()
+        hub.publish(user: "nobody", message: ["type": "change"], except: nil)
+        #expect(!hub.hasMembers(user: "nobody"))
+    }
+}
