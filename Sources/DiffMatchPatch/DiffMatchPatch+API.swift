@@ -214,6 +214,21 @@ extension DiffMatchPatch {
         return (UTF16Conversion.string(result), applied)
     }
 
+    /// Applies patches to `text` with fuzzy matching, but never deletes text the patch did not
+    /// delete: a hunk found where the text differs applies only if each of its deletions
+    /// covers exactly the text it deleted in the original. Otherwise the hunk is not applied
+    /// and its result is false.
+    ///
+    /// This is not in the reference. Its `patch_apply` maps a deletion through a diff of the
+    /// expected and the found text, so a stale deletion of `[1]` also removes what someone
+    /// put in its place meanwhile (`[30]`). For merging concurrent edits, where text someone
+    /// else wrote must not vanish, a hunk that would do that is better reported as failed.
+    /// With `exactDeletes` false this is ``patchApply(_:to:)``.
+    public func patchApply(_ patches: [Patch], to text: String, exactDeletes: Bool) -> (text: String, results: [Bool]) {
+        let (result, applied) = patchApply(patches.map(UPatch.init), units(text), exactDeletes: exactDeletes)
+        return (UTF16Conversion.string(result), applied)
+    }
+
     /// Adds the reference's padding to the first and last patch; returns the padding.
     public func patchAddPadding(_ patches: inout [Patch]) -> String {
         var u = patches.map(UPatch.init)

@@ -260,15 +260,15 @@ extension DiffMatchPatch {
     /// approximate and can fall inside a surrogate pair; when that leaves half a character in
     /// the result, the patches are applied again with positions moved off the pairs (insert
     /// before a pair, delete less rather than half a character).
-    func patchApply(_ patches: [UPatch], _ text: [UInt16]) -> (text: [UInt16], results: [Bool]) {
-        let exact = patchApply(patches, text, keepingPairs: false)
+    func patchApply(_ patches: [UPatch], _ text: [UInt16], exactDeletes: Bool = false) -> (text: [UInt16], results: [Bool]) {
+        let exact = patchApply(patches, text, keepingPairs: false, exactDeletes: exactDeletes)
         if Surrogates.hasUnpaired(exact.text) && !Surrogates.hasUnpaired(text) {
-            return patchApply(patches, text, keepingPairs: true)
+            return patchApply(patches, text, keepingPairs: true, exactDeletes: exactDeletes)
         }
         return exact
     }
 
-    private func patchApply(_ patchesIn: [UPatch], _ textIn: [UInt16], keepingPairs: Bool) -> (text: [UInt16], results: [Bool]) {
+    private func patchApply(_ patchesIn: [UPatch], _ textIn: [UInt16], keepingPairs: Bool, exactDeletes: Bool) -> (text: [UInt16], results: [Bool]) {
         if patchesIn.isEmpty { return (textIn, []) }
         var patches = patchesIn
         let nullPadding = patchAddPadding(&patches)
@@ -328,7 +328,18 @@ extension DiffMatchPatch {
                 continue
             }
             cleanupSemanticLossless(&diffs)
-            applyEdits(patch.diffs, diffs, at: startLoc, to: &text, keepingPairs: keepingPairs)
+            if exactDeletes {
+                var trial = text
+                guard applyEdits(patch.diffs, diffs, at: startLoc, to: &trial, keepingPairs: keepingPairs, exactDeletes: true) else {
+                    // A deletion would take text it did not delete in the original: leave the hunk out.
+                    results[x] = false
+                    delta -= patch.length2 - patch.length1
+                    continue
+                }
+                text = trial
+            } else {
+                applyEdits(patch.diffs, diffs, at: startLoc, to: &text, keepingPairs: keepingPairs)
+            }
         }
         // Strip the padding off.
         let strip = min(nullPadding.count, text.count / 2)
@@ -337,7 +348,10 @@ extension DiffMatchPatch {
 
     /// The edits of one hunk applied at `startLoc`, positions mapped through `diffs` (from the
     /// hunk's expected text to the text found there), as the reference's `patch_apply`.
-    private func applyEdits(_ edits: [UDiff], _ diffs: [UDiff], at startLoc: Int, to text: inout [UInt16], keepingPairs: Bool) {
+    /// With `exactDeletes`, stops and returns false at a deletion that would remove anything
+    /// but the text it deleted in the expected text (`text` is then partly edited).
+    @discardableResult
+    private func applyEdits(_ edits: [UDiff], _ diffs: [UDiff], at startLoc: Int, to text: inout [UInt16], keepingPairs: Bool, exactDeletes: Bool = false) -> Bool {
         var index1 = 0
         var index2 = 0
         for mod in edits {
@@ -353,11 +367,13 @@ extension DiffMatchPatch {
                 var to = min(max(from, startLoc + xIndex(diffs, index1 + mod.text.count)), text.count)
                 if keepingPairs && insidePair(text, from) { from += 1 }
                 if keepingPairs && insidePair(text, to) { to -= 1 }
+                if exactDeletes && !text[from..<to].elementsEqual(mod.text) { return false }
                 if from < to { text.removeSubrange(from..<to) }
             }
             if mod.op != .delete {
                 index1 += mod.text.count
             }
         }
+        return true
     }
 }

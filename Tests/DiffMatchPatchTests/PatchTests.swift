@@ -167,6 +167,22 @@ struct PatchTests {
         }
     }
 
+    @Test func exactDeletesLeaveOutAHunkThatWouldDeleteOtherText() {
+        let patches = dmp.patchMake("The quick brown fox jumps.", "The quick fox jumps.")
+        // The reference deletes what now stands where "brown " stood.
+        #expect(dmp.patchApply(patches, to: "The quick red fox jumps.").text == "The quick fox jumps.")
+        let careful = dmp.patchApply(patches, to: "The quick red fox jumps.", exactDeletes: true)
+        #expect(careful.text == "The quick red fox jumps." && careful.results == [false])
+        // A deletion of text that is still there applies, also where the context moved.
+        let moved = dmp.patchApply(patches, to: "Oh. The quick brown fox jumps.", exactDeletes: true)
+        #expect(moved.text == "Oh. The quick fox jumps." && moved.results == [true])
+        // Text put inside the deleted range meanwhile is kept.
+        let inside = dmp.patchApply(patches, to: "The quick bro-wn fox jumps.", exactDeletes: true)
+        #expect(inside.text == "The quick bro-wn fox jumps." && inside.results == [false])
+        // Without the flag it is the reference's patch_apply.
+        #expect(dmp.patchApply(patches, to: "The quick red fox jumps.", exactDeletes: false) == dmp.patchApply(patches, to: "The quick red fox jumps."))
+    }
+
     @Test func patchApplyOfNoPatchesChangesNothing() {
         let result = Self.applying().patchApply(dmp.patchMake("", ""), to: "Hello world.")
         #expect(result.text == "Hello world.")

@@ -145,6 +145,25 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         #expect(copy.pending)
     }
 
+    @Test(arguments: ["pin", "tag", "trash"])
+    func goneWithoutATextEditDoesNotBringThePurgedNoteBack(edit: String) async throws {
+        let (store, id) = try await syncedStore(NoteFields(title: "t", body: "purged elsewhere"))
+        try await store.update(id) { fields in
+            switch edit {
+            case "pin": fields.pinned = true
+            case "tag": fields.tags.append("work")
+            default: fields.trashed = true
+            }
+        }
+        let (changes, _) = try await store.outbox(excluding: [], limit: 10)
+        let effect = try await store.applyReject(reject("gone", changes[0]))
+        #expect(try await store.note(id) == nil)
+        #expect(effect.forked.isEmpty)
+        let live = try await store.list(), trashed = try await store.list(NoteFilter(trashed: true))
+        #expect(live.isEmpty && trashed.isEmpty)
+        #expect(try await store.isOutboxEmpty())
+    }
+
     @Test(arguments: ["already_exists", "invalid_version"])
     func versionRejectsRebaseOntoTheCurrentRecord(code: String) async throws {
         let (store, id) = try await syncedStore(NoteFields(body: "one two"))

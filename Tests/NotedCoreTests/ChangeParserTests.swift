@@ -1,3 +1,4 @@
+import DiffMatchPatch
 import Foundation
 import Testing
 @testable import NotedCore
@@ -80,6 +81,25 @@ import Testing
             ["body": .textDelta("=6\t+big \t=5")], schema: .notes,
             current: ["body": "hello brave world"], base: ["body": "hello world"])
         #expect(result.fields["body"] == "hello brave big world" || result.fields["body"] == "hello big brave world")
+    }
+
+    /// Found by the simulation (seed 23): one device replaced `[1]` with `[30]`, another,
+    /// not having seen that, deleted `[1]`. The reference's fuzzy patch deletes `[30]` too.
+    @Test func aStaleDeleteNeverRemovesTextWrittenMeanwhile() throws {
+        let base = "[4] [1] [7]"
+        let delta = DiffMatchPatch().toDelta(DiffMatchPatch().diff(base, "[4] [7]"))
+        let result = try merger.apply(["body": .textDelta(delta)], schema: .notes, current: ["body": "[4] [30] [7]"], base: ["body": .string(base)])
+        #expect(result.fields["body"] == "[4] [30] [7]")
+        #expect(result.conflicts == ["body"])
+        #expect(result.conflictFields?["body"] == "[4] [7]")
+    }
+
+    @Test func aStaleDeleteOfUnchangedTextStillApplies() throws {
+        let base = "one two three"
+        let delta = DiffMatchPatch().toDelta(DiffMatchPatch().diff(base, "one three"))
+        let result = try merger.apply(["body": .textDelta(delta)], schema: .notes, current: ["body": "zero one two three four"], base: ["body": .string(base)])
+        #expect(result.fields["body"] == "zero one three four")
+        #expect(result.conflicts.isEmpty && result.conflictFields == nil)
     }
 
     @Test func aDeltaThatDoesNotFitIsInvalid() {

@@ -226,11 +226,14 @@ final class World {
             }
             guard let token, token.hasPrefix("token-") else { return }
             let userID = String(token.dropFirst("token-".count))
-            if link.userID == nil {
-                link.userID = userID
-                sync.hub.join(user: userID, session: link.session, continuation: link.continuation)
-            }
             let seq = try await sync.store.latestSeq(userID: userID)
+            defer {
+                // As SyncSession: join after the welcome, with the seq it reported.
+                if link.userID == nil {
+                    link.userID = userID
+                    sync.hub.join(user: userID, session: link.session, continuation: link.continuation, seenSeq: seq)
+                }
+            }
             var object: [String: JSONValue] = [
                 "type": "welcome", "protocol": 1, "user": .string(userID), "seq": .int(seq),
                 "expiresAt": .string(Timestamp.format(Date().addingTimeInterval(3600))), "limits": sync.limits.json,
@@ -261,12 +264,16 @@ final class World {
             link.continuation.yield(.close(code: 0, reason: "sentinel"))
             while let item = await link.iterator.next() {
                 if case .close(0, "sentinel") = item { break }
-                if case .message(let message) = item {
-                    if message["type"] == "change", let userID = link.userID, userID != users[client.user] {
-                        throw SimFailure(description: "a change of another user reached \(client.name)")
-                    }
-                    link.down.append(message)
+                let message: JSONValue
+                switch item {
+                case .message(let value): message = value
+                case .text(let text): message = try JSONValue.parse(text)
+                case .close: continue
                 }
+                if message["type"] == "change", let userID = link.userID, userID != users[client.user] {
+                    throw SimFailure(description: "a change of another user reached \(client.name)")
+                }
+                link.down.append(message)
             }
         }
     }

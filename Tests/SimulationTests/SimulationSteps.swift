@@ -73,11 +73,11 @@ extension World {
         }
         if !link.up.isEmpty, link.down.isEmpty || random.chance(50) {
             let message = link.up.removeFirst()
-            trace.append("deliver up \(client.name) \(message["type"]?.stringValue ?? "")")
+            trace.append("deliver up \(client.name) \(World.summary(message))")
             try await serve(message, on: link)
         } else if !link.down.isEmpty {
             let message = link.down.removeFirst()
-            trace.append("deliver down \(client.name) \(message["type"]?.stringValue ?? "")")
+            trace.append("deliver down \(client.name) \(World.summary(message))")
             if message["type"] == "error" {
                 try await perform(client, client.machine.received(message, now: now))
                 if message["code"] == "token_expired" { try await dropConnection(client) }
@@ -88,6 +88,37 @@ extension World {
             }
             try await perform(client, client.machine.received(message, now: now))
             try await checkMonotonic(client)
+        }
+    }
+
+    /// A message in a trace line: its type and, per record it names, the id, revisions and
+    /// what it does, so that `NOTED_SIM_FOCUS=<id>` picks out a record's whole story.
+    static func summary(_ message: JSONValue) -> String {
+        let type = message["type"]?.stringValue ?? "?"
+        func ops(_ fields: JSONValue?) -> String {
+            guard let object = fields?.objectValue else { return "" }
+            return object.keys.sorted().map { "\($0)=\(object[$0]!.jsonString)" }.joined(separator: " ")
+        }
+        switch type {
+        case "push":
+            let changes = (message["changes"]?.arrayValue ?? []).map { change in
+                "[\(change["id"]?.stringValue ?? "?") base \(change["baseRev"]?.intValue ?? -1) \(change["op"]?.stringValue ?? "") \(ops(change["fields"]))]"
+            }
+            return "push " + changes.joined(separator: " ")
+        case "ack":
+            let conflicts = message["conflicts"].map { " conflicts \($0.jsonString)" } ?? ""
+            return "ack \(message["id"]?.stringValue ?? "?") rev \(message["rev"]?.intValue ?? -1) \(message["status"]?.stringValue ?? "")\(conflicts) \(ops(message["fields"]))"
+        case "reject":
+            return "reject \(message["id"]?.stringValue ?? "?") \(message["code"]?.stringValue ?? "")"
+        case "change":
+            return "change \(message["id"]?.stringValue ?? "?") rev \(message["prevRev"]?.intValue ?? -1)->\(message["rev"]?.intValue ?? -1) \(message["op"]?.stringValue ?? "") \(ops(message["fields"]))"
+        case "changes":
+            let records = (message["records"]?.arrayValue ?? []).map { record in
+                "[\(record["id"]?.stringValue ?? "?") rev \(record["rev"]?.intValue ?? -1)\(record["deleted"]?.boolValue == true ? " deleted" : "") \(ops(record["fields"]))]"
+            }
+            return "changes \(records.joined(separator: " "))"
+        default:
+            return type
         }
     }
 

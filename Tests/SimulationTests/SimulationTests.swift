@@ -77,13 +77,19 @@ extension World {
                     }
                 }
             }
-            if let (marker, count) = counts.filter({ $0.value > 1 }).min(by: { $0.key < $1.key }) {
+            // A note purged while other devices had unsynced text in it comes back once per such
+            // device, as a new note (PROTOCOL.md section 5); any other second copy is a failure.
+            if let (marker, count) = counts.filter({ $0.value > 1 && !purged.contains(markerRecord[$0.key] ?? "") }).min(by: { $0.key < $1.key }) {
                 throw SimFailure(description: "marker [\(marker)] appears \(count) times for \(userID)")
             }
             // Conflict revisions hold text a merge could not place.
             var inConflicts: Set<Int> = []
             for record in page.records {
-                for revision in try await sync.store.revisions(userID: userID, collection: "notes", id: record.id) ?? [] where revision.conflict {
+                // The list leaves the fields out; each conflict revision is read in full.
+                for listed in try await sync.store.revisions(userID: userID, collection: "notes", id: record.id) ?? [] where listed.conflict {
+                    guard let revision = try await sync.store.revision(userID: userID, collection: "notes", id: record.id, rev: listed.rev, conflict: true) else {
+                        throw SimFailure(description: "conflict revision \(listed.rev) of \(record.id) listed but not readable")
+                    }
                     let fields = NoteFields(json: revision.fields)
                     for match in (fields.title + " " + fields.body).matches(of: markerPattern) { inConflicts.insert(Int(match.1)!) }
                 }

@@ -137,13 +137,15 @@ extension LocalStore {
     }
 
     /// A record purged on the server: gone locally, unless it holds unsynced text, which is
-    /// kept as a new note.
+    /// kept as a new note. Edits that changed no text (a pin, a tag, the trash) do not bring a
+    /// purged note back: several devices would each bring back a copy of text nobody changed.
     private func removeOrFork(_ db: Database, row: RecordRow, effect: inout StoreEffect) throws {
         try row.delete(db)
         try bury(db, row.id)
         let local = math.schema.completed(row.localFields)
         let base = math.schema.completed(row.shadowFields)
-        if row.localDeleted || (local == base && !row.dirty) {
+        let textEdited = math.schema.fields.contains { name, spec in spec.kind == .text && local[name] != base[name] }
+        if row.localDeleted || !textEdited {
             effect.removed.append(row.id)
             return
         }

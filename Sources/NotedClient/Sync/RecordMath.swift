@@ -75,7 +75,7 @@ public struct RecordMath: Sendable {
                     result[name] = mine
                 } else {
                     let patches = dmp.patchMake(oldText, editDiffs(oldText, mineText))
-                    let applied = dmp.patchApply(patches, to: theirsText)
+                    let applied = dmp.patchApply(patches, to: theirsText, exactDeletes: true)
                     if applied.results.contains(false) { clean = false }
                     result[name] = .string(applied.text)
                 }
