@@ -214,18 +214,21 @@ extension DiffMatchPatch {
         return (UTF16Conversion.string(result), applied)
     }
 
-    /// Applies patches to `text` with fuzzy matching, but never deletes text the patch did not
-    /// delete: a hunk found where the text differs applies only if each of its deletions
-    /// covers exactly the text it deleted in the original. Otherwise the hunk is not applied
-    /// and its result is false.
+    /// Applies patches to `text` with fuzzy matching, but never takes or splits text the
+    /// patches did not know. With `strict`, a hunk found where the text differs from what it
+    /// expects applies only if each of its deletions covers exactly the text it deleted in the
+    /// original, and none of its insertions goes inside a word where the original had a word
+    /// boundary (between two spaces, say). Otherwise the hunk is left out and its result
+    /// is false. A hunk found exactly where and as expected applies as in the reference.
     ///
-    /// This is not in the reference. Its `patch_apply` maps a deletion through a diff of the
-    /// expected and the found text, so a stale deletion of `[1]` also removes what someone
-    /// put in its place meanwhile (`[30]`). For merging concurrent edits, where text someone
-    /// else wrote must not vanish, a hunk that would do that is better reported as failed.
-    /// With `exactDeletes` false this is ``patchApply(_:to:)``.
-    public func patchApply(_ patches: [Patch], to text: String, exactDeletes: Bool) -> (text: String, results: [Bool]) {
-        let (result, applied) = patchApply(patches.map(UPatch.init), units(text), exactDeletes: exactDeletes)
+    /// This is not in the reference. Its `patch_apply` maps edits through a diff of the
+    /// expected and the found text: a stale deletion of `[1]` also removes the `[30]` someone
+    /// put in its place meanwhile, and an insertion can land inside a word someone else
+    /// rewrote. For merging concurrent edits, where text someone else wrote must stay as they
+    /// wrote it, such a hunk is better reported as failed (and kept aside).
+    /// With `strict` false this is ``patchApply(_:to:)``.
+    public func patchApply(_ patches: [Patch], to text: String, strict: Bool) -> (text: String, results: [Bool]) {
+        let (result, applied) = patchApply(patches.map(UPatch.init), units(text), strict: strict)
         return (UTF16Conversion.string(result), applied)
     }
 

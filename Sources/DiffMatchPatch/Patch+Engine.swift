@@ -260,20 +260,23 @@ extension DiffMatchPatch {
     /// approximate and can fall inside a surrogate pair; when that leaves half a character in
     /// the result, the patches are applied again with positions moved off the pairs (insert
     /// before a pair, delete less rather than half a character).
-    func patchApply(_ patches: [UPatch], _ text: [UInt16], exactDeletes: Bool = false) -> (text: [UInt16], results: [Bool]) {
-        let exact = patchApply(patches, text, keepingPairs: false, exactDeletes: exactDeletes)
+    func patchApply(_ patches: [UPatch], _ text: [UInt16], strict: Bool = false) -> (text: [UInt16], results: [Bool]) {
+        let exact = patchApply(patches, text, keepingPairs: false, strict: strict)
         if Surrogates.hasUnpaired(exact.text) && !Surrogates.hasUnpaired(text) {
-            return patchApply(patches, text, keepingPairs: true, exactDeletes: exactDeletes)
+            return patchApply(patches, text, keepingPairs: true, strict: strict)
         }
         return exact
     }
 
-    private func patchApply(_ patchesIn: [UPatch], _ textIn: [UInt16], keepingPairs: Bool, exactDeletes: Bool) -> (text: [UInt16], results: [Bool]) {
+    private func patchApply(_ patchesIn: [UPatch], _ textIn: [UInt16], keepingPairs: Bool, strict: Bool) -> (text: [UInt16], results: [Bool]) {
         if patchesIn.isEmpty { return (textIn, []) }
         var patches = patchesIn
         let nullPadding = patchAddPadding(&patches)
         var text = nullPadding + textIn + nullPadding
-        patchSplitMax(&patches, keepingPairs: false)
+        // Strict: a hunk stays whole. Split to the matcher's 32 units, a deletion or insertion
+        // is cut mid-word, and each piece may then fit somewhere it does not belong; a long
+        // hunk is found by its two ends instead (below).
+        if !strict { patchSplitMax(&patches, keepingPairs: false) }
         // delta keeps track of the offset between the expected and actual location of the
         // previous patch: if there are patches expected at positions 10 and 20, but the first
         // was found at 12, delta is 2 and the second patch has an effective expected
@@ -328,10 +331,10 @@ extension DiffMatchPatch {
                 continue
             }
             cleanupSemanticLossless(&diffs)
-            if exactDeletes {
+            if strict {
                 var trial = text
-                guard applyEdits(patch.diffs, diffs, at: startLoc, to: &trial, keepingPairs: keepingPairs, exactDeletes: true) else {
-                    // A deletion would take text it did not delete in the original: leave the hunk out.
+                guard applyEdits(patch.diffs, diffs, at: startLoc, to: &trial, keepingPairs: keepingPairs, strict: true) else {
+                    // An edit would take or split text it did not know: leave the hunk out.
                     results[x] = false
                     delta -= patch.length2 - patch.length1
                     continue
@@ -346,18 +349,52 @@ extension DiffMatchPatch {
         return (Array(text[strip..<(text.count - strip)]), results)
     }
 
+    /// Whitespace, a control character (the patch padding is made of those) or a separator.
+    static func isWordBoundary(_ unit: UInt16) -> Bool {
+        switch unit {
+        case 0...0x20, 0x85, 0xA0, 0x1680, 0x2000...0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000: true
+        default: false
+        }
+    }
+
     /// The edits of one hunk applied at `startLoc`, positions mapped through `diffs` (from the
     /// hunk's expected text to the text found there), as the reference's `patch_apply`.
-    /// With `exactDeletes`, stops and returns false at a deletion that would remove anything
-    /// but the text it deleted in the expected text (`text` is then partly edited).
+    /// With `strict`, stops and returns false (`text` then partly edited) at a deletion that
+    /// would remove anything but the text it deleted in the expected text, and at an insertion
+    /// that would go inside a word of the found text where the expected text had a word
+    /// boundary.
     @discardableResult
-    private func applyEdits(_ edits: [UDiff], _ diffs: [UDiff], at startLoc: Int, to text: inout [UInt16], keepingPairs: Bool, exactDeletes: Bool = false) -> Bool {
+    private func applyEdits(_ edits: [UDiff], _ diffs: [UDiff], at startLoc: Int, to text: inout [UInt16], keepingPairs: Bool, strict: Bool = false) -> Bool {
         var index1 = 0
         var index2 = 0
+        // Strict: the hunk's expected text, which of its units the found text changed, and
+        // where in it the edit now stands.
+        let expectedText: [UInt16] = strict ? edits.filter { $0.op != .insert }.flatMap(\.text) : []
+        var changed: [Bool] = []
+        if strict {
+            for diff in diffs where diff.op != .insert {
+                changed += [Bool](repeating: diff.op == .delete, count: diff.text.count)
+            }
+        }
+        var expected = 0
         for mod in edits {
             if mod.op != .equal {
                 index2 = xIndex(diffs, index1)
             }
+            if strict && mod.op == .insert {
+                // Where the text before it is still as it was, and not inside a new word.
+                if expected > 0 && expected <= changed.count && changed[expected - 1] { return false }
+                let at = min(startLoc + index2, text.count)
+                let splitsWord = at > 0 && at < text.count && !Self.isWordBoundary(text[at - 1]) && !Self.isWordBoundary(text[at])
+                let wasInWord = expected > 0 && expected < expectedText.count
+                    && !Self.isWordBoundary(expectedText[expected - 1]) && !Self.isWordBoundary(expectedText[expected])
+                if splitsWord && !wasInWord { return false }
+            }
+            if strict && mod.op == .delete {
+                // Only text that is still exactly as it was.
+                if changed[min(expected, changed.count)..<min(expected + mod.text.count, changed.count)].contains(true) { return false }
+            }
+            if mod.op != .insert { expected += mod.text.count }
             if mod.op == .insert {
                 var at = min(startLoc + index2, text.count)
                 if keepingPairs && insidePair(text, at) { at -= 1 }
@@ -367,7 +404,7 @@ extension DiffMatchPatch {
                 var to = min(max(from, startLoc + xIndex(diffs, index1 + mod.text.count)), text.count)
                 if keepingPairs && insidePair(text, from) { from += 1 }
                 if keepingPairs && insidePair(text, to) { to -= 1 }
-                if exactDeletes && !text[from..<to].elementsEqual(mod.text) { return false }
+                if strict && !text[from..<to].elementsEqual(mod.text) { return false }
                 if from < to { text.removeSubrange(from..<to) }
             }
             if mod.op != .delete {

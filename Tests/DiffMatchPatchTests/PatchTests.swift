@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import DiffMatchPatch
 
@@ -167,20 +168,24 @@ struct PatchTests {
         }
     }
 
-    @Test func exactDeletesLeaveOutAHunkThatWouldDeleteOtherText() {
+    @Test func strictApplyLeavesOutAHunkThatWouldTakeOrSplitOtherText() {
         let patches = dmp.patchMake("The quick brown fox jumps.", "The quick fox jumps.")
         // The reference deletes what now stands where "brown " stood.
         #expect(dmp.patchApply(patches, to: "The quick red fox jumps.").text == "The quick fox jumps.")
-        let careful = dmp.patchApply(patches, to: "The quick red fox jumps.", exactDeletes: true)
+        let careful = dmp.patchApply(patches, to: "The quick red fox jumps.", strict: true)
         #expect(careful.text == "The quick red fox jumps." && careful.results == [false])
         // A deletion of text that is still there applies, also where the context moved.
-        let moved = dmp.patchApply(patches, to: "Oh. The quick brown fox jumps.", exactDeletes: true)
+        let moved = dmp.patchApply(patches, to: "Oh. The quick brown fox jumps.", strict: true)
         #expect(moved.text == "Oh. The quick fox jumps." && moved.results == [true])
         // Text put inside the deleted range meanwhile is kept.
-        let inside = dmp.patchApply(patches, to: "The quick bro-wn fox jumps.", exactDeletes: true)
+        let inside = dmp.patchApply(patches, to: "The quick bro-wn fox jumps.", strict: true)
         #expect(inside.text == "The quick bro-wn fox jumps." && inside.results == [false])
+        // Text added next to it meanwhile does not stop it.
+        let insert = dmp.patchMake("I saw [4] and [7] today", "I saw [4] and [7] [9] today")
+        let added = dmp.patchApply(insert, to: "I saw [4] and [7] [8] today", strict: true)
+        #expect(added.results == [true] && added.text.contains("[9]") && added.text.contains("[8]"))
         // Without the flag it is the reference's patch_apply.
-        #expect(dmp.patchApply(patches, to: "The quick red fox jumps.", exactDeletes: false) == dmp.patchApply(patches, to: "The quick red fox jumps."))
+        #expect(dmp.patchApply(patches, to: "The quick red fox jumps.", strict: false) == dmp.patchApply(patches, to: "The quick red fox jumps."))
     }
 
     @Test func patchApplyOfNoPatchesChangesNothing() {

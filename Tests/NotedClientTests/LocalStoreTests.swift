@@ -57,7 +57,7 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         try await store.update(id) { $0.title = "t" }
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
         #expect(changes.count == 1)
-        #expect(changes[0].body["fields"] == ["body": ["delta": "=3\t+de"], "title": ["delta": "+t"]])
+        #expect(changes[0].body["fields"] == ["body": ["delta": "-3\t+abcde"], "title": ["delta": "+t"]])
     }
 
     @Test func editsThatCancelOutSendNothing() async throws {

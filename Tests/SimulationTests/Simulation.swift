@@ -35,6 +35,26 @@ struct SimRandom {
 
 struct SimFailure: Error, CustomStringConvertible {
     var description: String
+
+    /// The failure with numbers and ids taken out: which check failed, for shrinking.
+    var kind: String {
+        description.replacing(/[0-9a-f]{8}-[0-9a-f-]{27}/, with: "ID").replacing(/[0-9]+/, with: "N")
+            .split(separator: " ").prefix(6).joined(separator: " ")
+    }
+}
+
+/// One step of a run: which client, which kind of step (a roll out of 100), and the seed of
+/// every random choice the step makes.
+struct SimStep: Sendable, Hashable {
+    var client: Int
+    var roll: Int
+    var seed: UInt64
+
+    /// A run's steps, drawn from its seed.
+    static func plan(seed: UInt64, count: Int) -> [SimStep] {
+        var random = SimRandom(state: seed ^ 0x5354_4550_5053_494D)
+        return (0..<count).map { _ in SimStep(client: random.below(1_000), roll: random.below(100), seed: random.next()) }
+    }
 }
 
 /// One simulated connection: messages each way, in order, lost when the connection drops.
@@ -66,7 +86,7 @@ final class SimClient {
     var machine: SyncStateMachine<SimInstant>
     var link: SimLink?
     var online = true
-    var resetIDs: Set<String>?
+    var snapshot = SnapshotPull()
     var lastRev: [String: Int64] = [:]
     var lastCursor: Int64 = 0
     var device: String
@@ -171,13 +191,11 @@ final class World {
             guard let cursor = message["cursor"]?.intValue else { throw SimFailure(description: "page without cursor") }
             let records = (message["records"]?.arrayValue ?? []).compactMap(LocalStore.record(from:))
             let more = message["more"]?.boolValue ?? false
-            if message["reset"]?.boolValue == true {
-                client.resetIDs = (client.resetIDs ?? []).union(records.map(\.id))
-            }
-            _ = try await client.store.storePage(records: records, cursor: cursor)
-            if !more, let ids = client.resetIDs {
-                client.resetIDs = nil
-                _ = try await client.store.dropAbsent(keeping: ids)
+            let (storeCursor, keep) = client.snapshot.page(records: records, since: client.machine.cursor, cursor: cursor, more: more,
+                                                           reset: message["reset"]?.boolValue == true)
+            _ = try await client.store.storePage(records: records, cursor: storeCursor)
+            if let keep {
+                _ = try await client.store.dropAbsent(keeping: keep)
             }
             try await perform(client, client.machine.pageStored(more: more, cursor: cursor, now: now))
         case .applyAnswer(let message):

@@ -4,10 +4,13 @@ import NotedCore
 @testable import NotedServer
 
 extension World {
-    /// One random step; its description goes to the trace.
-    func step() async throws {
-        let client = clients[random.below(clients.count)]
-        let roll = random.below(100)
+    /// One step of a run's plan; its description goes to the trace. Every random choice the
+    /// step makes comes from its own seed, so that a plan with steps left out (shrinking) runs
+    /// the remaining steps the same way.
+    func step(_ step: SimStep) async throws {
+        random = SimRandom(state: step.seed)
+        let client = clients[step.client % clients.count]
+        let roll = step.roll
         switch roll {
         case 0..<30:
             try await localEdit(client)
@@ -126,7 +129,7 @@ extension World {
     func crash(_ client: SimClient) async throws {
         if let link = client.link { sync.hub.leave(session: link.session) }
         client.link = nil
-        client.resetIDs = nil
+        client.snapshot = SnapshotPull()
         client.store = try LocalStore.open(path: client.path)
         client.machine = SyncStateMachine(configuration: SimClient.configuration, seed: random.next())
         try await perform(client, client.machine.start())

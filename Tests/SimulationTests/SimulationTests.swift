@@ -106,8 +106,8 @@ extension World {
 enum Simulation {
     static let steps = 300
 
-    /// Runs one seed; returns the failure, with the trace, if any.
-    static func run(seed: UInt64, steps: Int = steps) async -> (SimFailure, [String])? {
+    /// Runs one seed, its plan or the given (shrunk) one; returns the failure, with the trace.
+    static func run(seed: UInt64, plan: [SimStep]? = nil) async -> (SimFailure, [String])? {
         let world: World
         do {
             world = try await World(seed: seed)
@@ -117,7 +117,7 @@ enum Simulation {
         defer { world.cleanUp() }
         do {
             for client in world.clients { try await world.perform(client, client.machine.start()) }
-            for _ in 0..<steps { try await world.step() }
+            for step in plan ?? SimStep.plan(seed: seed, count: steps) { try await world.step(step) }
             try await world.quiesce()
             try await world.check()
             return nil
@@ -126,6 +126,35 @@ enum Simulation {
         } catch {
             return (SimFailure(description: "\(error)"), world.trace)
         }
+    }
+
+    /// A shorter plan that fails the same check: steps are left out, in halves, then quarters,
+    /// down to one at a time, for as long as the run still fails that way (at most `attempts`
+    /// runs).
+    static func shrink(seed: UInt64, failure: SimFailure, attempts: Int = 400) async -> (plan: [SimStep], failure: SimFailure, trace: [String]) {
+        var plan = SimStep.plan(seed: seed, count: steps)
+        var best: (SimFailure, [String]) = (failure, [])
+        var runs = 0
+        var chunk = plan.count / 2
+        while chunk >= 1 && runs < attempts {
+            var start = 0
+            var progressed = false
+            while start < plan.count && runs < attempts {
+                var candidate = plan
+                candidate.removeSubrange(start..<min(start + chunk, plan.count))
+                runs += 1
+                if let result = await run(seed: seed, plan: candidate), result.0.kind == failure.kind {
+                    plan = candidate
+                    best = result
+                    progressed = true
+                } else {
+                    start += chunk
+                }
+            }
+            if !progressed { chunk /= 2 }
+        }
+        if best.1.isEmpty, let result = await run(seed: seed, plan: plan) { best = result }
+        return (plan, best.0, best.1)
     }
 }
 
@@ -150,13 +179,22 @@ struct SimulationTests {
                 // The first three failures print their trace; later ones only their seed.
                 guard failures <= 3 else { continue }
                 print("SIMULATION FAILED: NOTED_SIM_SEED=\(seed) NOTED_SIM_RUNS=1: \(failure)")
-                print("trace (\(trace.count) steps; lines naming NOTED_SIM_FOCUS marked *, then the last 40):")
-                let focus = environment["NOTED_SIM_FOCUS"]
-                for line in trace where focus.map({ line.contains($0) }) ?? false { print("  * " + line) }
-                for line in trace.suffix(40) { print("  " + line) }
+                Self.printTrace(trace, focus: environment["NOTED_SIM_FOCUS"])
+                if environment["NOTED_SIM_SHRINK"] != "0" {
+                    let shrunk = await Simulation.shrink(seed: seed, failure: failure)
+                    print("shrunk to \(shrunk.plan.count) of \(Simulation.steps) steps, failing with: \(shrunk.failure)")
+                    print("steps (client, roll, seed): \(shrunk.plan.map { "(\($0.client),\($0.roll),\($0.seed))" }.joined(separator: " "))")
+                    for line in shrunk.trace { print("  " + line) }
+                }
             }
         }
         print("simulation: \(runs) runs from seed \(first), \(failures) failed \(failedSeeds), \(ContinuousClock.now - started)")
+    }
+
+    static func printTrace(_ trace: [String], focus: String?) {
+        print("trace (\(trace.count) lines; lines naming NOTED_SIM_FOCUS marked *, then the last 40):")
+        for line in trace where focus.map({ line.contains($0) }) ?? false { print("  * " + line) }
+        for line in trace.suffix(40) { print("  " + line) }
     }
 
     @Test("Regression seeds", arguments: regressionSeeds)
@@ -173,7 +211,7 @@ struct SimulationTests {
         defer { a.cleanUp(); b.cleanUp() }
         for world in [a, b] {
             for client in world.clients { try await world.perform(client, client.machine.start()) }
-            for _ in 0..<120 { try await world.step() }
+            for step in SimStep.plan(seed: 42, count: 120) { try await world.step(step) }
         }
         #expect(a.trace == b.trace)
         #expect(!a.trace.isEmpty)

@@ -75,7 +75,7 @@ public struct RecordMath: Sendable {
                     result[name] = mine
                 } else {
                     let patches = dmp.patchMake(oldText, editDiffs(oldText, mineText))
-                    let applied = dmp.patchApply(patches, to: theirsText, exactDeletes: true)
+                    let applied = dmp.patchApply(patches, to: theirsText, strict: true)
                     if applied.results.contains(false) { clean = false }
                     result[name] = .string(applied.text)
                 }
@@ -115,18 +115,97 @@ public struct RecordMath: Sendable {
     }
 
     /// The edit from `old` to `new` as the server and the rebase should see it: a diff without
-    /// stray one-letter matches, its boundaries moved to word edges.
+    /// stray one-letter matches, each change widened to whole words.
     ///
     /// Raw character diffs anchor on letters two unrelated words share, and a fuzzy patch of
     /// them can land twice or garble text; the full semantic cleanup (what `patchMake(_:_:)`
     /// does) folds a short text into one delete-and-insert, which garbles the text someone
     /// else changed meanwhile. The efficiency cleanup drops only the stray matches, and the
-    /// lossless one aligns what is left with words.
+    /// lossless one aligns what is left with words. A change inside a word then becomes the
+    /// whole old word deleted and the whole new word inserted: `[7]` to `[57]` is not "insert 5"
+    /// but "replace `[7]` by `[57]`". When someone else removed or rewrote that word meanwhile,
+    /// the merge cannot place the edit (deletions must find exactly their text) and keeps it as
+    /// a conflict, instead of splicing a "5" into whatever stands there now (found by the
+    /// simulation: a marker `[57]` came out as `5`).
     func editDiffs(_ old: String, _ new: String) -> [Diff] {
         var diffs = dmp.diff(old, new)
         dmp.cleanupEfficiency(&diffs)
         dmp.cleanupSemanticLossless(&diffs)
-        return diffs
+        return Self.wholeWords(diffs)
+    }
+
+    /// `diffs` with every change widened to the words it touches, so that no change starts or
+    /// ends inside a word of the text around it.
+    static func wholeWords(_ diffs: [Diff]) -> [Diff] {
+        // Runs of kept text, and changes (what is deleted, what is inserted) between them.
+        var kept: [[Character]] = [[]]
+        var deleted: [[Character]] = []
+        var inserted: [[Character]] = []
+        var open = false
+        for diff in diffs {
+            if diff.operation == .equal {
+                kept[kept.count - 1] += Array(diff.text)
+                open = false
+                continue
+            }
+            if !open {
+                deleted.append([])
+                inserted.append([])
+                kept.append([])
+                open = true
+            }
+            if diff.operation == .delete { deleted[deleted.count - 1] += Array(diff.text) } else { inserted[inserted.count - 1] += Array(diff.text) }
+        }
+        // kept[i] comes before change i and kept[i + 1] after it.
+        func touchesWordAt(start: Bool, _ i: Int) -> Bool {
+            let edges = [deleted[i], inserted[i]].compactMap { start ? $0.first : $0.last }
+            return edges.contains { !$0.isWhitespace }
+        }
+        var i = 0
+        while i < deleted.count {
+            var widened = true
+            while widened {
+                widened = false
+                if let last = kept[i].last, !last.isWhitespace, touchesWordAt(start: true, i) {
+                    kept[i].removeLast()
+                    deleted[i].insert(last, at: 0)
+                    inserted[i].insert(last, at: 0)
+                    widened = true
+                }
+                if let first = kept[i + 1].first, !first.isWhitespace, touchesWordAt(start: false, i) {
+                    kept[i + 1].removeFirst()
+                    deleted[i].append(first)
+                    inserted[i].append(first)
+                    widened = true
+                }
+                // A run of kept text used up: the changes on either side become one.
+                if kept[i].isEmpty && i > 0 {
+                    deleted[i - 1] += deleted[i]
+                    inserted[i - 1] += inserted[i]
+                    kept.remove(at: i)
+                    deleted.remove(at: i)
+                    inserted.remove(at: i)
+                    i -= 1
+                    widened = true
+                } else if kept[i + 1].isEmpty && i + 1 < deleted.count {
+                    deleted[i] += deleted[i + 1]
+                    inserted[i] += inserted[i + 1]
+                    kept.remove(at: i + 1)
+                    deleted.remove(at: i + 1)
+                    inserted.remove(at: i + 1)
+                    widened = true
+                }
+            }
+            i += 1
+        }
+        var result: [Diff] = []
+        for index in kept.indices {
+            if !kept[index].isEmpty { result.append(Diff(.equal, String(kept[index]))) }
+            guard index < deleted.count else { continue }
+            if !deleted[index].isEmpty { result.append(Diff(.delete, String(deleted[index]))) }
+            if !inserted[index].isEmpty { result.append(Diff(.insert, String(inserted[index]))) }
+        }
+        return result
     }
 
     private func strings(_ value: JSONValue) -> [String] {

@@ -18,7 +18,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
     /// finished work does not pile up on a long-lived engine.
     private var tasks: [String: Task<Void, Never>] = [:]
     private var timer: Task<Void, Never>?
-    private var resetIDs: Set<String>?
+    private var snapshot = SnapshotPull()
     private(set) var status: SyncStatus = .stopped
     private var device = ""
 
@@ -223,13 +223,12 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         let records = (message["records"]?.arrayValue ?? []).compactMap(LocalStore.record(from:))
         let more = message["more"]?.boolValue ?? false
         do {
-            if message["reset"]?.boolValue == true {
-                resetIDs = (resetIDs ?? []).union(records.map(\.id))
-            }
-            var effect = try await store.storePage(records: records, cursor: cursor)
-            if !more, let ids = resetIDs {
-                resetIDs = nil
-                let dropped = try await store.dropAbsent(keeping: ids)
+            // The machine's cursor is still the `since` of the pull this page answers.
+            let (storeCursor, keep) = snapshot.page(records: records, since: machine.cursor, cursor: cursor, more: more,
+                                                    reset: message["reset"]?.boolValue == true)
+            var effect = try await store.storePage(records: records, cursor: storeCursor)
+            if let keep {
+                let dropped = try await store.dropAbsent(keeping: keep)
                 effect.removed += dropped.removed
             }
             await events.emit(effect, origin: .remote)

@@ -74,7 +74,7 @@ public struct FieldMerger: Sendable {
                 var result = intended
                 if base != nil, currentText != baseText {
                     let patches = dmp.patchMake(baseText, diffs)
-                    let applied = dmp.patchApply(patches, to: currentText, exactDeletes: true)
+                    let applied = dmp.patchApply(patches, to: currentText, strict: true)
                     result = applied.text
                     if applied.results.contains(false) {
                         conflicts.append(name)
