@@ -56,13 +56,28 @@ extension LocalStore {
         }
     }
 
-    /// After a `reset` pull: drops synced records absent from the snapshot that have no local edits.
+    /// At the end of a snapshot pull (`since: 0`, or `reset`): a synced record absent from the
+    /// snapshot was purged on the server, and is treated as if its tombstone had arrived. Without
+    /// local edits it is dropped; with a change in flight the purge waits for that change's
+    /// answer (as a tombstone that arrives meanwhile does); with unsent text edits the text is
+    /// kept as a new note.
     public func dropAbsent(keeping ids: Set<String>) async throws -> StoreEffect {
         try await writer.write { db in
             var effect = StoreEffect()
-            for row in try RecordRow.filter(RecordRow.Columns.rev > 0).fetchAll(db) where !ids.contains(row.id) && !row.pending {
-                try row.delete(db)
-                effect.removed.append(row.id)
+            for var row in try RecordRow.filter(RecordRow.Columns.rev > 0).fetchAll(db) where !ids.contains(row.id) {
+                if row.hasInflight {
+                    // A purge newer than any answer the change can get.
+                    row.stash = nil
+                    row.stashRev = Int64.max
+                    row.stashUpdatedAt = Date()
+                    try row.update(db)
+                } else if row.pending {
+                    try removeOrFork(db, row: row, effect: &effect)
+                } else {
+                    try row.delete(db)
+                    try bury(db, row.id)
+                    effect.removed.append(row.id)
+                }
             }
             return effect
         }
@@ -183,8 +198,9 @@ extension LocalStore {
             for var row in dirty where !sent.contains(row.id) {
                 guard result.count < limit else { break }
                 let ccid = UUID().uuidString.lowercased()
+                let baseRev = row.textAsSet ? row.setBaseRev ?? row.rev : row.rev
                 var change: [String: JSONValue] = [
-                    "ccid": .string(ccid), "collection": .string(row.collection), "id": .string(row.id), "baseRev": .int(row.rev),
+                    "ccid": .string(ccid), "collection": .string(row.collection), "id": .string(row.id), "baseRev": .int(baseRev),
                 ]
                 if row.localDeleted {
                     if row.rev == 0 {
@@ -208,10 +224,11 @@ extension LocalStore {
                 }
                 let body = JSONValue.object(change)
                 row.inflightCcid = ccid
-                row.inflightBaseRev = row.rev
+                row.inflightBaseRev = baseRev
                 row.inflightBody = body.jsonString
                 row.dirty = false
                 row.textAsSet = false
+                row.setBaseRev = nil
                 row.syncError = nil
                 try row.update(db)
                 result.append(OutboxChange(recordID: row.id, ccid: ccid, body: body))
@@ -251,6 +268,7 @@ extension LocalStore {
                 }
                 stash = (fields, stashRev, row.stashUpdatedAt ?? Date())
             }
+            let sentBaseRev = row.inflightBaseRev ?? row.rev
             row.clearInflight()
             row.clearStash()
             let conflicts = (message["conflicts"]?.arrayValue ?? []).compactMap(\.stringValue)
@@ -267,12 +285,18 @@ extension LocalStore {
                 return effect
             }
             if try !move(db, row: &row, to: acknowledged, rev: rev, updatedAt: editedSince ? row.updatedAt : Date(), base: sent) {
-                // Not even the acknowledged state takes them (a merged ack moved that text):
-                // keep the user's text and say so; the next push merges it on the server.
+                // Not even the acknowledged state takes them (a merged ack moved the text they
+                // edit): keep the user's text and say so. The next push sends it as `set` ops
+                // against the revision the edits were made on, so the server sees a stale `set`
+                // and keeps the text it replaces as a conflict revision. Diffing it against the
+                // acknowledged state instead would overwrite someone's text without a trace
+                // (found by the simulation).
                 try move(db, row: &row, to: acknowledged, rev: rev, updatedAt: row.updatedAt, base: sent, requireClean: false)
                 row.localFields = local
                 row.dirty = true
                 row.conflicts = "body"
+                row.textAsSet = true
+                row.setBaseRev = max(1, min(sentBaseRev, rev - 1))
                 try row.update(db)
             }
             effect.changed.append(id)
@@ -309,6 +333,7 @@ extension LocalStore {
                 return effect
             case .baseUnavailable, .invalidDelta:
                 row.textAsSet = true
+                row.setBaseRev = nil
                 try row.update(db)
             case .alreadyExists, .invalidVersion:
                 if current == nil && stash == nil { effect.needsPull = true }

@@ -102,6 +102,11 @@ public struct LocalStore: Sendable {
                 t.primaryKey("id", .text)
             }
         }
+        migrator.registerMigration("v4: stale set resends") { db in
+            try db.alter(table: "record") { t in
+                t.add(column: "setBaseRev", .integer)
+            }
+        }
         return migrator
     }
 

@@ -42,6 +42,10 @@ struct RecordRow: Codable, Sendable, FetchableRecord, MutablePersistableRecord {
     /// Comma-separated text fields of the last merge that could not place all of our edit; the
     /// intended version is in the server's history as a conflict revision.
     var conflicts: String?
+    /// With `textAsSet`: the older revision the next change names as its `baseRev`, so that the
+    /// server treats its `set`s as stale and keeps the text they replace as a conflict revision
+    /// (after a merged ack that the user's later edits could not be rebased onto).
+    var setBaseRev: Int64?
 
     enum Columns {
         static let rowKey = Column(CodingKeys.rowKey)
