@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 @testable import NotedClient
 import NotedCore
 @testable import NotedServer
@@ -57,22 +58,33 @@ struct SimStep: Sendable, Hashable {
     }
 }
 
-/// One simulated connection: messages each way, in order, lost when the connection drops.
+/// One simulated connection: messages each way, in order, lost when the connection drops. The
+/// server end is a real `SyncSession` (hello, token verification, welcome, pull, push, reauth),
+/// fed message by message; what it sends (replies, broadcasts, a close) comes out of its stream.
 final class SimLink {
     let id: Int
-    let session = UUID()
+    let session: SyncSession
+    var state = SyncSession.State()
+    let shared: NIOLockedValueBox<SyncSession.Shared>
     var up: [JSONValue] = []
     var down: [JSONValue] = []
-    var userID: String?
-    var device: String?
     var dropNextAck = false
+    /// The server closed the session: the client sees the connection drop once `down` is read.
+    var closedByServer = false
     let stream: AsyncStream<Outgoing>
     let continuation: AsyncStream<Outgoing>.Continuation
     var iterator: AsyncStream<Outgoing>.Iterator
-    init(id: Int) {
+    init(id: Int, session: SyncSession) {
         self.id = id
+        self.session = session
+        shared = NIOLockedValueBox(SyncSession.Shared(userID: nil, deadline: .distantFuture, deadlineCode: .unauthenticated))
         (stream, continuation) = AsyncStream.makeStream(of: Outgoing.self)
         iterator = stream.makeAsyncIterator()
+    }
+
+    /// The session's expiry timer (a wall-clock task; the simulation injects expiry itself).
+    func stopTimer() {
+        shared.withLockedValue { $0.timer?.cancel() }
     }
 }
 
@@ -90,6 +102,8 @@ final class SimClient {
     var lastRev: [String: Int64] = [:]
     var lastCursor: Int64 = 0
     var device: String
+    /// The next access token this client gets is already expired (the token-expiry step).
+    var expiredToken = false
 
     init(name: String, user: Int, path: String, seed: UInt64) throws {
         self.name = name
@@ -116,6 +130,7 @@ final class World {
     let directory: String
     let serverPath: String
     var sync: SyncService
+    var tokens: AccessTokens
     var serverUp = true
     var now = SimInstant(offset: .zero)
     var clients: [SimClient] = []
@@ -138,7 +153,7 @@ final class World {
         directory = base + "/noted-sim-\(seed)-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         serverPath = directory + "/server.sqlite"
-        sync = try await World.openServer(path: serverPath)
+        (sync, tokens) = try await World.openServer(path: serverPath)
         let userCount = 2 + random.below(2)
         for u in 0..<userCount {
             let id = "user-\(u)"
@@ -151,11 +166,32 @@ final class World {
         }
     }
 
-    static func openServer(path: String) async throws -> SyncService {
-        let limits = Limits()
-        let store = try SQLiteStore(path: path, limits: limits, revisionsKept: 5)
+    /// The server's configuration: few kept revisions (so `base_unavailable` happens), and the
+    /// wall-clock rate limits out of reach (they would make runs depend on real time).
+    static let configuration: ServerConfiguration = {
+        var configuration = ServerConfiguration()
+        configuration.revisionsKept = 5
+        configuration.maxPushesPerSecond = 1_000_000
+        configuration.maxErrorsPerMinute = 1_000_000
+        return configuration
+    }()
+
+    static func openServer(path: String) async throws -> (SyncService, AccessTokens) {
+        let limits = configuration.limits
+        let store = try SQLiteStore(path: path, limits: limits, revisionsKept: configuration.revisionsKept)
         try await store.migrate()
-        return SyncService(store: store, parser: ChangeParser(schemas: .v1, limits: limits), hub: SessionHub(), metrics: ServerMetrics())
+        let sync = SyncService(store: store, parser: ChangeParser(schemas: .v1, limits: limits), hub: SessionHub(), metrics: ServerMetrics())
+        let tokens = try await AccessTokens.load(store: store, issuer: "https://sim.noted.invalid", audience: "noted", lifetime: .seconds(3600))
+        return (sync, tokens)
+    }
+
+    /// A real access token for the client's user, signed with the server's key; already
+    /// expired after a token-expiry step.
+    func token(for client: SimClient) async throws -> String {
+        let expired = client.expiredToken
+        client.expiredToken = false
+        let now = expired ? Date().addingTimeInterval(-7200) : Date()
+        return try await tokens.issue(userID: users[client.user], clientID: "noted-sim", now: now).token
     }
 
     func cleanUp() {
@@ -175,16 +211,19 @@ final class World {
                 try await perform(client, client.machine.connectionLost(id: id, now: now))
                 return
             }
-            let link = SimLink(id: id)
-            sync.hub.track(session: link.session, continuation: link.continuation)
+            let session = SyncSession(sync: sync, tokens: tokens, configuration: World.configuration, headerToken: nil, logger: logger)
+            let link = SimLink(id: id, session: session)
+            sync.hub.track(session: session.id, continuation: link.continuation)
             client.link = link
             let cursor = try await client.store.cursor()
-            try await perform(client, client.machine.connected(id: id, token: "token-\(users[client.user])", device: client.device, cursor: cursor, now: now))
+            let token = try await token(for: client)
+            try await perform(client, client.machine.connected(id: id, token: token, device: client.device, cursor: cursor, now: now))
         case .send(let message):
             client.link?.up.append(message)
         case .close:
             if let link = client.link {
-                sync.hub.leave(session: link.session)
+                link.stopTimer()
+                sync.hub.leave(session: link.session.id)
                 client.link = nil
             }
         case .storePage(let message):
@@ -212,7 +251,7 @@ final class World {
                                      "id": .string(change.recordID), "code": "too_large", "message": .string(reason)]
             _ = try await client.store.applyReject(reject)
         case .refreshToken:
-            try await perform(client, client.machine.tokenRefreshed("token-\(users[client.user])", now: now))
+            try await perform(client, client.machine.tokenRefreshed(try await token(for: client), now: now))
         case .status, .error:
             break
         }
@@ -220,59 +259,21 @@ final class World {
 
     func dropConnection(_ client: SimClient) async throws {
         guard let link = client.link else { return }
-        sync.hub.leave(session: link.session)
+        link.stopTimer()
+        sync.hub.leave(session: link.session.id)
         client.link = nil
         try await perform(client, client.machine.connectionLost(id: link.id, now: now))
     }
 
-    // MARK: Server side: the real push and pull of SyncService
+    // MARK: Server side: the real session
 
-    /// Handles one client message on the server, the way SyncSession does after parsing.
+    /// Hands one client message to the link's real `SyncSession`, then collects what every
+    /// session was sent (the replies, and broadcasts to the user's other connections).
     func serve(_ value: JSONValue, on link: SimLink) async throws {
-        let rid = ClientMessage.requestID(of: value)
-        let parsed = try ClientMessage.parse(value)
-        func send(_ reply: JSONValue) { link.down.append(reply) }
-        switch parsed {
-        case .hello, .reauth:
-            let token: String?
-            switch parsed {
-            case .hello(_, let value, let device, _):
-                token = value
-                link.device = device
-            case .reauth(let value): token = value
-            default: token = nil
-            }
-            guard let token, token.hasPrefix("token-") else { return }
-            let userID = String(token.dropFirst("token-".count))
-            let seq = try await sync.store.latestSeq(userID: userID)
-            defer {
-                // As SyncSession: join after the welcome, with the seq it reported.
-                if link.userID == nil {
-                    link.userID = userID
-                    sync.hub.join(user: userID, session: link.session, continuation: link.continuation, seenSeq: seq)
-                }
-            }
-            var object: [String: JSONValue] = [
-                "type": "welcome", "protocol": 1, "user": .string(userID), "seq": .int(seq),
-                "expiresAt": .string(Timestamp.format(Date().addingTimeInterval(3600))), "limits": sync.limits.json,
-            ]
-            object["rid"] = rid?.json
-            send(.object(object))
-        case .pull(let since, let limit):
-            guard let userID = link.userID else { return }
-            send(try await sync.pull(userID: userID, since: since, limit: limit, rid: rid))
-        case .push(let changes):
-            guard let userID = link.userID else { return }
-            let replies = try await sync.push(changes: changes, userID: userID, device: link.device, session: link.session, rid: rid, logger: logger)
-            for reply in replies {
-                if link.dropNextAck, reply["type"] == "ack" {
-                    link.dropNextAck = false
-                    continue
-                }
-                send(reply)
-            }
-            try await collectBroadcasts()
-        }
+        guard !link.closedByServer else { return }
+        let keepGoing = try await link.session.handle(.text(value.jsonString), state: &link.state, shared: link.shared, continuation: link.continuation)
+        if !keepGoing { link.closedByServer = true }
+        try await collectBroadcasts()
     }
 
     /// Moves what the hub published into each link's downstream queue.
@@ -286,10 +287,18 @@ final class World {
                 switch item {
                 case .message(let value): message = value
                 case .text(let text): message = try JSONValue.parse(text)
-                case .close: continue
+                case .close:
+                    // The server closes the connection after what it queued.
+                    link.closedByServer = true
+                    link.down.append(["type": "sim-close"])
+                    continue
                 }
-                if message["type"] == "change", let userID = link.userID, userID != users[client.user] {
+                if message["type"] == "change", let userID = link.state.userID, userID != users[client.user] {
                     throw SimFailure(description: "a change of another user reached \(client.name)")
+                }
+                if link.dropNextAck, message["type"] == "ack" {
+                    link.dropNextAck = false
+                    continue
                 }
                 link.down.append(message)
             }

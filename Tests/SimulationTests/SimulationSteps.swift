@@ -48,9 +48,14 @@ extension World {
             try await crashServer()
         case 84..<86:
             trace.append("token expiry \(client.name)")
-            // The server closes the session with token_expired; the client refreshes and reconnects.
-            if let link = client.link {
+            // The session's token runs out: the server sends token_expired and closes (what its
+            // wall-clock timer does), and the token the client holds is expired too, so its next
+            // hello is refused by the real verification and it must refresh.
+            client.expiredToken = true
+            if let link = client.link, !link.closedByServer {
                 link.down.append(["type": "error", "code": "token_expired", "message": "the access token expired"])
+                link.down.append(["type": "sim-close"])
+                link.closedByServer = true
             }
         default:
             trace.append("tick +\(roll - 85)00ms")
@@ -81,6 +86,10 @@ extension World {
         } else if !link.down.isEmpty {
             let message = link.down.removeFirst()
             trace.append("deliver down \(client.name) \(World.summary(message))")
+            if message["type"] == "sim-close" {
+                try await dropConnection(client)
+                return
+            }
             if message["type"] == "error" {
                 try await perform(client, client.machine.received(message, now: now))
                 if message["code"] == "token_expired" { try await dropConnection(client) }
@@ -127,7 +136,10 @@ extension World {
 
     /// A client process dies: the in-memory state machine and connection are gone; the database stays.
     func crash(_ client: SimClient) async throws {
-        if let link = client.link { sync.hub.leave(session: link.session) }
+        if let link = client.link {
+            link.stopTimer()
+            sync.hub.leave(session: link.session.id)
+        }
         client.link = nil
         client.snapshot = SnapshotPull()
         client.store = try LocalStore.open(path: client.path)
@@ -139,11 +151,12 @@ extension World {
     func crashServer() async throws {
         let links = clients.compactMap { client in client.link.map { (client, $0) } }
         for (client, link) in links {
+            link.stopTimer()
             client.link = nil
             try await perform(client, client.machine.connectionLost(id: link.id, now: now))
         }
         await sync.store.shutdown()
-        sync = try await World.openServer(path: serverPath)
+        (sync, tokens) = try await World.openServer(path: serverPath)
         serverUp = false
     }
 

@@ -119,8 +119,9 @@ struct SyncSession {
         var pushes: [Date] = []
     }
 
-    /// Handles one message; false when the session is closing.
-    private func handle(
+    /// Handles one message; false when the session is closing. Everything it sends goes to
+    /// `continuation` (the deterministic simulation drives sessions through this directly).
+    func handle(
         _ message: WebSocketMessage, state: inout State, shared: NIOLockedValueBox<Shared>,
         continuation: AsyncStream<Outgoing>.Continuation
     ) async throws -> Bool {
