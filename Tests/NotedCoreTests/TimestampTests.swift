@@ -56,3 +56,72 @@ private struct SeededGenerator: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// The JSON parser against Foundation's `JSONDecoder` (which `JSONValue` used before): the same
+/// value for every document both accept, and an error for every document `JSONDecoder` refuses.
+/// Random documents from NOTED_TEST_SEED (printed on failure), plus hand-picked edge cases.
+@Suite struct JSONParserTests {
+    static func foundation(_ text: String) -> JSONValue? {
+        try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+    }
+
+    @Test(arguments: [
+        "0", "-0", "1.0", "1e2", "-1.5E-3", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
+        "1e400", "\"\\ud83d\\ude00\"", "\"\\u00e9\\n\\t\\/\"", "\"\\ud83d\"", "\"\\ude00\"", "[1,2,]", "{\"a\":1,}", "01", "1.", ".5",
+        "+1", "tru", "nul", "\"a\u{1}b\"", "{\"a\":1 \"b\":2}", "[] x", " {\"k\" : [true , false , null] } ", "{\"a\":1,\"a\":2}",
+        "\"é€😀\"", "", "   ", "{", "[[[]]]", "\"\\x\"", "1e", "-", "[1 2]",
+    ])
+    func edgeCasesAgreeWithJSONDecoder(text: String) {
+        let ours = try? JSONValue.parse(text)
+        // Stricter on purpose: trailing commas and duplicate keys are refused.
+        let refusedOnPurpose = ["[1,2,]", "{\"a\":1,}", "{\"a\":1,\"a\":2}"]
+        if refusedOnPurpose.contains(text) {
+            #expect(ours == nil && Self.foundation(text) != nil, "\(text)")
+        } else {
+            #expect(ours == Self.foundation(text), "\(text)")
+        }
+    }
+
+    @Test func deepNestingIsRefusedNotACrash() throws {
+        #expect(throws: (any Error).self) { try JSONValue.parse(String(repeating: "[", count: 100_000)) }
+        #expect(try JSONValue.parse(String(repeating: "[", count: 500) + String(repeating: "]", count: 500)) != .null)
+    }
+
+    @Test func invalidUTF8IsRefused() {
+        #expect(throws: (any Error).self) { try JSONValue.parse([0x22, 0xFF, 0x22]) }
+    }
+
+    @Test func randomDocumentsAgreeWithJSONDecoder() {
+        let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max / 2)
+        var state = seed
+        func next(_ n: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(n))
+        }
+        let pieces = ["a", "é", "😀", "\\n", "\\\"", "\\u00e9", "\\ud83d\\ude00", " ", "\\\\", "/"]
+        func document(_ depth: Int) -> String {
+            switch next(depth > 3 ? 6 : 8) {
+            case 0: return "null"
+            case 1: return next(2) == 0 ? "true" : "false"
+            case 2: return String(Int64(next(2_000_000)) - 1_000_000)
+            case 3: return "\(next(1000)).\(next(1000))e\(next(40) - 20)"
+            case 4, 5: return "\"" + (0..<next(6)).map { _ in pieces[next(pieces.count)] }.joined() + "\""
+            case 6: return "[" + (0..<next(4)).map { _ in document(depth + 1) }.joined(separator: ",") + "]"
+            default: return "{" + (0..<next(4)).map { i in "\"k\(i)\":" + document(depth + 1) }.joined(separator: " , ") + "}"
+            }
+        }
+        for _ in 0..<3_000 {
+            var text = document(0)
+            // Now and then a broken document: a byte dropped or doubled.
+            if next(4) == 0, !text.isEmpty {
+                var bytes = Array(text.utf8)
+                let at = next(bytes.count)
+                if next(2) == 0 { bytes.remove(at: at) } else { bytes.insert(bytes[at], at: at) }
+                text = String(decoding: bytes, as: UTF8.self)
+            }
+            let ours = try? JSONValue.parse(text)
+            #expect(ours == Self.foundation(text), "seed \(seed): \(text)")
+            if ours != Self.foundation(text) { return }
+        }
+    }
+}

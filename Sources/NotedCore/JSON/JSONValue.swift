@@ -56,12 +56,16 @@ extension JSONValue: Codable {
 extension JSONValue {
     /// Parses one JSON document; throws on anything that is not well-formed JSON.
     public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        if let value = try bytes.withContiguousStorageIfAvailable({ buffer throws in try JSONParser.parse(buffer) }) {
+            return value
+        }
+        return try Array(bytes).withUnsafeBufferPointer { buffer throws in try JSONParser.parse(buffer) }
     }
 
     /// Parses one JSON document from a string.
     public static func parse(_ text: String) throws -> JSONValue {
-        try parse(Array(text.utf8))
+        var text = text
+        return try text.withUTF8 { buffer throws in try JSONParser.parse(buffer) }
     }
 
     /// The compact JSON text of this value; keys sorted so that equal values give equal text.
