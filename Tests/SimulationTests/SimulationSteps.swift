@@ -129,6 +129,8 @@ extension World {
                 "[\(record["id"]?.stringValue ?? "?") rev \(record["rev"]?.intValue ?? -1)\(record["deleted"]?.boolValue == true ? " deleted" : "") \(ops(record["fields"]))]"
             }
             return "changes \(records.joined(separator: " "))"
+        case "error":
+            return "error \(message["code"]?.stringValue ?? "?")"
         default:
             return type
         }

@@ -180,7 +180,8 @@ struct SimulationTests {
                 guard failures <= 3 else { continue }
                 print("SIMULATION FAILED: NOTED_SIM_SEED=\(seed) NOTED_SIM_RUNS=1: \(failure)")
                 Self.printTrace(trace, focus: environment["NOTED_SIM_FOCUS"])
-                if environment["NOTED_SIM_SHRINK"] != "0" {
+                // The first failure is shrunk (at most 400 more runs); NOTED_SIM_SHRINK=0 skips it.
+                if failures == 1, environment["NOTED_SIM_SHRINK"] != "0" {
                     let shrunk = await Simulation.shrink(seed: seed, failure: failure)
                     print("shrunk to \(shrunk.plan.count) of \(Simulation.steps) steps, failing with: \(shrunk.failure)")
                     print("steps (client, roll, seed): \(shrunk.plan.map { "(\($0.client),\($0.roll),\($0.seed))" }.joined(separator: " "))")

@@ -86,7 +86,7 @@ extension LocalStore {
     /// Takes a server state of a record: rebases local edits onto it, or stashes it while a
     /// change is in flight (the answer to that change decides how local edits move).
     func absorb(_ db: Database, record: NotedCore.Record, effect: inout StoreEffect) throws {
-        guard var row = try RecordRow.filter(RecordRow.Columns.id == record.id).fetchOne(db) else {
+        guard var row = try RecordRow.find(db, id: record.id) else {
             guard !record.deleted else {
                 try bury(db, record.id)
                 return
@@ -245,7 +245,7 @@ extension LocalStore {
         }
         return try await writer.write { db in
             var effect = StoreEffect()
-            guard var row = try RecordRow.filter(RecordRow.Columns.id == id).fetchOne(db), row.inflightCcid == ccid else {
+            guard var row = try RecordRow.find(db, id: id), row.inflightCcid == ccid else {
                 return effect
             }
             let wasDelete = (try? JSONValue.parse(row.inflightBody ?? ""))?["op"]?.stringValue == "delete"
@@ -312,7 +312,7 @@ extension LocalStore {
         let current = message["current"].flatMap(Self.record(from:))
         return try await writer.write { db in
             var effect = StoreEffect()
-            guard var row = try RecordRow.filter(RecordRow.Columns.id == id).fetchOne(db), row.inflightCcid == ccid else {
+            guard var row = try RecordRow.find(db, id: id), row.inflightCcid == ccid else {
                 return effect
             }
             if code == .rateLimited {
@@ -367,7 +367,7 @@ extension LocalStore {
         let ops = message["fields"]?.objectValue ?? [:]
         return try await writer.write { db in
             var effect = StoreEffect()
-            let row = try RecordRow.filter(RecordRow.Columns.id == id).fetchOne(db)
+            let row = try RecordRow.find(db, id: id)
             if row == nil, try isBuried(db, id) { return (true, effect) }
             let heldRev = row.map { max($0.rev, $0.stashRev ?? 0) } ?? 0
             if rev <= heldRev { return (true, effect) }

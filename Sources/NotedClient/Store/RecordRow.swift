@@ -60,6 +60,11 @@ struct RecordRow: Codable, Sendable, FetchableRecord, MutablePersistableRecord {
         static let conflicts = Column(CodingKeys.conflicts)
     }
 
+    /// The record with this id, through a cached statement (read on every sync message).
+    static func find(_ db: Database, id: String) throws -> RecordRow? {
+        try RecordRow.fetchOne(db.cachedStatement(sql: "SELECT * FROM record WHERE id = ?"), arguments: [id])
+    }
+
     mutating func didInsert(_ inserted: InsertionSuccess) {
         rowKey = inserted.rowID
     }
