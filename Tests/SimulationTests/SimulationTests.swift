@@ -160,8 +160,23 @@ enum Simulation {
 
 @Suite("Deterministic simulation")
 struct SimulationTests {
-    /// Seeds that once failed; each stays as a regression case.
-    static let regressionSeeds: [UInt64] = []
+    /// Seeds that failed, each named for what it found; they run on every test run.
+    static let regressionSeeds: [RegressionSeed] = [
+        RegressionSeed(seed: 3, found: "a stale deletion of [1] removed the [3] another device had put in its place (fuzzy patch_apply)"),
+        RegressionSeed(seed: 35, found: "a stale deletion removed a marker written meanwhile (fuzzy patch_apply), three devices"),
+        RegressionSeed(seed: 5, found: "an insertion landed inside a word another device rewrote: [48 [38] [39]]"),
+        RegressionSeed(seed: 46, found: "after a merged ack, later edits diffed against it overwrote another device's text with no conflict revision"),
+        RegressionSeed(seed: 66, found: "a pull from 0 (no tombstones) left a note purged while its own change was in flight"),
+        RegressionSeed(seed: 84, found: "a client whose first pull was empty kept, for ever, a note it had from a broadcast and that was purged"),
+        RegressionSeed(seed: 119, found: "failed before the snapshot-purge and stale-set fixes (commit 78602ca)"),
+        RegressionSeed(seed: 160, found: "failed before the snapshot-purge and stale-set fixes (commit 78602ca)"),
+    ]
+
+    struct RegressionSeed: Sendable, CustomTestStringConvertible {
+        var seed: UInt64
+        var found: String
+        var testDescription: String { "seed \(seed): \(found)" }
+    }
 
     @Test("Seeded runs: real server core and real clients over a simulated network converge")
     func seededRuns() async throws {
@@ -199,7 +214,8 @@ struct SimulationTests {
     }
 
     @Test("Regression seeds", arguments: regressionSeeds)
-    func regression(seed: UInt64) async throws {
+    func regression(_ regression: RegressionSeed) async throws {
+        let seed = regression.seed
         if let (failure, trace) = await Simulation.run(seed: seed) {
             let lines = trace.suffix(60).joined(separator: "\n")
             Issue.record("seed \(seed): \(failure)\n\(lines)")
