@@ -145,7 +145,8 @@ final class World {
     var purged: Set<String> = []
     var markerRecord: [Int: String] = [:]
     var serverSeq: [String: Int64] = [:]
-    let logger = Logger(label: "sim")
+    /// Quiet: a session logs every sign-in at info level.
+    let logger = Logger(label: "sim", factory: { _ in SwiftLogNoOpLogHandler() })
 
     init(seed: UInt64) async throws {
         random = SimRandom(state: seed)
