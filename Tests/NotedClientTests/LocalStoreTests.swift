@@ -145,6 +145,26 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         #expect(copy.pending)
     }
 
+    /// Found by the simulation (seed 46): the trash toggle is in flight when the user replaces
+    /// `[19]` with `[57]`; the merged ack shows another device replaced `[19]` meanwhile. The
+    /// edit cannot be rebased; it must go out as a stale `set` (the server then keeps the other
+    /// device's text as a conflict revision), not as a diff against the acknowledged state.
+    @Test func editsThatAMergedAckCannotTakeGoOutAsAStaleSet() async throws {
+        let (store, id) = try await syncedStore(NoteFields(title: "[17]", body: "[19]"))
+        try await store.update(id) { $0.trashed = true }
+        let (inflight, _) = try await store.outbox(excluding: [], limit: 10)
+        #expect(inflight[0].body["baseRev"] == 1)
+        try await store.update(id) { $0.body = "[57]" }
+        _ = try await store.applyAck(["type": "ack", "ccid": .string(inflight[0].ccid), "id": .string(id), "collection": "notes", "rev": 3,
+                                      "status": "merged", "fields": .object(NoteFields(title: "[17]", body: "[58] [44]", trashed: true).json),
+                                      "conflicts": []])
+        let note = try #require(try await store.note(id))
+        #expect(note.body == "[57]" && note.rev == 3)
+        let (next, _) = try await store.outbox(excluding: [], limit: 10)
+        #expect(next[0].body["baseRev"] == 1)
+        #expect(next[0].body["fields"]?["body"] == ["set": "[57]"])
+    }
+
     @Test(arguments: ["pin", "tag", "trash"])
     func goneWithoutATextEditDoesNotBringThePurgedNoteBack(edit: String) async throws {
         let (store, id) = try await syncedStore(NoteFields(title: "t", body: "purged elsewhere"))

@@ -582,6 +582,8 @@ async def scenario_fsync_kill():
 
 
 def skip(check, reason):
+    # One line: the reason goes into the summary table.
+    reason = " ".join(reason.split())
     log(f"NOTICE: {check.scenario} skipped: {reason}")
     check.facts["skipped"] = reason
     return check
