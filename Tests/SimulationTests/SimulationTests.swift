@@ -183,28 +183,47 @@ struct SimulationTests {
         let environment = ProcessInfo.processInfo.environment
         let first = environment["NOTED_SIM_SEED"].flatMap(UInt64.init) ?? 1
         let runs = environment["NOTED_SIM_RUNS"].flatMap(Int.init) ?? 200
+        // Runs are independent worlds; NOTED_SIM_JOBS of them at a time (default: one per core).
+        // Each run is deterministic on its own, whatever runs beside it.
+        let jobs = max(1, environment["NOTED_SIM_JOBS"].flatMap(Int.init) ?? ProcessInfo.processInfo.activeProcessorCount)
         let started = ContinuousClock.now
-        var failures = 0
-        var failedSeeds: [UInt64] = []
-        for seed in first..<(first + UInt64(runs)) {
-            if let (failure, trace) = await Simulation.run(seed: seed) {
-                failures += 1
-                failedSeeds.append(seed)
-                Issue.record("seed \(seed): \(failure)")
-                // The first three failures print their trace; later ones only their seed.
-                guard failures <= 3 else { continue }
-                print("SIMULATION FAILED: NOTED_SIM_SEED=\(seed) NOTED_SIM_RUNS=1: \(failure)")
-                Self.printTrace(trace, focus: environment["NOTED_SIM_FOCUS"])
-                // The first failure is shrunk (at most 400 more runs); NOTED_SIM_SHRINK=0 skips it.
-                if failures == 1, environment["NOTED_SIM_SHRINK"] != "0" {
-                    let shrunk = await Simulation.shrink(seed: seed, failure: failure)
-                    print("shrunk to \(shrunk.plan.count) of \(Simulation.steps) steps, failing with: \(shrunk.failure)")
-                    print("steps (client, roll, seed): \(shrunk.plan.map { "(\($0.client),\($0.roll),\($0.seed))" }.joined(separator: " "))")
-                    for line in shrunk.trace { print("  " + line) }
+        var failed: [(seed: UInt64, failure: SimFailure, trace: [String])] = []
+        var done = 0
+        await withTaskGroup(of: (UInt64, (SimFailure, [String])?).self) { group in
+            var next = first
+            let end = first + UInt64(runs)
+            for _ in 0..<jobs where next < end {
+                let seed = next
+                group.addTask { (seed, await Simulation.run(seed: seed)) }
+                next += 1
+            }
+            for await (seed, result) in group {
+                done += 1
+                if let (failure, trace) = result { failed.append((seed, failure, trace)) }
+                if done % 1_000 == 0 { print("simulation: \(done) of \(runs) runs, \(failed.count) failed, \(ContinuousClock.now - started)") }
+                if next < end {
+                    let seed = next
+                    group.addTask { (seed, await Simulation.run(seed: seed)) }
+                    next += 1
                 }
             }
         }
-        print("simulation: \(runs) runs from seed \(first), \(failures) failed \(failedSeeds), \(ContinuousClock.now - started)")
+        failed.sort { $0.seed < $1.seed }
+        for (index, (seed, failure, trace)) in failed.enumerated() {
+            Issue.record("seed \(seed): \(failure)")
+            // The first three failures print their trace; later ones only their seed.
+            guard index < 3 else { continue }
+            print("SIMULATION FAILED: NOTED_SIM_SEED=\(seed) NOTED_SIM_RUNS=1: \(failure)")
+            Self.printTrace(trace, focus: environment["NOTED_SIM_FOCUS"])
+            // The first failure is shrunk (at most 400 more runs); NOTED_SIM_SHRINK=0 skips it.
+            if index == 0, environment["NOTED_SIM_SHRINK"] != "0" {
+                let shrunk = await Simulation.shrink(seed: seed, failure: failure)
+                print("shrunk to \(shrunk.plan.count) of \(Simulation.steps) steps, failing with: \(shrunk.failure)")
+                print("steps (client, roll, seed): \(shrunk.plan.map { "(\($0.client),\($0.roll),\($0.seed))" }.joined(separator: " "))")
+                for line in shrunk.trace { print("  " + line) }
+            }
+        }
+        print("simulation: \(runs) runs from seed \(first), \(jobs) at a time, \(failed.count) failed \(failed.map(\.seed)), \(ContinuousClock.now - started)")
     }
 
     static func printTrace(_ trace: [String], focus: String?) {
