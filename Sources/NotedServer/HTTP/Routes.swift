@@ -115,8 +115,20 @@ struct Routes: Sendable {
             page["type"] = nil
             return .json(.object(page))
         }
+        // The WebSocket's per-connection push limit, per user over HTTP (no connection to count on).
+        let pushLimiter = RateLimiter(limit: configuration.maxPushesPerSecond, window: 1)
         router.post("/v1/push") { request, context -> Response in
             let user = try await authenticate(request)
+            do throws(AuthError) {
+                try pushLimiter.check(keys: ["push:\(user.userID)"])
+            } catch {
+                if case .rateLimited(let retryAfter) = error.kind {
+                    var limited = APIError(.tooManyRequests, "rate_limited", "too many pushes; slow down")
+                    limited.headers[.retryAfter] = String(retryAfter)
+                    throw limited
+                }
+                throw APIError(error)
+            }
             let body = try await jsonBody(request)
             guard let changes = body["changes"]?.arrayValue else {
                 throw APIError(.badRequest, "bad_request", "the body needs a \"changes\" array")
