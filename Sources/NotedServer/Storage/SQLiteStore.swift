@@ -203,21 +203,21 @@ public struct SQLiteStore: NotedStore {
 
     public func latestSeq(userID: String) async throws -> Int64 {
         try await pool.read { db in
-            try Int64.fetchOne(db, sql: "SELECT seq FROM user_seq WHERE user_id = ?", arguments: [userID]) ?? 0
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM user_seq WHERE user_id = ?"), arguments: [userID]) ?? 0
         }
     }
 
     public func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage {
         try await pool.read { db in
-            let seqRow = try Row.fetchOne(db, sql: "SELECT seq, purged_seq FROM user_seq WHERE user_id = ?", arguments: [userID])
+            let seqRow = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, purged_seq FROM user_seq WHERE user_id = ?"), arguments: [userID])
             let latest: Int64 = seqRow?["seq"] ?? 0
             let purged: Int64 = seqRow?["purged_seq"] ?? 0
             let query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged)
-            let rows = try Row.fetchAll(db, sql: """
+            let rows = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT collection, id, rev, seq, deleted, fields, created_at, updated_at FROM records
                 WHERE user_id = ? AND seq > ? AND seq <= ? AND (deleted = 0 OR ?)
                 ORDER BY seq LIMIT ?
-                """, arguments: [userID, query.lowerBound, query.upperBound, query.includeTombstones, query.fetchLimit])
+                """), arguments: [userID, query.lowerBound, query.upperBound, query.includeTombstones, query.fetchLimit])
             return try query.page(from: rows.map(Self.record(from:)))
         }
     }
@@ -258,18 +258,20 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
+    /// Every statement of a push goes through `cachedStatement`: prepared once per connection,
+    /// not parsed and authorized again for every change.
     private func pushTransaction(_ change: Change, context: PushContext) async throws -> PushResult {
         let processor = self.processor
         return try await pool.write { db in
-            let applied = try Row.fetchOne(db, sql: "SELECT body_hash, reply FROM applied_changes WHERE user_id = ? AND ccid = ?",
+            let applied = try Row.fetchOne(db.cachedStatement(sql: "SELECT body_hash, reply FROM applied_changes WHERE user_id = ? AND ccid = ?"),
                                            arguments: [context.userID, change.ccid])
                 .map { (bodyHash: $0["body_hash"] as String, reply: $0["reply"] as String) }
             let current = try Self.fetchRecord(db, userID: context.userID, collection: change.collection, id: change.id)
             var baseFields: [String: JSONValue]? = nil
             if ChangeProcessor.needsBase(change, current: current) {
-                if let text = try String.fetchOne(db, sql: """
+                if let text = try String.fetchOne(db.cachedStatement(sql: """
                     SELECT fields FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 0
-                    """, arguments: [context.userID, change.collection, change.id, change.baseRev]) {
+                    """), arguments: [context.userID, change.collection, change.id, change.baseRev]) {
                     baseFields = try FieldsCoding.decode(text)
                 }
             }
@@ -278,34 +280,34 @@ public struct SQLiteStore: NotedStore {
             case .reply(let reply):
                 return PushResult(reply: reply, broadcast: nil, committedSeq: nil)
             case .write(let plan):
-                let seq = (try Int64.fetchOne(db, sql: "SELECT seq FROM user_seq WHERE user_id = ?", arguments: [context.userID]) ?? 0) + 1
-                try db.execute(sql: "UPDATE user_seq SET seq = ? WHERE user_id = ?", arguments: [seq, context.userID])
+                let seq = (try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM user_seq WHERE user_id = ?"), arguments: [context.userID]) ?? 0) + 1
+                try db.cachedStatement(sql: "UPDATE user_seq SET seq = ? WHERE user_id = ?").execute(arguments: [seq, context.userID])
                 let written = plan.assigning(seq: seq)
                 let record = written.record
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (user_id, collection, id) DO UPDATE SET
                         rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
                         fields = excluded.fields, updated_at = excluded.updated_at
-                    """, arguments: [context.userID, record.collection, record.id, record.rev, record.seq, record.deleted,
+                    """).execute(arguments: [context.userID, record.collection, record.id, record.rev, record.seq, record.deleted,
                                      FieldsCoding.encode(record.fields), record.createdAt.millis, record.updatedAt.millis])
                 if plan.purgeHistory {
-                    try db.execute(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ?",
-                                   arguments: [context.userID, record.collection, record.id])
+                    try db.cachedStatement(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ?")
+                        .execute(arguments: [context.userID, record.collection, record.id])
                 }
                 for revision in written.revisions {
-                    try db.execute(sql: """
+                    try db.cachedStatement(sql: """
                         INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """, arguments: [context.userID, record.collection, record.id, revision.rev, revision.conflict, revision.seq,
+                        """).execute(arguments: [context.userID, record.collection, record.id, revision.rev, revision.conflict, revision.seq,
                                          FieldsCoding.encode(revision.fields), revision.device, revision.ccid, revision.updatedAt.millis])
                 }
-                try db.execute(sql: """
+                try db.cachedStatement(sql: """
                     DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 0 AND rev <= ?
-                    """, arguments: [context.userID, record.collection, record.id, record.rev - Int64(processor.revisionsKept)])
-                try db.execute(sql: "INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at) VALUES (?, ?, ?, ?, ?)",
-                               arguments: [context.userID, change.ccid, context.bodyHash, written.reply.jsonString, context.now.millis])
+                    """).execute(arguments: [context.userID, record.collection, record.id, record.rev - Int64(processor.revisionsKept)])
+                try db.cachedStatement(sql: "INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at) VALUES (?, ?, ?, ?, ?)")
+                    .execute(arguments: [context.userID, change.ccid, context.bodyHash, written.reply.jsonString, context.now.millis])
                 return PushResult(reply: written.reply, broadcast: written.broadcast, committedSeq: seq)
             }
         }
@@ -336,10 +338,10 @@ public struct SQLiteStore: NotedStore {
     // MARK: Rows
 
     private static func fetchRecord(_ db: Database, userID: String, collection: String, id: String) throws -> Record? {
-        try Row.fetchOne(db, sql: """
+        try Row.fetchOne(db.cachedStatement(sql: """
             SELECT collection, id, rev, seq, deleted, fields, created_at, updated_at FROM records
             WHERE user_id = ? AND collection = ? AND id = ?
-            """, arguments: [userID, collection, id]).map(record(from:))
+            """), arguments: [userID, collection, id]).map(record(from:))
     }
 
     private static func record(from row: Row) throws -> Record {
