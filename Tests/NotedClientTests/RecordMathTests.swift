@@ -139,4 +139,43 @@ import Testing
         #expect(try await store.note(id) == nil)
         #expect(try await store.cursor() == 12)
     }
+
+    /// Found by the simulation (seed 1065): a create whose ack was lost is purged elsewhere; the
+    /// client, at cursor 0, pulls from 0 (no tombstones) before resending, and the resend is
+    /// answered `duplicate` with the original `seq`. The note must go.
+    @Test func aCreateAppliedBeforeASnapshotThatLacksItIsGoneAtItsAck() async throws {
+        let store = try LocalStore.inMemory()
+        let note = try await store.create(NoteFields(title: "t", body: "b"))
+        let (changes, _) = try await store.outbox(excluding: [], limit: 10)
+        var snapshot = SnapshotPull()
+        let page = snapshot.page(records: [], since: 0, cursor: 5, more: false, reset: false)
+        _ = try await store.storePage(records: [], cursor: page.storeCursor)
+        _ = try await store.dropAbsent(keeping: try #require(page.keep))
+        #expect(try await store.note(note.id) != nil)
+        _ = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(note.id), "collection": "notes",
+                                      "rev": 1, "seq": 3, "status": "duplicate"])
+        #expect(try await store.note(note.id) == nil)
+        #expect(try await store.isOutboxEmpty())
+    }
+
+    /// The same, but the create is applied after the snapshot (`seq` beyond its cursor): it stays.
+    @Test func aCreateAppliedAfterTheSnapshotStays() async throws {
+        let store = try LocalStore.inMemory()
+        let note = try await store.create(NoteFields(title: "t", body: "b"))
+        let (changes, _) = try await store.outbox(excluding: [], limit: 10)
+        _ = try await store.storePage(records: [], cursor: 5)
+        _ = try await store.dropAbsent(keeping: [])
+        _ = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(note.id), "collection": "notes",
+                                      "rev": 1, "seq": 6, "status": "applied"])
+        #expect(try await store.note(note.id)?.rev == 1)
+    }
+
+    /// Found by the simulation (seed 1288): a purge broadcast applies whatever revision is held.
+    @Test func aPurgeBroadcastAppliesWithoutItsPrevRev() async throws {
+        let (store, id) = try await syncedStore(NoteFields(body: "x"))
+        let (applied, _) = try await store.applyBroadcast(["type": "change", "collection": "notes", "id": .string(id), "rev": 5, "prevRev": 4,
+                                                             "seq": 9, "op": "delete", "fields": [:]], limits: Limits())
+        #expect(applied)
+        #expect(try await store.note(id) == nil)
+    }
 }

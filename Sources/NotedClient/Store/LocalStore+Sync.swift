@@ -56,20 +56,20 @@ extension LocalStore {
         }
     }
 
-    /// At the end of a snapshot pull (`since: 0`, or `reset`): a synced record absent from the
-    /// snapshot was purged on the server, and is treated as if its tombstone had arrived. Without
-    /// local edits it is dropped; with a change in flight the purge waits for that change's
-    /// answer (as a tombstone that arrives meanwhile does); with unsent text edits the text is
-    /// kept as a new note.
+    /// At the end of a snapshot pull (`since: 0`, or `reset`), stored up to its cursor: a synced
+    /// record absent from the snapshot was purged on the server, and is treated as if its
+    /// tombstone had arrived. Without local edits it is dropped; with unsent text edits the text
+    /// is kept as a new note. A record with a change in flight (a create too) waits for the
+    /// answer: an ack with a `seq` up to the snapshot's cursor means the change was applied
+    /// before the snapshot, so the record has been purged since (see `applyAck`).
     public func dropAbsent(keeping ids: Set<String>) async throws -> StoreEffect {
         try await writer.write { db in
             var effect = StoreEffect()
-            for var row in try RecordRow.filter(RecordRow.Columns.rev > 0).fetchAll(db) where !ids.contains(row.id) {
+            let cursor = try meta(db, "cursor").flatMap(Int64.init) ?? 0
+            let candidates = try RecordRow.filter(RecordRow.Columns.rev > 0 || RecordRow.Columns.inflightCcid != nil).fetchAll(db)
+            for var row in candidates where !ids.contains(row.id) {
                 if row.hasInflight {
-                    // A purge newer than any answer the change can get.
-                    row.stash = nil
-                    row.stashRev = Int64.max
-                    row.stashUpdatedAt = Date()
+                    row.absentAtSeq = cursor
                     try row.update(db)
                 } else if row.pending {
                     try removeOrFork(db, row: row, effect: &effect)
@@ -257,6 +257,16 @@ extension LocalStore {
             }
             let sent = row.inflightSent.flatMap(RecordRow.decode) ?? row.localFields
             let acknowledged = message["fields"]?.objectValue ?? sent
+            if let absent = row.absentAtSeq, let seq = message["seq"]?.intValue, seq <= absent {
+                // Applied before a snapshot that no longer had the record: purged since. Only
+                // text edited after the send is kept (as a new note), as if the ack and then the
+                // tombstone had arrived.
+                row.clearInflight()
+                row.clearStash()
+                row.shadowFields = acknowledged
+                try removeOrFork(db, row: row, effect: &effect)
+                return effect
+            }
             var stash: (fields: [String: JSONValue], rev: Int64, updatedAt: Date)?
             if let stashRev = row.stashRev, stashRev > rev {
                 guard let fields = row.stash.flatMap(RecordRow.decode) else {
@@ -371,7 +381,9 @@ extension LocalStore {
             if row == nil, try isBuried(db, id) { return (true, effect) }
             let heldRev = row.map { max($0.rev, $0.stashRev ?? 0) } ?? 0
             if rev <= heldRev { return (true, effect) }
-            guard heldRev == prevRev else { return (false, effect) }
+            // A purge needs no base: it applies whatever revision is held (a client whose
+            // first pull was from 0 would otherwise never hear of it; found by the simulation).
+            guard heldRev == prevRev || isDelete else { return (false, effect) }
             let base = row.map { $0.stashRev != nil ? ($0.stash.flatMap(RecordRow.decode) ?? [:]) : $0.shadowFields } ?? [:]
             let fields: [String: JSONValue]
             if isDelete {

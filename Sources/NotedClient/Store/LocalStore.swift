@@ -102,9 +102,10 @@ public struct LocalStore: Sendable {
                 t.primaryKey("id", .text)
             }
         }
-        migrator.registerMigration("v4: stale set resends") { db in
+        migrator.registerMigration("v4: stale set resends, snapshot purges") { db in
             try db.alter(table: "record") { t in
                 t.add(column: "setBaseRev", .integer)
+                t.add(column: "absentAtSeq", .integer)
             }
         }
         return migrator

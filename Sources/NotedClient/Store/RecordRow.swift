@@ -46,6 +46,10 @@ struct RecordRow: Codable, Sendable, FetchableRecord, MutablePersistableRecord {
     /// server treats its `set`s as stale and keeps the text they replace as a conflict revision
     /// (after a merged ack that the user's later edits could not be rebased onto).
     var setBaseRev: Int64?
+    /// A snapshot pull (which carries no tombstones) ended at this `seq` without naming the
+    /// record while a change to it was in flight: if that change's ack has a `seq` up to here,
+    /// the change was applied before the snapshot and the record purged since.
+    var absentAtSeq: Int64?
 
     enum Columns {
         static let rowKey = Column(CodingKeys.rowKey)
@@ -100,6 +104,7 @@ struct RecordRow: Codable, Sendable, FetchableRecord, MutablePersistableRecord {
         inflightBaseRev = nil
         inflightBody = nil
         inflightSent = nil
+        absentAtSeq = nil
     }
 
     mutating func clearStash() {
