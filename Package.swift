@@ -40,7 +40,9 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "DiffMatchPatchTests", dependencies: ["DiffMatchPatch"]),
+        .testTarget(name: "DiffMatchPatchTests", dependencies: ["DiffMatchPatch", "TestSupport"]),
+        // Shared by the test targets that start processes (see SpawnGuard.swift).
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
 
         .target(name: "NotedCore", dependencies: ["DiffMatchPatch"]),
         .target(
@@ -79,6 +81,7 @@ let package = Package(
             dependencies: [
                 "NotedServer",
                 "NotedCore",
+                "TestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
@@ -141,6 +144,7 @@ let package = Package(
                 "NotedCLI",
                 "NotedClient",
                 "NotedCore",
+                "TestSupport",
             ]
         ),
     ]

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import DiffMatchPatch
 
@@ -196,7 +197,7 @@ enum PythonPeer {
         process.standardInput = stdin
         process.standardOutput = stdout
         process.standardError = stderr
-        try process.run()
+        try process.runWhenFewFilesAreOpen()
         // The driver reads all of its input before it writes, so writing first cannot deadlock;
         // stderr is drained on its own thread in case it is chatty.
         let errorData = ErrorCollector()

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import NotedCore
 import Testing
 
@@ -105,7 +106,7 @@ import Testing
             process.arguments = ["--home", a.path, "--server", server.url, "sync", "--timeout", "60"]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try process.runWhenFewFilesAreOpen()
             try await Task.sleep(for: .seconds(1))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
@@ -134,7 +135,7 @@ import Testing
             let out = Pipe()
             watch.standardOutput = out
             watch.standardError = FileHandle.nullDevice
-            try watch.run()
+            try watch.runWhenFewFilesAreOpen()
             defer {
                 watch.terminate()
                 watch.waitUntilExit()
@@ -241,7 +242,7 @@ final class LineReader: Sendable {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWhenFewFilesAreOpen()
         self.process = process
         let handle = out.fileHandleForReading
         lines = AsyncStream { continuation in

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -24,7 +25,7 @@ import Testing
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWhenFewFilesAreOpen()
         defer { if process.isRunning { process.interrupt(); process.terminate() } }
 
         var output = Data()

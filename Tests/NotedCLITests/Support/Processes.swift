@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import NotedCore
 import Testing
 
@@ -36,7 +37,7 @@ func run(_ program: String, _ arguments: [String], stdin: String? = nil, environ
     process.standardOutput = out
     process.standardError = err
     process.standardInput = input
-    try process.run()
+    try process.runWhenFewFilesAreOpen()
     if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
     try input.fileHandleForWriting.close()
     // Read while it runs so a full pipe never blocks the child.
@@ -67,7 +68,7 @@ final class ServerProcess: Sendable {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try process.runWhenFewFilesAreOpen()
         // The first line of standard output says where it listens.
         let line = try await Task.detached { () throws -> String in
             var bytes: [UInt8] = []
