@@ -58,15 +58,156 @@ struct SimStep: Sendable, Hashable {
     }
 }
 
-/// One simulated connection: messages each way, in order, lost when the connection drops. The
-/// server end is a real `SyncSession` (hello, token verification, welcome, pull, push, reauth),
-/// fed message by message; what it sends (replies, broadcasts, a close) comes out of its stream.
+/// The world's virtual time, shared by every client's clock.
+final class SimTime: Sendable {
+    private let value = NIOLockedValueBox(SimInstant(offset: .zero))
+    var now: SimInstant {
+        get { value.withLockedValue { $0 } }
+        set { value.withLockedValue { $0 = newValue } }
+    }
+}
+
+/// One client's clock on the world's virtual time: the shipped `SyncEngine` sleeps on it, and
+/// its sleeps return only when the world moves time past them (`wake`). It counts the sleeps
+/// it has seen begin and those it let return, so the world knows when the engine has settled.
+final class SimClock: Clock, Sendable {
+    typealias Instant = SimInstant
+    private struct State {
+        var sleepers: [Int: (deadline: SimInstant, continuation: CheckedContinuation<Void, any Error>)] = [:]
+        var nextID = 0
+        var sleeps = 0
+        var returns = 0
+        var sleepWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+    let time: SimTime
+    private let state = NIOLockedValueBox(State())
+
+    init(time: SimTime) { self.time = time }
+
+    var now: SimInstant { time.now }
+    var minimumResolution: Duration { .zero }
+
+    /// Sleeps begun, and sleeps that returned (not cancelled).
+    var counts: (sleeps: Int, returns: Int) { state.withLockedValue { ($0.sleeps, $0.returns) } }
+
+    func sleep(until deadline: SimInstant, tolerance: Duration?) async throws {
+        let id = state.withLockedValue { state in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let now = time.now
+                let ready = state.withLockedValue { state in
+                    state.sleeps += 1
+                    let sleeps = state.sleeps
+                    defer { state.sleepWaiters.removeAll { $0.count <= sleeps } }
+                    return state.sleepWaiters.filter { $0.count <= sleeps }.map(\.continuation)
+                }
+                for waiter in ready { waiter.resume() }
+                state.withLockedValue { state in
+                    if Task.isCancelled {
+                        continuation.resume(throwing: CancellationError())
+                    } else if deadline <= now {
+                        state.returns += 1
+                        continuation.resume()
+                    } else {
+                        state.sleepers[id] = (deadline, continuation)
+                    }
+                }
+            }
+        } onCancel: {
+            let sleeper = state.withLockedValue { $0.sleepers.removeValue(forKey: id) }
+            sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Waits until `count` sleeps have begun.
+    func sleepsBegun(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLockedValue { state in
+                if state.sleeps >= count { return true }
+                state.sleepWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Lets every sleep whose deadline has come return, earliest first; how many did.
+    func wake() -> Int {
+        let now = time.now
+        let due = state.withLockedValue { state in
+            let due = state.sleepers.filter { $0.value.deadline <= now }.sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }
+            for (id, _) in due { state.sleepers[id] = nil }
+            state.returns += due.count
+            return due.map(\.value.continuation)
+        }
+        for continuation in due { continuation.resume() }
+        return due.count
+    }
+}
+
+/// The client end of one simulated connection, as the shipped engine sees it through
+/// `SyncTransport`: what the engine sends queues in `up` until the world delivers it to the
+/// server; what the world delivers comes out of `messages`.
+final class SimConnection: SyncConnection, Sendable {
+    let messages: AsyncStream<JSONValue>
+    private let continuation: AsyncStream<JSONValue>.Continuation
+    private let state = NIOLockedValueBox<(up: [JSONValue], closed: Bool)>(([], false))
+    /// The server side's clean-up when either end closes.
+    private let onClose: @Sendable () -> Void
+
+    init(onClose: @escaping @Sendable () -> Void) {
+        (messages, continuation) = AsyncStream.makeStream(of: JSONValue.self)
+        self.onClose = onClose
+    }
+
+    var up: [JSONValue] {
+        get { state.withLockedValue { $0.up } }
+        set { state.withLockedValue { $0.up = newValue } }
+    }
+
+    var isClosed: Bool { state.withLockedValue { $0.closed } }
+
+    func send(_ message: JSONValue) async throws {
+        try state.withLockedValue { state in
+            guard !state.closed else { throw SimFailure(description: "send on a closed connection") }
+            state.up.append(message)
+        }
+    }
+
+    func close() async {
+        _ = closeNow()
+    }
+
+    /// Closes the connection; true if it was open.
+    func closeNow() -> Bool {
+        let wasOpen = state.withLockedValue { state in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        if wasOpen {
+            continuation.finish()
+            onClose()
+        }
+        return wasOpen
+    }
+
+    /// Hands the engine one message from the server.
+    func deliver(_ message: JSONValue) {
+        continuation.yield(message)
+    }
+}
+
+/// One simulated connection, both ends: the client's `SimConnection`, and the server end, a
+/// real `SyncSession` (hello, token verification, welcome, pull, push, reauth) fed message by
+/// message; what it sends (replies, broadcasts, a close) comes out of its stream into `down`.
 final class SimLink {
-    let id: Int
     let session: SyncSession
+    let connection: SimConnection
     var state = SyncSession.State()
     let shared: NIOLockedValueBox<SyncSession.Shared>
-    var up: [JSONValue] = []
     var down: [JSONValue] = []
     var dropNextAck = false
     /// The server closed the session: the client sees the connection drop once `down` is read.
@@ -74,46 +215,104 @@ final class SimLink {
     let stream: AsyncStream<Outgoing>
     let continuation: AsyncStream<Outgoing>.Continuation
     var iterator: AsyncStream<Outgoing>.Iterator
-    init(id: Int, session: SyncSession) {
-        self.id = id
+
+    init(session: SyncSession, hub: SessionHub) {
         self.session = session
-        shared = NIOLockedValueBox(SyncSession.Shared(userID: nil, deadline: .distantFuture, deadlineCode: .unauthenticated))
+        let shared = NIOLockedValueBox(SyncSession.Shared(userID: nil, deadline: .distantFuture, deadlineCode: .unauthenticated))
+        self.shared = shared
         (stream, continuation) = AsyncStream.makeStream(of: Outgoing.self)
         iterator = stream.makeAsyncIterator()
+        let sessionID = session.id
+        // The session's expiry timer is a wall-clock task; the simulation injects expiry itself.
+        connection = SimConnection {
+            shared.withLockedValue { $0.timer?.cancel() }
+            hub.leave(session: sessionID)
+        }
     }
 
-    /// The session's expiry timer (a wall-clock task; the simulation injects expiry itself).
-    func stopTimer() {
-        shared.withLockedValue { $0.timer?.cancel() }
+    var up: [JSONValue] {
+        get { connection.up }
+        set { connection.up = newValue }
     }
 }
 
-/// A real client: its GRDB store on disk and the real sync state machine.
+/// Opens connections for one client's engine: to the world's current server, unless the
+/// client is offline or the server is down.
+struct SimTransport: SyncTransport {
+    let world: WorldReference
+    let client: Int
+
+    func connect(to url: URL) async throws -> any SyncConnection {
+        try world.value.openLink(for: world.value.clients[client])
+    }
+}
+
+/// Real access tokens for one client's user, signed by the world's current server.
+struct SimTokens: AccessTokenProvider {
+    let world: WorldReference
+    let client: Int
+
+    func accessToken() async throws -> String {
+        try await world.value.token(for: world.value.clients[client])
+    }
+
+    func refreshedAccessToken() async throws -> String {
+        try await accessToken()
+    }
+}
+
+/// The world, handed to the engines' transports and token providers.
+///
+/// `@unchecked Sendable` because the world is only ever touched by one task at a time: the
+/// run's own task drives it, and while it waits for a client's engine to settle (the only time
+/// an engine runs) that engine alone calls back into it, from one chain of work.
+final class WorldReference: @unchecked Sendable {
+    unowned let value: World
+    init(_ value: World) { self.value = value }
+}
+
+/// A real client: its GRDB store on disk and the shipped `SyncEngine` on a virtual clock.
 final class SimClient {
     let name: String
     let user: Int
+    let index: Int
     let path: String
-    let seed: UInt64
     var store: LocalStore
-    var machine: SyncStateMachine<SimInstant>
-    var link: SimLink?
+    var clock: SimClock
+    var engine: SyncEngine<SimClock>
+    var currentLink: SimLink?
     var online = true
-    var snapshot = SnapshotPull()
     var lastRev: [String: Int64] = [:]
     var lastCursor: Int64 = 0
     var device: String
     /// The next access token this client gets is already expired (the token-expiry step).
     var expiredToken = false
+    /// What the world has caused this engine to handle (see `SyncEngine.settled`).
+    var delivered = 0
+    var drops = 0
 
-    init(name: String, user: Int, path: String, seed: UInt64) throws {
+    /// The open connection, if any.
+    var link: SimLink? {
+        guard let link = currentLink, !link.connection.isClosed else { return nil }
+        return link
+    }
+
+    init(name: String, user: Int, index: Int, path: String, seed: UInt64, world: World) throws {
         self.name = name
         self.user = user
+        self.index = index
         self.path = path
-        self.seed = seed
         var random = SimRandom(state: seed)
         device = random.uuid()
         store = try LocalStore.open(path: path)
-        machine = SyncStateMachine(configuration: SimClient.configuration, seed: seed)
+        clock = SimClock(time: world.time)
+        engine = SimClient.engine(store: store, clock: clock, world: world, index: index, seed: seed)
+    }
+
+    static func engine(store: LocalStore, clock: SimClock, world: World, index: Int, seed: UInt64) -> SyncEngine<SimClock> {
+        let reference = WorldReference(world)
+        return SyncEngine(store: store, transport: SimTransport(world: reference, client: index), url: URL(string: "ws://sim.noted.invalid/v1/sync")!,
+                          tokens: SimTokens(world: reference, client: index), events: EventHub(), configuration: configuration, clock: clock, seed: seed)
     }
 
     static var configuration: SyncStateMachine<SimInstant>.Configuration {
@@ -132,10 +331,10 @@ final class World {
     var sync: SyncService
     var tokens: AccessTokens
     var serverUp = true
-    var now = SimInstant(offset: .zero)
+    let time = SimTime()
+    var now: SimInstant { time.now }
     var clients: [SimClient] = []
     var users: [String] = []
-    var nextLink = 1
     var nextMarker = 1
     var trace: [String] = []
     /// Markers inserted, by user, and those a local edit removed.
@@ -162,7 +361,10 @@ final class World {
             users.append(id)
             for c in 0..<(2 + random.below(4)) {
                 let name = "u\(u)c\(c)"
-                clients.append(try SimClient(name: name, user: u, path: directory + "/\(name).sqlite", seed: random.next()))
+                let client = try SimClient(name: name, user: u, index: clients.count, path: directory + "/\(name).sqlite", seed: random.next(), world: self)
+                // The device id goes into revisions; a fixed one keeps runs repeatable.
+                try await client.store.setMeta("device", client.device)
+                clients.append(client)
             }
         }
     }
@@ -199,71 +401,48 @@ final class World {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    // MARK: Client side: the actions SyncEngine performs, on the virtual clock
+    // MARK: Client side: the shipped engine, driven through its transport and clock
 
-    func perform(_ client: SimClient, _ actions: [SyncStateMachine<SimInstant>.Action]) async throws {
-        for action in actions { try await perform(client, action) }
+    /// The engine's transport opens a connection: a new link to a real session, unless the
+    /// client is offline or the server down.
+    func openLink(for client: SimClient) throws -> SimConnection {
+        guard client.online, serverUp else { throw SimFailure(description: "connection refused") }
+        let session = SyncSession(sync: sync, tokens: tokens, configuration: World.configuration, headerToken: nil, logger: logger)
+        let link = SimLink(session: session, hub: sync.hub)
+        sync.hub.track(session: session.id, continuation: link.continuation)
+        client.currentLink = link
+        return link.connection
     }
 
-    func perform(_ client: SimClient, _ action: SyncStateMachine<SimInstant>.Action) async throws {
-        switch action {
-        case .connect(let id):
-            guard client.online, serverUp else {
-                try await perform(client, client.machine.connectionLost(id: id, now: now))
-                return
-            }
-            let session = SyncSession(sync: sync, tokens: tokens, configuration: World.configuration, headerToken: nil, logger: logger)
-            let link = SimLink(id: id, session: session)
-            sync.hub.track(session: session.id, continuation: link.continuation)
-            client.link = link
-            let cursor = try await client.store.cursor()
-            let token = try await token(for: client)
-            try await perform(client, client.machine.connected(id: id, token: token, device: client.device, cursor: cursor, now: now))
-        case .send(let message):
-            client.link?.up.append(message)
-        case .close:
-            if let link = client.link {
-                link.stopTimer()
-                sync.hub.leave(session: link.session.id)
-                client.link = nil
-            }
-        case .storePage(let message):
-            guard let cursor = message["cursor"]?.intValue else { throw SimFailure(description: "page without cursor") }
-            let records = (message["records"]?.arrayValue ?? []).compactMap(LocalStore.record(from:))
-            let more = message["more"]?.boolValue ?? false
-            let (storeCursor, keep) = client.snapshot.page(records: records, since: client.machine.cursor, cursor: cursor, more: more,
-                                                           reset: message["reset"]?.boolValue == true)
-            _ = try await client.store.storePage(records: records, cursor: storeCursor)
-            if let keep {
-                _ = try await client.store.dropAbsent(keeping: keep)
-            }
-            try await perform(client, client.machine.pageStored(more: more, cursor: cursor, now: now))
-        case .applyAnswer(let message):
-            let effect = message["type"]?.stringValue == "ack" ? try await client.store.applyAck(message) : try await client.store.applyReject(message)
-            try await perform(client, client.machine.answerApplied(needsPull: effect.needsPull, retryLater: effect.retryLater, now: now))
-        case .applyBroadcast(let message):
-            let (applied, _) = try await client.store.applyBroadcast(message, limits: client.machine.limits)
-            try await perform(client, client.machine.broadcastApplied(applied, now: now))
-        case .composePush(let excluding, let limit):
-            let (changes, _) = try await client.store.outbox(excluding: excluding, limit: limit)
-            try await perform(client, client.machine.composed(changes, now: now))
-        case .refuse(let change, let reason):
-            let reject: JSONValue = ["type": "reject", "ccid": .string(change.ccid), "collection": "notes",
-                                     "id": .string(change.recordID), "code": "too_large", "message": .string(reason)]
-            _ = try await client.store.applyReject(reject)
-        case .refreshToken:
-            try await perform(client, client.machine.tokenRefreshed(try await token(for: client), now: now))
-        case .status, .error:
-            break
+    /// Waits until the client's engine has handled everything the world did to it and sleeps
+    /// on its clock with nothing else under way.
+    func settle(_ client: SimClient) async throws {
+        for _ in 0..<10_000 {
+            let returns = client.clock.counts.returns
+            let arms = await client.engine.settled(.init(messages: client.delivered, losses: client.drops, timerFirings: returns))
+            // Every timer task the engine started sleeps once; some sleeps return at once.
+            await client.clock.sleepsBegun(arms)
+            if client.clock.counts.returns == returns { return }
         }
+        throw SimFailure(description: "\(client.name) did not settle: \(await client.engine.workDescription)")
     }
 
+    func settleAll() async throws {
+        for client in clients { try await settle(client) }
+    }
+
+    /// The connection drops (network, server): the engine sees its connection end.
     func dropConnection(_ client: SimClient) async throws {
         guard let link = client.link else { return }
-        link.stopTimer()
-        sync.hub.leave(session: link.session.id)
-        client.link = nil
-        try await perform(client, client.machine.connectionLost(id: link.id, now: now))
+        if link.connection.closeNow() { client.drops += 1 }
+        try await settle(client)
+    }
+
+    /// Hands the client's engine one message from the server.
+    func deliverDown(_ message: JSONValue, to client: SimClient, on link: SimLink) async throws {
+        link.connection.deliver(message)
+        client.delivered += 1
+        try await settle(client)
     }
 
     // MARK: Server side: the real session

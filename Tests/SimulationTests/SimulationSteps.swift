@@ -64,21 +64,20 @@ extension World {
     }
 
     func advance(by duration: Duration) async throws {
-        now = now.advanced(by: duration)
+        time.now = now.advanced(by: duration)
         if !serverUp {
             serverUp = true
         }
+        // Each client's timers whose deadline came go off, one client at a time.
         for client in clients {
-            try await perform(client, client.machine.tick(now: now))
+            _ = client.clock.wake()
+            try await settle(client)
         }
     }
 
     /// Delivers the next message of one link, upstream or downstream.
     func deliver(_ client: SimClient) async throws {
-        guard let link = client.link else {
-            try await perform(client, client.machine.tick(now: now))
-            return
-        }
+        guard let link = client.link else { return }
         if !link.up.isEmpty, link.down.isEmpty || random.chance(50) {
             let message = link.up.removeFirst()
             trace.append("deliver up \(client.name) \(World.summary(message))")
@@ -90,15 +89,11 @@ extension World {
                 try await dropConnection(client)
                 return
             }
+            try await deliverDown(message, to: client, on: link)
             if message["type"] == "error" {
-                try await perform(client, client.machine.received(message, now: now))
                 if message["code"] == "token_expired" { try await dropConnection(client) }
                 return
             }
-            if message["type"] == "welcome", let limits = message["limits"] {
-                try await client.store.setMeta("limits", limits.jsonString)
-            }
-            try await perform(client, client.machine.received(message, now: now))
             try await checkMonotonic(client)
         }
     }
@@ -136,26 +131,26 @@ extension World {
         }
     }
 
-    /// A client process dies: the in-memory state machine and connection are gone; the database stays.
+    /// A client process dies: the engine, its state machine and its connection are gone; the
+    /// database stays. (Stopping the old engine only cancels its tasks and closes the
+    /// connection, as the process's death would; it writes nothing.)
     func crash(_ client: SimClient) async throws {
-        if let link = client.link {
-            link.stopTimer()
-            sync.hub.leave(session: link.session.id)
-        }
-        client.link = nil
-        client.snapshot = SnapshotPull()
+        await client.engine.stop()
+        client.currentLink = nil
         client.store = try LocalStore.open(path: client.path)
-        client.machine = SyncStateMachine(configuration: SimClient.configuration, seed: random.next())
-        try await perform(client, client.machine.start())
+        client.clock = SimClock(time: time)
+        client.delivered = 0
+        client.drops = 0
+        client.engine = SimClient.engine(store: client.store, clock: client.clock, world: self, index: client.index, seed: random.next())
+        await client.engine.start()
+        try await settle(client)
     }
 
     /// The server process dies: every session and in-flight message is lost; the SQLite file is reopened.
     func crashServer() async throws {
-        let links = clients.compactMap { client in client.link.map { (client, $0) } }
-        for (client, link) in links {
-            link.stopTimer()
-            client.link = nil
-            try await perform(client, client.machine.connectionLost(id: link.id, now: now))
+        for client in clients {
+            if let link = client.link, link.connection.closeNow() { client.drops += 1 }
+            try await settle(client)
         }
         await sync.store.shutdown()
         (sync, tokens) = try await World.openServer(path: serverPath)
@@ -237,7 +232,8 @@ extension World {
                 try await client.store.purge(id)
             }
         }
-        try await perform(client, client.machine.localEdit(now: now))
+        await client.engine.localEdit()
+        try await settle(client)
     }
 
     // MARK: Checks

@@ -24,7 +24,7 @@ extension World {
                 var done = true
                 for client in clients {
                     let empty = try await client.store.isOutboxEmpty()
-                    if !client.machine.isIdle || !empty { done = false }
+                    if !(await client.engine.isSynced()) || !empty { done = false }
                 }
                 if done { return }
             }
@@ -32,8 +32,8 @@ extension World {
         var stuck: [String] = []
         for client in clients {
             let empty = try await client.store.isOutboxEmpty()
-            if !client.machine.isIdle || !empty {
-                stuck.append("\(client.name) phase \(client.machine.phase) outbox empty \(empty) syncErrors \(try await client.store.syncErrors().map(\.message))")
+            if !(await client.engine.isSynced()) || !empty {
+                stuck.append("\(client.name) status \(await client.engine.currentStatus) outbox empty \(empty) syncErrors \(try await client.store.syncErrors().map(\.message))")
             }
         }
         throw SimFailure(description: "did not quiesce within 400 rounds: " + stuck.joined(separator: "; "))
@@ -116,7 +116,10 @@ enum Simulation {
         }
         defer { world.cleanUp() }
         do {
-            for client in world.clients { try await world.perform(client, client.machine.start()) }
+            for client in world.clients {
+                await client.engine.start()
+                try await world.settle(client)
+            }
             for step in plan ?? SimStep.plan(seed: seed, count: steps) { try await world.step(step) }
             try await world.quiesce()
             try await world.check()
@@ -254,7 +257,10 @@ struct SimulationTests {
         let a = try await World(seed: 42), b = try await World(seed: 42)
         defer { a.cleanUp(); b.cleanUp() }
         for world in [a, b] {
-            for client in world.clients { try await world.perform(client, client.machine.start()) }
+            for client in world.clients {
+                await client.engine.start()
+                try await world.settle(client)
+            }
             for step in SimStep.plan(seed: 42, count: 120) { try await world.step(step) }
         }
         #expect(a.trace == b.trace)

@@ -1,28 +1,60 @@
 import Foundation
 import NotedCore
 
+/// Where the sync engine gets access tokens: ``TokenManager`` in an app, anything in a test.
+public protocol AccessTokenProvider: Sendable {
+    /// A token valid for a while yet (refreshed first when it is about to expire).
+    func accessToken() async throws -> String
+    /// A new token, whatever the current one's expiry (the server said it expired).
+    func refreshedAccessToken() async throws -> String
+}
+
+extension TokenManager: AccessTokenProvider {
+    public func accessToken() async throws -> String {
+        try await accessToken(margin: 60)
+    }
+
+    public func refreshedAccessToken() async throws -> String {
+        try await refresh().accessToken
+    }
+}
+
 /// Drives a ``SyncStateMachine`` over a ``SyncTransport``, the ``LocalStore`` and a clock.
 ///
 /// The engine owns the connection: it reconnects with backoff until stopped, refreshes the
-/// access token before it expires and re-authenticates in place.
+/// access token before it expires and re-authenticates in place. It is generic over its clock
+/// and never polls: one timer task sleeps until the machine's next deadline
+/// (``SyncStateMachine/nextDeadline``) and is re-armed whenever that deadline changes, so a test
+/// clock (the deterministic simulation's) runs the engine users run.
 public actor SyncEngine<C: Clock> where C.Duration == Duration {
+    private struct Connection {
+        var id: Int
+        var value: any SyncConnection
+        var outgoing: AsyncStream<JSONValue>.Continuation
+    }
+
     private var machine: SyncStateMachine<C.Instant>
     private let store: LocalStore
     private let transport: any SyncTransport
     private let url: URL
-    private let tokens: TokenManager
+    private let tokens: any AccessTokenProvider
     private let events: EventHub
     private let clock: C
-    private var connection: (id: Int, value: any SyncConnection, outgoing: AsyncStream<JSONValue>.Continuation)?
+    private var connection: Connection?
+    /// Connections the engine closed itself: their reader ending is not news.
+    private var closedHere: Set<Int> = []
     /// Background work by key (connect, reader and writer of a connection, refresh), so that
     /// finished work does not pile up on a long-lived engine.
     private var tasks: [String: Task<Void, Never>] = [:]
-    private var timer: Task<Void, Never>?
+    private var timer: (deadline: C.Instant, generation: Int, task: Task<Void, Never>)?
+    private var timerGeneration = 0
+    private var running = false
     private var snapshot = SnapshotPull()
     private(set) var status: SyncStatus = .stopped
     private var device = ""
+    private var work = Work()
 
-    init(store: LocalStore, transport: any SyncTransport, url: URL, tokens: TokenManager, events: EventHub,
+    init(store: LocalStore, transport: any SyncTransport, url: URL, tokens: any AccessTokenProvider, events: EventHub,
          configuration: SyncStateMachine<C.Instant>.Configuration, clock: C, seed: UInt64) {
         self.machine = SyncStateMachine(configuration: configuration, seed: seed)
         self.store = store
@@ -35,25 +67,19 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
 
     /// Starts syncing (idempotent).
     public func start() async {
-        guard timer == nil else { return }
+        guard !running else { return }
+        running = true
         device = (try? await store.deviceID()) ?? UUID().uuidString.lowercased()
-        let clock = clock
-        timer = Task { [weak self] in
-            while !Task.isCancelled {
-                try? await clock.sleep(for: .milliseconds(25))
-                await self?.tick()
-            }
-        }
         await perform(machine.start())
     }
 
     /// Stops syncing and closes the connection; in-flight changes stay in the store for next time.
     public func stop() async {
-        timer?.cancel()
-        timer = nil
+        running = false
         await perform(machine.stop())
         for task in tasks.values { task.cancel() }
         tasks = [:]
+        armTimer()
     }
 
     /// Tells the engine the user changed something: it pushes after the debounce.
@@ -74,35 +100,52 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
 
     // MARK: Inputs
 
-    private func tick() async {
+    private func timerFired(generation: Int) async {
+        defer { work.timerFirings += 1; resumeSettled() }
+        guard generation == timer?.generation else { return }
+        timer = nil
         await perform(machine.tick(now: clock.now))
     }
 
     private func opened(id: Int, connection value: any SyncConnection, token: String) async {
         guard case .connecting(id) = machine.phase else {
+            closedHere.insert(id)
             await value.close()
             return
         }
         let (outgoing, continuation) = AsyncStream.makeStream(of: JSONValue.self)
-        connection = (id, value, continuation)
-        tasks["writer"] = Task {
+        connection = Connection(id: id, value: value, outgoing: continuation)
+        tasks["writer"] = Task { [weak self] in
+            var failed = false
             for await message in outgoing {
-                do {
-                    try await value.send(message)
-                } catch {
-                    await value.close()
-                    return
+                // After a failed send the rest is dropped, but still counted as done.
+                if !failed {
+                    do {
+                        try await value.send(message)
+                    } catch {
+                        failed = true
+                        await value.close()
+                    }
                 }
+                await self?.sent()
             }
         }
         tasks["reader"] = Task { [weak self] in
             for await message in value.messages {
                 await self?.received(message, connection: id)
             }
-            await self?.lost(id: id)
+            await self?.readerEnded(id: id)
         }
         let cursor = (try? await store.cursor()) ?? 0
         await perform(machine.connected(id: id, token: token, device: device, cursor: cursor, now: clock.now))
+    }
+
+    private func readerEnded(id: Int) async {
+        if closedHere.remove(id) == nil {
+            work.losses += 1
+            defer { resumeSettled() }
+            await lost(id: id)
+        }
     }
 
     private func lost(id: Int) async {
@@ -114,6 +157,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
     }
 
     private func received(_ message: JSONValue, connection id: Int) async {
+        defer { work.messages += 1; resumeSettled() }
         guard connection?.id == id else { return }
         if message["type"] == "welcome", let limits = message["limits"], limits.objectValue != nil {
             // Local edits are checked against what this server accepts.
@@ -122,38 +166,38 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         await perform(machine.received(message, now: clock.now))
     }
 
+    private func refreshed(_ token: String?) async {
+        await perform(machine.tokenRefreshed(token, now: clock.now))
+    }
+
+    private func sent() {
+        work.busy -= 1
+        resumeSettled()
+    }
+
     // MARK: Actions
 
     private func perform(_ actions: [SyncStateMachine<C.Instant>.Action]) async {
         for action in actions {
             await perform(action)
         }
+        armTimer()
     }
 
     private func perform(_ action: SyncStateMachine<C.Instant>.Action) async {
         switch action {
         case .connect(let id):
-            let transport = transport
-            let tokens = tokens
-            let url = url
-            tasks["connect"] = Task { [weak self] in
-                do {
-                    let token = try await tokens.accessToken()
-                    let connection = try await transport.connect(to: url)
-                    await self?.opened(id: id, connection: connection, token: token)
-                } catch {
-                    await self?.report(error)
-                    await self?.lost(id: id)
-                }
-            }
+            connect(id: id)
         case .send(let message):
-            connection?.outgoing.yield(message)
+            if let connection, case .enqueued = connection.outgoing.yield(message) {
+                work.busy += 1
+            }
         case .close:
             if let connection {
                 connection.outgoing.finish()
-                let value = connection.value
+                closedHere.insert(connection.id)
                 self.connection = nil
-                await value.close()
+                await connection.value.close()
             }
         case .storePage(let message):
             await storePage(message)
@@ -190,16 +234,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
                 await report(error)
             }
         case .refreshToken:
-            let tokens = tokens
-            tasks["refresh"] = Task { [weak self] in
-                do {
-                    let token = try await tokens.refresh().accessToken
-                    await self?.refreshed(token)
-                } catch {
-                    await self?.report(error)
-                    await self?.refreshed(nil)
-                }
-            }
+            refresh()
         case .status(let value):
             status = value
             if value == .synced {
@@ -211,8 +246,64 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         }
     }
 
-    private func refreshed(_ token: String?) async {
-        await perform(machine.tokenRefreshed(token, now: clock.now))
+    private func connect(id: Int) {
+        let transport = transport
+        let tokens = tokens
+        let url = url
+        work.busy += 1
+        tasks["connect"] = Task { [weak self] in
+            do {
+                let token = try await tokens.accessToken()
+                let connection = try await transport.connect(to: url)
+                await self?.opened(id: id, connection: connection, token: token)
+            } catch {
+                await self?.report(error)
+                await self?.lost(id: id)
+            }
+            await self?.finished()
+        }
+    }
+
+    private func refresh() {
+        let tokens = tokens
+        work.busy += 1
+        tasks["refresh"] = Task { [weak self] in
+            do {
+                let token = try await tokens.refreshedAccessToken()
+                await self?.refreshed(token)
+            } catch {
+                await self?.report(error)
+                await self?.refreshed(nil)
+            }
+            await self?.finished()
+        }
+    }
+
+    private func finished() {
+        work.busy -= 1
+        resumeSettled()
+    }
+
+    /// Keeps one timer task sleeping until the machine's next deadline.
+    private func armTimer() {
+        let deadline = running ? machine.nextDeadline : nil
+        guard deadline != timer?.deadline else { return }
+        timer?.task.cancel()
+        timer = nil
+        guard let deadline else { return }
+        timerGeneration += 1
+        let generation = timerGeneration
+        let clock = clock
+        work.timerArms += 1
+        let task = Task { [weak self] in
+            do {
+                try await clock.sleep(until: deadline, tolerance: nil)
+            } catch {
+                return
+            }
+            await self?.timerFired(generation: generation)
+        }
+        timer = (deadline, generation, task)
     }
 
     private func storePage(_ message: JSONValue) async {
@@ -249,5 +340,62 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
             await perform(.close)
             await perform(machine.connectionLost(id: id, now: clock.now))
         }
+    }
+
+    // MARK: Settling
+
+    /// What the engine has done, counted, so that a driver of the clock and the transport (the
+    /// deterministic simulation) can tell when everything it set off has been handled.
+    struct Work: Sendable {
+        /// Connects, refreshes and sends under way.
+        var busy = 0
+        /// Timer tasks started (each sleeps on the clock exactly once).
+        var timerArms = 0
+        /// Timer sleeps that returned and were handled.
+        var timerFirings = 0
+        /// Messages read from connections and handled.
+        var messages = 0
+        /// Connections that ended without the engine closing them, handled.
+        var losses = 0
+    }
+
+    private var settledWaiters: [(Expected, CheckedContinuation<Int, Never>)] = []
+
+    /// What a driver has caused: messages it delivered, connections it dropped, and timer
+    /// sleeps it let return.
+    struct Expected: Sendable, Hashable {
+        var messages: Int
+        var losses: Int
+        var timerFirings: Int
+    }
+
+    private func isSettled(_ expected: Expected) -> Bool {
+        work.busy == 0 && work.messages == expected.messages && work.losses == expected.losses
+            && work.timerFirings == expected.timerFirings
+    }
+
+    /// Waits until the engine has handled everything `expected` counts and has nothing of its
+    /// own under way (returns at once when that is already so).
+    /// - Returns: how many timer tasks the engine has started; each sleeps on the clock once,
+    ///   so the driver knows how many sleeps its clock is still to see.
+    func settled(_ expected: Expected) async -> Int {
+        guard !isSettled(expected) else { return work.timerArms }
+        return await withCheckedContinuation { continuation in
+            settledWaiters.append((expected, continuation))
+        }
+    }
+
+    /// The counters, for a driver's failure message.
+    var workDescription: String {
+        "busy \(work.busy), messages \(work.messages), losses \(work.losses), timer arms \(work.timerArms), firings \(work.timerFirings)"
+    }
+
+    private func resumeSettled() {
+        guard !settledWaiters.isEmpty else { return }
+        var waiting: [(Expected, CheckedContinuation<Int, Never>)] = []
+        for (expected, continuation) in settledWaiters {
+            if isSettled(expected) { continuation.resume(returning: work.timerArms) } else { waiting.append((expected, continuation)) }
+        }
+        settledWaiters = waiting
     }
 }

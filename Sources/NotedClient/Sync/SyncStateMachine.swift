@@ -103,10 +103,12 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         return inFlight.isEmpty && !pullInFlight && !composing && pushDue == nil
     }
 
-    /// The earliest time `tick` has something to do.
+    /// The earliest time `tick` has something to do: the driver sleeps until then (and again
+    /// whenever this changes), so it names only deadlines that `tick` acts on.
     public var nextDeadline: Instant? {
         var times = pending.values.map(\.deadline)
-        if let pushDue { times.append(pushDue) }
+        // A push falls due only once caught up; until then the end of the pull composes it.
+        if let pushDue, case .connected(_, true) = phase { times.append(pushDue) }
         if let refreshAt, !refreshing { times.append(refreshAt) }
         if case .waiting(let until) = phase { times.append(until) }
         return times.min()
