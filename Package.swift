@@ -41,8 +41,8 @@ let package = Package(
             ]
         ),
         .testTarget(name: "DiffMatchPatchTests", dependencies: ["DiffMatchPatch", "TestSupport"]),
-        // Shared by the test targets that start processes (see SpawnGuard.swift).
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // Shared by test targets: the seed of randomised tests, the guard for starting processes.
+        .target(name: "TestSupport", dependencies: ["NotedCore"], path: "Tests/TestSupport"),
 
         .target(name: "NotedCore", dependencies: ["DiffMatchPatch"]),
         .target(

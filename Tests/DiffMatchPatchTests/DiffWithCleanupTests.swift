@@ -1,3 +1,5 @@
+import NotedCore
+import TestSupport
 import Testing
 
 @testable import DiffMatchPatch

@@ -1,4 +1,6 @@
 import Foundation
+import NotedCore
+import TestSupport
 import Testing
 @testable import DiffMatchPatch
 

@@ -36,11 +36,8 @@ import Testing
     /// cases can fail).
     @Test func aRebaseNeverSplicesWords() {
         let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max / 2)
-        var state = seed
-        func next(_ n: Int) -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int((state >> 33) % UInt64(n))
-        }
+        var random = SplitMix64(seed: seed)
+        func next(_ n: Int) -> Int { random.int(in: 0..<n) }
         var counter = 0
         func word() -> String {
             counter += 1

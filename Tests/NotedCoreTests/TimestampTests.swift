@@ -6,7 +6,7 @@ import Testing
 @Suite struct TimestampTests {
     @Test func parsesWhatFormatWritesToTheMillisecond() throws {
         let seed = ProcessInfo.processInfo.environment["NOTED_TEST_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
-        var generator = SeededGenerator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         // From 1601 to 2400, whole milliseconds, plus the edges of days, months and leap years.
         var samples: [Int64] = [0, -1, 951_782_400_000, 951_868_799_999, 4_107_542_400_000, -11_644_473_600_000]
         for _ in 0..<20_000 {
@@ -41,19 +41,6 @@ import Testing
     ])
     func refusesWhatItDoesNotWrite(text: String) {
         #expect(Timestamp.parse(text) == nil)
-    }
-}
-
-/// SplitMix64: a small seeded generator.
-private struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

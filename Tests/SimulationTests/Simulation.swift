@@ -14,16 +14,11 @@ struct SimInstant: InstantProtocol {
     static func < (a: SimInstant, b: SimInstant) -> Bool { a.offset < b.offset }
 }
 
-/// The simulation's seeded generator (SplitMix64).
-struct SimRandom {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// The simulation's draws, from the project's one seeded generator.
+typealias SimRandom = SplitMix64
+
+extension SplitMix64 {
+    init(state: UInt64) { self.init(seed: state) }
     mutating func below(_ n: Int) -> Int { Int(next() % UInt64(max(n, 1))) }
     mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
     /// A lower-case UUID string drawn from the generator (ids must be UUIDs on the wire).
@@ -218,7 +213,7 @@ final class SimLink {
 
     init(session: SyncSession, hub: SessionHub) {
         self.session = session
-        let shared = NIOLockedValueBox(SyncSession.Shared(userID: nil, deadline: .distantFuture, deadlineCode: .unauthenticated))
+        let shared = NIOLockedValueBox(SyncSession.Shared(deadline: .distantFuture, deadlineCode: .unauthenticated))
         self.shared = shared
         (stream, continuation) = AsyncStream.makeStream(of: Outgoing.self)
         iterator = stream.makeAsyncIterator()

@@ -39,7 +39,7 @@ extension World {
         throw SimFailure(description: "did not quiesce within 400 rounds: " + stuck.joined(separator: "; "))
     }
 
-    /// The invariants of DESIGN.md, per user.
+    /// The invariants of docs/reliability.md, per user.
     func check() async throws {
         let markerPattern = /\[(\d+)\]/
         for (u, userID) in users.enumerated() {
@@ -78,7 +78,7 @@ extension World {
                 }
             }
             // A note purged while other devices had unsynced text in it comes back once per such
-            // device, as a new note (PROTOCOL.md section 5); any other second copy is a failure.
+            // device, as a new note (docs/protocol.md section 5); any other second copy is a failure.
             if let (marker, count) = counts.filter({ $0.value > 1 && !purged.contains(markerRecord[$0.key] ?? "") }).min(by: { $0.key < $1.key }) {
                 throw SimFailure(description: "marker [\(marker)] appears \(count) times for \(userID)")
             }

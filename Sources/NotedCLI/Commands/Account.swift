@@ -49,7 +49,7 @@ struct Login: AsyncParsableCommand {
     }
 }
 
-/// Usernames as PROTOCOL.md section 7 allows them: 1–64 letters, digits, `.`, `_`, `-`, `@`.
+/// Usernames as docs/protocol.md section 7 allows them: 1–64 letters, digits, `.`, `_`, `-`, `@`.
 func validateUsername(_ username: String) throws {
     let allowed = username.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || ("0"..."9").contains($0) || ".-_@".unicodeScalars.contains($0) }
     guard (1...64).contains(username.count), allowed else {

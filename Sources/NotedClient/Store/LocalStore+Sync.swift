@@ -314,7 +314,7 @@ extension LocalStore {
         }
     }
 
-    /// Takes a `reject` as PROTOCOL.md section 5 prescribes for its code.
+    /// Takes a `reject` as docs/protocol.md section 5 prescribes for its code.
     public func applyReject(_ message: JSONValue) async throws -> StoreEffect {
         guard let id = message["id"]?.stringValue, let ccid = message["ccid"]?.stringValue else { return StoreEffect() }
         let code = ErrorCode(rawValue: message["code"]?.stringValue ?? "")
@@ -405,15 +405,6 @@ extension LocalStore {
     /// True when nothing waits to be sent or acknowledged.
     public func isOutboxEmpty() async throws -> Bool {
         try await pendingCount() == 0
-    }
-
-    /// True when a change is waiting to be sent (dirty, no change in flight, not refused).
-    public func hasUnsent(excluding sent: Set<String>) async throws -> Bool {
-        try await writer.read { db in
-            let rows = try RecordRow.filter((RecordRow.Columns.dirty == true) || RecordRow.Columns.inflightCcid != nil)
-                .select(RecordRow.Columns.id, as: String.self).fetchAll(db)
-            return rows.contains { !sent.contains($0) }
-        }
     }
 
     /// Notes whose last merge could not place all of this device's edit, with the fields.

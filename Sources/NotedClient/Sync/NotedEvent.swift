@@ -40,11 +40,6 @@ actor EventHub {
         for continuation in continuations.values { continuation.yield(event) }
     }
 
-    func finish() {
-        for continuation in continuations.values { continuation.finish() }
-        continuations = [:]
-    }
-
     private func remove(_ key: Int) {
         continuations[key] = nil
     }

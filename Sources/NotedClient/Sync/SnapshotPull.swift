@@ -4,7 +4,7 @@ import NotedCore
 /// dropped at its end.
 ///
 /// Two pulls are snapshots: `since: 0`, which returns every live record and no tombstones
-/// (PROTOCOL.md section 4), and one answered `reset: true`. Either way a record deleted on the
+/// (docs/protocol.md section 4), and one answered `reset: true`. Either way a record deleted on the
 /// server does not appear in it, so a client that already holds records (received in `change`
 /// broadcasts before its first pull found anything, say) must drop the synced ones that no page
 /// of the snapshot named. While a snapshot is under way the stored cursor stays where the
@@ -32,10 +32,5 @@ public struct SnapshotPull: Sendable {
         }
         seen = nil
         return (cursor, ids)
-    }
-
-    /// Forgets a snapshot under way (the stored cursor still says where it started).
-    public mutating func abandon() {
-        seen = nil
     }
 }

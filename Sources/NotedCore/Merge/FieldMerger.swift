@@ -22,7 +22,7 @@ public struct MergeResult: Sendable, Hashable {
 /// Applies a change's field ops to a record, merging when the change was made against an older
 /// revision.
 ///
-/// The rules of PROTOCOL.md section 5: text deltas become patches against the value at `baseRev`
+/// The rules of docs/protocol.md section 5: text deltas become patches against the value at `baseRev`
 /// applied fuzzily onto the current value; set adds and removes apply to the current set;
 /// scalars and whole-value sets: the later change (server order) wins.
 public struct FieldMerger: Sendable {

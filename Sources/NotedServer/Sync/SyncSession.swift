@@ -5,7 +5,7 @@ import NIOConcurrencyHelpers
 import NotedCore
 import ServiceLifecycle
 
-/// One sync WebSocket connection: the session state machine of PROTOCOL.md section 3.
+/// One sync WebSocket connection: the session state machine of docs/protocol.md section 3.
 ///
 /// Messages are handled in order by the reading task; everything sent goes through one
 /// `Outgoing` stream drained by a writer task, so replies and broadcasts never interleave
@@ -20,7 +20,6 @@ struct SyncSession {
 
     /// State shared with the timer task.
     struct Shared {
-        var userID: String?
         var deadline: Date
         var deadlineCode: ErrorCode
         /// The task that sleeps until `deadline`; replaced whenever the deadline changes.
@@ -30,7 +29,7 @@ struct SyncSession {
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
         let (stream, continuation) = AsyncStream.makeStream(of: Outgoing.self)
         let shared = NIOLockedValueBox(Shared(
-            userID: nil, deadline: Date().addingTimeInterval(configuration.helloTimeout.timeInterval), deadlineCode: .unauthenticated))
+            deadline: Date().addingTimeInterval(configuration.helloTimeout.timeInterval), deadlineCode: .unauthenticated))
         sync.hub.track(session: id, continuation: continuation)
         sync.metrics.connections.increment()
         defer {
@@ -187,7 +186,6 @@ struct SyncSession {
             state.userID = verified.userID
             state.device = device
             shared.withLockedValue {
-                $0.userID = verified.userID
                 $0.deadline = verified.expiresAt
                 $0.deadlineCode = .tokenExpired
             }

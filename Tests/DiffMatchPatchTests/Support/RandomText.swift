@@ -1,4 +1,6 @@
 import Foundation
+import NotedCore
+import TestSupport
 
 /// Random texts and edited copies of them, for the randomised and differential suites.
 ///
