@@ -35,7 +35,6 @@ struct MachineHarness {
         var welcomeMessage = welcome ?? ["type": "welcome", "protocol": 1, "user": "u", "seq": 0,
                                          "expiresAt": .string(Timestamp.format(Date().addingTimeInterval(3600))),
                                          "limits": ["maxMessageBytes": 1000000, "maxChangesPerPush": 2, "maxTextLength": 1000, "maxTags": 10]]
-        welcomeMessage = ServerMessage.with(rid: nil, welcomeMessage)
         if var object = welcomeMessage.objectValue {
             object["rid"] = rid
             welcomeMessage = .object(object)
@@ -47,13 +46,13 @@ struct MachineHarness {
         }
         #expect(pullMessage["since"] == .int(cursor))
         let page: JSONValue = ["type": "changes", "records": [], "cursor": .int(cursor), "more": false, "reset": false, "rid": pullMessage["rid"] ?? .null]
-        #expect(machine.received(page, now: now) == [.storePage(page)])
+        #expect(machine.received(page, now: now) == [.storePage(decodedPage(page))])
         return machine.pageStored(more: false, cursor: cursor, now: now)
     }
 }
 
 func sentMessages(_ actions: [Machine.Action]) -> [JSONValue] {
-    actions.compactMap { if case .send(let message) = $0 { message } else { nil } }
+    actions.compactMap { if case .send(let message, let rid) = $0 { message.json(rid: .int(rid)) } else { nil } }
 }
 
 func change(_ id: String, ccid: String) -> OutboxChange {
@@ -73,11 +72,11 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         // Nothing is pushed before the pull reached the end, even after the debounce.
         _ = harness.machine.localEdit(now: harness.now)
         #expect(!harness.advance(.seconds(1)).contains { if case .composePush = $0 { true } else { false } })
-        let pull = harness.machine.received(["type": "welcome", "rid": message?["rid"] ?? .null, "expiresAt": "2999-01-01T00:00:00.000Z"], now: harness.now)
+        let pull = harness.machine.received(["type": "welcome", "user": "u", "seq": 0, "rid": message?["rid"] ?? .null, "expiresAt": "2999-01-01T00:00:00.000Z"], now: harness.now)
         let pullMessage = sentMessages(pull).first
         #expect(pullMessage?["since"] == 7)
         let first: JSONValue = ["type": "changes", "records": [], "cursor": 9, "more": true, "reset": false, "rid": pullMessage?["rid"] ?? .null]
-        #expect(harness.machine.received(first, now: harness.now) == [.storePage(first)])
+        #expect(harness.machine.received(first, now: harness.now) == [.storePage(decodedPage(first))])
         let next = harness.machine.pageStored(more: true, cursor: 9, now: harness.now)
         #expect(sentMessages(next).first?["since"] == 9)
         #expect(!next.contains { if case .composePush = $0 { true } else { false } })
@@ -115,7 +114,7 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         _ = harness.connectAndCatchUp()
         let push = sentMessages(harness.machine.composed([change("a", ccid: "1")], now: harness.now))[0]
         let ack: JSONValue = ["type": "ack", "ccid": "1", "collection": "notes", "id": "a", "rev": 1, "status": "applied", "rid": push["rid"] ?? .null]
-        #expect(harness.machine.received(ack, now: harness.now) == [.applyAnswer(ack)])
+        #expect(harness.machine.received(ack, now: harness.now) == [.applyAck(decodedAck(ack))])
         #expect(harness.machine.inFlight.isEmpty)
         let after = harness.machine.answerApplied(needsPull: false, retryLater: false, now: harness.now)
         #expect(after.contains(.composePush(excluding: [], limit: 8)))
@@ -188,7 +187,7 @@ func change(_ id: String, ccid: String) -> OutboxChange {
             _ = harness.advance(delay)
         }
         let hello = harness.machine.connected(id: 5, token: "t", device: "d", cursor: 0, now: harness.now)
-        _ = harness.machine.received(["type": "welcome", "rid": sentMessages(hello)[0]["rid"] ?? .null], now: harness.now)
+        _ = harness.machine.received(["type": "welcome", "user": "u", "seq": 0, "rid": sentMessages(hello)[0]["rid"] ?? .null], now: harness.now)
         let lost = harness.machine.connectionLost(id: 5, now: harness.now)
         guard case .status(.offline(let delay))? = lost.first else {
             Issue.record("expected offline")
@@ -207,8 +206,9 @@ func change(_ id: String, ccid: String) -> OutboxChange {
     @Test func aBroadcastNotAtPrevRevTriggersOnePull() {
         var harness = MachineHarness()
         _ = harness.connectAndCatchUp(cursor: 5)
-        let broadcast: JSONValue = ["type": "change", "collection": "notes", "id": "a", "rev": 3, "prevRev": 2, "op": "upsert", "fields": [:]]
-        #expect(harness.machine.received(broadcast, now: harness.now) == [.applyBroadcast(broadcast)])
+        let broadcast: JSONValue = ["type": "change", "collection": "notes", "id": "a", "rev": 3, "prevRev": 2, "op": "upsert", "fields": [:],
+                                    "updatedAt": "2026-01-01T00:00:00.000Z"]
+        #expect(harness.machine.received(broadcast, now: harness.now) == [.applyBroadcast(decodedBroadcast(broadcast))])
         #expect(harness.machine.broadcastApplied(true, now: harness.now).isEmpty)
         let pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now))
         #expect(pull.first?["type"] == "pull")
@@ -242,7 +242,7 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         let date = Date()
         _ = harness.machine.start()
         let hello = harness.machine.connected(id: 1, token: "t", device: "d", cursor: 0, now: harness.now)
-        _ = harness.machine.received(["type": "welcome", "rid": sentMessages(hello)[0]["rid"] ?? .null,
+        _ = harness.machine.received(["type": "welcome", "user": "u", "seq": 0, "rid": sentMessages(hello)[0]["rid"] ?? .null,
                                       "expiresAt": .string(Timestamp.format(date.addingTimeInterval(120)))], now: harness.now, date: date)
         _ = harness.machine.received(["type": "changes", "records": [], "cursor": 0, "more": false, "reset": false, "rid": 2], now: harness.now)
         _ = harness.machine.pageStored(more: false, cursor: 0, now: harness.now)
@@ -277,7 +277,7 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         let date = Date()
         _ = harness.machine.start()
         let hello = harness.machine.connected(id: 1, token: "t", device: "d", cursor: 0, now: harness.now)
-        _ = harness.machine.received(["type": "welcome", "rid": sentMessages(hello)[0]["rid"] ?? .null,
+        _ = harness.machine.received(["type": "welcome", "user": "u", "seq": 0, "rid": sentMessages(hello)[0]["rid"] ?? .null,
                                       "expiresAt": .string(Timestamp.format(date.addingTimeInterval(10)))], now: harness.now, date: date)
         #expect(!harness.machine.tick(now: harness.now).contains(.refreshToken))
         #expect(harness.advance(.seconds(6)).contains(.refreshToken))
@@ -296,7 +296,7 @@ func change(_ id: String, ccid: String) -> OutboxChange {
 
     @Test func pushesStayUnderTheMessageSizeLimitAndOversizedChangesAreRefused() {
         var harness = MachineHarness()
-        _ = harness.connectAndCatchUp(welcome: ["type": "welcome", "limits": ["maxMessageBytes": 600, "maxChangesPerPush": 100]])
+        _ = harness.connectAndCatchUp(welcome: ["type": "welcome", "user": "u", "seq": 0, "limits": ["maxMessageBytes": 600, "maxChangesPerPush": 100]])
         func sized(_ id: String, _ size: Int) -> OutboxChange {
             OutboxChange(recordID: id, ccid: "c-" + id, body: ["ccid": .string("c-" + id), "id": .string(id), "fields": ["body": ["set": .string(String(repeating: "x", count: size))]]])
         }

@@ -19,7 +19,7 @@ import Testing
         #expect(try await store.createUser(UserAccount(id: user, username: "full", usernameKey: "full", passwordHash: "x"), now: Date()))
         func push(_ json: JSONValue) async throws -> JSONValue {
             let change = try ChangeParser().parse(json)
-            return try await store.push(change, context: PushContext(userID: user, device: nil, now: Date(), bodyHash: change.json.jsonString)).reply
+            return try await store.push(change, context: PushContext(userID: user, device: nil, now: Date(), bodyHash: change.json.jsonString)).reply.json
         }
         let first = UUID().uuidString.lowercased()
         let ack = try await push(["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(first),

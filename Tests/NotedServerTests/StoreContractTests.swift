@@ -18,7 +18,7 @@ import Testing
 
     func push(_ store: any NotedStore, user: String, _ json: JSONValue) async throws -> JSONValue {
         let change = try ChangeParser().parse(json)
-        return try await store.push(change, context: PushContext(userID: user, device: nil, now: Date(), bodyHash: change.json.jsonString)).reply
+        return try await store.push(change, context: PushContext(userID: user, device: nil, now: Date(), bodyHash: change.json.jsonString)).reply.json
     }
 
     func create(_ id: String, title: String) -> JSONValue {

@@ -21,12 +21,7 @@ extension LocalStore {
     /// `welcome`, else the protocol's defaults.
     func limits(_ db: Database) throws -> Limits {
         guard let text = try meta(db, "limits"), let value = try? JSONValue.parse(text) else { return Limits() }
-        let defaults = Limits()
-        func read(_ key: String, _ fallback: Int) -> Int { value[key]?.intValue.map { Int(clamping: $0) }.flatMap { $0 > 0 ? $0 : nil } ?? fallback }
-        return Limits(
-            maxMessageBytes: read("maxMessageBytes", defaults.maxMessageBytes), maxChangesPerPush: read("maxChangesPerPush", defaults.maxChangesPerPush),
-            maxTextLength: read("maxTextLength", defaults.maxTextLength), maxTags: read("maxTags", defaults.maxTags),
-            maxTagLength: read("maxTagLength", defaults.maxTagLength))
+        return Limits(json: value)
     }
 
     /// Creates a note; it is pending until the server acknowledges it.

@@ -239,10 +239,8 @@ extension LocalStore {
 
     /// Takes an `ack`: the shadow moves to the acknowledged state (or a newer one seen
     /// meanwhile) and edits made since the send are rebased onto it.
-    public func applyAck(_ message: JSONValue) async throws -> StoreEffect {
-        guard let id = message["id"]?.stringValue, let ccid = message["ccid"]?.stringValue, let rev = message["rev"]?.intValue else {
-            return StoreEffect()
-        }
+    public func applyAck(_ ack: Ack) async throws -> StoreEffect {
+        let (id, ccid, rev) = (ack.id, ack.ccid, ack.rev)
         return try await writer.write { db in
             var effect = StoreEffect()
             guard var row = try RecordRow.find(db, id: id), row.inflightCcid == ccid else {
@@ -256,8 +254,8 @@ extension LocalStore {
                 return effect
             }
             let sent = row.inflightSent.flatMap(RecordRow.decode) ?? row.localFields
-            let acknowledged = message["fields"]?.objectValue ?? sent
-            if let absent = row.absentAtSeq, let seq = message["seq"]?.intValue, seq <= absent {
+            let acknowledged = ack.fields ?? sent
+            if let absent = row.absentAtSeq, let seq = ack.seq, seq <= absent {
                 // Applied before a snapshot that no longer had the record: purged since. Only
                 // text edited after the send is kept (as a new note), as if the ack and then the
                 // tombstone had arrived.
@@ -281,7 +279,7 @@ extension LocalStore {
             let sentBaseRev = row.inflightBaseRev ?? row.rev
             row.clearInflight()
             row.clearStash()
-            let conflicts = (message["conflicts"]?.arrayValue ?? []).compactMap(\.stringValue)
+            let conflicts = ack.conflicts ?? []
             if !conflicts.isEmpty {
                 row.conflicts = conflicts.joined(separator: ",")
                 effect.conflicts.append((id, conflicts))
@@ -315,12 +313,19 @@ extension LocalStore {
     }
 
     /// Takes a `reject` as docs/protocol.md section 5 prescribes for its code.
-    public func applyReject(_ message: JSONValue) async throws -> StoreEffect {
-        guard let id = message["id"]?.stringValue, let ccid = message["ccid"]?.stringValue else { return StoreEffect() }
-        let code = ErrorCode(rawValue: message["code"]?.stringValue ?? "")
-        let text = message["message"]?.stringValue ?? code.rawValue
-        let current = message["current"].flatMap(Self.record(from:))
-        return try await writer.write { db in
+    public func applyReject(_ reject: Reject) async throws -> StoreEffect {
+        guard let id = reject.id, let ccid = reject.ccid else { return StoreEffect() }
+        return try await refused(id: id, ccid: ccid, code: reject.code, text: reject.message, current: reject.current)
+    }
+
+    /// A change this client will not send (larger than the server's message limit): kept as
+    /// refused, as if the server had answered `too_large`.
+    public func refuse(_ change: OutboxChange, reason: String) async throws -> StoreEffect {
+        try await refused(id: change.recordID, ccid: change.ccid, code: .tooLarge, text: reason, current: nil)
+    }
+
+    private func refused(id: String, ccid: String, code: ErrorCode, text: String, current: NotedCore.Record?) async throws -> StoreEffect {
+        try await writer.write { db in
             var effect = StoreEffect()
             guard var row = try RecordRow.find(db, id: id), row.inflightCcid == ccid else {
                 return effect
@@ -367,14 +372,11 @@ extension LocalStore {
 
     /// Applies a `change` broadcast when the record is exactly at its `prevRev`; returns false
     /// when the client must pull instead.
-    public func applyBroadcast(_ message: JSONValue, limits: Limits) async throws -> (applied: Bool, effect: StoreEffect) {
-        guard let id = message["id"]?.stringValue, let rev = message["rev"]?.intValue, let prevRev = message["prevRev"]?.intValue,
-              message["collection"]?.stringValue == Self.collection else {
-            return (false, StoreEffect())
-        }
-        let updatedAt = message["updatedAt"]?.stringValue.flatMap(Self.date(from:)) ?? Date()
-        let isDelete = message["op"]?.stringValue == "delete"
-        let ops = message["fields"]?.objectValue ?? [:]
+    public func applyBroadcast(_ broadcast: Broadcast, limits: Limits) async throws -> (applied: Bool, effect: StoreEffect) {
+        guard broadcast.collection == Self.collection else { return (false, StoreEffect()) }
+        let (id, rev, prevRev, updatedAt) = (broadcast.id, broadcast.rev, broadcast.prevRev, broadcast.updatedAt)
+        let isDelete = broadcast.op == .delete
+        let ops = broadcast.fields
         return try await writer.write { db in
             var effect = StoreEffect()
             let row = try RecordRow.find(db, id: id)
@@ -415,25 +417,7 @@ extension LocalStore {
         }
     }
 
-    static func record(from value: JSONValue) -> NotedCore.Record? {
-        guard let collection = value["collection"]?.stringValue, let id = value["id"]?.stringValue, let rev = value["rev"]?.intValue else {
-            return nil
-        }
-        let seq: Int64 = value["seq"]?.intValue ?? 0
-        let deleted: Bool = value["deleted"]?.boolValue ?? false
-        let fields: [String: JSONValue] = value["fields"]?.objectValue ?? [:]
-        let createdAt: Date = value["createdAt"]?.stringValue.flatMap(date(from:)) ?? Date()
-        let updatedAt: Date = value["updatedAt"]?.stringValue.flatMap(date(from:)) ?? Date()
-        return NotedCore.Record(collection: collection, id: id, rev: rev, seq: seq, deleted: deleted, fields: fields, createdAt: createdAt, updatedAt: updatedAt)
-    }
-
     static func date(from text: String) -> Date? {
-        // The server's own form, fast; anything else RFC 3339 allows (offsets) by a formatter.
-        if let date = Timestamp.parse(text) { return date }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
+        Timestamp.parseRFC3339(text)
     }
 }

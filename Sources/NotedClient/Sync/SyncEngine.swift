@@ -159,11 +159,16 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
     private func received(_ message: JSONValue, connection id: Int) async {
         defer { work.messages += 1; resumeSettled() }
         guard connection?.id == id else { return }
-        if message["type"] == "welcome", let limits = message["limits"], limits.objectValue != nil {
-            // Local edits are checked against what this server accepts.
-            try? await store.setMeta("limits", limits.jsonString)
+        let decoded: ServerMessage?
+        do {
+            decoded = try ServerMessage.decode(message)
+        } catch {
+            await report(NotedClientError(.server, "an unreadable message from the server: \(error.message)"))
+            return
         }
-        await perform(machine.received(message, now: clock.now))
+        // A message type this client does not know is ignored.
+        guard let decoded else { return }
+        await perform(machine.received(decoded, now: clock.now))
     }
 
     private func refreshed(_ token: String?) async {
@@ -188,8 +193,8 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         switch action {
         case .connect(let id):
             connect(id: id)
-        case .send(let message):
-            if let connection, case .enqueued = connection.outgoing.yield(message) {
+        case .send(let message, let rid):
+            if let connection, case .enqueued = connection.outgoing.yield(message.json(rid: .int(rid))) {
                 work.busy += 1
             }
         case .close:
@@ -201,14 +206,13 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
             }
         case .storePage(let message):
             await storePage(message)
-        case .applyAnswer(let message):
-            do {
-                let effect = message["type"]?.stringValue == "ack" ? try await store.applyAck(message) : try await store.applyReject(message)
-                await events.emit(effect, origin: .remote)
-                await perform(machine.answerApplied(needsPull: effect.needsPull, retryLater: effect.retryLater, now: clock.now))
-            } catch {
-                await fail(error)
-            }
+        case .applyAck(let ack):
+            await applyAnswer { try await $0.applyAck(ack) }
+        case .applyReject(let reject):
+            await applyAnswer { try await $0.applyReject(reject) }
+        case .storeLimits(let limits):
+            // Local edits are checked against what this server accepts.
+            try? await store.setMeta("limits", limits.json.jsonString)
         case .applyBroadcast(let message):
             do {
                 let (applied, effect) = try await store.applyBroadcast(message, limits: machine.limits)
@@ -226,10 +230,8 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
                 await fail(error)
             }
         case .refuse(let change, let reason):
-            let reject: JSONValue = ["type": "reject", "ccid": .string(change.ccid), "collection": "notes",
-                                     "id": .string(change.recordID), "code": "too_large", "message": .string(reason)]
             do {
-                await events.emit(try await store.applyReject(reject), origin: .local)
+                await events.emit(try await store.refuse(change, reason: reason), origin: .local)
             } catch {
                 await report(error)
             }
@@ -306,17 +308,21 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         timer = (deadline, generation, task)
     }
 
-    private func storePage(_ message: JSONValue) async {
-        guard let cursor = message["cursor"]?.intValue else {
-            await fail(NotedClientError(.server, "a changes page without a cursor"))
-            return
+    private func applyAnswer(_ apply: (LocalStore) async throws -> StoreEffect) async {
+        do {
+            let effect = try await apply(store)
+            await events.emit(effect, origin: .remote)
+            await perform(machine.answerApplied(needsPull: effect.needsPull, retryLater: effect.retryLater, now: clock.now))
+        } catch {
+            await fail(error)
         }
-        let records = (message["records"]?.arrayValue ?? []).compactMap(LocalStore.record(from:))
-        let more = message["more"]?.boolValue ?? false
+    }
+
+    private func storePage(_ page: ChangesPage) async {
+        let (records, cursor, more) = (page.records, page.cursor, page.more)
         do {
             // The machine's cursor is still the `since` of the pull this page answers.
-            let (storeCursor, keep) = snapshot.page(records: records, since: machine.cursor, cursor: cursor, more: more,
-                                                    reset: message["reset"]?.boolValue == true)
+            let (storeCursor, keep) = snapshot.page(records: records, since: machine.cursor, cursor: cursor, more: more, reset: page.reset)
             var effect = try await store.storePage(records: records, cursor: storeCursor)
             if let keep {
                 let dropped = try await store.dropAbsent(keeping: keep)

@@ -31,15 +31,19 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         /// Open a new connection; report `connected` or `connectionLost` with this id.
         case connect(id: Int)
         /// Send a message on the open connection.
-        case send(JSONValue)
+        case send(ClientMessage, rid: Int64)
         /// Close the open connection (it is considered dead or the engine stops).
         case close
         /// Store a `changes` page and its cursor durably, then report `pageStored`.
-        case storePage(JSONValue)
-        /// Apply an answer to a change, then report `answerApplied`.
-        case applyAnswer(JSONValue)
+        case storePage(ChangesPage)
+        /// Apply an `ack`, then report `answerApplied`.
+        case applyAck(Ack)
+        /// Apply a `reject`, then report `answerApplied`.
+        case applyReject(Reject)
         /// Apply a `change` broadcast, then report `broadcastApplied`.
-        case applyBroadcast(JSONValue)
+        case applyBroadcast(Broadcast)
+        /// Take the limits a server advertised (local edits are checked against them).
+        case storeLimits(Limits)
         /// Collect the outbox (minus records with a change in flight here), then report `composed`.
         case composePush(excluding: Set<String>, limit: Int)
         /// Get a fresh access token, then report `tokenRefreshed`.
@@ -138,8 +142,7 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         self.cursor = cursor
         phase = .authenticating(id: id)
         let rid = request(.hello, now: now)
-        return [.send(["type": "hello", "protocol": 1, "token": .string(token), "device": .string(device),
-                       "client": .string(configuration.client), "rid": .int(rid)])]
+        return [.send(.hello(protocol: 1, token: token, device: device, client: configuration.client), rid: rid)]
     }
 
     /// The connection `id` could not be opened or was lost.
@@ -151,41 +154,49 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         return backOff(now: now)
     }
 
-    public mutating func received(_ message: JSONValue, now: Instant, date: Date = Date()) -> [Action] {
-        guard let type = message["type"]?.stringValue else { return [] }
-        let rid = message["rid"]?.intValue
-        switch type {
-        case "welcome":
-            return welcome(message, rid: rid, now: now, date: date)
-        case "changes":
+    public mutating func received(_ message: ServerMessage, now: Instant, date: Date = Date()) -> [Action] {
+        let rid: Int64? = if case .int(let value)? = message.rid { value } else { nil }
+        switch message {
+        case .welcome(let welcome):
+            return self.welcome(welcome, rid: rid, now: now, date: date)
+        case .changes(let page):
             guard case .connected = phase, let rid, pending[rid]?.kind == .pull else { return [] }
             pending[rid] = nil
-            return [.storePage(message)]
-        case "ack", "reject":
+            return [.storePage(page)]
+        case .ack(let ack):
             guard case .connected = phase else { return [] }
-            if let rid, let ccid = message["ccid"]?.stringValue, var waiting = pushAnswers[rid] {
-                waiting.remove(ccid)
-                if waiting.isEmpty {
-                    pushAnswers[rid] = nil
-                    pending[rid] = nil
-                } else {
-                    pushAnswers[rid] = waiting
-                    // Progress: the connection is alive; give the rest of the push a fresh deadline.
-                    let deadline = now.advanced(by: configuration.requestTimeout)
-                    pending[rid]?.deadline = deadline
-                }
-            }
-            if let id = message["id"]?.stringValue, inFlight[id] == message["ccid"]?.stringValue {
-                inFlight[id] = nil
-            }
-            return [.applyAnswer(message)]
-        case "change":
+            answered(ccid: ack.ccid, id: ack.id, rid: rid, now: now)
+            return [.applyAck(ack)]
+        case .reject(let reject):
             guard case .connected = phase else { return [] }
-            return [.applyBroadcast(message)]
-        case "error":
-            return serverError(message, rid: rid, now: now)
-        default:
-            return []
+            if let ccid = reject.ccid {
+                answered(ccid: ccid, id: reject.id, rid: rid, now: now)
+            }
+            return [.applyReject(reject)]
+        case .change(let broadcast):
+            guard case .connected = phase else { return [] }
+            return [.applyBroadcast(broadcast)]
+        case .error(let error):
+            return serverError(error, rid: rid, now: now)
+        }
+    }
+
+    /// An `ack` or `reject` for `ccid` arrived: the push it answers waits for one answer less.
+    private mutating func answered(ccid: String, id: String?, rid: Int64?, now: Instant) {
+        if let rid, var waiting = pushAnswers[rid] {
+            waiting.remove(ccid)
+            if waiting.isEmpty {
+                pushAnswers[rid] = nil
+                pending[rid] = nil
+            } else {
+                pushAnswers[rid] = waiting
+                // Progress: the connection is alive; give the rest of the push a fresh deadline.
+                let deadline = now.advanced(by: configuration.requestTimeout)
+                pending[rid]?.deadline = deadline
+            }
+        }
+        if let id, inFlight[id] == ccid {
+            inFlight[id] = nil
         }
     }
 
@@ -249,7 +260,7 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
             let rid = request(.push, now: now)
             pushAnswers[rid] = Set(batch.map(\.ccid))
             for change in batch { inFlight[change.recordID] = change.ccid }
-            actions.append(.send(["type": "push", "rid": .int(rid), "changes": .array(batch.map(\.body))]))
+            actions.append(.send(.push(changes: batch.map(\.body)), rid: rid))
         }
         if composeAgain {
             composeAgain = false
@@ -278,7 +289,7 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         }
         guard case .connected = phase else { return [] }
         let rid = request(.reauth, now: now)
-        return [.send(["type": "reauth", "token": .string(token), "rid": .int(rid)])]
+        return [.send(.reauth(token: token), rid: rid)]
     }
 
     /// Timers: request timeouts, debounce, reconnect, token refresh.
@@ -339,19 +350,11 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         return delay / 2 + delay / 2 * fraction
     }
 
-    private mutating func welcome(_ message: JSONValue, rid: Int64?, now: Instant, date: Date) -> [Action] {
+    private mutating func welcome(_ message: Welcome, rid: Int64?, now: Instant, date: Date) -> [Action] {
         if let rid { pending[rid] = nil }
-        if let limitsObject = message["limits"] {
-            func value(_ key: String, _ fallback: Int) -> Int { limitsObject[key]?.intValue.map { Int($0) } ?? fallback }
-            let defaults = Limits()
-            limits = Limits(
-                maxMessageBytes: value("maxMessageBytes", defaults.maxMessageBytes),
-                maxChangesPerPush: max(1, value("maxChangesPerPush", defaults.maxChangesPerPush)),
-                maxTextLength: value("maxTextLength", defaults.maxTextLength), maxTags: value("maxTags", defaults.maxTags),
-                maxTagLength: value("maxTagLength", defaults.maxTagLength))
-        }
-        var actions: [Action] = []
-        if let expires = message["expiresAt"]?.stringValue, let expiry = LocalStore.date(from: expires) {
+        limits = message.limits
+        var actions: [Action] = [.storeLimits(message.limits)]
+        if let expiry = message.expiresAt {
             // Refresh `refreshMargin` before expiry, but never sooner than half-way through a
             // short-lived token's life (no refresh storm when the lifetime is below the margin).
             let remaining = Duration.seconds(max(0, expiry.timeIntervalSince(date)))
@@ -369,10 +372,9 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         return actions
     }
 
-    private mutating func serverError(_ message: JSONValue, rid: Int64?, now: Instant) -> [Action] {
-        let code = message["code"]?.stringValue ?? "error"
-        let text = message["message"]?.stringValue ?? code
-        var actions: [Action] = [.error("server: \(code): \(text)")]
+    private mutating func serverError(_ message: ServerError, rid: Int64?, now: Instant) -> [Action] {
+        let code = message.code.rawValue
+        var actions: [Action] = [.error("server: \(code): \(message.message)")]
         if let rid, let request = pending[rid] {
             pending[rid] = nil
             switch request.kind {
@@ -411,7 +413,7 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     private mutating func pull(since cursor: Int64, now: Instant) -> [Action] {
         pullInFlight = true
         let rid = request(.pull, now: now)
-        return [.send(["type": "pull", "since": .int(cursor), "limit": .int(Int64(configuration.pullLimit)), "rid": .int(rid)])]
+        return [.send(.pull(since: cursor, limit: configuration.pullLimit), rid: rid)]
     }
 
     private mutating func compose() -> [Action] {

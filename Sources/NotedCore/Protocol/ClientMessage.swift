@@ -23,6 +23,26 @@ public enum ClientMessage: Sendable, Hashable {
     public static let defaultPullLimit = 500
     public static let maxPullLimit = 1000
 
+    /// The wire form, answered with `rid`: what a client sends.
+    public func json(rid: RequestID?) -> JSONValue {
+        var object: [String: JSONValue]
+        switch self {
+        case .hello(let version, let token, let device, let client):
+            object = ["type": "hello", "protocol": .int(version)]
+            object["token"] = token.map(JSONValue.string)
+            object["device"] = device.map(JSONValue.string)
+            object["client"] = client.map(JSONValue.string)
+        case .reauth(let token):
+            object = ["type": "reauth", "token": .string(token)]
+        case .pull(let since, let limit):
+            object = ["type": "pull", "since": .int(since), "limit": .int(Int64(limit))]
+        case .push(let changes):
+            object = ["type": "push", "changes": .array(changes)]
+        }
+        object["rid"] = rid?.json
+        return .object(object)
+    }
+
     /// Reads the request id of a message, if it has a valid one.
     public static func requestID(of value: JSONValue) -> RequestID? {
         switch value["rid"] {

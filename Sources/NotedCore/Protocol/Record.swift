@@ -26,6 +26,18 @@ public struct Record: Sendable, Hashable {
         self.updatedAt = updatedAt
     }
 
+    /// Reads the wire form. `collection`, `id` and `rev` are required; a missing `seq`,
+    /// `deleted` or `fields` reads as 0, false and empty, a missing time as now.
+    public init(json value: JSONValue) throws(ProtocolError) {
+        guard let collection = value["collection"]?.stringValue, let id = value["id"]?.stringValue, let rev = value["rev"]?.intValue else {
+            throw ProtocolError(.invalidMessage, "a record needs \"collection\", \"id\" and \"rev\"")
+        }
+        self.init(collection: collection, id: id, rev: rev, seq: value["seq"]?.intValue ?? 0, deleted: value["deleted"]?.boolValue ?? false,
+                  fields: value["fields"]?.objectValue ?? [:],
+                  createdAt: value["createdAt"]?.stringValue.flatMap(Timestamp.parseRFC3339) ?? Date(),
+                  updatedAt: value["updatedAt"]?.stringValue.flatMap(Timestamp.parseRFC3339) ?? Date())
+    }
+
     /// The wire form: `{"collection","id","rev","seq","deleted","fields","createdAt","updatedAt"}`.
     public var json: JSONValue {
         .object([
@@ -57,6 +69,14 @@ public enum Timestamp {
             return String(repeating: "0", count: max(0, width - text.count)) + text
         }
         return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay % 3600 / 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(fraction, 3))Z"
+    }
+
+    /// Reads any RFC 3339 time: the form `format` writes without a formatter, anything else
+    /// (offsets, no fraction) with one.
+    public static func parseRFC3339(_ text: String) -> Date? {
+        if let date = parse(text) { return date }
+        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
+        return try? Date.ISO8601FormatStyle().parse(text)
     }
 
     /// Reads `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, the form `format` writes, without a formatter

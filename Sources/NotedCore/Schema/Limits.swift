@@ -25,6 +25,19 @@ public struct Limits: Sendable, Hashable {
         self.maxTagLength = maxTagLength
     }
 
+    /// Reads the `limits` object of `welcome`: a limit that is missing, not a positive integer,
+    /// or not an object at all is the protocol's default.
+    public init(json value: JSONValue) {
+        let defaults = Limits()
+        func read(_ key: String, _ fallback: Int) -> Int {
+            value[key]?.intValue.map { Int(clamping: $0) }.flatMap { $0 > 0 ? $0 : nil } ?? fallback
+        }
+        self.init(
+            maxMessageBytes: read("maxMessageBytes", defaults.maxMessageBytes), maxChangesPerPush: read("maxChangesPerPush", defaults.maxChangesPerPush),
+            maxTextLength: read("maxTextLength", defaults.maxTextLength), maxTags: read("maxTags", defaults.maxTags),
+            maxTagLength: read("maxTagLength", defaults.maxTagLength))
+    }
+
     /// The `limits` object of `welcome`.
     public var json: JSONValue {
         .object([

@@ -255,16 +255,7 @@ struct RemoteFanout: Service {
     }
 
     static func change(_ record: Record) -> JSONValue {
-        var fields: [String: JSONValue] = [:]
-        if !record.deleted {
-            fields = record.fields.mapValues { ["set": $0] }
-        }
-        return [
-            "type": "change", "collection": .string(record.collection), "id": .string(record.id),
-            "rev": .int(record.rev), "prevRev": .int(record.rev - 1), "seq": .int(record.seq),
-            "op": record.deleted ? "delete" : "upsert", "fields": .object(fields),
-            "updatedAt": .string(Timestamp.format(record.updatedAt)),
-        ]
+        ServerMessage.change(Broadcast(record: record)).json
     }
 }
 

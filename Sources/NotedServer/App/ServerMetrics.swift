@@ -25,17 +25,19 @@ public struct ServerMetrics: Sendable {
     }
 
     /// Counts one answered change by status (`applied`, `merged`, `duplicate`) or reject code.
-    func countResult(_ result: JSONValue) {
-        if result["type"]?.stringValue == "reject" {
-            registry.makeCounter(name: "noted_rejects_total", labels: [("code", result["code"]?.stringValue ?? "unknown")],
+    func countResult(_ result: ServerMessage) {
+        switch result {
+        case .reject(let reject):
+            registry.makeCounter(name: "noted_rejects_total", labels: [("code", reject.code.rawValue)],
                                  help: "Rejected changes by code").increment()
-        } else {
-            let status = result["status"]?.stringValue ?? "unknown"
-            registry.makeCounter(name: "noted_pushes_total", labels: [("status", status)], help: "Acknowledged changes by status").increment()
-            if status == "merged" {
+        case .ack(let ack):
+            registry.makeCounter(name: "noted_pushes_total", labels: [("status", ack.status.rawValue)], help: "Acknowledged changes by status").increment()
+            if ack.status == .merged {
                 merges.increment()
-                conflicts.increment(by: Int64(result["conflicts"]?.arrayValue?.count ?? 0))
+                conflicts.increment(by: Int64(ack.conflicts?.count ?? 0))
             }
+        default:
+            break
         }
     }
 }

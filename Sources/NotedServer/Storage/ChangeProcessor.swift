@@ -26,12 +26,12 @@ struct ChangeProcessor: Sendable {
         var revisions: [RevisionInfo]
         /// Drop every revision of the record (a purge).
         var purgeHistory: Bool
-        var reply: JSONValue
-        var broadcast: JSONValue
+        var reply: Ack
+        var broadcast: Broadcast
     }
 
     enum Decision {
-        case reply(JSONValue)
+        case reply(ServerMessage)
         case write(WritePlan)
     }
 
@@ -44,17 +44,17 @@ struct ChangeProcessor: Sendable {
     func decide(_ change: Change, inputs: Inputs, context: PushContext) -> Decision {
         let identity = ChangeIdentity(ccid: change.ccid, collection: change.collection, id: change.id)
         func reject(_ code: ErrorCode, _ message: String, current: Record? = nil) -> Decision {
-            .reply(ServerMessage.reject(ProtocolError(code, message), identity: identity, current: current))
+            .reply(.reject(Reject(ProtocolError(code, message), identity: identity, current: current)))
         }
         if let applied = inputs.applied {
             guard applied.bodyHash == context.bodyHash else {
                 return reject(.ccidReused, "this ccid was already used for a different change")
             }
-            guard case .object(var original)? = try? JSONValue.parse(applied.reply) else {
+            guard let stored = try? JSONValue.parse(applied.reply), case .ack(var original)? = try? ServerMessage.decode(stored) else {
                 return reject(.ccidReused, "this ccid was already used")
             }
-            original["status"] = "duplicate"
-            return .reply(.object(original))
+            original.status = .duplicate
+            return .reply(.ack(original))
         }
         guard let schema = schemas[change.collection] else {
             return reject(.unknownCollection, "unknown collection")
@@ -108,23 +108,14 @@ struct ChangeProcessor: Sendable {
                 revisions.append(RevisionInfo(rev: newRev, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid, conflict: true, fields: conflictFields))
             }
         }
-        var reply: [String: JSONValue] = [
-            "type": "ack", "ccid": .string(change.ccid), "collection": .string(change.collection),
-            "id": .string(change.id), "rev": .int(newRev), "status": stale ? "merged" : "applied",
-        ]
-        if stale {
-            reply["fields"] = .object(result.fields)
-            reply["conflicts"] = .array(result.conflicts.map(JSONValue.string))
-        }
+        let reply = Ack(ccid: change.ccid, collection: change.collection, id: change.id, rev: newRev, status: stale ? .merged : .applied,
+                        fields: stale ? result.fields : nil, conflicts: stale ? result.conflicts : nil)
         let ops = deleted ? [:] : merger.ops(from: current.fields, to: result.fields, schema: schema)
-        let broadcast: JSONValue = [
-            "type": "change", "collection": .string(change.collection), "id": .string(change.id),
-            "rev": .int(newRev), "prevRev": .int(current.rev), "op": .string(change.op.rawValue),
-            "fields": .object(ops), "updatedAt": .string(Timestamp.format(context.now)),
-        ]
+        let broadcast = Broadcast(collection: change.collection, id: change.id, rev: newRev, prevRev: current.rev, op: change.op,
+                                  fields: ops, updatedAt: context.now)
         return .write(WritePlan(
             record: record, prevRev: current.rev, prevFields: current.fields, revisions: revisions,
-            purgeHistory: deleted, reply: .object(reply), broadcast: broadcast
+            purgeHistory: deleted, reply: reply, broadcast: broadcast
         ))
     }
 
@@ -133,22 +124,15 @@ struct ChangeProcessor: Sendable {
         do {
             result = try merger.apply(change.fields, schema: schema, current: [:], base: nil)
         } catch {
-            return .reply(ServerMessage.reject(error, identity: identity))
+            return .reply(.reject(Reject(error, identity: identity)))
         }
         let record = Record(
             collection: change.collection, id: change.id, rev: 1, seq: 0, deleted: false,
             fields: result.fields, createdAt: context.now, updatedAt: context.now
         )
-        let reply: JSONValue = [
-            "type": "ack", "ccid": .string(change.ccid), "collection": .string(change.collection),
-            "id": .string(change.id), "rev": 1, "status": "applied",
-        ]
-        let broadcast: JSONValue = [
-            "type": "change", "collection": .string(change.collection), "id": .string(change.id),
-            "rev": 1, "prevRev": 0, "op": "upsert",
-            "fields": .object(result.fields.mapValues { ["set": $0] }),
-            "updatedAt": .string(Timestamp.format(context.now)),
-        ]
+        let reply = Ack(ccid: change.ccid, collection: change.collection, id: change.id, rev: 1, status: .applied)
+        let broadcast = Broadcast(collection: change.collection, id: change.id, rev: 1, prevRev: 0, op: .upsert,
+                                  fields: result.fields.mapValues { ["set": $0] }, updatedAt: context.now)
         return .write(WritePlan(
             record: record, prevRev: 0, prevFields: [:],
             revisions: [RevisionInfo(rev: 1, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid, conflict: false, fields: result.fields)],
@@ -159,7 +143,7 @@ struct ChangeProcessor: Sendable {
 
 extension ChangeProcessor.WritePlan {
     /// Fills in the seq the transaction assigned.
-    func assigning(seq: Int64) -> (record: Record, revisions: [RevisionInfo], reply: JSONValue, broadcast: JSONValue) {
+    func assigning(seq: Int64) -> (record: Record, revisions: [RevisionInfo], reply: Ack, broadcast: Broadcast) {
         var record = self.record
         record.seq = seq
         let revisions = self.revisions.map { revision -> RevisionInfo in
@@ -167,13 +151,11 @@ extension ChangeProcessor.WritePlan {
             revision.seq = seq
             return revision
         }
-        return (record, revisions, Self.setting("seq", .int(seq), in: reply), Self.setting("seq", .int(seq), in: broadcast))
-    }
-
-    private static func setting(_ key: String, _ value: JSONValue, in message: JSONValue) -> JSONValue {
-        guard var object = message.objectValue else { return message }
-        object[key] = value
-        return .object(object)
+        var reply = self.reply
+        reply.seq = seq
+        var broadcast = self.broadcast
+        broadcast.seq = seq
+        return (record, revisions, reply, broadcast)
     }
 }
 

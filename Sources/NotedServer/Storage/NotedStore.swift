@@ -126,13 +126,6 @@ public enum RefreshRotation: Sendable, Hashable {
     case invalid
 }
 
-/// One page of the change feed.
-public struct ChangesPage: Sendable, Hashable {
-    public var records: [Record]
-    public var cursor: Int64
-    public var more: Bool
-    public var reset: Bool
-}
 
 /// One entry of a record's history.
 public struct RevisionInfo: Sendable, Hashable {
@@ -180,14 +173,12 @@ public struct PushContext: Sendable {
 /// The answer to one change and, when it was committed, the `change` message for other connections.
 public struct PushResult: Sendable {
     /// An `ack` or `reject` message (without `rid`).
-    public var reply: JSONValue
+    public var reply: ServerMessage
     /// The broadcast `change` message, when the change was committed now.
-    public var broadcast: JSONValue?
+    public var broadcast: Broadcast?
     /// The seq committed, when the change was committed now.
     public var committedSeq: Int64?
 
-    public var status: String {
-        if reply["type"]?.stringValue == "reject" { return reply["code"]?.stringValue ?? "reject" }
-        return reply["status"]?.stringValue ?? "ack"
-    }
+    /// The ack's status or the reject's code.
+    public var status: String { reply.outcome }
 }

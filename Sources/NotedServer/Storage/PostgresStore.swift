@@ -354,12 +354,12 @@ public struct PostgresStore: NotedStore {
                     """, logger: logger)
                 try await connection.query("""
                     INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at)
-                    VALUES (\(context.userID), \(change.ccid), \(context.bodyHash), \(written.reply.jsonString), \(context.now.millis))
+                    VALUES (\(context.userID), \(change.ccid), \(context.bodyHash), \(ServerMessage.ack(written.reply).json.jsonString), \(context.now.millis))
                     """, logger: logger)
                 // Delivered to every listening node when (and only if) the transaction commits.
                 let payload = "\(nodeID) \(context.userID) \(seq)"
                 try await connection.query("SELECT pg_notify(\(Self.commitChannel), \(payload))", logger: logger)
-                return PushResult(reply: written.reply, broadcast: written.broadcast, committedSeq: seq)
+                return PushResult(reply: .ack(written.reply), broadcast: written.broadcast, committedSeq: seq)
             }
         }
     }

@@ -307,8 +307,8 @@ public struct SQLiteStore: NotedStore {
                     DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 0 AND rev <= ?
                     """).execute(arguments: [context.userID, record.collection, record.id, record.rev - Int64(processor.revisionsKept)])
                 try db.cachedStatement(sql: "INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at) VALUES (?, ?, ?, ?, ?)")
-                    .execute(arguments: [context.userID, change.ccid, context.bodyHash, written.reply.jsonString, context.now.millis])
-                return PushResult(reply: written.reply, broadcast: written.broadcast, committedSeq: seq)
+                    .execute(arguments: [context.userID, change.ccid, context.bodyHash, ServerMessage.ack(written.reply).json.jsonString, context.now.millis])
+                return PushResult(reply: .ack(written.reply), broadcast: written.broadcast, committedSeq: seq)
             }
         }
     }

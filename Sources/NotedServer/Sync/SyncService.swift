@@ -13,8 +13,9 @@ struct SyncService: Sendable {
     var limits: Limits { parser.limits }
 
     func pull(userID: String, since: Int64, limit: Int, rid: RequestID?) async throws -> JSONValue {
-        let page = try await store.changes(userID: userID, since: since, limit: limit)
-        return ServerMessage.changes(records: page.records, cursor: page.cursor, more: page.more, reset: page.reset, rid: rid)
+        var page = try await store.changes(userID: userID, since: since, limit: limit)
+        page.rid = rid
+        return ServerMessage.changes(page).json
     }
 
     /// Answers each change in order; commits are broadcast to the user's other sessions.
@@ -23,25 +24,25 @@ struct SyncService: Sendable {
         replies.reserveCapacity(changes.count)
         for raw in changes {
             let started = ContinuousClock.now
-            let reply: JSONValue
+            let reply: ServerMessage
             do {
                 let change = try parser.parse(raw)
                 let hash = SHA256.hash(data: Data(change.json.jsonString.utf8)).map { String(format: "%02x", $0) }.joined()
                 let result = try await store.push(change, context: PushContext(userID: userID, device: device, now: Date(), bodyHash: hash))
                 reply = result.reply
                 if let broadcast = result.broadcast {
-                    hub.publish(user: userID, message: broadcast, except: session)
+                    hub.publish(user: userID, message: ServerMessage.change(broadcast).json, except: session)
                 }
                 logger.debug("change answered", metadata: [
                     "ccid": .string(change.ccid), "record": .string(change.id), "result": .string(result.status),
                 ])
             } catch let error as ProtocolError {
-                reply = ServerMessage.reject(error, identity: ChangeParser.identity(of: raw))
+                reply = .reject(Reject(error, identity: ChangeParser.identity(of: raw)))
                 logger.debug("change rejected", metadata: ["code": .string(error.code.rawValue)])
             }
             metrics.countResult(reply)
             metrics.pushToAck.record(ContinuousClock.now - started)
-            replies.append(ServerMessage.with(rid: rid, reply))
+            replies.append(reply.with(rid: rid).json)
         }
         return replies
     }
@@ -49,9 +50,9 @@ struct SyncService: Sendable {
     /// Rejects every change of a push with the same error (rate limiting).
     func rejectAll(changes: [JSONValue], error: ProtocolError, rid: RequestID?) -> [JSONValue] {
         changes.map { raw in
-            let reply = ServerMessage.reject(error, identity: ChangeParser.identity(of: raw), rid: rid)
+            let reply = ServerMessage.reject(Reject(error, identity: ChangeParser.identity(of: raw), rid: rid))
             metrics.countResult(reply)
-            return reply
+            return reply.json
         }
     }
 }

@@ -96,7 +96,7 @@ struct SyncSession {
                 let wait = deadline.timeIntervalSinceNow
                 if wait <= 0 {
                     let message = code == .tokenExpired ? "the access token expired" : "no valid hello"
-                    continuation.yield(.message(ServerMessage.error(ProtocolError(code, message))))
+                    continuation.yield(.message(ServerMessage.error(ServerError(ProtocolError(code, message))).json))
                     continuation.yield(.close(code: 4001, reason: message))
                     return
                 }
@@ -127,7 +127,7 @@ struct SyncSession {
         func send(_ value: JSONValue) { continuation.yield(.message(value)) }
         /// Sends an error and counts it toward the abuse limit.
         func fail(_ error: ProtocolError, rid: RequestID? = nil) -> Bool {
-            send(ServerMessage.error(error, rid: rid))
+            send(ServerMessage.error(ServerError(error, rid: rid)).json)
             let now = Date()
             state.errors = state.errors.filter { now.timeIntervalSince($0) < 60 } + [now]
             if state.errors.count >= configuration.maxErrorsPerMinute {
@@ -138,7 +138,7 @@ struct SyncSession {
             return true
         }
         func close(_ code: ErrorCode, _ text: String, closeCode: UInt16) -> Bool {
-            send(ServerMessage.error(ProtocolError(code, text)))
+            send(ServerMessage.error(ServerError(ProtocolError(code, text))).json)
             continuation.yield(.close(code: closeCode, reason: text))
             return false
         }
@@ -247,11 +247,7 @@ struct SyncSession {
     /// The `welcome` message and the user's `seq` it reports.
     private func welcome(_ token: VerifiedToken, rid: RequestID?) async throws -> (JSONValue, Int64) {
         let seq = try await sync.store.latestSeq(userID: token.userID)
-        var object: [String: JSONValue] = [
-            "type": "welcome", "protocol": 1, "user": .string(token.userID), "seq": .int(seq),
-            "expiresAt": .string(Timestamp.format(token.expiresAt)), "limits": configuration.limits.json,
-        ]
-        object["rid"] = rid?.json
-        return (.object(object), seq)
+        let welcome = Welcome(user: token.userID, seq: seq, expiresAt: token.expiresAt, limits: configuration.limits, rid: rid)
+        return (ServerMessage.welcome(welcome).json, seq)
     }
 }
