@@ -267,13 +267,13 @@ public struct PostgresStore: NotedStore {
 
     public func record(userID: String, collection: String, id: String) async throws -> Record? {
         try await client.withConnection { connection in
-            try await Self.fetchRecord(connection, userID: userID, collection: collection, id: id, lock: false, logger: logger)
+            try await Self.fetchRecord(connection, userID: userID, collection: collection, id: id, logger: logger)
         }
     }
 
     public func revisions(userID: String, collection: String, id: String) async throws -> [RevisionInfo]? {
         try await client.withConnection { connection in
-            guard try await Self.fetchRecord(connection, userID: userID, collection: collection, id: id, lock: false, logger: logger) != nil
+            guard try await Self.fetchRecord(connection, userID: userID, collection: collection, id: id, logger: logger) != nil
             else { return nil }
             let rows = try await connection.query("""
                 SELECT rev, conflict, seq, '{}', device, ccid, updated_at FROM revisions
@@ -291,76 +291,96 @@ public struct PostgresStore: NotedStore {
         return try await Self.revisions(rows).first
     }
 
+    /// The push algorithm (``PushAlgorithm``) over one transaction: what it reads is fetched
+    /// first (the user's `seq` row locked, so every push of one user serializes on every node),
+    /// then its writes run in order; the commit makes them durable and delivers the `NOTIFY`.
     public func push(_ change: Change, context: PushContext) async throws -> PushResult {
-        let processor = self.processor
+        let algorithm = PushAlgorithm(processor: processor)
         let logger = self.logger
+        let nodeID = self.nodeID
         return try await client.withTransaction(logger: logger) { connection in
-            // Serializes every push of this user, on every node, until commit.
-            var seq: Int64 = 0
-            for try await value in try await connection.query(
-                "SELECT seq FROM user_seq WHERE user_id = \(context.userID) FOR UPDATE", logger: logger
-            ).decode(Int64.self) {
-                seq = value
+            var reads = try await Self.pushReads(change, userID: context.userID, connection: connection, logger: logger)
+            let (result, writes) = try algorithm.run(change, context: context, reads: &reads)
+            for write in writes {
+                try await Self.execute(write, userID: context.userID, nodeID: nodeID, connection: connection, logger: logger)
             }
-            var applied: (bodyHash: String, reply: String)?
-            for try await (hash, reply) in try await connection.query(
-                "SELECT body_hash, reply FROM applied_changes WHERE user_id = \(context.userID) AND ccid = \(change.ccid)", logger: logger
-            ).decode((String, String).self) {
-                applied = (hash, reply)
+            return result
+        }
+    }
+
+    /// The reads of a push, in PostgreSQL's SQL: three round trips (the record and the revision
+    /// at `baseRev` come in one).
+    private static func pushReads(_ change: Change, userID: String, connection: PostgresConnection, logger: Logger) async throws -> PrefetchedPushReads {
+        var reads = PrefetchedPushReads(seq: 0)
+        for try await value in try await connection.query(
+            "SELECT seq FROM user_seq WHERE user_id = \(userID) FOR UPDATE", logger: logger
+        ).decode(Int64.self) {
+            reads.seq = value
+        }
+        for try await (hash, reply) in try await connection.query(
+            "SELECT body_hash, reply FROM applied_changes WHERE user_id = \(userID) AND ccid = \(change.ccid)", logger: logger
+        ).decode((String, String).self) {
+            reads.applied = (hash, reply)
+        }
+        // The base revision only matters for an update made against an older revision.
+        let baseRev = change.op == .upsert ? change.baseRev : -1
+        let rows = try await connection.query("""
+            SELECT r.collection, r.id, r.rev, r.seq, r.deleted, r.fields, r.created_at, r.updated_at, b.fields
+            FROM records r LEFT JOIN revisions b
+              ON b.user_id = r.user_id AND b.collection = r.collection AND b.record_id = r.id
+             AND b.rev = \(baseRev) AND NOT b.conflict AND r.rev > \(baseRev)
+            WHERE r.user_id = \(userID) AND r.collection = \(change.collection) AND r.id = \(change.id)
+            """, logger: logger)
+        for try await (collection, id, rev, seq, deleted, fields, created, updated, base)
+            in rows.decode((String, String, Int64, Int64, Bool, String, Int64, Int64, String?).self)
+        {
+            reads.record = Record(collection: collection, id: id, rev: rev, seq: seq, deleted: deleted, fields: try FieldsCoding.decode(fields),
+                                  createdAt: Date(millis: created), updatedAt: Date(millis: updated))
+            if let base {
+                reads.base = (baseRev, try FieldsCoding.decode(base))
             }
-            let current = try await Self.fetchRecord(connection, userID: context.userID, collection: change.collection, id: change.id, lock: false, logger: logger)
-            var baseFields: [String: JSONValue]?
-            if ChangeProcessor.needsBase(change, current: current) {
-                for try await text in try await connection.query("""
-                    SELECT fields FROM revisions WHERE user_id = \(context.userID) AND collection = \(change.collection)
-                    AND record_id = \(change.id) AND rev = \(change.baseRev) AND NOT conflict
-                    """, logger: logger).decode(String.self) {
-                    baseFields = try FieldsCoding.decode(text)
-                }
-            }
-            let inputs = ChangeProcessor.Inputs(applied: applied, current: current, baseFields: baseFields)
-            switch processor.decide(change, inputs: inputs, context: context) {
-            case .reply(let reply):
-                return PushResult(reply: reply, broadcast: nil, committedSeq: nil)
-            case .write(let plan):
-                seq += 1
-                try await connection.query("UPDATE user_seq SET seq = \(seq) WHERE user_id = \(context.userID)", logger: logger)
-                let written = plan.assigning(seq: seq)
-                let record = written.record
-                try await connection.query("""
-                    INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
-                    VALUES (\(context.userID), \(record.collection), \(record.id), \(record.rev), \(record.seq), \(record.deleted),
-                            \(FieldsCoding.encode(record.fields)), \(record.createdAt.millis), \(record.updatedAt.millis))
-                    ON CONFLICT (user_id, collection, id) DO UPDATE SET
-                        rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
-                        fields = excluded.fields, updated_at = excluded.updated_at
-                    """, logger: logger)
-                if plan.purgeHistory {
-                    try await connection.query("""
-                        DELETE FROM revisions WHERE user_id = \(context.userID) AND collection = \(record.collection) AND record_id = \(record.id)
-                        """, logger: logger)
-                }
-                for revision in written.revisions {
-                    try await connection.query("""
-                        INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at)
-                        VALUES (\(context.userID), \(record.collection), \(record.id), \(revision.rev), \(revision.conflict), \(revision.seq),
-                                \(FieldsCoding.encode(revision.fields)), \(revision.device), \(revision.ccid), \(revision.updatedAt.millis))
-                        """, logger: logger)
-                }
-                let oldest = record.rev - Int64(processor.revisionsKept)
-                try await connection.query("""
-                    DELETE FROM revisions WHERE user_id = \(context.userID) AND collection = \(record.collection)
-                    AND record_id = \(record.id) AND NOT conflict AND rev <= \(oldest)
-                    """, logger: logger)
-                try await connection.query("""
-                    INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at)
-                    VALUES (\(context.userID), \(change.ccid), \(context.bodyHash), \(ServerMessage.ack(written.reply).json.jsonString), \(context.now.millis))
-                    """, logger: logger)
-                // Delivered to every listening node when (and only if) the transaction commits.
-                let payload = "\(nodeID) \(context.userID) \(seq)"
-                try await connection.query("SELECT pg_notify(\(Self.commitChannel), \(payload))", logger: logger)
-                return PushResult(reply: .ack(written.reply), broadcast: written.broadcast, committedSeq: seq)
-            }
+        }
+        return reads
+    }
+
+    /// One statement of a push, in PostgreSQL's SQL.
+    private static func execute(_ write: PushWrite, userID: String, nodeID: String, connection: PostgresConnection, logger: Logger) async throws {
+        switch write {
+        case .setSeq(let seq):
+            try await connection.query("UPDATE user_seq SET seq = \(seq) WHERE user_id = \(userID)", logger: logger)
+        case .upsertRecord(let record):
+            try await connection.query("""
+                INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
+                VALUES (\(userID), \(record.collection), \(record.id), \(record.rev), \(record.seq), \(record.deleted),
+                        \(FieldsCoding.encode(record.fields)), \(record.createdAt.millis), \(record.updatedAt.millis))
+                ON CONFLICT (user_id, collection, id) DO UPDATE SET
+                    rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
+                    fields = excluded.fields, updated_at = excluded.updated_at
+                """, logger: logger)
+        case .deleteRevisions(let collection, let id):
+            try await connection.query("""
+                DELETE FROM revisions WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id)
+                """, logger: logger)
+        case .insertRevision(let collection, let id, let revision):
+            try await connection.query("""
+                INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at)
+                VALUES (\(userID), \(collection), \(id), \(revision.rev), \(revision.conflict), \(revision.seq),
+                        \(FieldsCoding.encode(revision.fields)), \(revision.device), \(revision.ccid), \(revision.updatedAt.millis))
+                """, logger: logger)
+        case .pruneRevisions(let collection, let id, let throughRev):
+            try await connection.query("""
+                DELETE FROM revisions WHERE user_id = \(userID) AND collection = \(collection)
+                AND record_id = \(id) AND NOT conflict AND rev <= \(throughRev)
+                """, logger: logger)
+        case .recordApplied(let ccid, let bodyHash, let reply, let at):
+            try await connection.query("""
+                INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at)
+                VALUES (\(userID), \(ccid), \(bodyHash), \(reply), \(at.millis))
+                """, logger: logger)
+        case .announce(let seq):
+            // Delivered to every listening node when (and only if) the transaction commits.
+            let payload = "\(nodeID) \(userID) \(seq)"
+            try await connection.query("SELECT pg_notify(\(Self.commitChannel), \(payload))", logger: logger)
         }
     }
 
@@ -421,7 +441,7 @@ public struct PostgresStore: NotedStore {
     // MARK: Rows
 
     private static func fetchRecord(
-        _ connection: PostgresConnection, userID: String, collection: String, id: String, lock: Bool, logger: Logger
+        _ connection: PostgresConnection, userID: String, collection: String, id: String, logger: Logger
     ) async throws -> Record? {
         let rows = try await connection.query("""
             SELECT collection, id, rev, seq, deleted, fields, created_at, updated_at FROM records

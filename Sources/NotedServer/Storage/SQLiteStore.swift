@@ -258,58 +258,82 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
-    /// Every statement of a push goes through `cachedStatement`: prepared once per connection,
-    /// not parsed and authorized again for every change.
+    /// The push algorithm (``PushAlgorithm``) over one write transaction: the single writer
+    /// serializes pushes. Every statement goes through `cachedStatement`: prepared once per
+    /// connection, not parsed and authorized again for every change.
     private func pushTransaction(_ change: Change, context: PushContext) async throws -> PushResult {
-        let processor = self.processor
+        let algorithm = PushAlgorithm(processor: processor)
         return try await pool.write { db in
-            let applied = try Row.fetchOne(db.cachedStatement(sql: "SELECT body_hash, reply FROM applied_changes WHERE user_id = ? AND ccid = ?"),
-                                           arguments: [context.userID, change.ccid])
+            var reads = Reads(db: db, userID: context.userID, change: change)
+            let (result, writes) = try algorithm.run(change, context: context, reads: &reads)
+            for write in writes {
+                try Self.execute(write, userID: context.userID, in: db)
+            }
+            return result
+        }
+    }
+
+    /// The reads of a push, in SQLite's SQL.
+    private struct Reads: PushReads {
+        let db: Database
+        let userID: String
+        let change: Change
+
+        func lockedSeq() throws -> Int64 {
+            // The write transaction holds SQLite's only writer: the seq cannot move under it.
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM user_seq WHERE user_id = ?"), arguments: [userID]) ?? 0
+        }
+
+        func appliedResult() throws -> (bodyHash: String, reply: String)? {
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT body_hash, reply FROM applied_changes WHERE user_id = ? AND ccid = ?"),
+                             arguments: [userID, change.ccid])
                 .map { (bodyHash: $0["body_hash"] as String, reply: $0["reply"] as String) }
-            let current = try Self.fetchRecord(db, userID: context.userID, collection: change.collection, id: change.id)
-            var baseFields: [String: JSONValue]? = nil
-            if ChangeProcessor.needsBase(change, current: current) {
-                if let text = try String.fetchOne(db.cachedStatement(sql: """
-                    SELECT fields FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 0
-                    """), arguments: [context.userID, change.collection, change.id, change.baseRev]) {
-                    baseFields = try FieldsCoding.decode(text)
-                }
-            }
-            let inputs = ChangeProcessor.Inputs(applied: applied, current: current, baseFields: baseFields)
-            switch processor.decide(change, inputs: inputs, context: context) {
-            case .reply(let reply):
-                return PushResult(reply: reply, broadcast: nil, committedSeq: nil)
-            case .write(let plan):
-                let seq = (try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM user_seq WHERE user_id = ?"), arguments: [context.userID]) ?? 0) + 1
-                try db.cachedStatement(sql: "UPDATE user_seq SET seq = ? WHERE user_id = ?").execute(arguments: [seq, context.userID])
-                let written = plan.assigning(seq: seq)
-                let record = written.record
-                try db.cachedStatement(sql: """
-                    INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    ON CONFLICT (user_id, collection, id) DO UPDATE SET
-                        rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
-                        fields = excluded.fields, updated_at = excluded.updated_at
-                    """).execute(arguments: [context.userID, record.collection, record.id, record.rev, record.seq, record.deleted,
-                                     FieldsCoding.encode(record.fields), record.createdAt.millis, record.updatedAt.millis])
-                if plan.purgeHistory {
-                    try db.cachedStatement(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ?")
-                        .execute(arguments: [context.userID, record.collection, record.id])
-                }
-                for revision in written.revisions {
-                    try db.cachedStatement(sql: """
-                        INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """).execute(arguments: [context.userID, record.collection, record.id, revision.rev, revision.conflict, revision.seq,
+        }
+
+        func current() throws -> Record? {
+            try SQLiteStore.fetchRecord(db, userID: userID, collection: change.collection, id: change.id)
+        }
+
+        func baseFields(rev: Int64) throws -> [String: JSONValue]? {
+            try String.fetchOne(db.cachedStatement(sql: """
+                SELECT fields FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 0
+                """), arguments: [userID, change.collection, change.id, rev]).map(FieldsCoding.decode)
+        }
+    }
+
+    /// One statement of a push, in SQLite's SQL.
+    private static func execute(_ write: PushWrite, userID: String, in db: Database) throws {
+        switch write {
+        case .setSeq(let seq):
+            try db.cachedStatement(sql: "UPDATE user_seq SET seq = ? WHERE user_id = ?").execute(arguments: [seq, userID])
+        case .upsertRecord(let record):
+            try db.cachedStatement(sql: """
+                INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (user_id, collection, id) DO UPDATE SET
+                    rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
+                    fields = excluded.fields, updated_at = excluded.updated_at
+                """).execute(arguments: [userID, record.collection, record.id, record.rev, record.seq, record.deleted,
+                                         FieldsCoding.encode(record.fields), record.createdAt.millis, record.updatedAt.millis])
+        case .deleteRevisions(let collection, let id):
+            try db.cachedStatement(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ?")
+                .execute(arguments: [userID, collection, id])
+        case .insertRevision(let collection, let id, let revision):
+            try db.cachedStatement(sql: """
+                INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """).execute(arguments: [userID, collection, id, revision.rev, revision.conflict, revision.seq,
                                          FieldsCoding.encode(revision.fields), revision.device, revision.ccid, revision.updatedAt.millis])
-                }
-                try db.cachedStatement(sql: """
-                    DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 0 AND rev <= ?
-                    """).execute(arguments: [context.userID, record.collection, record.id, record.rev - Int64(processor.revisionsKept)])
-                try db.cachedStatement(sql: "INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at) VALUES (?, ?, ?, ?, ?)")
-                    .execute(arguments: [context.userID, change.ccid, context.bodyHash, ServerMessage.ack(written.reply).json.jsonString, context.now.millis])
-                return PushResult(reply: .ack(written.reply), broadcast: written.broadcast, committedSeq: seq)
-            }
+        case .pruneRevisions(let collection, let id, let throughRev):
+            try db.cachedStatement(sql: """
+                DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 0 AND rev <= ?
+                """).execute(arguments: [userID, collection, id, throughRev])
+        case .recordApplied(let ccid, let bodyHash, let reply, let at):
+            try db.cachedStatement(sql: "INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at) VALUES (?, ?, ?, ?, ?)")
+                .execute(arguments: [userID, ccid, bodyHash, reply, at.millis])
+        case .announce:
+            // One process serves a SQLite file: the session hub is the whole audience.
+            break
         }
     }
 
@@ -337,7 +361,7 @@ public struct SQLiteStore: NotedStore {
 
     // MARK: Rows
 
-    private static func fetchRecord(_ db: Database, userID: String, collection: String, id: String) throws -> Record? {
+    fileprivate static func fetchRecord(_ db: Database, userID: String, collection: String, id: String) throws -> Record? {
         try Row.fetchOne(db.cachedStatement(sql: """
             SELECT collection, id, rev, seq, deleted, fields, created_at, updated_at FROM records
             WHERE user_id = ? AND collection = ? AND id = ?

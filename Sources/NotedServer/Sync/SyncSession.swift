@@ -118,136 +118,163 @@ struct SyncSession {
         var pushes: [Date] = []
     }
 
-    /// Handles one message; false when the session is closing. Everything it sends goes to
-    /// `continuation` (the deterministic simulation drives sessions through this directly).
-    func handle(
-        _ message: WebSocketMessage, state: inout State, shared: NIOLockedValueBox<Shared>,
-        continuation: AsyncStream<Outgoing>.Continuation
-    ) async throws -> Bool {
+    /// Where one message's answers go: the session's outgoing stream, with the abuse limit.
+    struct Replies {
+        let continuation: AsyncStream<Outgoing>.Continuation
+        let maxErrorsPerMinute: Int
+        let logger: Logger
+
+        func send(_ message: ServerMessage) { continuation.yield(.message(message.json)) }
+
         func send(_ value: JSONValue) { continuation.yield(.message(value)) }
-        /// Sends an error and counts it toward the abuse limit.
-        func fail(_ error: ProtocolError, rid: RequestID? = nil) -> Bool {
-            send(ServerMessage.error(ServerError(error, rid: rid)).json)
+
+        /// Counts an error toward the abuse limit; false (and a 1008 close) when it is reached.
+        func countError(_ state: inout State) -> Bool {
             let now = Date()
             state.errors = state.errors.filter { now.timeIntervalSince($0) < 60 } + [now]
-            if state.errors.count >= configuration.maxErrorsPerMinute {
+            guard state.errors.count < maxErrorsPerMinute else {
                 logger.notice("closing session after repeated errors")
                 continuation.yield(.close(code: 1008, reason: "too many errors"))
                 return false
             }
             return true
         }
+
+        /// Sends an error and counts it toward the abuse limit.
+        func fail(_ error: ProtocolError, rid: RequestID? = nil, _ state: inout State) -> Bool {
+            send(.error(ServerError(error, rid: rid)))
+            return countError(&state)
+        }
+
+        /// Sends an error and closes the session with `closeCode`.
         func close(_ code: ErrorCode, _ text: String, closeCode: UInt16) -> Bool {
-            send(ServerMessage.error(ServerError(ProtocolError(code, text))).json)
+            send(.error(ServerError(ProtocolError(code, text))))
             continuation.yield(.close(code: closeCode, reason: text))
             return false
         }
+    }
 
-        let text: String
-        switch message {
-        case .binary:
-            return fail(ProtocolError(.badRequest, "binary frames are not supported; send JSON text frames"))
-        case .text(let string):
-            text = string
+    /// Handles one message; false when the session is closing. Everything it sends goes to
+    /// `continuation` (the deterministic simulation drives sessions through this directly).
+    func handle(
+        _ message: WebSocketMessage, state: inout State, shared: NIOLockedValueBox<Shared>,
+        continuation: AsyncStream<Outgoing>.Continuation
+    ) async throws -> Bool {
+        let replies = Replies(continuation: continuation, maxErrorsPerMinute: configuration.maxErrorsPerMinute, logger: logger)
+        guard case .text(let text) = message else {
+            return replies.fail(ProtocolError(.badRequest, "binary frames are not supported; send JSON text frames"), &state)
         }
         let value: JSONValue
         do {
             value = try JSONValue.parse(text)
         } catch {
-            return fail(ProtocolError(.badRequest, "the message is not valid JSON"))
+            return replies.fail(ProtocolError(.badRequest, "the message is not valid JSON"), &state)
         }
         let rid = ClientMessage.requestID(of: value)
         let parsed: ClientMessage
         do {
             parsed = try ClientMessage.parse(value)
         } catch {
-            return fail(error, rid: rid)
+            return replies.fail(error, rid: rid, &state)
         }
-
         guard let userID = state.userID else {
-            guard case .hello(let version, let token, let device, _) = parsed else {
-                return fail(ProtocolError(.unauthenticated, "send hello first"), rid: rid)
-            }
-            guard version == 1 else {
-                return close(.unsupportedProtocol, "this server speaks protocol 1", closeCode: 4002)
-            }
-            guard let token = token ?? headerToken else {
-                return close(.unauthenticated, "no access token", closeCode: 4001)
-            }
-            let verified: VerifiedToken
-            do {
-                verified = try await tokens.verify(token)
-            } catch {
-                return close(error.isExpired ? .tokenExpired : .unauthenticated, error.isExpired ? "the access token expired" : "invalid access token", closeCode: 4001)
-            }
-            guard try await sync.store.user(id: verified.userID) != nil else {
-                return close(.unauthenticated, "invalid access token", closeCode: 4001)
-            }
-            state.userID = verified.userID
-            state.device = device
-            shared.withLockedValue {
-                $0.deadline = verified.expiresAt
-                $0.deadlineCode = .tokenExpired
-            }
-            Self.armTimer(shared, continuation)
-            // `welcome` first: `change` messages only ever follow it. A change committed between
-            // reading the seq and joining is not broadcast to us, but the client pulls after
-            // welcome and finds it there.
-            let (message, seq) = try await welcome(verified, rid: rid)
-            try await send(message)
-            sync.hub.join(user: verified.userID, session: id, continuation: continuation, seenSeq: seq)
-            logger.info("session authenticated", metadata: ["user": .string(verified.userID)])
-            return true
+            return try await hello(parsed, rid: rid, state: &state, shared: shared, replies: replies)
         }
-
         switch parsed {
         case .hello:
-            return fail(ProtocolError(.badRequest, "already authenticated"), rid: rid)
+            return replies.fail(ProtocolError(.badRequest, "already authenticated"), rid: rid, &state)
         case .reauth(let token):
-            let verified: VerifiedToken
-            do {
-                verified = try await tokens.verify(token)
-            } catch {
-                return fail(ProtocolError(error.isExpired ? .tokenExpired : .unauthenticated, "the new token is not valid"), rid: rid)
-            }
-            guard verified.userID == userID else {
-                return close(.unauthenticated, "the token belongs to another user", closeCode: 4001)
-            }
-            shared.withLockedValue { $0.deadline = verified.expiresAt }
-            Self.armTimer(shared, continuation)
-            try await send(welcome(verified, rid: rid).0)
-            return true
+            return try await reauth(token: token, userID: userID, rid: rid, state: &state, shared: shared, replies: replies)
         case .pull(let since, let limit):
-            try await send(sync.pull(userID: userID, since: since, limit: limit, rid: rid))
+            replies.send(try await sync.pull(userID: userID, since: since, limit: limit, rid: rid))
             return true
         case .push(let changes):
-            guard changes.count <= configuration.limits.maxChangesPerPush else {
-                return fail(ProtocolError(.tooLarge, "a push holds at most \(configuration.limits.maxChangesPerPush) changes"), rid: rid)
-            }
-            let now = Date()
-            state.pushes = state.pushes.filter { now.timeIntervalSince($0) < 1 } + [now]
-            if state.pushes.count > configuration.maxPushesPerSecond {
-                for reply in sync.rejectAll(changes: changes, error: ProtocolError(.rateLimited, "too many pushes; slow down"), rid: rid) {
-                    send(reply)
-                }
-                let now = Date()
-                state.errors = state.errors.filter { now.timeIntervalSince($0) < 60 } + [now]
-                if state.errors.count >= configuration.maxErrorsPerMinute {
-                    continuation.yield(.close(code: 1008, reason: "too many errors"))
-                    return false
-                }
-                return true
-            }
-            let replies = try await sync.push(changes: changes, userID: userID, device: state.device, session: id, rid: rid, logger: logger)
-            for reply in replies { send(reply) }
-            return true
+            return try await push(changes, userID: userID, rid: rid, state: &state, replies: replies)
         }
     }
 
+    /// The first message must be a valid `hello`: the session is then authenticated.
+    private func hello(
+        _ message: ClientMessage, rid: RequestID?, state: inout State, shared: NIOLockedValueBox<Shared>, replies: Replies
+    ) async throws -> Bool {
+        guard case .hello(let version, let token, let device, _) = message else {
+            return replies.fail(ProtocolError(.unauthenticated, "send hello first"), rid: rid, &state)
+        }
+        guard version == 1 else {
+            return replies.close(.unsupportedProtocol, "this server speaks protocol 1", closeCode: 4002)
+        }
+        guard let token = token ?? headerToken else {
+            return replies.close(.unauthenticated, "no access token", closeCode: 4001)
+        }
+        let verified: VerifiedToken
+        do {
+            verified = try await tokens.verify(token)
+        } catch {
+            return replies.close(error.isExpired ? .tokenExpired : .unauthenticated,
+                                 error.isExpired ? "the access token expired" : "invalid access token", closeCode: 4001)
+        }
+        guard try await sync.store.user(id: verified.userID) != nil else {
+            return replies.close(.unauthenticated, "invalid access token", closeCode: 4001)
+        }
+        state.userID = verified.userID
+        state.device = device
+        shared.withLockedValue {
+            $0.deadline = verified.expiresAt
+            $0.deadlineCode = .tokenExpired
+        }
+        Self.armTimer(shared, replies.continuation)
+        // `welcome` first: `change` messages only ever follow it. A change committed between
+        // reading the seq and joining is not broadcast to us, but the client pulls after
+        // welcome and finds it there.
+        let (greeting, seq) = try await welcome(verified, rid: rid)
+        replies.send(greeting)
+        sync.hub.join(user: verified.userID, session: id, continuation: replies.continuation, seenSeq: seq)
+        logger.info("session authenticated", metadata: ["user": .string(verified.userID)])
+        return true
+    }
+
+    /// A new token for the same user keeps the session open past the old token's expiry.
+    private func reauth(
+        token: String, userID: String, rid: RequestID?, state: inout State, shared: NIOLockedValueBox<Shared>, replies: Replies
+    ) async throws -> Bool {
+        let verified: VerifiedToken
+        do {
+            verified = try await tokens.verify(token)
+        } catch {
+            return replies.fail(ProtocolError(error.isExpired ? .tokenExpired : .unauthenticated, "the new token is not valid"), rid: rid, &state)
+        }
+        guard verified.userID == userID else {
+            return replies.close(.unauthenticated, "the token belongs to another user", closeCode: 4001)
+        }
+        shared.withLockedValue { $0.deadline = verified.expiresAt }
+        Self.armTimer(shared, replies.continuation)
+        replies.send(try await welcome(verified, rid: rid).0)
+        return true
+    }
+
+    /// Answers every change of a push, in order, unless the push is too large or too frequent.
+    private func push(_ changes: [JSONValue], userID: String, rid: RequestID?, state: inout State, replies: Replies) async throws -> Bool {
+        guard changes.count <= configuration.limits.maxChangesPerPush else {
+            return replies.fail(ProtocolError(.tooLarge, "a push holds at most \(configuration.limits.maxChangesPerPush) changes"), rid: rid, &state)
+        }
+        let now = Date()
+        state.pushes = state.pushes.filter { now.timeIntervalSince($0) < 1 } + [now]
+        if state.pushes.count > configuration.maxPushesPerSecond {
+            for reply in sync.rejectAll(changes: changes, error: ProtocolError(.rateLimited, "too many pushes; slow down"), rid: rid) {
+                replies.send(reply)
+            }
+            return replies.countError(&state)
+        }
+        for reply in try await sync.push(changes: changes, userID: userID, device: state.device, session: id, rid: rid, logger: logger) {
+            replies.send(reply)
+        }
+        return true
+    }
+
     /// The `welcome` message and the user's `seq` it reports.
-    private func welcome(_ token: VerifiedToken, rid: RequestID?) async throws -> (JSONValue, Int64) {
+    private func welcome(_ token: VerifiedToken, rid: RequestID?) async throws -> (ServerMessage, Int64) {
         let seq = try await sync.store.latestSeq(userID: token.userID)
         let welcome = Welcome(user: token.userID, seq: seq, expiresAt: token.expiresAt, limits: configuration.limits, rid: rid)
-        return (ServerMessage.welcome(welcome).json, seq)
+        return (.welcome(welcome), seq)
     }
 }

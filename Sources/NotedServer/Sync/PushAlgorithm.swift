@@ -1,0 +1,83 @@
+import Foundation
+import NotedCore
+
+/// What a push transaction reads, in the order the push algorithm asks for it. Each backend
+/// answers with its own SQL inside its own transaction; that is the whole difference between
+/// them.
+protocol PushReads {
+    /// The user's `seq`, locked until the transaction ends (every push of one user serializes
+    /// on it, on every node).
+    mutating func lockedSeq() throws -> Int64
+    /// The stored result of this change's `ccid`, if it was applied before.
+    mutating func appliedResult() throws -> (bodyHash: String, reply: String)?
+    /// The record as it stands.
+    mutating func current() throws -> Record?
+    /// The record's fields at revision `rev` (not a conflict revision), if still held.
+    mutating func baseFields(rev: Int64) throws -> [String: JSONValue]?
+}
+
+/// One statement of a push transaction, in the algorithm's terms; each backend writes it in
+/// its SQL dialect.
+enum PushWrite: Sendable, Hashable {
+    case setSeq(Int64)
+    case upsertRecord(Record)
+    /// A purge: the record's whole history goes.
+    case deleteRevisions(collection: String, id: String)
+    case insertRevision(collection: String, id: String, RevisionInfo)
+    /// Ordinary revisions up to and including `throughRev` go (conflict revisions stay).
+    case pruneRevisions(collection: String, id: String, throughRev: Int64)
+    case recordApplied(ccid: String, bodyHash: String, reply: String, at: Date)
+    /// Tell every node (PostgreSQL `NOTIFY`, delivered on commit); a single node has nothing to do.
+    case announce(seq: Int64)
+}
+
+/// The push algorithm, written once for every backend: read what the change needs, decide
+/// (``ChangeProcessor``), and list the writes that make the decision durable, in order.
+struct PushAlgorithm: Sendable {
+    let processor: ChangeProcessor
+
+    /// Runs the algorithm over one transaction's reads.
+    /// - Returns: the answer, and the statements to execute before committing (none when the
+    ///   answer is a reject or a duplicate).
+    func run(_ change: Change, context: PushContext, reads: inout some PushReads) throws -> (result: PushResult, writes: [PushWrite]) {
+        let seq = try reads.lockedSeq()
+        let applied = try reads.appliedResult()
+        let current = try reads.current()
+        let baseFields = ChangeProcessor.needsBase(change, current: current) ? try reads.baseFields(rev: change.baseRev) : nil
+        let inputs = ChangeProcessor.Inputs(applied: applied, current: current, baseFields: baseFields)
+        switch processor.decide(change, inputs: inputs, context: context) {
+        case .reply(let reply):
+            return (PushResult(reply: reply, broadcast: nil, committedSeq: nil), [])
+        case .write(let plan):
+            let next = seq + 1
+            let written = plan.assigning(seq: next)
+            let record = written.record
+            var writes: [PushWrite] = [.setSeq(next), .upsertRecord(record)]
+            if plan.purgeHistory {
+                writes.append(.deleteRevisions(collection: record.collection, id: record.id))
+            }
+            for revision in written.revisions {
+                writes.append(.insertRevision(collection: record.collection, id: record.id, revision))
+            }
+            writes.append(.pruneRevisions(collection: record.collection, id: record.id, throughRev: record.rev - Int64(processor.revisionsKept)))
+            writes.append(.recordApplied(ccid: change.ccid, bodyHash: context.bodyHash, reply: ServerMessage.ack(written.reply).json.jsonString, at: context.now))
+            writes.append(.announce(seq: next))
+            return (PushResult(reply: .ack(written.reply), broadcast: written.broadcast, committedSeq: next), writes)
+        }
+    }
+}
+
+/// Reads a PostgreSQL transaction made before the algorithm ran (PostgresNIO is asynchronous,
+/// the algorithm is not): the locked `seq`, the `ccid` result, the record and, when the
+/// change is an update, the revision at its `baseRev`.
+struct PrefetchedPushReads: PushReads {
+    var seq: Int64
+    var applied: (bodyHash: String, reply: String)?
+    var record: Record?
+    var base: (rev: Int64, fields: [String: JSONValue])?
+
+    func lockedSeq() -> Int64 { seq }
+    func appliedResult() -> (bodyHash: String, reply: String)? { applied }
+    func current() -> Record? { record }
+    func baseFields(rev: Int64) -> [String: JSONValue]? { base?.rev == rev ? base?.fields : nil }
+}
