@@ -284,31 +284,39 @@ extension LocalStore {
                 row.conflicts = conflicts.joined(separator: ",")
                 effect.conflicts.append((id, conflicts))
             }
-            let local = math.schema.completed(row.localFields)
-            let editedSince = local != math.schema.completed(sent)
-            // The newest state seen, if the edits made since the send fit onto it; else the
-            // acknowledged state, which holds our change exactly as we sent it (or as merged).
-            if let stash, try move(db, row: &row, to: stash.fields, rev: stash.rev, updatedAt: editedSince ? row.updatedAt : stash.updatedAt, base: sent) {
-                effect.changed.append(id)
-                return effect
-            }
-            if try !move(db, row: &row, to: acknowledged, rev: rev, updatedAt: editedSince ? row.updatedAt : Date(), base: sent) {
-                // Not even the acknowledged state takes them (a merged ack moved the text they
-                // edit): keep the user's text and say so. The next push sends it as `set` ops
-                // against the revision the edits were made on, so the server sees a stale `set`
-                // and keeps the text it replaces as a conflict revision. Diffing it against the
-                // acknowledged state instead would overwrite someone's text without a trace
-                // (found by the simulation).
-                try move(db, row: &row, to: acknowledged, rev: rev, updatedAt: row.updatedAt, base: sent, requireClean: false)
-                row.localFields = local
-                row.dirty = true
-                row.conflicts = "body"
-                row.textAsSet = true
-                row.setBaseRev = max(1, min(sentBaseRev, rev - 1))
-                try row.update(db)
-            }
+            try rebase(db, row: &row, onto: (acknowledged, rev), newest: stash, sent: sent, sentBaseRev: sentBaseRev)
             effect.changed.append(id)
             return effect
+        }
+    }
+
+    /// After an ack: the record moves to the newest state seen (`newest`, a broadcast that
+    /// arrived while the change was in flight) or else the acknowledged one, with the edits
+    /// made since the send rebased onto it.
+    private func rebase(_ db: Database, row: inout RecordRow, onto acknowledged: (fields: [String: JSONValue], rev: Int64),
+                        newest stash: (fields: [String: JSONValue], rev: Int64, updatedAt: Date)?,
+                        sent: [String: JSONValue], sentBaseRev: Int64) throws {
+        let local = math.schema.completed(row.localFields)
+        let editedSince = local != math.schema.completed(sent)
+        // The newest state seen, if the edits made since the send fit onto it; else the
+        // acknowledged state, which holds our change exactly as we sent it (or as merged).
+        if let stash, try move(db, row: &row, to: stash.fields, rev: stash.rev, updatedAt: editedSince ? row.updatedAt : stash.updatedAt, base: sent) {
+            return
+        }
+        if try !move(db, row: &row, to: acknowledged.fields, rev: acknowledged.rev, updatedAt: editedSince ? row.updatedAt : Date(), base: sent) {
+            // Not even the acknowledged state takes them (a merged ack moved the text they
+            // edit): keep the user's text and say so. The next push sends it as `set` ops
+            // against the revision the edits were made on, so the server sees a stale `set`
+            // and keeps the text it replaces as a conflict revision. Diffing it against the
+            // acknowledged state instead would overwrite someone's text without a trace
+            // (found by the simulation).
+            try move(db, row: &row, to: acknowledged.fields, rev: acknowledged.rev, updatedAt: row.updatedAt, base: sent, requireClean: false)
+            row.localFields = local
+            row.dirty = true
+            row.conflicts = "body"
+            row.textAsSet = true
+            row.setBaseRev = max(1, min(sentBaseRev, acknowledged.rev - 1))
+            try row.update(db)
         }
     }
 

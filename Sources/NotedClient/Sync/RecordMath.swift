@@ -137,10 +137,24 @@ public struct RecordMath: Sendable {
     /// `diffs` with every change widened to the words it touches, so that no change starts or
     /// ends inside a word of the text around it.
     static func wholeWords(_ diffs: [Diff]) -> [Diff] {
-        // Runs of kept text, and changes (what is deleted, what is inserted) between them.
-        var kept: [[Character]] = [[]]
-        var deleted: [[Character]] = []
-        var inserted: [[Character]] = []
+        var runs = EditRuns(diffs)
+        runs.widenToWords()
+        return runs.diffs
+    }
+
+    private func strings(_ value: JSONValue) -> [String] {
+        (value.arrayValue ?? []).compactMap(\.stringValue)
+    }
+}
+
+/// A diff as runs of kept text with one change (what is deleted, what is inserted) between
+/// each two: `kept[i]` comes before change `i` and `kept[i + 1]` after it.
+struct EditRuns {
+    private var kept: [[Character]] = [[]]
+    private var deleted: [[Character]] = []
+    private var inserted: [[Character]] = []
+
+    init(_ diffs: [Diff]) {
         var open = false
         for diff in diffs {
             if diff.operation == .equal {
@@ -156,48 +170,59 @@ public struct RecordMath: Sendable {
             }
             if diff.operation == .delete { deleted[deleted.count - 1] += Array(diff.text) } else { inserted[inserted.count - 1] += Array(diff.text) }
         }
-        // kept[i] comes before change i and kept[i + 1] after it.
-        func touchesWordAt(start: Bool, _ i: Int) -> Bool {
-            let edges = [deleted[i], inserted[i]].compactMap { start ? $0.first : $0.last }
-            return edges.contains { !$0.isWhitespace }
-        }
+    }
+
+    /// Grows every change over the letters of the words it touches, joining changes that meet.
+    mutating func widenToWords() {
         var i = 0
         while i < deleted.count {
-            var widened = true
-            while widened {
-                widened = false
-                if let last = kept[i].last, !last.isWhitespace, touchesWordAt(start: true, i) {
-                    kept[i].removeLast()
-                    deleted[i].insert(last, at: 0)
-                    inserted[i].insert(last, at: 0)
-                    widened = true
-                }
-                if let first = kept[i + 1].first, !first.isWhitespace, touchesWordAt(start: false, i) {
-                    kept[i + 1].removeFirst()
-                    deleted[i].append(first)
-                    inserted[i].append(first)
-                    widened = true
-                }
-                // A run of kept text used up: the changes on either side become one.
-                if kept[i].isEmpty && i > 0 {
-                    deleted[i - 1] += deleted[i]
-                    inserted[i - 1] += inserted[i]
-                    kept.remove(at: i)
-                    deleted.remove(at: i)
-                    inserted.remove(at: i)
-                    i -= 1
-                    widened = true
-                } else if kept[i + 1].isEmpty && i + 1 < deleted.count {
-                    deleted[i] += deleted[i + 1]
-                    inserted[i] += inserted[i + 1]
-                    kept.remove(at: i + 1)
-                    deleted.remove(at: i + 1)
-                    inserted.remove(at: i + 1)
-                    widened = true
-                }
-            }
+            while widen(&i) {}
             i += 1
         }
+    }
+
+    /// One step of widening change `i`; true if anything moved (`i` may move back by one).
+    private mutating func widen(_ i: inout Int) -> Bool {
+        var widened = false
+        if let last = kept[i].last, !last.isWhitespace, touchesWord(atStart: true, i) {
+            kept[i].removeLast()
+            deleted[i].insert(last, at: 0)
+            inserted[i].insert(last, at: 0)
+            widened = true
+        }
+        if let first = kept[i + 1].first, !first.isWhitespace, touchesWord(atStart: false, i) {
+            kept[i + 1].removeFirst()
+            deleted[i].append(first)
+            inserted[i].append(first)
+            widened = true
+        }
+        // A run of kept text used up: the changes on either side become one.
+        if kept[i].isEmpty && i > 0 {
+            join(i - 1)
+            i -= 1
+            widened = true
+        } else if kept[i + 1].isEmpty && i + 1 < deleted.count {
+            join(i)
+            widened = true
+        }
+        return widened
+    }
+
+    private func touchesWord(atStart start: Bool, _ i: Int) -> Bool {
+        let edges = [deleted[i], inserted[i]].compactMap { start ? $0.first : $0.last }
+        return edges.contains { !$0.isWhitespace }
+    }
+
+    /// Joins change `i + 1` into change `i` (the kept run between them is empty).
+    private mutating func join(_ i: Int) {
+        deleted[i] += deleted[i + 1]
+        inserted[i] += inserted[i + 1]
+        kept.remove(at: i + 1)
+        deleted.remove(at: i + 1)
+        inserted.remove(at: i + 1)
+    }
+
+    var diffs: [Diff] {
         var result: [Diff] = []
         for index in kept.indices {
             if !kept[index].isEmpty { result.append(Diff(.equal, String(kept[index]))) }
@@ -206,9 +231,5 @@ public struct RecordMath: Sendable {
             if !inserted[index].isEmpty { result.append(Diff(.insert, String(inserted[index]))) }
         }
         return result
-    }
-
-    private func strings(_ value: JSONValue) -> [String] {
-        (value.arrayValue ?? []).compactMap(\.stringValue)
     }
 }

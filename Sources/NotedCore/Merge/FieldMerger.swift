@@ -62,29 +62,13 @@ public struct FieldMerger: Sendable {
                 }
                 fields[name] = .string(text)
             case .textDelta(let delta):
-                let baseText = baseValue.stringValue ?? ""
-                let diffs: [Diff]
-                do {
-                    diffs = try dmp.fromDelta(baseText, delta, strict: true)
-                } catch {
-                    throw ProtocolError(.invalidDelta, "the delta of \"\(name)\" does not fit its base text: \(error)")
+                let merged = try mergeText(name, delta: delta, base: baseValue.stringValue ?? "",
+                                           current: base == nil ? nil : currentValue.stringValue ?? "")
+                if let intended = merged.lost {
+                    conflicts.append(name)
+                    losing[name] = .string(intended)
                 }
-                let intended = dmp.text2(diffs)
-                let currentText = currentValue.stringValue ?? ""
-                var result = intended
-                if base != nil, currentText != baseText {
-                    let patches = dmp.patchMake(baseText, diffs)
-                    let applied = dmp.patchApply(patches, to: currentText, strict: true)
-                    result = applied.text
-                    if applied.results.contains(false) {
-                        conflicts.append(name)
-                        losing[name] = .string(intended)
-                    }
-                }
-                guard result.utf16.count <= limits.maxTextLength else {
-                    throw ProtocolError(.tooLarge, "\"\(name)\" would be longer than \(limits.maxTextLength) UTF-16 code units")
-                }
-                fields[name] = .string(result)
+                fields[name] = .string(merged.text)
             case .setReplace(let values):
                 fields[name] = .array(values.map(JSONValue.string))
             case .setAddRemove(let add, let remove):
@@ -108,6 +92,31 @@ public struct FieldMerger: Sendable {
             conflictFields = fields.merging(losing) { _, lost in lost }
         }
         return MergeResult(fields: fields, conflicts: conflicts, conflictFields: conflictFields)
+    }
+
+    /// A text `delta` against `base`, placed onto `current` (nil: the change is not stale, the
+    /// result is exactly base plus delta) with strict patch application.
+    /// - Returns: the merged text, and the text the client intended when part of the edit could
+    ///   not be placed (kept as a conflict revision).
+    private func mergeText(_ name: String, delta: String, base baseText: String, current: String?) throws(ProtocolError) -> (text: String, lost: String?) {
+        let diffs: [Diff]
+        do {
+            diffs = try dmp.fromDelta(baseText, delta, strict: true)
+        } catch {
+            throw ProtocolError(.invalidDelta, "the delta of \"\(name)\" does not fit its base text: \(error)")
+        }
+        let intended = dmp.text2(diffs)
+        var result = intended
+        var lost: String?
+        if let current, current != baseText {
+            let applied = dmp.patchApply(dmp.patchMake(baseText, diffs), to: current, strict: true)
+            result = applied.text
+            if applied.results.contains(false) { lost = intended }
+        }
+        guard result.utf16.count <= limits.maxTextLength else {
+            throw ProtocolError(.tooLarge, "\"\(name)\" would be longer than \(limits.maxTextLength) UTF-16 code units")
+        }
+        return (result, lost)
     }
 
     /// The ops that turn `old` into `new`, as broadcast in a `change` message: a text delta

@@ -41,6 +41,7 @@ struct ChangeProcessor: Sendable {
         return change.baseRev > 0 && change.baseRev < current.rev
     }
 
+    /// Decides one change: a reply alone (a reject, or a duplicate's original ack), or what to write.
     func decide(_ change: Change, inputs: Inputs, context: PushContext) -> Decision {
         let identity = ChangeIdentity(ccid: change.ccid, collection: change.collection, id: change.id)
         func reject(_ code: ErrorCode, _ message: String, current: Record? = nil) -> Decision {
@@ -74,6 +75,12 @@ struct ChangeProcessor: Sendable {
         if change.baseRev > current.rev {
             return reject(.invalidVersion, "baseRev is newer than the record", current: current)
         }
+        return update(current, with: change, baseFields: inputs.baseFields, schema: schema, context: context, identity: identity)
+    }
+
+    /// A change to an existing record at `baseRev` ≤ its `rev`: applied, or merged when stale.
+    private func update(_ current: Record, with change: Change, baseFields: [String: JSONValue]?, schema: CollectionSchema,
+                        context: PushContext, identity: ChangeIdentity) -> Decision {
         let stale = change.baseRev < current.rev
         let newRev = current.rev + 1
         var result: MergeResult
@@ -84,16 +91,17 @@ struct ChangeProcessor: Sendable {
             var base: [String: JSONValue]? = nil
             if stale {
                 let needsText = change.fields.values.contains { if case .textDelta = $0 { true } else { false } }
-                if inputs.baseFields == nil && needsText {
-                    return reject(.baseUnavailable, "the server no longer holds revision \(change.baseRev)", current: current)
+                if baseFields == nil && needsText {
+                    return .reply(.reject(Reject(ProtocolError(.baseUnavailable, "the server no longer holds revision \(change.baseRev)"),
+                                                 identity: identity, current: current)))
                 }
                 // Without the base, a stale whole-text set keeps whatever it replaces.
-                base = inputs.baseFields ?? [:]
+                base = baseFields ?? [:]
             }
             do {
                 result = try merger.apply(change.fields, schema: schema, current: current.fields, base: base)
             } catch {
-                return reject(error.code, error.message, current: error.code == .invalidDelta ? current : nil)
+                return .reply(.reject(Reject(error, identity: identity, current: error.code == .invalidDelta ? current : nil)))
             }
         }
         let deleted = change.op == .delete
