@@ -307,4 +307,21 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         #expect(actions.contains { if case .refuse(let change, _) = $0 { change.recordID == "huge" } else { false } })
         #expect(harness.machine.inFlight["huge"] == nil)
     }
+
+    /// The engine sleeps until `nextDeadline` and ticks then: a deadline `tick` would not act
+    /// on (a push falling due before the first pull ends) would wake it in a loop.
+    @Test func theNextDeadlineNamesOnlyWhatTickActsOn() {
+        var harness = MachineHarness()
+        let start = harness.machine.start()
+        guard case .connect(let id)? = start.first else {
+            Issue.record("expected connect, got \(start)")
+            return
+        }
+        _ = harness.machine.localEdit(now: harness.now)
+        #expect(harness.machine.nextDeadline == nil)
+        _ = harness.machine.connected(id: id, token: "t", device: "d", cursor: 0, now: harness.now)
+        // The hello's answer is due; the debounced push (sooner) is not named until caught up.
+        #expect(harness.machine.nextDeadline == harness.now.advanced(by: harness.machine.configuration.requestTimeout))
+        #expect(harness.advance(.seconds(1)).isEmpty)
+    }
 }

@@ -71,25 +71,43 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     public private(set) var failures = 0
     private var random: SplitMix64
     private var nextRID: Int64 = 0
-    /// Requests awaiting an answer, with their deadlines.
-    private var pending: [Int64: (kind: RequestKind, deadline: Instant)] = [:]
-    /// For each push request, the ccids not answered yet.
-    private var pushAnswers: [Int64: Set<String>] = [:]
-    /// Records with a change sent on this connection and not answered.
-    private(set) var inFlight: [String: String] = [:]
-    private var pullInFlight = false
-    private var pullAgain = false
-    private var composing = false
-    private var composeAgain = false
+    /// What is under way on the current connection; a new connection starts with none.
+    private var requests = Requests()
     private var pushDue: Instant?
-    private var refreshAt: Instant?
-    private var refreshing = false
+    private var refresh: Refresh = .idle
     private(set) var limits = Limits()
     /// The stored pull cursor, as the driver last reported it.
     private(set) var cursor: Int64 = 0
     private var lastStatus: SyncStatus = .stopped
 
     enum RequestKind: Sendable, Hashable { case hello, pull, push, reauth }
+
+    /// A pull or a compose: not under way, under way, or under way and wanted again after.
+    enum Activity: Sendable, Hashable {
+        case idle, running, runningAgain
+    }
+
+    /// The access token's refresh: nothing planned, planned for a time, or under way.
+    enum Refresh: Sendable, Hashable {
+        case idle
+        case scheduled(Instant)
+        case running
+    }
+
+    /// The requests of one connection.
+    struct Requests: Sendable {
+        /// Requests awaiting an answer, with their deadlines.
+        var pending: [Int64: (kind: RequestKind, deadline: Instant)] = [:]
+        /// For each push request, the ccids not answered yet.
+        var pushAnswers: [Int64: Set<String>] = [:]
+        /// Records with a change sent on this connection and not answered, with its ccid.
+        var inFlight: [String: String] = [:]
+        var pulling: Activity = .idle
+        var composing: Activity = .idle
+    }
+
+    /// Records with a change sent on this connection and not answered, with its ccid.
+    var inFlight: [String: String] { requests.inFlight }
 
     public init(configuration: Configuration = Configuration(), seed: UInt64) {
         self.configuration = configuration
@@ -104,16 +122,16 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     /// True when connected, caught up, and nothing is being pulled, composed or awaited.
     public var isIdle: Bool {
         guard case .connected(_, true) = phase else { return false }
-        return inFlight.isEmpty && !pullInFlight && !composing && pushDue == nil
+        return requests.inFlight.isEmpty && requests.pulling == .idle && requests.composing == .idle && pushDue == nil
     }
 
     /// The earliest time `tick` has something to do: the driver sleeps until then (and again
     /// whenever this changes), so it names only deadlines that `tick` acts on.
     public var nextDeadline: Instant? {
-        var times = pending.values.map(\.deadline)
+        var times = requests.pending.values.map(\.deadline)
         // A push falls due only once caught up; until then the end of the pull composes it.
         if let pushDue, case .connected(_, true) = phase { times.append(pushDue) }
-        if let refreshAt, !refreshing { times.append(refreshAt) }
+        if case .scheduled(let at) = refresh { times.append(at) }
         if case .waiting(let until) = phase { times.append(until) }
         return times.min()
     }
@@ -160,8 +178,8 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         case .welcome(let welcome):
             return self.welcome(welcome, rid: rid, now: now, date: date)
         case .changes(let page):
-            guard case .connected = phase, let rid, pending[rid]?.kind == .pull else { return [] }
-            pending[rid] = nil
+            guard case .connected = phase, let rid, requests.pending[rid]?.kind == .pull else { return [] }
+            requests.pending[rid] = nil
             return [.storePage(page)]
         case .ack(let ack):
             guard case .connected = phase else { return [] }
@@ -183,30 +201,30 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
 
     /// An `ack` or `reject` for `ccid` arrived: the push it answers waits for one answer less.
     private mutating func answered(ccid: String, id: String?, rid: Int64?, now: Instant) {
-        if let rid, var waiting = pushAnswers[rid] {
+        if let rid, var waiting = requests.pushAnswers[rid] {
             waiting.remove(ccid)
             if waiting.isEmpty {
-                pushAnswers[rid] = nil
-                pending[rid] = nil
+                requests.pushAnswers[rid] = nil
+                requests.pending[rid] = nil
             } else {
-                pushAnswers[rid] = waiting
+                requests.pushAnswers[rid] = waiting
                 // Progress: the connection is alive; give the rest of the push a fresh deadline.
                 let deadline = now.advanced(by: configuration.requestTimeout)
-                pending[rid]?.deadline = deadline
+                requests.pending[rid]?.deadline = deadline
             }
         }
-        if let id, inFlight[id] == ccid {
-            inFlight[id] = nil
+        if let id, requests.inFlight[id] == ccid {
+            requests.inFlight[id] = nil
         }
     }
 
     /// A page was stored and its cursor advanced.
     public mutating func pageStored(more: Bool, cursor: Int64, now: Instant) -> [Action] {
         guard case .connected(let id, let caughtUp) = phase else { return [] }
-        pullInFlight = false
+        let again = requests.pulling == .runningAgain
+        requests.pulling = .idle
         self.cursor = cursor
-        if more || pullAgain {
-            pullAgain = false
+        if more || again {
             return pull(since: cursor, now: now)
         }
         if !caughtUp {
@@ -235,13 +253,14 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
 
     /// The outbox was collected: push it in batches of at most `maxChangesPerPush`.
     public mutating func composed(_ changes: [OutboxChange], now: Instant) -> [Action] {
-        composing = false
+        let again = requests.composing == .runningAgain
+        requests.composing = .idle
         guard case .connected = phase else { return [] }
         var actions: [Action] = []
         // The push envelope and a little slack; each change adds its JSON and a comma.
         let budget = limits.maxMessageBytes - 64
         var remaining: [(change: OutboxChange, bytes: Int)] = []
-        for change in changes where inFlight[change.recordID] == nil {
+        for change in changes where requests.inFlight[change.recordID] == nil {
             let bytes = change.body.jsonString.utf8.count + 1
             if bytes > budget {
                 actions.append(.refuse(change, reason: "the change is larger than the server's \(limits.maxMessageBytes)-byte message limit"))
@@ -258,12 +277,11 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
                 remaining.removeFirst()
             }
             let rid = request(.push, now: now)
-            pushAnswers[rid] = Set(batch.map(\.ccid))
-            for change in batch { inFlight[change.recordID] = change.ccid }
+            requests.pushAnswers[rid] = Set(batch.map(\.ccid))
+            for change in batch { requests.inFlight[change.recordID] = change.ccid }
             actions.append(.send(.push(changes: batch.map(\.body)), rid: rid))
         }
-        if composeAgain {
-            composeAgain = false
+        if again {
             actions += compose()
         }
         return actions + currentStatus()
@@ -277,12 +295,11 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
 
     /// A token refresh finished; nil when it failed.
     public mutating func tokenRefreshed(_ token: String?, now: Instant) -> [Action] {
-        refreshing = false
         guard let token else {
-            refreshAt = now.advanced(by: .seconds(10))
+            refresh = .scheduled(now.advanced(by: .seconds(10)))
             return [.error("could not refresh the access token; retrying")]
         }
-        refreshAt = nil
+        refresh = .idle
         if case .waiting = phase {
             // The connection failed for want of a valid token: try again now with the new one.
             return connect()
@@ -294,15 +311,15 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
 
     /// Timers: request timeouts, debounce, reconnect, token refresh.
     public mutating func tick(now: Instant) -> [Action] {
-        if pending.values.contains(where: { $0.deadline <= now }) {
+        if requests.pending.values.contains(where: { $0.deadline <= now }) {
             return [.close, .error("the server did not answer in time; reconnecting")] + backOff(now: now)
         }
         var actions: [Action] = []
         if case .waiting(let until) = phase, until <= now {
             actions += connect()
         }
-        if let refreshAt, refreshAt <= now, !refreshing {
-            refreshing = true
+        if case .scheduled(let at) = refresh, at <= now {
+            refresh = .running
             actions.append(.refreshToken)
         }
         if let pushDue, pushDue <= now, case .connected(_, true) = phase {
@@ -322,13 +339,7 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     }
 
     private mutating func reset() {
-        pending = [:]
-        pushAnswers = [:]
-        inFlight = [:]
-        pullInFlight = false
-        pullAgain = false
-        composing = false
-        composeAgain = false
+        requests = Requests()
     }
 
     private mutating func backOff(now: Instant) -> [Action] {
@@ -351,14 +362,17 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     }
 
     private mutating func welcome(_ message: Welcome, rid: Int64?, now: Instant, date: Date) -> [Action] {
-        if let rid { pending[rid] = nil }
+        if let rid { requests.pending[rid] = nil }
         limits = message.limits
         var actions: [Action] = [.storeLimits(message.limits)]
         if let expiry = message.expiresAt {
             // Refresh `refreshMargin` before expiry, but never sooner than half-way through a
             // short-lived token's life (no refresh storm when the lifetime is below the margin).
             let remaining = Duration.seconds(max(0, expiry.timeIntervalSince(date)))
-            refreshAt = now.advanced(by: max(remaining - configuration.refreshMargin, remaining / 2))
+            // A refresh under way is not rescheduled: its new token brings a new welcome.
+            if refresh != .running {
+                refresh = .scheduled(now.advanced(by: max(remaining - configuration.refreshMargin, remaining / 2)))
+            }
         }
         switch phase {
         case .authenticating(let id):
@@ -375,27 +389,27 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     private mutating func serverError(_ message: ServerError, rid: Int64?, now: Instant) -> [Action] {
         let code = message.code.rawValue
         var actions: [Action] = [.error("server: \(code): \(message.message)")]
-        if let rid, let request = pending[rid] {
-            pending[rid] = nil
+        if let rid, let request = requests.pending[rid] {
+            requests.pending[rid] = nil
             switch request.kind {
             case .push:
                 // The whole push was refused (e.g. too_large): its changes go again later.
-                for ccid in pushAnswers[rid] ?? [] {
-                    if let id = inFlight.first(where: { $0.value == ccid })?.key { inFlight[id] = nil }
+                for ccid in requests.pushAnswers[rid] ?? [] {
+                    if let id = requests.inFlight.first(where: { $0.value == ccid })?.key { requests.inFlight[id] = nil }
                 }
-                pushAnswers[rid] = nil
+                requests.pushAnswers[rid] = nil
                 pushDue = now.advanced(by: backoffDelay(attempt: 2))
             case .pull:
-                pullInFlight = false
+                requests.pulling = .idle
             case .reauth:
-                refreshAt = now.advanced(by: .seconds(5))
+                if refresh != .running { refresh = .scheduled(now.advanced(by: .seconds(5))) }
             case .hello:
                 break
             }
         }
         if code == ErrorCode.tokenExpired.rawValue || code == ErrorCode.unauthenticated.rawValue {
-            if !refreshing {
-                refreshing = true
+            if refresh != .running {
+                refresh = .running
                 actions.append(.refreshToken)
             }
         }
@@ -403,33 +417,33 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     }
 
     private mutating func requestPull(now: Instant) -> [Action] {
-        if pullInFlight {
-            pullAgain = true
+        if requests.pulling != .idle {
+            requests.pulling = .runningAgain
             return []
         }
         return pull(since: cursor, now: now)
     }
 
     private mutating func pull(since cursor: Int64, now: Instant) -> [Action] {
-        pullInFlight = true
+        requests.pulling = .running
         let rid = request(.pull, now: now)
         return [.send(.pull(since: cursor, limit: configuration.pullLimit), rid: rid)]
     }
 
     private mutating func compose() -> [Action] {
         guard case .connected(_, true) = phase else { return [] }
-        if composing {
-            composeAgain = true
+        if requests.composing != .idle {
+            requests.composing = .runningAgain
             return []
         }
-        composing = true
+        requests.composing = .running
         pushDue = nil
-        return [.composePush(excluding: Set(inFlight.keys), limit: max(1, limits.maxChangesPerPush * 4))]
+        return [.composePush(excluding: Set(requests.inFlight.keys), limit: max(1, limits.maxChangesPerPush * 4))]
     }
 
     private mutating func request(_ kind: RequestKind, now: Instant) -> Int64 {
         nextRID += 1
-        pending[nextRID] = (kind, now.advanced(by: configuration.requestTimeout))
+        requests.pending[nextRID] = (kind, now.advanced(by: configuration.requestTimeout))
         return nextRID
     }
 
