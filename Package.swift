@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
     ],
     targets: [
         // No dependencies: the foundation of everything else, useful on its own.
@@ -44,7 +45,7 @@ let package = Package(
         // Shared by test targets: the seed of randomised tests, the guard for starting processes.
         .target(name: "TestSupport", dependencies: ["NotedCore"], path: "Tests/TestSupport"),
 
-        .target(name: "NotedCore", dependencies: ["DiffMatchPatch"]),
+        .target(name: "NotedCore", dependencies: ["DiffMatchPatch", .product(name: "ExtrasBase64", package: "swift-extras-base64")]),
         .target(
             name: "NotedServer",
             dependencies: [

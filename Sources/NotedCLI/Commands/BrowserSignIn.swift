@@ -17,7 +17,7 @@ func browserSignIn(options: GlobalOptions, server: URL, timeout: Duration) async
     defer { receiver.close() }
     let verifier = randomToken(bytes: 48)
     let state = randomToken(bytes: 16)
-    let challenge = Data(SHA256.hash(data: Data(verifier.utf8))).base64URL
+    let challenge = Data(SHA256.hash(data: Data(verifier.utf8))).base64URLEncodedString
     let redirect = "http://127.0.0.1:\(receiver.port)/callback"
     var components = URLComponents(url: server.appendingPathComponent("oauth/authorize"), resolvingAgainstBaseURL: false)
     components?.queryItems = [
@@ -43,15 +43,9 @@ func browserSignIn(options: GlobalOptions, server: URL, timeout: Duration) async
 
 private func randomToken(bytes: Int) -> String {
     var generator = SystemRandomNumberGenerator()
-    return Data((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64URL
+    return Data((0..<bytes).map { _ in UInt8.random(in: 0...255, using: &generator) }).base64URLEncodedString
 }
 
-extension Data {
-    fileprivate var base64URL: String {
-        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-}
 
 /// A listener on 127.0.0.1 (a free port) that answers the browser's redirect once.
 final class LoopbackReceiver: Sendable {

@@ -23,9 +23,7 @@ public struct Credentials: Sendable, Hashable, Codable {
     public static func subject(ofJWT token: String) -> String? {
         let parts = token.split(separator: ".")
         guard parts.count == 3 else { return nil }
-        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        guard let data = Data(base64Encoded: base64), let payload = try? JSONValue.parse(Array(data)) else { return nil }
+        guard let data = Data(base64URLEncoded: String(parts[1])), let payload = try? JSONValue.parse(Array(data)) else { return nil }
         return payload["sub"]?.stringValue
     }
 }
