@@ -1,4 +1,4 @@
-// The sync engine (PROTOCOL.md): hello, pull to the end, resend in-flight changes, push dirty
+// The sync engine (docs/protocol.md): hello, pull to the end, resend in-flight changes, push dirty
 // notes with at most one change in flight per note, apply broadcasts, reconnect with backoff.
 
 import { applyDelta, makeDelta, rebase, uuid } from "./text.js";
@@ -289,7 +289,7 @@ export class SyncEngine extends EventTarget {
         const dirty = !sameFields(local, serverFields);
         return { ...current, shadow: { fields: serverFields, rev: message.rev }, local, inflight: null, dirty, updatedAt: new Date().toISOString() };
       }
-      // Rejects (PROTOCOL.md section 5).
+      // Rejects (docs/protocol.md section 5).
       const currentRecord = message.current;
       switch (message.code) {
         case "gone":

@@ -1,5 +1,5 @@
 // Text helpers shared by the sync engine: UTF-16 deltas in the diff-match-patch format
-// (PROTOCOL.md section 1), never splitting a surrogate pair.
+// (docs/protocol.md section 1), never splitting a surrogate pair.
 
 const isHigh = (c) => c >= 0xd800 && c <= 0xdbff;
 const isLow = (c) => c >= 0xdc00 && c <= 0xdfff;
