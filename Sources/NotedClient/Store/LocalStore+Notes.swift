@@ -40,7 +40,7 @@ extension LocalStore {
     @discardableResult
     public func update(_ id: String, now: Date = Date(), _ edit: @Sendable (inout NoteFields) throws -> Void) async throws -> Note {
         try await writer.write { db in
-            guard var row = try RecordRow.find(db, id: id), !row.localDeleted else {
+            guard var row = try RecordRow.find(db, id: id), !row.state.purging else {
                 throw NotedClientError(.notFound, "no note \(id)")
             }
             var fields = NoteFields(json: row.localFields)
@@ -49,9 +49,7 @@ extension LocalStore {
             guard fields != before else { return row.note }
             try validate(fields, limits: limits(db))
             row.localFields = fields.json
-            row.dirty = true
-            row.syncError = nil
-            row.conflicts = nil
+            row.state.edit()
             row.updatedAt = now
             try row.update(db)
             return row.note
@@ -61,14 +59,13 @@ extension LocalStore {
     /// Purges a note for good (on the server too once synced); a note never synced just disappears.
     public func purge(_ id: String) async throws {
         try await writer.write { db in
-            guard var row = try RecordRow.find(db, id: id), !row.localDeleted else {
+            guard var row = try RecordRow.find(db, id: id), !row.state.purging else {
                 throw NotedClientError(.notFound, "no note \(id)")
             }
             if row.rev == 0 && !row.hasInflight {
                 try row.delete(db)
             } else {
-                row.localDeleted = true
-                row.dirty = true
+                row.state.purge()
                 try row.update(db)
             }
         }
@@ -77,7 +74,7 @@ extension LocalStore {
     /// The note with this id, nil when there is none.
     public func note(_ id: String) async throws -> Note? {
         try await writer.read { db in
-            try RecordRow.find(db, id: id).flatMap { $0.localDeleted ? nil : $0.note }
+            try RecordRow.find(db, id: id).flatMap { $0.state.purging ? nil : $0.note }
         }
     }
 
@@ -88,7 +85,7 @@ extension LocalStore {
             throw NotedClientError(.invalidInput, "\"\(prefix)\" is not a note id or id prefix")
         }
         let matches = try await writer.read { db in
-            try String.fetchAll(db, sql: "SELECT id FROM record WHERE localDeleted = 0 AND substr(id, 1, ?) = ? LIMIT 2", arguments: [prefix.count, prefix])
+            try String.fetchAll(db, sql: "SELECT id FROM record WHERE \(RecordRow.visible) AND substr(id, 1, ?) = ? LIMIT 2", arguments: [prefix.count, prefix])
         }
         switch matches.count {
         case 0: throw NotedClientError(.notFound, "no note has an id starting with \(prefix)")
@@ -103,7 +100,7 @@ extension LocalStore {
     }
 
     static func fetchList(_ db: Database, _ filter: NoteFilter) throws -> [Note] {
-            var sql = "SELECT * FROM record WHERE localDeleted = 0 AND collection = ? AND coalesce(json_extract(local, '$.trashed'), 0) = ?"
+            var sql = "SELECT * FROM record WHERE \(RecordRow.visible) AND collection = ? AND coalesce(json_extract(local, '$.trashed'), 0) = ?"
             var arguments: StatementArguments = [Self.collection, filter.trashed]
             if let folder = filter.folder {
                 sql += " AND json_extract(local, '$.folder') = ?"
@@ -127,7 +124,7 @@ extension LocalStore {
         return try await writer.read { db in
             try RecordRow.fetchAll(db, sql: """
                 SELECT record.* FROM note_fts JOIN record ON record.rowKey = note_fts.rowid
-                WHERE note_fts MATCH ? AND record.localDeleted = 0
+                WHERE note_fts MATCH ? AND \(RecordRow.visible)
                   AND coalesce(json_extract(record.local, '$.trashed'), 0) = 0
                 ORDER BY bm25(note_fts, 2.0, 1.0), record.updatedAt DESC
                 """, arguments: [match]).map(\.note)
@@ -139,14 +136,14 @@ extension LocalStore {
         try await writer.read { db in
             // A cached statement: this runs after every sync step, and preparing a query-interface
             // request each time (GRDB's authorizer) cost more than the query.
-            try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM record WHERE dirty OR inflightCcid IS NOT NULL OR localDeleted")) ?? 0
+            try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM record WHERE \(RecordRow.pending)")) ?? 0
         }
     }
 
     /// Notes whose last change the server refused for good, with the reason.
     public func syncErrors() async throws -> [(id: String, message: String)] {
         try await writer.read { db in
-            try RecordRow.filter(RecordRow.Columns.syncError != nil).fetchAll(db).map { ($0.id, $0.syncError ?? "") }
+            try RecordRow.filter(sql: "json_extract(sync, '$.refusal') IS NOT NULL").fetchAll(db).map { ($0.id, $0.state.refusal ?? "") }
         }
     }
 

@@ -66,10 +66,10 @@ extension LocalStore {
         try await writer.write { db in
             var effect = StoreEffect()
             let cursor = try meta(db, "cursor").flatMap(Int64.init) ?? 0
-            let candidates = try RecordRow.filter(RecordRow.Columns.rev > 0 || RecordRow.Columns.inflightCcid != nil).fetchAll(db)
+            let candidates = try RecordRow.filter(sql: "rev > 0 OR \(RecordRow.inflight)").fetchAll(db)
             for var row in candidates where !ids.contains(row.id) {
                 if row.hasInflight {
-                    row.absentAtSeq = cursor
+                    row.state.absentFromSnapshot(at: cursor)
                     try row.update(db)
                 } else if row.pending {
                     try removeOrFork(db, row: row, effect: &effect)
@@ -95,17 +95,15 @@ extension LocalStore {
             var row = RecordRow(id: record.id, collection: record.collection, local: math.schema.completed(record.fields), now: record.updatedAt)
             row.shadowFields = row.localFields
             row.rev = record.rev
-            row.dirty = false
+            row.state = .synced
             row.createdAt = record.createdAt
             try row.insert(db)
             effect.changed.append(record.id)
             return
         }
         if row.hasInflight {
-            if record.rev > max(row.rev, row.stashRev ?? 0) {
-                row.stash = record.deleted ? nil : JSONValue.object(record.fields).jsonString
-                row.stashRev = record.rev
-                row.stashUpdatedAt = record.updatedAt
+            if record.rev > row.state.heldRev(shadowRev: row.rev) {
+                row.state.sawNewer(fields: record.deleted ? nil : record.fields, rev: record.rev, updatedAt: record.updatedAt)
                 try row.update(db)
             }
             return
@@ -135,7 +133,7 @@ extension LocalStore {
         if hasEdits {
             let (rebased, clean) = math.rebaseReportingConflicts(local: local, base: base, onto: server)
             if !clean && requireClean {
-                row.dirty = true
+                row.state.stillToSend()
                 try row.update(db)
                 return false
             }
@@ -145,7 +143,7 @@ extension LocalStore {
         }
         row.shadowFields = server
         row.rev = rev
-        row.dirty = row.localDeleted || math.schema.completed(row.localFields) != server
+        row.state.moved(localDiffers: math.schema.completed(row.localFields) != server)
         if !hasEdits { row.updatedAt = updatedAt }
         try row.update(db)
         return true
@@ -160,7 +158,7 @@ extension LocalStore {
         let local = math.schema.completed(row.localFields)
         let base = math.schema.completed(row.shadowFields)
         let textEdited = math.schema.fields.contains { name, spec in spec.kind == .text && local[name] != base[name] }
-        if row.localDeleted || !textEdited {
+        if row.state.purging || !textEdited {
             effect.removed.append(row.id)
             return
         }
@@ -187,22 +185,23 @@ extension LocalStore {
         try await writer.write { db in
             var result: [OutboxChange] = []
             var effect = StoreEffect()
-            let inflight = try RecordRow.filter(RecordRow.Columns.inflightCcid != nil).order(RecordRow.Columns.rowKey).fetchAll(db)
+            let inflight = try RecordRow.filter(sql: RecordRow.inflight).order(RecordRow.Columns.rowKey).fetchAll(db)
             for row in inflight where !sent.contains(row.id) && result.count < limit {
-                guard let ccid = row.inflightCcid, let body = row.inflightBody, let value = try? JSONValue.parse(body) else { continue }
-                result.append(OutboxChange(recordID: row.id, ccid: ccid, body: value))
+                guard let change = row.state.inflight, let value = try? JSONValue.parse(change.body) else { continue }
+                result.append(OutboxChange(recordID: row.id, ccid: change.ccid, body: value))
             }
             guard result.count < limit else { return (result, effect) }
-            let dirty = try RecordRow.filter(RecordRow.Columns.dirty == true && RecordRow.Columns.inflightCcid == nil)
+            let dirty = try RecordRow.filter(sql: "json_extract(sync, '$.edited') AND NOT (\(RecordRow.inflight))")
                 .order(RecordRow.Columns.rowKey).fetchAll(db)
             for var row in dirty where !sent.contains(row.id) {
                 guard result.count < limit else { break }
                 let ccid = UUID().uuidString.lowercased()
-                let baseRev = row.textAsSet ? row.setBaseRev ?? row.rev : row.rev
+                let baseRev = row.state.nextBaseRev(shadowRev: row.rev)
                 var change: [String: JSONValue] = [
                     "ccid": .string(ccid), "collection": .string(row.collection), "id": .string(row.id), "baseRev": .int(baseRev),
                 ]
-                if row.localDeleted {
+                var sentFields: [String: JSONValue]?
+                if row.state.purging {
                     if row.rev == 0 {
                         try row.delete(db)
                         effect.removed.append(row.id)
@@ -211,25 +210,19 @@ extension LocalStore {
                     change["op"] = "delete"
                     change["fields"] = .object([:])
                 } else {
-                    let ops = math.ops(from: row.shadowFields, to: row.localFields, textAsSet: row.rev == 0 || row.textAsSet)
+                    let ops = math.ops(from: row.shadowFields, to: row.localFields, textAsSet: row.rev == 0 || row.state.sendsTextAsSet)
                     guard !ops.isEmpty || row.rev == 0 else {
-                        row.dirty = false
+                        row.state.nothingToSend()
                         try row.update(db)
                         effect.changed.append(row.id)
                         continue
                     }
                     change["op"] = "upsert"
                     change["fields"] = .object(ops)
-                    row.inflightSent = JSONValue.object(math.applyExactly(ops: ops, to: row.shadowFields)).jsonString
+                    sentFields = math.applyExactly(ops: ops, to: row.shadowFields)
                 }
                 let body = JSONValue.object(change)
-                row.inflightCcid = ccid
-                row.inflightBaseRev = baseRev
-                row.inflightBody = body.jsonString
-                row.dirty = false
-                row.textAsSet = false
-                row.setBaseRev = nil
-                row.syncError = nil
+                row.state.send(SyncState.Inflight(ccid: ccid, baseRev: baseRev, body: body.jsonString, sent: sentFields))
                 try row.update(db)
                 result.append(OutboxChange(recordID: row.id, ccid: ccid, body: body))
             }
@@ -243,48 +236,37 @@ extension LocalStore {
         let (id, ccid, rev) = (ack.id, ack.ccid, ack.rev)
         return try await writer.write { db in
             var effect = StoreEffect()
-            guard var row = try RecordRow.find(db, id: id), row.inflightCcid == ccid else {
+            guard var row = try RecordRow.find(db, id: id), row.state.inflight?.ccid == ccid, let change = row.state.answered() else {
                 return effect
             }
-            let wasDelete = (try? JSONValue.parse(row.inflightBody ?? ""))?["op"]?.stringValue == "delete"
-            if wasDelete {
+            guard let sent = change.sent else {
                 try row.delete(db)
                 try bury(db, id)
                 effect.removed.append(id)
                 return effect
             }
-            let sent = row.inflightSent.flatMap(RecordRow.decode) ?? row.localFields
             let acknowledged = ack.fields ?? sent
-            if let absent = row.absentAtSeq, let seq = ack.seq, seq <= absent {
+            if let absent = change.absentAtSeq, let seq = ack.seq, seq <= absent {
                 // Applied before a snapshot that no longer had the record: purged since. Only
                 // text edited after the send is kept (as a new note), as if the ack and then the
                 // tombstone had arrived.
-                row.clearInflight()
-                row.clearStash()
                 row.shadowFields = acknowledged
                 try removeOrFork(db, row: row, effect: &effect)
                 return effect
             }
             var stash: (fields: [String: JSONValue], rev: Int64, updatedAt: Date)?
-            if let stashRev = row.stashRev, stashRev > rev {
-                guard let fields = row.stash.flatMap(RecordRow.decode) else {
+            if let newest = change.newest, newest.rev > rev {
+                guard let fields = newest.fields else {
                     // Purged after our change: nothing newer than the purge.
-                    row.clearInflight()
-                    row.clearStash()
                     try removeOrFork(db, row: row, effect: &effect)
                     return effect
                 }
-                stash = (fields, stashRev, row.stashUpdatedAt ?? Date())
+                stash = (fields, newest.rev, newest.updatedAt)
             }
-            let sentBaseRev = row.inflightBaseRev ?? row.rev
-            row.clearInflight()
-            row.clearStash()
             let conflicts = ack.conflicts ?? []
-            if !conflicts.isEmpty {
-                row.conflicts = conflicts.joined(separator: ",")
-                effect.conflicts.append((id, conflicts))
-            }
-            try rebase(db, row: &row, onto: (acknowledged, rev), newest: stash, sent: sent, sentBaseRev: sentBaseRev)
+            row.state.merged(conflicts: conflicts)
+            if !conflicts.isEmpty { effect.conflicts.append((id, conflicts)) }
+            try rebase(db, row: &row, onto: (acknowledged, rev), newest: stash, sent: sent, sentBaseRev: change.baseRev)
             effect.changed.append(id)
             return effect
         }
@@ -312,10 +294,7 @@ extension LocalStore {
             // (found by the simulation).
             try move(db, row: &row, to: acknowledged.fields, rev: acknowledged.rev, updatedAt: row.updatedAt, base: sent, requireClean: false)
             row.localFields = local
-            row.dirty = true
-            row.conflicts = "body"
-            row.textAsSet = true
-            row.setBaseRev = max(1, min(sentBaseRev, acknowledged.rev - 1))
+            row.state.keepUnplacedEdits(staleBase: max(1, min(sentBaseRev, acknowledged.rev - 1)))
             try row.update(db)
         }
     }
@@ -335,39 +314,27 @@ extension LocalStore {
     private func refused(id: String, ccid: String, code: ErrorCode, text: String, current: NotedCore.Record?) async throws -> StoreEffect {
         try await writer.write { db in
             var effect = StoreEffect()
-            guard var row = try RecordRow.find(db, id: id), row.inflightCcid == ccid else {
+            guard var row = try RecordRow.find(db, id: id), let change = row.state.inflight, change.ccid == ccid else {
                 return effect
             }
             if code == .rateLimited {
                 effect.retryLater = true
                 return effect
             }
-            let stash: NotedCore.Record? = row.stashRev.map { stashRev in
-                NotedCore.Record(collection: row.collection, id: row.id, rev: stashRev, seq: 0, deleted: row.stash == nil,
-                       fields: row.stash.flatMap(RecordRow.decode) ?? [:], createdAt: row.createdAt, updatedAt: row.stashUpdatedAt ?? Date())
+            let stash: NotedCore.Record? = change.newest.map { newest in
+                NotedCore.Record(collection: row.collection, id: row.id, rev: newest.rev, seq: 0, deleted: newest.fields == nil,
+                                 fields: newest.fields ?? [:], createdAt: row.createdAt, updatedAt: newest.updatedAt)
             }
-            row.clearInflight()
-            row.clearStash()
-            row.dirty = true
+            row.state.refused(code, message: text)
             try row.update(db)
             switch code {
             case .gone, .notFound:
                 try removeOrFork(db, row: row, effect: &effect)
                 return effect
-            case .baseUnavailable, .invalidDelta:
-                row.textAsSet = true
-                row.setBaseRev = nil
-                try row.update(db)
             case .alreadyExists, .invalidVersion:
                 if current == nil && stash == nil { effect.needsPull = true }
-            case .ccidReused:
-                break
             default:
-                // bad_request, invalid_field, unknown_collection, too_large: resending cannot help.
-                row.dirty = false
-                row.syncError = "\(code.rawValue): \(text)"
-                try row.update(db)
-                effect.refused.append((id, row.syncError ?? text))
+                if let refusal = row.state.refusal { effect.refused.append((id, refusal)) }
             }
             for record in [stash, current].compactMap({ $0 }) {
                 try absorb(db, record: record, effect: &effect)
@@ -389,12 +356,12 @@ extension LocalStore {
             var effect = StoreEffect()
             let row = try RecordRow.find(db, id: id)
             if row == nil, try isBuried(db, id) { return (true, effect) }
-            let heldRev = row.map { max($0.rev, $0.stashRev ?? 0) } ?? 0
+            let heldRev = row.map { $0.state.heldRev(shadowRev: $0.rev) } ?? 0
             if rev <= heldRev { return (true, effect) }
             // A purge needs no base: it applies whatever revision is held (a client whose
             // first pull was from 0 would otherwise never hear of it; found by the simulation).
             guard heldRev == prevRev || isDelete else { return (false, effect) }
-            let base = row.map { $0.stashRev != nil ? ($0.stash.flatMap(RecordRow.decode) ?? [:]) : $0.shadowFields } ?? [:]
+            let base = row.map { row in row.state.inflight?.newest.map { $0.fields ?? [:] } ?? row.shadowFields } ?? [:]
             let fields: [String: JSONValue]
             if isDelete {
                 fields = [:]
@@ -420,8 +387,8 @@ extension LocalStore {
     /// Notes whose last merge could not place all of this device's edit, with the fields.
     public func conflicts() async throws -> [(id: String, fields: [String])] {
         try await writer.read { db in
-            try RecordRow.filter(RecordRow.Columns.conflicts != nil && RecordRow.Columns.localDeleted == false).fetchAll(db)
-                .map { ($0.id, ($0.conflicts ?? "").split(separator: ",").map(String.init)) }
+            try RecordRow.filter(sql: "json_extract(sync, '$.conflicts') IS NOT NULL AND \(RecordRow.visible)").fetchAll(db)
+                .map { ($0.id, $0.state.conflicts) }
         }
     }
 

@@ -108,7 +108,61 @@ public struct LocalStore: Sendable {
                 t.add(column: "absentAtSeq", .integer)
             }
         }
+        migrator.registerMigration("v5: one sync state per record") { db in
+            try migrateToSyncState(db)
+        }
         return migrator
+    }
+
+    /// The v4 columns that together were a record's sync state, folded into one `sync` value.
+    /// Reads the old columns by name, never through `RecordRow`, so that it keeps reading what
+    /// v4 wrote whatever `RecordRow` becomes.
+    static func migrateToSyncState(_ db: Database) throws {
+        try db.alter(table: "record") { t in t.add(column: "sync", .text) }
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT rowKey, rev, local, dirty, localDeleted, textAsSet, syncError, inflightCcid, inflightBaseRev, inflightBody,
+                   inflightSent, stash, stashRev, stashUpdatedAt, conflicts, setBaseRev, absentAtSeq
+            FROM record
+            WHERE dirty OR localDeleted OR textAsSet OR syncError IS NOT NULL OR inflightCcid IS NOT NULL OR conflicts IS NOT NULL
+            """)
+        for row in rows {
+            let state = v4SyncState(row)
+            try db.execute(sql: "UPDATE record SET sync = ? WHERE rowKey = ?",
+                           arguments: [state == .synced ? nil : state.json.jsonString, row["rowKey"] as Int64])
+        }
+        try db.alter(table: "record") { t in
+            for column in ["dirty", "localDeleted", "textAsSet", "syncError", "inflightCcid", "inflightBaseRev", "inflightBody",
+                           "inflightSent", "stash", "stashRev", "stashUpdatedAt", "conflicts", "setBaseRev", "absentAtSeq"] {
+                t.drop(column: column)
+            }
+        }
+    }
+
+    static func v4SyncState(_ row: Row) -> SyncState {
+        func object(_ text: String?) -> [String: JSONValue]? { text.flatMap { (try? JSONValue.parse($0))?.objectValue } }
+        var state = SyncState()
+        state.edited = row["dirty"]
+        state.purging = row["localDeleted"]
+        if row["textAsSet"] as Bool { state.next = .set(baseRev: row["setBaseRev"]) }
+        state.refusal = row["syncError"]
+        state.conflicts = (row["conflicts"] as String?)?.split(separator: ",").map(String.init) ?? []
+        if let ccid: String = row["inflightCcid"] {
+            let body: String? = row["inflightBody"]
+            let isPurge = body.flatMap { try? JSONValue.parse($0) }?["op"]?.stringValue == "delete"
+            var change = SyncState.Inflight(ccid: ccid, baseRev: row["inflightBaseRev"] ?? row["rev"], body: body ?? "",
+                                            sent: isPurge ? nil : object(row["inflightSent"]) ?? object(row["local"]) ?? [:])
+            if let stashRev: Int64 = row["stashRev"] {
+                change.newest = SyncState.Newest(fields: object(row["stash"]), rev: stashRev, updatedAt: row["stashUpdatedAt"] ?? Date())
+            }
+            change.absentAtSeq = row["absentAtSeq"]
+            if body != nil {
+                state.inflight = change
+            } else {
+                // v4 could never resend a change without its body; send the edits afresh.
+                state.edited = true
+            }
+        }
+        return state
     }
 
     // MARK: Meta

@@ -3,12 +3,8 @@ import GRDB
 import NotedCore
 
 /// One record in the local database: what the user sees, the server state it is based on, and
-/// the outbox state.
-///
-/// The outbox is not a separate queue: a record is pending while it is `dirty` (edits not yet
-/// put in a change), has an in-flight change (sent or about to be sent, resent unchanged until
-/// answered), or waits for a purge.
-struct RecordRow: Codable, Sendable, FetchableRecord, MutablePersistableRecord {
+/// where it stands in sync (`state`, see `SyncState`).
+struct RecordRow: Sendable, FetchableRecord, MutablePersistableRecord {
     static let databaseTableName = "record"
 
     var rowKey: Int64?
@@ -19,50 +15,57 @@ struct RecordRow: Codable, Sendable, FetchableRecord, MutablePersistableRecord {
     /// JSON object: the server's fields at `rev`; nil before the first acknowledgement.
     var shadow: String?
     var rev: Int64
-    /// Local edits not yet captured in a change.
-    var dirty: Bool
-    /// The user purged the record; the delete is pending.
-    var localDeleted: Bool
-    /// The next change sends text fields with `set` (after `base_unavailable` or `invalid_delta`).
-    var textAsSet: Bool
-    /// Why the server refused the last change for good (the edit stays local).
-    var syncError: String?
     var createdAt: Date
     var updatedAt: Date
-    var inflightCcid: String?
-    var inflightBaseRev: Int64?
-    /// The exact change JSON, resent unchanged.
-    var inflightBody: String?
-    /// The fields the in-flight change produces when applied exactly.
-    var inflightSent: String?
-    /// The newest server state seen while a change was in flight.
-    var stash: String?
-    var stashRev: Int64?
-    var stashUpdatedAt: Date?
-    /// Comma-separated text fields of the last merge that could not place all of our edit; the
-    /// intended version is in the server's history as a conflict revision.
-    var conflicts: String?
-    /// With `textAsSet`: the older revision the next change names as its `baseRev`, so that the
-    /// server treats its `set`s as stale and keeps the text they replace as a conflict revision
-    /// (after a merged ack that the user's later edits could not be rebased onto).
-    var setBaseRev: Int64?
-    /// A snapshot pull (which carries no tombstones) ended at this `seq` without naming the
-    /// record while a change to it was in flight: if that change's ack has a `seq` up to here,
-    /// the change was applied before the snapshot and the record purged since.
-    var absentAtSeq: Int64?
+    /// Stored in the `sync` column: NULL when synced, else the state as JSON.
+    var state: SyncState
 
     enum Columns {
-        static let rowKey = Column(CodingKeys.rowKey)
-        static let id = Column(CodingKeys.id)
-        static let local = Column(CodingKeys.local)
-        static let rev = Column(CodingKeys.rev)
-        static let dirty = Column(CodingKeys.dirty)
-        static let localDeleted = Column(CodingKeys.localDeleted)
-        static let updatedAt = Column(CodingKeys.updatedAt)
-        static let inflightCcid = Column(CodingKeys.inflightCcid)
-        static let syncError = Column(CodingKeys.syncError)
-        static let conflicts = Column(CodingKeys.conflicts)
+        static let rowKey = Column("rowKey")
+        static let id = Column("id")
+        static let local = Column("local")
+        static let rev = Column("rev")
+        static let updatedAt = Column("updatedAt")
+        static let sync = Column("sync")
     }
+
+    init(row: Row) throws {
+        rowKey = row["rowKey"]
+        id = row["id"]
+        collection = row["collection"]
+        local = row["local"]
+        shadow = row["shadow"]
+        rev = row["rev"]
+        createdAt = row["createdAt"]
+        updatedAt = row["updatedAt"]
+        if let text: String = row["sync"] {
+            state = try SyncState(json: (try? JSONValue.parse(text)) ?? .null)
+        } else {
+            state = .synced
+        }
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["rowKey"] = rowKey
+        container["id"] = id
+        container["collection"] = collection
+        container["local"] = local
+        container["shadow"] = shadow
+        container["rev"] = rev
+        container["createdAt"] = createdAt
+        container["updatedAt"] = updatedAt
+        container["sync"] = state == .synced ? nil : state.json.jsonString
+    }
+
+    /// SQL: the record is not being purged (so the user sees it).
+    static let visible = "coalesce(json_extract(record.sync, '$.purging'), 0) = 0"
+    /// SQL: the record is pending (`SyncState.pending`).
+    static let pending = """
+        record.sync IS NOT NULL AND (json_extract(record.sync, '$.edited') OR json_extract(record.sync, '$.purging')
+          OR json_extract(record.sync, '$.inflight') IS NOT NULL)
+        """
+    /// SQL: the record has a change in flight.
+    static let inflight = "json_extract(record.sync, '$.inflight') IS NOT NULL"
 
     /// The record with this id, through a cached statement (read on every sync message).
     static func find(_ db: Database, id: String) throws -> RecordRow? {
@@ -79,9 +82,7 @@ struct RecordRow: Codable, Sendable, FetchableRecord, MutablePersistableRecord {
         self.local = JSONValue.object(local).jsonString
         self.shadow = nil
         self.rev = 0
-        self.dirty = true
-        self.localDeleted = false
-        self.textAsSet = false
+        self.state = .created
         self.createdAt = now
         self.updatedAt = now
     }
@@ -96,22 +97,8 @@ struct RecordRow: Codable, Sendable, FetchableRecord, MutablePersistableRecord {
         set { shadow = JSONValue.object(newValue).jsonString }
     }
 
-    var hasInflight: Bool { inflightCcid != nil }
-    var pending: Bool { dirty || inflightCcid != nil || localDeleted }
-
-    mutating func clearInflight() {
-        inflightCcid = nil
-        inflightBaseRev = nil
-        inflightBody = nil
-        inflightSent = nil
-        absentAtSeq = nil
-    }
-
-    mutating func clearStash() {
-        stash = nil
-        stashRev = nil
-        stashUpdatedAt = nil
-    }
+    var hasInflight: Bool { state.inflight != nil }
+    var pending: Bool { state.pending }
 
     static func decode(_ text: String) -> [String: JSONValue]? {
         (try? JSONValue.parse(text))?.objectValue
