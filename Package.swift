@@ -72,6 +72,7 @@ let package = Package(
             name: "noted-server",
             dependencies: [
                 "NotedServer",
+                "NotedCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NotedCore
 import NotedServer
 import ServiceLifecycle
 
@@ -106,6 +107,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-pushes-per-second"), help: "Push messages per second and connection; more are rejected rate_limited [NOTED_MAX_PUSHES_PER_SECOND]; default 20.")
     var maxPushesPerSecond: Int?
 
+    @Option(help: "Folder of collection schema documents (*.json, docs/collections.md) served besides notes [NOTED_COLLECTIONS].")
+    var collections: String?
+
     func validate() throws {
         _ = try makeConfiguration()
     }
@@ -168,7 +172,17 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let configuration = try makeConfiguration()
+        var configuration = try makeConfiguration()
+        do {
+            configuration.schemas = try SchemaRegistry.load(directory: collections ?? ProcessInfo.processInfo.environment["NOTED_COLLECTIONS"])
+            try await serve(configuration)
+        } catch let refusal as StartupRefusal {
+            FileHandle.standardError.write(Data("noted-server: \(refusal.description)\n".utf8))
+            throw ExitCode(2)
+        }
+    }
+
+    private func serve(_ configuration: ServerConfiguration) async throws {
         let level = Logger.Level(rawValue: logLevel ?? ProcessInfo.processInfo.environment["NOTED_LOG_LEVEL"] ?? "info") ?? .info
         // Logs go to standard error: standard output carries only the "listening" line.
         LoggingSystem.bootstrap { label in

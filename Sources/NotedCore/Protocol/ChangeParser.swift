@@ -121,6 +121,10 @@ public struct ChangeParser: Sendable {
             if case .string(let text) = value {
                 try checkText(text, field: field)
             }
+            if let problem = spec.violation(of: value) {
+                let shown = value.jsonString
+                throw ProtocolError(.invalidField, "\"\(field)\": \(shown.count > 60 ? shown.prefix(57) + "…" : shown) \(problem)")
+            }
             return .scalarSet(value)
         }
     }

@@ -29,42 +29,83 @@ public struct ScalarTypes: OptionSet, Sendable, Hashable {
     }
 }
 
-/// One field of a collection schema.
+/// One field of a collection schema (docs/collections.md).
 public struct FieldSpec: Sendable, Hashable {
     public var kind: FieldKind
     public var scalarTypes: ScalarTypes
     /// The value a missing field reads as.
     public var defaultValue: JSONValue
+    /// Text clients index for full-text search.
+    public var searchable = false
+    /// A scalar clients filter and sort on.
+    public var indexed = false
+    /// The only values a scalar may take (`enum`), when given.
+    public var allowed: [JSONValue]?
+    /// Bounds of a number scalar, inclusive.
+    public var minimum: Double?
+    public var maximum: Double?
+    /// The longest string a scalar may hold, in UTF-16 code units.
+    public var maxLength: Int?
+
+    public init(kind: FieldKind, scalarTypes: ScalarTypes, defaultValue: JSONValue) {
+        self.kind = kind
+        self.scalarTypes = scalarTypes
+        self.defaultValue = defaultValue
+    }
 
     public static let text = FieldSpec(kind: .text, scalarTypes: [], defaultValue: "")
     public static let set = FieldSpec(kind: .set, scalarTypes: [], defaultValue: [])
     public static func scalar(_ types: ScalarTypes, default value: JSONValue) -> FieldSpec {
         FieldSpec(kind: .scalar, scalarTypes: types, defaultValue: value)
     }
+
+    /// Why a scalar value breaks this field's constraints (beyond its type), or nil.
+    public func violation(of value: JSONValue) -> String? {
+        if let allowed, !allowed.contains(where: { $0.sameValue(as: value) }) {
+            return "is not one of \(JSONValue.array(allowed).jsonString)"
+        }
+        if let number = value.numberValue {
+            if let minimum, number < minimum { return "is less than \(JSONValue.number(minimum).jsonString)" }
+            if let maximum, number > maximum { return "is more than \(JSONValue.number(maximum).jsonString)" }
+        }
+        if let maxLength, let text = value.stringValue, text.utf16.count > maxLength {
+            return "is longer than \(maxLength) UTF-16 code units"
+        }
+        return nil
+    }
 }
 
-/// The schema of a collection: its name and its fields.
+/// The schema of a collection: its name, version and fields.
 public struct CollectionSchema: Sendable, Hashable {
     public var name: String
+    /// The version the schema's author gives it; informational, served with the schema.
+    public var version: Int64
     public var fields: [String: FieldSpec]
 
-    public init(name: String, fields: [String: FieldSpec]) {
+    public init(name: String, version: Int64 = 1, fields: [String: FieldSpec]) {
         self.name = name
+        self.version = version
         self.fields = fields
     }
 
     /// The `notes` collection of protocol v1.
-    public static let notes = CollectionSchema(
-        name: "notes",
-        fields: [
-            "title": .text,
-            "body": .text,
-            "tags": .set,
-            "folder": .scalar([.string, .null], default: .null),
-            "pinned": .scalar(.bool, default: false),
-            "trashed": .scalar(.bool, default: false),
-        ]
-    )
+    public static let notes: CollectionSchema = {
+        var schema = CollectionSchema(
+            name: "notes",
+            fields: [
+                "title": .text,
+                "body": .text,
+                "tags": .set,
+                "folder": .scalar([.string, .null], default: .null),
+                "pinned": .scalar(.bool, default: false),
+                "trashed": .scalar(.bool, default: false),
+            ]
+        )
+        schema.fields["title"]?.searchable = true
+        schema.fields["body"]?.searchable = true
+        for name in ["folder", "pinned", "trashed"] { schema.fields[name]?.indexed = true }
+        return schema
+    }()
 
     /// Every field with its value in `fields` or its default when missing.
     public func completed(_ fields: [String: JSONValue]) -> [String: JSONValue] {

@@ -22,6 +22,12 @@ public func buildApplication(
     onListening: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
 ) async throws -> some ApplicationProtocol {
     let store = try await openStore(configuration, logger: logger)
+    do {
+        try await configuration.schemas.serve(on: store)
+    } catch {
+        await store.shutdown()
+        throw error
+    }
     let issuer = configuration.issuer ?? "http://\(configuration.host):\(configuration.port)"
     var tokens = try await AccessTokens.load(
         store: store, issuer: issuer, audience: configuration.audience, lifetime: configuration.accessTokenLifetime)
@@ -40,7 +46,7 @@ public func buildApplication(
         dummyHash: dummyHash)
     let metrics = ServerMetrics()
     let hub = sessions.hub
-    let sync = SyncService(store: store, parser: ChangeParser(schemas: .v1, limits: configuration.limits), hub: hub, metrics: metrics)
+    let sync = SyncService(store: store, parser: ChangeParser(schemas: configuration.schemas, limits: configuration.limits), hub: hub, metrics: metrics)
     let clients = OAuthClients([.cli, .web(origins: [issuer] + configuration.allowedOrigins)] + configuration.oauthClients)
     let authorization = AuthorizationServer(
         clients: clients, accounts: accounts, store: store, codeLifetime: configuration.authorizationCodeLifetime.timeInterval)
@@ -100,9 +106,9 @@ private func openStore(_ configuration: ServerConfiguration, logger: Logger) asy
         if !directory.isEmpty {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         }
-        store = try SQLiteStore(path: path, limits: configuration.limits, revisionsKept: configuration.revisionsKept)
+        store = try SQLiteStore(path: path, schemas: configuration.schemas, limits: configuration.limits, revisionsKept: configuration.revisionsKept)
     case .postgres(let url):
-        store = try PostgresStore(url: url, limits: configuration.limits, revisionsKept: configuration.revisionsKept, logger: logger)
+        store = try PostgresStore(url: url, schemas: configuration.schemas, limits: configuration.limits, revisionsKept: configuration.revisionsKept, logger: logger)
     }
     do {
         try await store.migrate()

@@ -61,6 +61,8 @@ public struct ServerConfiguration: Sendable {
     public var authorizationCodeLifetime: Duration = .seconds(60)
     /// The web app's folder; nil: `Web` in the working directory or in the source checkout.
     public var webRoot: String?
+    /// The collections served: the built-in `notes` and those of `--collections`.
+    public var schemas = SchemaRegistry.v1
     /// bcrypt cost of new password hashes.
     public var bcryptCost: UInt8 = 12
 

@@ -140,6 +140,11 @@ struct Routes: Sendable {
             let results = try await sync.push(changes: changes, userID: user.userID, device: device, session: nil, rid: nil, logger: context.logger)
             return .json(["results": .array(results)])
         }
+        router.get("/v1/collections") { request, _ -> Response in
+            _ = try await authenticate(request)
+            let schemas = sync.parser.schemas.schemas.values.sorted { $0.name < $1.name }
+            return .json(["collections": .array(schemas.map(\.json))])
+        }
         router.get("/v1/records/:collection/:id") { request, context -> Response in
             let user = try await authenticate(request)
             let (collection, id) = try recordPath(context)

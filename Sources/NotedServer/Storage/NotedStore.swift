@@ -36,6 +36,15 @@ public protocol NotedStore: OAuthStore {
     /// Marks the token used and stores its replacement, or revokes the family of a reused token.
     func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws -> RefreshRotation
 
+    // MARK: Collections
+
+    /// Replaces the served collection schemas (name → schema document) in one transaction, once
+    /// `check` has accepted them given the stored ones and the collections that hold live
+    /// records; `check` throws to refuse, and then nothing is written.
+    func serveCollections(
+        _ documents: [String: String], check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
+    ) async throws
+
     // MARK: Sync
 
     func latestSeq(userID: String) async throws -> Int64

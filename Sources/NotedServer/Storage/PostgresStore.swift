@@ -118,7 +118,7 @@ public struct PostgresStore: NotedStore {
             for try await name in try await connection.query("SELECT name FROM noted_migrations", logger: logger).decode(String.self) {
                 done.insert(name)
             }
-            for (name, statements) in Self.migrations + [Self.oauthMigration] where !done.contains(name) {
+            for (name, statements) in Self.migrations + [Self.oauthMigration, Self.collectionsMigration] where !done.contains(name) {
                 for statement in statements {
                     try await connection.query(statement, logger: logger)
                 }

@@ -96,6 +96,7 @@ public struct SQLiteStore: NotedStore {
                 """)
         }
         Self.registerOAuthMigration(&migrator)
+        Self.registerCollectionsMigration(&migrator)
         try migrator.migrate(pool)
     }
 

@@ -317,7 +317,9 @@ extension TestServer {
     }
 
     /// One server node on `location`, as every node of a multi-node test is configured.
-    static func makeNode(_ location: DatabaseLocation) async throws -> some ApplicationProtocol {
+    static func makeNode(
+        _ location: DatabaseLocation, configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> some ApplicationProtocol {
         var configuration = ServerConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
@@ -328,12 +330,16 @@ extension TestServer {
         configuration.maxPushesPerSecond = 10_000
         var logger = Logger(label: "noted-test")
         logger.logLevel = ProcessInfo.processInfo.environment["NOTED_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        configure(&configuration)
         return try await buildApplication(configuration, logger: logger)
     }
 
     /// Runs `body` with a live node on `location`; the node shuts down gracefully afterwards.
-    static func withNode<T: Sendable>(_ location: DatabaseLocation, _ body: @escaping @Sendable (TestServer) async throws -> T) async throws -> T {
-        let app = try await makeNode(location)
+    static func withNode<T: Sendable>(
+        _ location: DatabaseLocation, configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: @escaping @Sendable (TestServer) async throws -> T
+    ) async throws -> T {
+        let app = try await makeNode(location, configure: configure)
         return try await app.test(.live) { client in
             guard let port = client.port else { throw TestSetupError("no port") }
             return try await body(TestServer(port: port, client: client, database: location))
