@@ -8,6 +8,17 @@ extension PostgresStore {
     public func serveCollections(
         _ documents: [String: String], check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
     ) async throws {
+        do {
+            try await write(documents, check: check)
+        } catch let error as PostgresTransactionError where error.closureError is StartupRefusal {
+            // Rolled back: the refusal itself is the answer.
+            throw error.closureError ?? error
+        }
+    }
+
+    private func write(
+        _ documents: [String: String], check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
+    ) async throws {
         try await client.withTransaction(logger: logger) { connection in
             // Nodes starting together check and write one after the other.
             try await connection.query("SELECT pg_advisory_xact_lock(7361627)", logger: logger)
