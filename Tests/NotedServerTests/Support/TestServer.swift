@@ -38,6 +38,7 @@ struct TestServer: Sendable {
             let app = try await buildApplication(configuration, logger: customLogger ?? logger)
             try await app.test(.live) { client in
                 guard let port = client.port else { throw TestSetupError("no port") }
+                try await settleTestClient(client)
                 try await body(TestServer(port: port, client: client))
             }
         }
@@ -335,6 +336,19 @@ extension TestServer {
     }
 
     /// Runs `body` with a live node on `location`; the node shuts down gracefully afterwards.
+    /// One request over the testing framework's own connection before the test runs.
+    ///
+    /// `app.test(.live)` opens that connection without waiting for it, and shuts the server
+    /// down gracefully when the test returns. A test that returned at once (a node started and
+    /// stopped) could have the connection accepted while the server was already quiescing: the
+    /// server then waited for it for ever and the whole test run hung (seen in CI, test
+    /// `aCollectionWithoutRecordsMayBeRemoved`). Once a request has been answered, the
+    /// connection is idle and the graceful shutdown closes it.
+    static func settleTestClient(_ client: some TestClientProtocol) async throws {
+        let response = try await client.execute(uri: "/health", method: .get, headers: [:], body: nil)
+        guard response.status == .ok else { throw TestSetupError("GET /health answered \(response.status)") }
+    }
+
     static func withNode<T: Sendable>(
         _ location: DatabaseLocation, configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: @escaping @Sendable (TestServer) async throws -> T
@@ -342,6 +356,7 @@ extension TestServer {
         let app = try await makeNode(location, configure: configure)
         return try await app.test(.live) { client in
             guard let port = client.port else { throw TestSetupError("no port") }
+            try await settleTestClient(client)
             return try await body(TestServer(port: port, client: client, database: location))
         }
     }
