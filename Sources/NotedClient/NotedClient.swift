@@ -29,10 +29,13 @@ public final class NotedClient: Sendable {
     let api: NotedAPI?
 
     /// Opens the local database; with a server and credentials the client can sync.
-    public convenience init(databasePath: String, server: URL? = nil, credentials: Credentials? = nil,
+    /// - Parameter collections: the app's collections besides `notes` (docs/collections.md);
+    ///   their records are kept and synced like notes, through `records(_:)`.
+    public convenience init(databasePath: String, collections: [CollectionSchema] = [], server: URL? = nil, credentials: Credentials? = nil,
                 persist: @escaping @Sendable (Credentials) async throws -> Void = { _ in },
                 configuration: Configuration = Configuration()) throws {
-        try self.init(store: LocalStore.open(path: databasePath), server: server, credentials: credentials, persist: persist, configuration: configuration)
+        try self.init(store: LocalStore.open(path: databasePath, collections: collections), server: server, credentials: credentials,
+                      persist: persist, configuration: configuration)
     }
 
     public init(store: LocalStore, server: URL?, credentials: Credentials?,
@@ -151,7 +154,7 @@ public final class NotedClient: Sendable {
     /// Deletes a note for good, on every device.
     public func purge(_ id: String) async throws {
         try await store.purge(id)
-        await hub.emit(.removed(ids: [id]))
+        await hub.emit(.removed(collection: LocalStore.collection, ids: [id]))
         await engine?.localEdit()
     }
 
@@ -199,13 +202,19 @@ public final class NotedClient: Sendable {
         }
     }
 
-    private func authorized() async throws -> (NotedAPI, String) {
+    func authorized() async throws -> (NotedAPI, String) {
         guard let api, let tokens else { throw NotedClientError(.unauthenticated, "history needs a server and a sign-in") }
         return (api, try await tokens.accessToken())
     }
 
     private func edited(_ ids: [String]) async {
-        await hub.emit(.changed(ids: ids, origin: .local))
+        await hub.emit(.changed(collection: LocalStore.collection, ids: ids, origin: .local))
+        await engine?.localEdit()
+    }
+
+    /// Announces a local transaction's edits and wakes the engine.
+    func edited(_ effect: StoreEffect) async {
+        await hub.emit(effect, origin: .local)
         await engine?.localEdit()
     }
 }

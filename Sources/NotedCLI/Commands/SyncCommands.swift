@@ -40,7 +40,7 @@ struct Watch: AsyncParsableCommand {
         await client.startSync()
         for await event in events {
             switch event {
-            case .changed(let ids, .remote):
+            case .changed("notes", let ids, .remote):
                 for id in ids {
                     let note = try? await client.note(id)
                     if options.json {
@@ -49,7 +49,7 @@ struct Watch: AsyncParsableCommand {
                         print("changed \(id) \(note?.title ?? "")")
                     }
                 }
-            case .removed(let ids):
+            case .removed("notes", let ids):
                 for id in ids {
                     if options.json { printJSON(["event": "removed", "id": .string(id)]) } else { print("removed \(id)") }
                 }
@@ -73,8 +73,8 @@ struct Watch: AsyncParsableCommand {
                 } else {
                     print("conflict \(id) in \(fields.joined(separator: ", ")): see `noted history \(id.prefix(8))`")
                 }
-            case .changed(_, .local):
-                break
+            case .changed(_, _, .local), .changed(_, _, .remote), .removed:
+                break  // another collection's records, or this device's own edits
             }
             fflush(nil)
         }
@@ -118,7 +118,7 @@ struct Status: AsyncParsableCommand {
 private func showProgress(_ client: NotedClient) async {
     var received = 0
     for await event in await client.events() {
-        guard case .changed(let ids, .remote) = event else { continue }
+        guard case .changed(_, let ids, .remote) = event else { continue }
         received += ids.count
         if received > 100 {
             let bar = String(repeating: "#", count: min(30, received / 100))

@@ -64,8 +64,8 @@ public struct NotedAPI: Sendable {
     }
 
     /// `GET /v1/records/notes/{id}/revisions`.
-    public func revisions(of id: String, token: String) async throws -> [RevisionSummary] {
-        let response = try await send("GET", "/v1/records/notes/\(id)/revisions", headers: ["Authorization": "Bearer \(token)"])
+    public func revisions(of id: String, in collection: String = "notes", token: String) async throws -> [RevisionSummary] {
+        let response = try await send("GET", "/v1/records/\(collection)/\(id)/revisions", headers: ["Authorization": "Bearer \(token)"])
         return (response["revisions"]?.arrayValue ?? []).compactMap { value in
             guard let rev = value["rev"]?.intValue else { return nil }
             return RevisionSummary(rev: rev, updatedAt: value["updatedAt"]?.stringValue ?? "", device: value["device"]?.stringValue,
@@ -73,9 +73,10 @@ public struct NotedAPI: Sendable {
         }
     }
 
-    /// `GET /v1/records/notes/{id}/revisions/{rev}`: that revision's fields.
-    public func revision(of id: String, rev: Int64, conflict: Bool = false, token: String) async throws -> [String: JSONValue] {
-        let response = try await send("GET", "/v1/records/notes/\(id)/revisions/\(rev)" + (conflict ? "?conflict=true" : ""), headers: ["Authorization": "Bearer \(token)"])
+    /// `GET /v1/records/{collection}/{id}/revisions/{rev}`: that revision's fields.
+    public func revision(of id: String, in collection: String = "notes", rev: Int64, conflict: Bool = false, token: String) async throws -> [String: JSONValue] {
+        let path = "/v1/records/\(collection)/\(id)/revisions/\(rev)" + (conflict ? "?conflict=true" : "")
+        let response = try await send("GET", path, headers: ["Authorization": "Bearer \(token)"])
         return response["fields"]?.objectValue ?? response.objectValue ?? [:]
     }
 

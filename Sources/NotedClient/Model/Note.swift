@@ -74,3 +74,25 @@ public struct NoteFields: Sendable, Hashable {
         ]
     }
 }
+
+/// Notes are one collection among others: `client.records(NoteFields.self)` is the typed API
+/// of the `notes` collection, the same one every app's collection has.
+extension NoteFields: SyncedRecord {
+    public static var schema: CollectionSchema { .notes }
+
+    public init(fields: [String: JSONValue]) {
+        self.init(json: fields)
+    }
+
+    public func fields() -> [String: JSONValue] {
+        json
+    }
+
+    public init(from decoder: any Decoder) throws {
+        self.init(json: try JSONValue(from: decoder).objectValue ?? [:])
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try JSONValue.object(json).encode(to: encoder)
+    }
+}

@@ -25,6 +25,24 @@ public struct StoreEffect: Sendable, Hashable {
     /// Merges that could not place all of an edit: (note id, text fields).
     public var conflicts: [(id: String, fields: [String])] = []
 
+    /// The collection of every id in `changed` and `removed`.
+    public var collections: [String: String] = [:]
+
+    mutating func change(_ id: String, in collection: String) {
+        changed.append(id)
+        collections[id] = collection
+    }
+
+    mutating func remove(_ id: String, in collection: String) {
+        removed.append(id)
+        collections[id] = collection
+    }
+
+    /// `ids` grouped by collection, each group in the order of `ids`, groups by name.
+    func byCollection(_ ids: [String]) -> [(String, [String])] {
+        Dictionary(grouping: ids) { collections[$0] ?? LocalStore.collection }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
     public var isEmpty: Bool { changed.isEmpty && removed.isEmpty && forked.isEmpty && refused.isEmpty && conflicts.isEmpty }
 
     public static func == (a: StoreEffect, b: StoreEffect) -> Bool {
@@ -48,7 +66,7 @@ extension LocalStore {
     public func storePage(records: [NotedCore.Record], cursor: Int64) async throws -> StoreEffect {
         try await writer.write { db in
             var effect = StoreEffect()
-            for record in records where record.collection == Self.collection {
+            for record in records where schemas[record.collection] != nil {
                 try absorb(db, record: record, effect: &effect)
             }
             try setMeta(db, "cursor", String(cursor))
@@ -76,7 +94,7 @@ extension LocalStore {
                 } else {
                     try row.delete(db)
                     try bury(db, row.id)
-                    effect.removed.append(row.id)
+                    effect.remove(row.id, in: row.collection)
                 }
             }
             return effect
@@ -92,13 +110,14 @@ extension LocalStore {
                 return
             }
             guard try !isBuried(db, record.id) else { return }
-            var row = RecordRow(id: record.id, collection: record.collection, local: math.schema.completed(record.fields), now: record.updatedAt)
+            var row = RecordRow(id: record.id, collection: record.collection, local: recordMath(record.collection).schema.completed(record.fields),
+                                now: record.updatedAt)
             row.shadowFields = row.localFields
             row.rev = record.rev
             row.state = .synced
             row.createdAt = record.createdAt
             try row.insert(db)
-            effect.changed.append(record.id)
+            effect.change(record.id, in: record.collection)
             return
         }
         if row.hasInflight {
@@ -114,7 +133,7 @@ extension LocalStore {
             return
         }
         try move(db, row: &row, to: record.fields, rev: record.rev, updatedAt: record.updatedAt, base: row.shadowFields)
-        effect.changed.append(row.id)
+        effect.change(row.id, in: row.collection)
     }
 
     /// Moves a record without an in-flight change to a newer server state, rebasing local
@@ -127,6 +146,7 @@ extension LocalStore {
     @discardableResult
     private func move(_ db: Database, row: inout RecordRow, to fields: [String: JSONValue], rev: Int64, updatedAt: Date,
                       base: [String: JSONValue], requireClean: Bool = true) throws -> Bool {
+        let math = recordMath(row.collection)
         let server = math.schema.completed(fields)
         let local = math.schema.completed(row.localFields)
         let hasEdits = local != math.schema.completed(base)
@@ -155,20 +175,21 @@ extension LocalStore {
     private func removeOrFork(_ db: Database, row: RecordRow, effect: inout StoreEffect) throws {
         try row.delete(db)
         try bury(db, row.id)
+        let math = recordMath(row.collection)
         let local = math.schema.completed(row.localFields)
         let base = math.schema.completed(row.shadowFields)
         let textEdited = math.schema.fields.contains { name, spec in spec.kind == .text && local[name] != base[name] }
         if row.state.purging || !textEdited {
-            effect.removed.append(row.id)
+            effect.remove(row.id, in: row.collection)
             return
         }
         let newID = UUID().uuidString.lowercased()
         var copy = RecordRow(id: newID, collection: row.collection, local: local, now: Date())
         copy.createdAt = row.createdAt
         try copy.insert(db)
-        effect.removed.append(row.id)
+        effect.remove(row.id, in: row.collection)
         effect.forked.append((row.id, newID))
-        effect.changed.append(newID)
+        effect.change(newID, in: row.collection)
     }
 
     private func bury(_ db: Database, _ id: String) throws {
@@ -204,17 +225,18 @@ extension LocalStore {
                 if row.state.purging {
                     if row.rev == 0 {
                         try row.delete(db)
-                        effect.removed.append(row.id)
+                        effect.remove(row.id, in: row.collection)
                         continue
                     }
                     change["op"] = "delete"
                     change["fields"] = .object([:])
                 } else {
+                    let math = recordMath(row.collection)
                     let ops = math.ops(from: row.shadowFields, to: row.localFields, textAsSet: row.rev == 0 || row.state.sendsTextAsSet)
                     guard !ops.isEmpty || row.rev == 0 else {
                         row.state.nothingToSend()
                         try row.update(db)
-                        effect.changed.append(row.id)
+                        effect.change(row.id, in: row.collection)
                         continue
                     }
                     change["op"] = "upsert"
@@ -242,7 +264,7 @@ extension LocalStore {
             guard let sent = change.sent else {
                 try row.delete(db)
                 try bury(db, id)
-                effect.removed.append(id)
+                effect.remove(id, in: row.collection)
                 return effect
             }
             let acknowledged = ack.fields ?? sent
@@ -267,7 +289,7 @@ extension LocalStore {
             row.state.merged(conflicts: conflicts)
             if !conflicts.isEmpty { effect.conflicts.append((id, conflicts)) }
             try rebase(db, row: &row, onto: (acknowledged, rev), newest: stash, sent: sent, sentBaseRev: change.baseRev)
-            effect.changed.append(id)
+            effect.change(id, in: row.collection)
             return effect
         }
     }
@@ -278,6 +300,7 @@ extension LocalStore {
     private func rebase(_ db: Database, row: inout RecordRow, onto acknowledged: (fields: [String: JSONValue], rev: Int64),
                         newest stash: (fields: [String: JSONValue], rev: Int64, updatedAt: Date)?,
                         sent: [String: JSONValue], sentBaseRev: Int64) throws {
+        let math = recordMath(row.collection)
         let local = math.schema.completed(row.localFields)
         let editedSince = local != math.schema.completed(sent)
         // The newest state seen, if the edits made since the send fit onto it; else the
@@ -340,7 +363,7 @@ extension LocalStore {
                 try absorb(db, record: record, effect: &effect)
                 if effect.removed.contains(id) { return effect }
             }
-            effect.changed.append(id)
+            effect.change(id, in: row.collection)
             return effect
         }
     }
@@ -348,7 +371,8 @@ extension LocalStore {
     /// Applies a `change` broadcast when the record is exactly at its `prevRev`; returns false
     /// when the client must pull instead.
     public func applyBroadcast(_ broadcast: Broadcast, limits: Limits) async throws -> (applied: Bool, effect: StoreEffect) {
-        guard broadcast.collection == Self.collection else { return (false, StoreEffect()) }
+        guard schemas[broadcast.collection] != nil else { return (true, StoreEffect()) }
+        let (collection, math) = (broadcast.collection, recordMath(broadcast.collection))
         let (id, rev, prevRev, updatedAt) = (broadcast.id, broadcast.rev, broadcast.prevRev, broadcast.updatedAt)
         let isDelete = broadcast.op == .delete
         let ops = broadcast.fields
@@ -372,7 +396,7 @@ extension LocalStore {
                     return (false, effect)
                 }
             }
-            let record = NotedCore.Record(collection: Self.collection, id: id, rev: rev, seq: 0, deleted: isDelete, fields: fields,
+            let record = NotedCore.Record(collection: collection, id: id, rev: rev, seq: 0, deleted: isDelete, fields: fields,
                                 createdAt: row?.createdAt ?? updatedAt, updatedAt: updatedAt)
             try absorb(db, record: record, effect: &effect)
             return (true, effect)

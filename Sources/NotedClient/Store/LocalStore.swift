@@ -13,11 +13,19 @@ import NotedCore
 /// ```
 public struct LocalStore: Sendable {
     let writer: any DatabaseWriter
-    let math = RecordMath(schema: .notes)
+    /// The collections this store keeps and syncs: `notes` and those the app declared.
+    public let schemas: SchemaRegistry
+    let maths: [String: RecordMath]
     static let collection = "notes"
 
+    /// The field arithmetic of a collection (a collection no longer declared has no fields).
+    func recordMath(_ collection: String) -> RecordMath {
+        maths[collection] ?? RecordMath(schema: CollectionSchema(name: collection, fields: [:]))
+    }
+
     /// Opens (creating when needed) the database in a file, with WAL and full synchronous commits.
-    public static func open(path: String) throws -> LocalStore {
+    /// - Parameter collections: the app's collections besides `notes` (docs/collections.md).
+    public static func open(path: String, collections: [CollectionSchema] = []) throws -> LocalStore {
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
@@ -28,21 +36,66 @@ public struct LocalStore: Sendable {
             // GRDB sets the writer to `synchronous = NORMAL` when it enables WAL, after
             // `prepareDatabase`: set FULL again, or a local edit is not on disk when it returns.
             try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
-            return try LocalStore(pool)
+            return try LocalStore(pool, collections: collections)
         } catch let error as DatabaseError {
             throw NotedClientError(.storage, "cannot open the local database at \(path): \(error.message ?? "\(error.resultCode)")")
         }
     }
 
     /// An in-memory database, for tests and previews.
-    public static func inMemory() throws -> LocalStore {
-        try LocalStore(DatabaseQueue())
+    public static func inMemory(collections: [CollectionSchema] = []) throws -> LocalStore {
+        try LocalStore(DatabaseQueue(), collections: collections)
     }
 
     /// Wraps a database writer and migrates its schema.
-    public init(_ writer: any DatabaseWriter) throws {
+    public init(_ writer: any DatabaseWriter, collections: [CollectionSchema] = []) throws {
         self.writer = writer
+        schemas = SchemaRegistry([.notes] + collections)
+        maths = schemas.schemas.mapValues { RecordMath(schema: $0) }
+        // The search index's triggers call this on the writer's connection, where every write runs.
+        let searchText = Self.searchText(schemas)
+        try writer.writeWithoutTransaction { db in db.add(function: searchText) }
         try Self.migrator.migrate(writer)
+        try reindexIfSearchableChanged()
+        try pullAgainForNewCollections()
+    }
+
+    /// Pages and broadcasts of collections a store does not declare are skipped: when an app
+    /// declares a new collection, the next pull starts again from 0 so that its records arrive.
+    private func pullAgainForNewCollections() throws {
+        let names = schemas.schemas.keys.sorted()
+        try writer.write { db in
+            let known = Set((try meta(db, "collections") ?? "notes").split(separator: ",").map(String.init))
+            if !Set(names).isSubset(of: known) { try setMeta(db, "cursor", nil) }
+            try setMeta(db, "collections", names.joined(separator: ","))
+        }
+    }
+
+    /// The full-text index holds what was `searchable` when each record was written: when the
+    /// app's schemas mark other fields now, every record is indexed again.
+    private func reindexIfSearchableChanged() throws {
+        let searchable = JSONValue.object(schemas.schemas.mapValues { schema in
+            .array(schema.fields.filter(\.value.searchable).keys.sorted().map(JSONValue.string))
+        }).jsonString
+        try writer.write { db in
+            guard try meta(db, "searchable") != searchable else { return }
+            try db.execute(sql: """
+                DELETE FROM record_fts;
+                INSERT INTO record_fts(rowid, content) SELECT rowKey, noted_search_text(collection, local) FROM record;
+                """)
+            try setMeta(db, "searchable", searchable)
+        }
+    }
+
+    /// `noted_search_text(collection, local)`: the record's `searchable` text fields, for the
+    /// full-text index.
+    static func searchText(_ schemas: SchemaRegistry) -> DatabaseFunction {
+        DatabaseFunction("noted_search_text", argumentCount: 2, pure: true) { values in
+            guard let collection = String.fromDatabaseValue(values[0]), let schema = schemas[collection],
+                  let local = String.fromDatabaseValue(values[1]), let fields = (try? JSONValue.parse(local))?.objectValue
+            else { return "" }
+            return schema.fields.filter(\.value.searchable).keys.sorted().compactMap { fields[$0]?.stringValue }.joined(separator: "\n")
+        }
     }
 
     static var migrator: DatabaseMigrator {
@@ -110,6 +163,27 @@ public struct LocalStore: Sendable {
         }
         migrator.registerMigration("v5: one sync state per record") { db in
             try migrateToSyncState(db)
+        }
+        migrator.registerMigration("v6: search over every collection") { db in
+            // The searchable fields of each record's collection, instead of the notes' title and body.
+            try db.execute(sql: """
+                DROP TRIGGER record_fts_insert;
+                DROP TRIGGER record_fts_delete;
+                DROP TRIGGER record_fts_update;
+                DROP TABLE note_fts;
+                CREATE VIRTUAL TABLE record_fts USING fts5(content, tokenize = 'unicode61 remove_diacritics 2');
+                INSERT INTO record_fts(rowid, content) SELECT rowKey, noted_search_text(collection, local) FROM record;
+                CREATE TRIGGER record_fts_insert AFTER INSERT ON record BEGIN
+                  INSERT INTO record_fts(rowid, content) VALUES (new.rowKey, noted_search_text(new.collection, new.local));
+                END;
+                CREATE TRIGGER record_fts_delete AFTER DELETE ON record BEGIN
+                  DELETE FROM record_fts WHERE rowid = old.rowKey;
+                END;
+                CREATE TRIGGER record_fts_update AFTER UPDATE OF local ON record BEGIN
+                  UPDATE record_fts SET content = noted_search_text(new.collection, new.local) WHERE rowid = new.rowKey;
+                END;
+                CREATE INDEX record_by_collection ON record(collection, updatedAt);
+                """)
         }
         return migrator
     }

@@ -103,12 +103,4 @@ struct RecordRow: Sendable, FetchableRecord, MutablePersistableRecord {
     static func decode(_ text: String) -> [String: JSONValue]? {
         (try? JSONValue.parse(text))?.objectValue
     }
-
-    var note: Note {
-        let fields = NoteFields(json: localFields)
-        return Note(
-            id: id, title: fields.title, body: fields.body, tags: fields.tags, folder: fields.folder,
-            pinned: fields.pinned, trashed: fields.trashed, rev: rev, createdAt: createdAt, updatedAt: updatedAt,
-            pending: pending)
-    }
 }

@@ -7,10 +7,10 @@ public enum NotedEvent: Sendable, Hashable {
         case remote
     }
 
-    /// Notes were created or changed.
-    case changed(ids: [String], origin: Origin)
-    /// Notes were removed (purged here or elsewhere).
-    case removed(ids: [String])
+    /// Records of a collection were created or changed.
+    case changed(collection: String, ids: [String], origin: Origin)
+    /// Records of a collection were removed (purged here or elsewhere).
+    case removed(collection: String, ids: [String])
     /// A note purged elsewhere held unsynced text here; the text lives on as a new note.
     case forked(from: String, to: String)
     /// The server merged a concurrent edit but could not place all of this device's text in
@@ -47,9 +47,9 @@ actor EventHub {
 
 extension EventHub {
     func emit(_ effect: StoreEffect, origin: NotedEvent.Origin) {
-        if !effect.removed.isEmpty { emit(.removed(ids: effect.removed)) }
+        for (collection, ids) in effect.byCollection(effect.removed) { emit(.removed(collection: collection, ids: ids)) }
         for (from, to) in effect.forked { emit(.forked(from: from, to: to)) }
-        if !effect.changed.isEmpty { emit(.changed(ids: effect.changed, origin: origin)) }
+        for (collection, ids) in effect.byCollection(effect.changed) { emit(.changed(collection: collection, ids: ids, origin: origin)) }
         for (id, fields) in effect.conflicts { emit(.conflict(id: id, fields: fields)) }
         for (id, message) in effect.refused { emit(.error("the server refused the change to \(id): \(message)")) }
     }

@@ -326,7 +326,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
             var effect = try await store.storePage(records: records, cursor: storeCursor)
             if let keep {
                 let dropped = try await store.dropAbsent(keeping: keep)
-                effect.removed += dropped.removed
+                for id in dropped.removed { effect.remove(id, in: dropped.collections[id] ?? LocalStore.collection) }
             }
             await events.emit(effect, origin: .remote)
             await perform(machine.pageStored(more: more, cursor: cursor, now: clock.now))

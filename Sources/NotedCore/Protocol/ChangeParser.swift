@@ -129,6 +129,17 @@ public struct ChangeParser: Sendable {
         }
     }
 
+    /// Checks a whole field value as a record would hold it (what a `set` op may carry), by the
+    /// same rules as changes: clients validate local edits with it before they are stored.
+    public func validate(value: JSONValue, field: String, in collection: String) throws(ProtocolError) {
+        guard let schema = schemas[collection] else { throw ProtocolError(.unknownCollection, "unknown collection \"\(collection)\"") }
+        guard let spec = schema.fields[field] else { throw ProtocolError(.invalidField, "unknown field \"\(field)\"") }
+        let op = try parseOp(["set": value], field: field, spec: spec)
+        if case .setReplace(let values) = op, values.contains("") {
+            throw ProtocolError(.invalidField, "\"\(field)\": an element is empty")
+        }
+    }
+
     private func strings(_ value: JSONValue, field: String, op: String) throws(ProtocolError) -> [String] {
         guard let array = value.arrayValue else {
             throw ProtocolError(.invalidField, "\"\(field)\": \(op) takes an array of strings")

@@ -75,14 +75,15 @@ struct LiveServer: Sendable {
     }
 
     /// A client with its own database file, for `credentials`.
-    func client(_ credentials: Credentials, path: String? = nil, configure: (inout NotedClient.Configuration) -> Void = { _ in }) throws -> NotedClient {
+    func client(_ credentials: Credentials, path: String? = nil, collections: [CollectionSchema] = [],
+                configure: (inout NotedClient.Configuration) -> Void = { _ in }) throws -> NotedClient {
         var configuration = NotedClient.Configuration()
         configuration.sync.debounce = .milliseconds(20)
         configuration.sync.initialBackoff = .milliseconds(100)
         configuration.sync.maxBackoff = .milliseconds(500)
         configure(&configuration)
         let path = path ?? FileManager.default.temporaryDirectory.appendingPathComponent("noted-client-\(UUID().uuidString).sqlite").path
-        return try NotedClient(databasePath: path, server: url, credentials: credentials, configuration: configuration)
+        return try NotedClient(databasePath: path, collections: collections, server: url, credentials: credentials, configuration: configuration)
     }
 }
 
