@@ -123,6 +123,22 @@ import Testing
         #expect(after.keep == ["a", "new"])
     }
 
+    /// Found by `randomConcurrentEditsConverge` in a full test run: the server read the answer
+    /// to a pull from 0 before another device's create committed, and sent it after that
+    /// create's broadcast. The note, newer than the snapshot, must stay; one the snapshot's
+    /// cursor covers and does not name was purged, and goes.
+    @Test func aBroadcastNewerThanTheSnapshotIsKept() {
+        var snapshot = SnapshotPull()
+        snapshot.broadcastApplied(id: "newer", seq: 8)
+        snapshot.broadcastApplied(id: "purged", seq: 4)
+        let page = snapshot.page(records: records(["a"]), since: 0, cursor: 6, more: false, reset: false)
+        #expect(page.keep == ["a", "newer"])
+        // Covered by a later page: no longer kept by the next snapshot.
+        _ = snapshot.page(records: [], since: 6, cursor: 9, more: false, reset: false)
+        let again = snapshot.page(records: [], since: 0, cursor: 9, more: false, reset: false)
+        #expect(again.keep == [])
+    }
+
     /// Found by the simulation: a client whose first pull found nothing, then got a note in a
     /// broadcast, pulled from 0 again after the note was purged and kept it for ever.
     @Test func aStoreDropsWhatASnapshotFromZeroDidNotName() async throws {

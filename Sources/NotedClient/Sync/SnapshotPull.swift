@@ -13,8 +13,20 @@ import NotedCore
 public struct SnapshotPull: Sendable {
     private var seen: Set<String>?
     private var startCursor: Int64 = 0
+    /// Records applied from `change` broadcasts that no stored page has covered yet, with the
+    /// `seq` of their change.
+    private var broadcast: [String: Int64] = [:]
 
     public init() {}
+
+    /// A `change` broadcast was applied. The server may answer a pull from what it read before
+    /// that change committed, and send the page after the broadcast (another connection's push
+    /// committed in between): a snapshot ending at a cursor before the broadcast's `seq` does
+    /// not name the record, and must not drop it (seen in `randomConcurrentEditsConverge`: the
+    /// note was dropped, its id buried, and the next edit found no note).
+    public mutating func broadcastApplied(id: String, seq: Int64?) {
+        broadcast[id] = max(broadcast[id] ?? 0, seq ?? .max)
+    }
 
     /// Takes one page of a pull made with `since`.
     /// - Returns: the cursor to store with the page, and, when the page ends a snapshot, the ids
@@ -24,6 +36,8 @@ public struct SnapshotPull: Sendable {
             seen = []
             startCursor = since
         }
+        // Broadcasts a page's cursor covers are in that page or older than it.
+        defer { broadcast = broadcast.filter { $0.value > cursor } }
         guard var ids = seen else { return (cursor, nil) }
         ids.formUnion(records.map(\.id))
         if more {
@@ -31,6 +45,8 @@ public struct SnapshotPull: Sendable {
             return (startCursor, nil)
         }
         seen = nil
+        // Changed after the snapshot was read: newer than it, not purged.
+        ids.formUnion(broadcast.filter { $0.value > cursor }.keys)
         return (cursor, ids)
     }
 }

@@ -216,6 +216,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         case .applyBroadcast(let message):
             do {
                 let (applied, effect) = try await store.applyBroadcast(message, limits: machine.limits)
+                if applied { snapshot.broadcastApplied(id: message.id, seq: message.seq) }
                 await events.emit(effect, origin: .remote)
                 await perform(machine.broadcastApplied(applied, now: clock.now))
             } catch {
