@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "NotedClient", targets: ["NotedClient"]),
         .library(name: "NotedCLI", targets: ["NotedCLI"]),
         .executable(name: "noted", targets: ["noted"]),
+        .executable(name: "shelf", targets: ["shelf"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -117,6 +118,12 @@ let package = Package(
         .executableTarget(
             name: "noted",
             dependencies: ["NotedCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        // The example app of docs/collections.md: a reading log on NotedClient with its own collections.
+        .executableTarget(
+            name: "shelf",
+            dependencies: ["NotedClient", "NotedCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            resources: [.copy("collections")]
         ),
         // scripts/bench-load times a NotedClient initial sync with it; a target, not a product.
         .executableTarget(name: "noted-bench-sync", dependencies: ["NotedClient"]),

@@ -61,10 +61,10 @@ final class ServerProcess: Sendable {
     let port: Int
     let directory: String
 
-    init(directory: String, port: Int = 0) async throws {
+    init(directory: String, port: Int = 0, arguments: [String] = []) async throws {
         let process = Process()
         process.executableURL = binDirectory.appendingPathComponent("noted-server")
-        process.arguments = ["--port", String(port), "--data", directory, "--log-level", "error"]
+        process.arguments = ["--port", String(port), "--data", directory, "--log-level", "error"] + arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
