@@ -85,6 +85,8 @@ public enum RecordChange: Sendable, Hashable {
     case changed(ids: [String], origin: NotedEvent.Origin)
     /// Purged here or elsewhere.
     case removed(ids: [String])
+    /// A full snapshot from the server was taken in (`NotedEvent.reset`): reload.
+    case reset
 }
 
 /// The records of one collection, typed: create, update, delete, get, query, observe, history
@@ -156,6 +158,7 @@ public struct Records<Value: SyncedRecord>: Sendable {
                     switch event {
                     case .changed(collection, let ids, let origin): continuation.yield(.changed(ids: ids, origin: origin))
                     case .removed(collection, let ids): continuation.yield(.removed(ids: ids))
+                    case .reset: continuation.yield(.reset)
                     default: continue
                     }
                 }

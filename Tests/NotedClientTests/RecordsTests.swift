@@ -197,6 +197,29 @@ import Testing
         }
     }
 
+    /// The CloudKit app's "database reset": a device's first sync takes in a whole snapshot,
+    /// and says so once it has, after the records it brought.
+    @Test func aSnapshotIsAnnouncedAsAReset() async throws {
+        try await LiveServer.with(configure: { $0.schemas = SchemaRegistry([.notes, Self.worriesSchema, Self.booksSchema]) }) { server in
+            let user = try await server.makeUser()
+            let a = try server.client(user, collections: [Self.worriesSchema, Self.booksSchema])
+            let worry = try await a.records(Worry.self).create(Worry(text: "the exam"))
+            await a.startSync()
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
+            let b = try server.client(user, collections: [Self.worriesSchema, Self.booksSchema])
+            let changes = await b.records(Worry.self).observe()
+            await b.startSync()
+            var seen: [RecordChange] = []
+            for await change in changes {
+                seen.append(change)
+                if change == .reset { break }
+            }
+            #expect(seen == [.changed(ids: [worry.id], origin: .remote), .reset])
+            await a.stopSync()
+            await b.stopSync()
+        }
+    }
+
     /// The embedding example of docs/collections.md, compiled and run.
     @Test func theEmbeddingExampleWorks() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("noted-example-\(UUID().uuidString).sqlite").path

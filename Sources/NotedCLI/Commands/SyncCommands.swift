@@ -73,8 +73,8 @@ struct Watch: AsyncParsableCommand {
                 } else {
                     print("conflict \(id) in \(fields.joined(separator: ", ")): see `noted history \(id.prefix(8))`")
                 }
-            case .changed(_, _, .local), .changed(_, _, .remote), .removed:
-                break  // another collection's records, or this device's own edits
+            case .changed(_, _, .local), .changed(_, _, .remote), .removed, .reset:
+                break  // another collection's records, this device's own edits, or a snapshot (its removals are reported one by one)
             }
             fflush(nil)
         }

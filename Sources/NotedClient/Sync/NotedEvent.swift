@@ -16,6 +16,11 @@ public enum NotedEvent: Sendable, Hashable {
     /// The server merged a concurrent edit but could not place all of this device's text in
     /// these fields; the intended version is kept in the note's history as a conflict revision.
     case conflict(id: String, fields: [String])
+    /// A full snapshot from the server was taken in (the first sync of this database, or the
+    /// server found its cursor too old and sent everything again): records the server no
+    /// longer has are gone (each also reported as `removed`). Apps that keep their own copies
+    /// reload every list.
+    case reset
     /// The sync state changed.
     case status(SyncStatus)
     /// Something went wrong; sync carries on where it can.

@@ -330,6 +330,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
                 for id in dropped.removed { effect.remove(id, in: dropped.collections[id] ?? LocalStore.collection) }
             }
             await events.emit(effect, origin: .remote)
+            if keep != nil { await events.emit(.reset) }
             await perform(machine.pageStored(more: more, cursor: cursor, now: clock.now))
         } catch {
             await fail(error)
