@@ -299,7 +299,7 @@ final class SimClient {
         self.path = path
         var random = SimRandom(state: seed)
         device = random.uuid()
-        store = try LocalStore.open(path: path)
+        store = try LocalStore.open(path: path, collections: [World.journal])
         clock = SimClock(time: world.time)
         engine = SimClient.engine(store: store, clock: clock, world: world, index: index, seed: seed)
     }
@@ -342,7 +342,21 @@ final class World {
     /// Quiet: a session logs every sign-in at info level.
     let logger = Logger(label: "sim", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    init(seed: UInt64) async throws {
+    /// Whether local edits also go to the second collection, `journal`. The regression seeds run
+    /// without it, so that each replays the schedule that found its bug.
+    let journaling: Bool
+
+    /// The second collection: every field kind, with the bounds and enums the server checks.
+    static let journal = try! CollectionSchema(json: JSONValue.parse("""
+        {"name": "journal", "version": 1, "fields": {
+          "entry":  {"kind": "text", "searchable": true},
+          "labels": {"kind": "set"},
+          "mood":   {"kind": "scalar", "types": ["string"], "enum": ["low", "ok", "high"], "default": "ok", "indexed": true},
+          "score":  {"kind": "scalar", "types": ["number", "null"], "default": null, "min": 0, "max": 100}}}
+        """))
+
+    init(seed: UInt64, journaling: Bool = true) async throws {
+        self.journaling = journaling
         random = SimRandom(state: seed)
         let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
         directory = base + "/noted-sim-\(seed)-\(UUID().uuidString.prefix(8))"
@@ -376,9 +390,10 @@ final class World {
 
     static func openServer(path: String) async throws -> (SyncService, AccessTokens) {
         let limits = configuration.limits
-        let store = try SQLiteStore(path: path, limits: limits, revisionsKept: configuration.revisionsKept)
+        let schemas = SchemaRegistry([.notes, journal])
+        let store = try SQLiteStore(path: path, schemas: schemas, limits: limits, revisionsKept: configuration.revisionsKept)
         try await store.migrate()
-        let sync = SyncService(store: store, parser: ChangeParser(schemas: .v1, limits: limits), hub: SessionHub(), metrics: ServerMetrics())
+        let sync = SyncService(store: store, parser: ChangeParser(schemas: schemas, limits: limits), hub: SessionHub(), metrics: ServerMetrics())
         let tokens = try await AccessTokens.load(store: store, issuer: "https://sim.noted.invalid", audience: "noted", lifetime: .seconds(3600))
         return (sync, tokens)
     }

@@ -13,7 +13,13 @@ extension World {
         let roll = step.roll
         switch roll {
         case 0..<30:
-            try await localEdit(client)
+            // Drawn from a generator of its own, so that runs without the journal draw as before.
+            var pick = SimRandom(state: step.seed ^ 0x6A6F_7572_6E61_6C00)
+            if journaling && pick.chance(30) {
+                try await journalEdit(client)
+            } else {
+                try await localEdit(client)
+            }
         case 30..<62:
             try await deliver(client)
         case 62..<66:
@@ -137,7 +143,7 @@ extension World {
     func crash(_ client: SimClient) async throws {
         await client.engine.stop()
         client.currentLink = nil
-        client.store = try LocalStore.open(path: client.path)
+        client.store = try LocalStore.open(path: client.path, collections: [World.journal])
         client.clock = SimClock(time: time)
         client.delivered = 0
         client.drops = 0
@@ -236,6 +242,75 @@ extension World {
         try await settle(client)
     }
 
+    /// An edit to a record of the second collection: text with markers, a set, scalars, purges.
+    func journalEdit(_ client: SimClient) async throws {
+        let entries = try await client.store.records("journal")
+        let kind = entries.isEmpty ? 0 : random.below(8)
+        let entry = entries.isEmpty ? nil : entries[random.below(entries.count)]
+        let id = kind == 0 ? random.uuid() : entry!.id
+        func record(_ text: String) {
+            for match in text.matches(of: /\[(\d+)\]/) {
+                inserted[client.user, default: []].insert(Int(match.1)!)
+                markerRecord[Int(match.1)!] = id
+            }
+        }
+        func edit(_ change: @escaping @Sendable (inout [String: JSONValue]) -> Void) async throws {
+            _ = try await client.store.transaction { try $0.update("journal", id: id, change) }
+        }
+        switch kind {
+        case 0:
+            let text = marker() + " " + marker()
+            record(text)
+            let mood = ["low", "ok", "high"][random.below(3)]
+            trace.append("journal create \(client.name) \(id) \(text) \(mood)")
+            _ = try await client.store.transaction { try $0.create("journal", fields: ["entry": .string(text), "mood": .string(mood)], id: id) }
+        case 1, 2:
+            let text = marker()
+            record(text)
+            let at = random.below(100)
+            trace.append("journal insert \(client.name) \(id) \(text)")
+            try await edit { fields in
+                var words = (fields["entry"]?.stringValue ?? "").split(separator: " ").map(String.init)
+                words.insert(text, at: at % (words.count + 1))
+                fields["entry"] = .string(words.joined(separator: " "))
+            }
+        case 3:
+            let words = (entry?.fields["entry"]?.stringValue ?? "").split(separator: " ").map(String.init)
+            guard !words.isEmpty else { return }
+            let victim = words[random.below(words.count)]
+            for match in victim.matches(of: /\[(\d+)\]/) { removed.insert(Int(match.1)!) }
+            trace.append("journal delete \(client.name) \(id) \(victim)")
+            try await edit { fields in
+                var words = (fields["entry"]?.stringValue ?? "").split(separator: " ").map(String.init)
+                if let index = words.firstIndex(of: victim) { words.remove(at: index) }
+                fields["entry"] = .string(words.joined(separator: " "))
+            }
+        case 4:
+            let label = "l\(random.below(3))"
+            trace.append("journal label \(client.name) \(id) \(label)")
+            try await edit { fields in
+                var labels = fields["labels"]?.arrayValue?.compactMap(\.stringValue) ?? []
+                if let index = labels.firstIndex(of: label) { labels.remove(at: index) } else { labels.append(label) }
+                fields["labels"] = .array(labels.map(JSONValue.string))
+            }
+        case 5:
+            let mood = ["low", "ok", "high"][random.below(3)]
+            trace.append("journal mood \(client.name) \(id) \(mood)")
+            try await edit { $0["mood"] = .string(mood) }
+        case 6:
+            let score: JSONValue = random.chance(25) ? .null : .int(Int64(random.below(101)))
+            trace.append("journal score \(client.name) \(id) \(score.jsonString)")
+            try await edit { $0["score"] = score }
+        default:
+            guard random.chance(30) else { return }
+            trace.append("journal purge \(client.name) \(id)")
+            purged.insert(id)
+            _ = try await client.store.transaction { try $0.purge("journal", id: id) }
+        }
+        await client.engine.localEdit()
+        try await settle(client)
+    }
+
     // MARK: Checks
 
     /// Records' rev and the client's cursor never go backwards.
@@ -245,11 +320,13 @@ extension World {
             throw SimFailure(description: "\(client.name): cursor went back from \(client.lastCursor) to \(cursor)")
         }
         client.lastCursor = cursor
-        for note in try await client.store.list() + client.store.list(NoteFilter(trashed: true)) {
-            if let last = client.lastRev[note.id], note.rev < last {
-                throw SimFailure(description: "\(client.name): \(note.id) went back from rev \(last) to \(note.rev)")
+        let notes = try await (client.store.list() + client.store.list(NoteFilter(trashed: true))).map { ($0.id, $0.rev) }
+        let entries = try await client.store.records("journal").map { ($0.id, $0.rev) }
+        for (id, rev) in notes + entries {
+            if let last = client.lastRev[id], rev < last {
+                throw SimFailure(description: "\(client.name): \(id) went back from rev \(last) to \(rev)")
             }
-            client.lastRev[note.id] = note.rev
+            client.lastRev[id] = rev
         }
     }
 }
