@@ -104,14 +104,18 @@ public final class NotedClient: Sendable {
     @discardableResult
     public func create(_ fields: NoteFields) async throws -> Note {
         let note = try await store.create(fields)
-        await edited([note.id])
+        var effect = StoreEffect()
+        effect.add(note.id, in: LocalStore.collection)
+        await edited(effect)
         return note
     }
 
     @discardableResult
     public func update(_ id: String, _ edit: @Sendable (inout NoteFields) throws -> Void) async throws -> Note {
         let note = try await store.update(id, edit)
-        await edited([id])
+        var effect = StoreEffect()
+        effect.change(id, in: LocalStore.collection)
+        await edited(effect)
         return note
     }
 
@@ -205,11 +209,6 @@ public final class NotedClient: Sendable {
     func authorized() async throws -> (NotedAPI, String) {
         guard let api, let tokens else { throw NotedClientError(.unauthenticated, "history needs a server and a sign-in") }
         return (api, try await tokens.accessToken())
-    }
-
-    private func edited(_ ids: [String]) async {
-        await hub.emit(.changed(collection: LocalStore.collection, ids: ids, origin: .local))
-        await engine?.localEdit()
     }
 
     /// Announces a local transaction's edits and wakes the engine.

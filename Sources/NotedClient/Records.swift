@@ -81,7 +81,9 @@ public struct Stored<Value: SyncedRecord>: Sendable, Hashable, Identifiable {
 
 /// What happened to records of one collection, for `Records.observe()`.
 public enum RecordChange: Sendable, Hashable {
-    /// Created or changed, here (`.local`) or on another device (`.remote`).
+    /// New on this device: created here (`.local`) or received (`.remote`).
+    case added(ids: [String], origin: NotedEvent.Origin)
+    /// Changed, here (`.local`) or on another device (`.remote`).
     case changed(ids: [String], origin: NotedEvent.Origin)
     /// Purged here or elsewhere.
     case removed(ids: [String])
@@ -156,6 +158,7 @@ public struct Records<Value: SyncedRecord>: Sendable {
             let task = Task {
                 for await event in events {
                     switch event {
+                    case .added(collection, let ids, let origin): continuation.yield(.added(ids: ids, origin: origin))
                     case .changed(collection, let ids, let origin): continuation.yield(.changed(ids: ids, origin: origin))
                     case .removed(collection, let ids): continuation.yield(.removed(ids: ids))
                     case .reset: continuation.yield(.reset)

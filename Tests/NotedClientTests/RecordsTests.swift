@@ -152,7 +152,7 @@ import Testing
             await b.startSync()
             var heard = false
             for await change in changes {
-                if case .changed(let ids, .remote) = change, ids.contains(worry.id) {
+                if case .added(let ids, .remote) = change, ids.contains(worry.id) {
                     heard = true
                     break
                 }
@@ -214,7 +214,7 @@ import Testing
                 seen.append(change)
                 if change == .reset { break }
             }
-            #expect(seen == [.changed(ids: [worry.id], origin: .remote), .reset])
+            #expect(seen == [.added(ids: [worry.id], origin: .remote), .reset])
             await a.stopSync()
             await b.stopSync()
         }

@@ -18,7 +18,7 @@ import Testing
             let note = try await a.create(NoteFields(title: "Hello", body: "from A", tags: ["x"]))
             var received = false
             for await event in events {
-                if case .changed(_, let ids, .remote) = event, ids.contains(note.id) {
+                if case .added("notes", let ids, .remote) = event, ids.contains(note.id) {
                     received = true
                     break
                 }

@@ -40,7 +40,7 @@ struct Watch: AsyncParsableCommand {
         await client.startSync()
         for await event in events {
             switch event {
-            case .changed("notes", let ids, .remote):
+            case .added("notes", let ids, .remote), .changed("notes", let ids, .remote):
                 for id in ids {
                     let note = try? await client.note(id)
                     if options.json {
@@ -73,7 +73,7 @@ struct Watch: AsyncParsableCommand {
                 } else {
                     print("conflict \(id) in \(fields.joined(separator: ", ")): see `noted history \(id.prefix(8))`")
                 }
-            case .changed(_, _, .local), .changed(_, _, .remote), .removed, .reset:
+            case .added(_, _, .local), .added(_, _, .remote), .changed(_, _, .local), .changed(_, _, .remote), .removed, .reset:
                 break  // another collection's records, this device's own edits, or a snapshot (its removals are reported one by one)
             }
             fflush(nil)
@@ -118,7 +118,7 @@ struct Status: AsyncParsableCommand {
 private func showProgress(_ client: NotedClient) async {
     var received = 0
     for await event in await client.events() {
-        guard case .changed(_, let ids, .remote) = event else { continue }
+        guard case .added(_, let ids, .remote) = event else { continue }
         received += ids.count
         if received > 100 {
             let bar = String(repeating: "#", count: min(30, received / 100))

@@ -64,6 +64,7 @@ public struct LocalTransaction {
     let now: Date
     /// What the transaction did, for events: (collection, id).
     var changed: [(String, String)] = []
+    var added: Set<String> = []
     var removed: [(String, String)] = []
 
     /// Creates a record; fields not given read as their defaults.
@@ -76,6 +77,7 @@ public struct LocalTransaction {
         var row = RecordRow(id: id, collection: collection, local: schema.completed(fields), now: now)
         try row.insert(db)
         changed.append((collection, id))
+        added.insert(id)
         return StoredRecord(row, schema: schema)
     }
 
@@ -164,7 +166,9 @@ extension LocalStore {
             var transaction = LocalTransaction(db: db, store: self, parser: ChangeParser(schemas: schemas, limits: try limits(db)), now: now)
             let value = try body(&transaction)
             var effect = StoreEffect()
-            for (collection, id) in transaction.changed { effect.change(id, in: collection) }
+            for (collection, id) in transaction.changed {
+                if transaction.added.contains(id) { effect.add(id, in: collection) } else { effect.change(id, in: collection) }
+            }
             for (collection, id) in transaction.removed { effect.remove(id, in: collection) }
             return (value, effect)
         }

@@ -27,10 +27,17 @@ public struct StoreEffect: Sendable, Hashable {
 
     /// The collection of every id in `changed` and `removed`.
     public var collections: [String: String] = [:]
+    /// The ids in `changed` that are new on this device.
+    public var added: Set<String> = []
 
     mutating func change(_ id: String, in collection: String) {
         changed.append(id)
         collections[id] = collection
+    }
+
+    mutating func add(_ id: String, in collection: String) {
+        change(id, in: collection)
+        added.insert(id)
     }
 
     mutating func remove(_ id: String, in collection: String) {
@@ -117,7 +124,7 @@ extension LocalStore {
             row.state = .synced
             row.createdAt = record.createdAt
             try row.insert(db)
-            effect.change(record.id, in: record.collection)
+            effect.add(record.id, in: record.collection)
             return
         }
         if row.hasInflight {
@@ -189,7 +196,7 @@ extension LocalStore {
         try copy.insert(db)
         effect.remove(row.id, in: row.collection)
         effect.forked.append((row.id, newID))
-        effect.change(newID, in: row.collection)
+        effect.add(newID, in: row.collection)
     }
 
     private func bury(_ db: Database, _ id: String) throws {

@@ -7,7 +7,10 @@ public enum NotedEvent: Sendable, Hashable {
         case remote
     }
 
-    /// Records of a collection were created or changed.
+    /// Records of a collection that this device did not hold before: created here (`.local`),
+    /// or received from the server (`.remote`: created elsewhere, or brought by a first sync).
+    case added(collection: String, ids: [String], origin: Origin)
+    /// Records of a collection this device held were changed.
     case changed(collection: String, ids: [String], origin: Origin)
     /// Records of a collection were removed (purged here or elsewhere).
     case removed(collection: String, ids: [String])
@@ -54,7 +57,10 @@ extension EventHub {
     func emit(_ effect: StoreEffect, origin: NotedEvent.Origin) {
         for (collection, ids) in effect.byCollection(effect.removed) { emit(.removed(collection: collection, ids: ids)) }
         for (from, to) in effect.forked { emit(.forked(from: from, to: to)) }
-        for (collection, ids) in effect.byCollection(effect.changed) { emit(.changed(collection: collection, ids: ids, origin: origin)) }
+        let added = effect.changed.filter { effect.added.contains($0) }
+        let changed = effect.changed.filter { !effect.added.contains($0) }
+        for (collection, ids) in effect.byCollection(added) { emit(.added(collection: collection, ids: ids, origin: origin)) }
+        for (collection, ids) in effect.byCollection(changed) { emit(.changed(collection: collection, ids: ids, origin: origin)) }
         for (id, fields) in effect.conflicts { emit(.conflict(id: id, fields: fields)) }
         for (id, message) in effect.refused { emit(.error("the server refused the change to \(id): \(message)")) }
     }
