@@ -50,6 +50,11 @@ import Testing
         #expect(try await store.syncErrors().first?.message == "invalid_field: title: not allowed here")
         #expect(Set(try await store.conflicts().map(\.id)) == [Self.id(6), Self.id(11)])
         #expect(try await store.note(Self.id(3))?.body == "body 3 hello world, sent, and more")
+        // v6's one full-text index over every collection was built from what v4 held.
+        let found = try await store.search("hello")
+        #expect(found.contains { $0.id == Self.id(3) })
+        #expect(Set(found.map(\.id)).isSubset(of: visible))
+        #expect(try await store.search("nowhere-in-the-fixture").isEmpty)
 
         let (changes, _) = try await store.outbox(excluding: [], limit: 100)
         let byID = Dictionary(uniqueKeysWithValues: changes.map { ($0.recordID, $0) })
