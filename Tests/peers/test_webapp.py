@@ -15,6 +15,8 @@ import requests
 BIN = os.environ.get("NOTED_SERVER_BIN", ".build/debug/noted-server")
 NOTED = os.environ.get("NOTED_BIN", ".build/debug/noted")
 SHOTS = os.environ.get("NOTED_SCREENSHOTS")  # a folder: save screenshots of the main screens
+# The web app of this checkout, whatever the working directory (the server's default is Web in it).
+WEB_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Web"))
 
 selenium = pytest.importorskip("selenium")
 from selenium import webdriver  # noqa: E402
@@ -32,7 +34,7 @@ if not (CHROMIUM and DRIVER):
 def run_server(*options):
     """A real noted-server on a free port over a fresh data directory; yields its base URL."""
     data = tempfile.mkdtemp(prefix="noted-web-")
-    proc = subprocess.Popen([BIN, "--port", "0", "--data", data, *options], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen([BIN, "--port", "0", "--data", data, "--web-root", WEB_ROOT, *options], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline()
     m = re.match(r"noted-server listening on (http://\S+)", line)
     assert m, f"unexpected first line {line!r}"
