@@ -277,6 +277,7 @@ export class SyncEngine extends EventTarget {
 
   async onResult(message) {
     let newId = null;
+    let source = null; // the local fields of a note the server no longer has
     await this.store.update(message.id, (current) => {
       if (!current || !current.inflight || current.inflight.ccid !== message.ccid) return undefined;
       const sent = current.inflight.sent;
@@ -294,8 +295,9 @@ export class SyncEngine extends EventTarget {
       switch (message.code) {
         case "gone":
         case "not_found":
-          // Keep the local text as a new note.
+          // Keep the local text as a new note (read here: the record is deleted by this update).
           newId = uuid();
+          source = current.local;
           return null;
         case "base_unavailable":
         case "already_exists":
@@ -317,9 +319,6 @@ export class SyncEngine extends EventTarget {
       }
     });
     if (newId) {
-      const old = await this.store.get(message.id);
-      const source = old ? old.local : null;
-      await this.store.update(message.id, () => null);
       if (source) await this.store.update(newId, () => newRecord(newId, source));
       this.emit("records", { ids: [message.id, newId], remote: false });
     } else {
