@@ -26,6 +26,8 @@ export class SyncEngine extends EventTarget {
     this.stopped = true;
     this.limits = { maxChangesPerPush: 100 };
     this.staleRevs = new Map(); // id -> newest rev seen in a broadcast we could not apply
+    this.progress = null; // { from, to, cursor, notes } while pulling: how far the pull has come
+    this.latestSeq = 0; // the welcome's seq
     window.addEventListener("online", () => this.kick());
     window.addEventListener("offline", () => this.drop("browser offline"));
     this.watchdog = setInterval(() => this.checkTimeouts(), 1000);
@@ -169,6 +171,7 @@ export class SyncEngine extends EventTarget {
       case "welcome":
         this.attempt = 0;
         if (message.limits) this.limits = message.limits;
+        if (Number.isSafeInteger(message.seq)) this.latestSeq = message.seq;
         if (!this.ready) {
           this.setState("syncing");
           await this.pull();
@@ -201,18 +204,26 @@ export class SyncEngine extends EventTarget {
   async pull() {
     this.resetIds = null;
     const cursor = (await this.store.getMeta("cursor")) || 0;
+    this.progress = { from: cursor, to: Math.max(this.latestSeq, cursor), cursor, notes: 0 };
     this.request({ type: "pull", since: cursor, limit: PAGE }, "pull");
   }
 
   async onChanges(message) {
     if (message.reset && !this.resetIds) this.resetIds = new Set();
+    const records = message.records || [];
     const apply = [];
-    for (const record of message.records || []) {
+    for (const record of records) {
       if (this.resetIds) this.resetIds.add(record.id);
       apply.push([record.id, (current) => mergeServerRecord(current, record)]);
     }
-    await this.store.storePage(apply, message.cursor);
-    this.emit("records", { ids: (message.records || []).map((r) => r.id), remote: true });
+    const written = await this.store.storePage(apply, message.cursor);
+    if (this.progress) {
+      this.progress.notes += records.length;
+      this.progress.cursor = message.cursor;
+      if (!message.more) this.progress = null;
+    }
+    // `records` holds what was stored: listeners need not read the page back.
+    this.emit("records", { ids: records.map((r) => r.id), records: written, remote: true });
     if (message.more) {
       this.request({ type: "pull", since: message.cursor, limit: PAGE }, "pull");
       return;
@@ -220,12 +231,13 @@ export class SyncEngine extends EventTarget {
     if (this.resetIds) {
       const keep = this.resetIds;
       this.resetIds = null;
-      for (const record of await this.store.all()) {
-        if (!keep.has(record.id) && record.shadow && !isPending(record)) {
-          await this.store.update(record.id, () => null);
-        }
+      const dropped = [];
+      for (const id of await this.store.keys()) {
+        if (keep.has(id)) continue;
+        const result = await this.store.update(id, (record) => (record && record.shadow && !isPending(record) ? null : undefined));
+        if (result === null) dropped.push(id);
       }
-      this.emit("records", { remote: true });
+      this.emit("records", { ids: dropped, remote: true });
     }
     this.ready = true;
     this.staleRevs.clear();
@@ -234,7 +246,7 @@ export class SyncEngine extends EventTarget {
   }
 
   async resendInflight() {
-    const inflight = (await this.store.all()).filter((r) => r.inflight);
+    const inflight = (await this.store.pendingRecords()).filter((r) => r.inflight);
     for (let i = 0; i < inflight.length; i += this.limits.maxChangesPerPush || 100) {
       const batch = inflight.slice(i, i + (this.limits.maxChangesPerPush || 100));
       this.request({ type: "push", changes: batch.map((r) => r.inflight.change) }, "push", batch.map((r) => r.id));
@@ -251,7 +263,7 @@ export class SyncEngine extends EventTarget {
   async pushDirty() {
     if (!this.ready || !this.ws) return;
     const max = this.limits.maxChangesPerPush || 100;
-    const ready = (await this.store.all()).filter((r) => r.dirty && !r.inflight).slice(0, max);
+    const ready = (await this.store.pendingRecords()).filter((r) => r.dirty && !r.inflight).slice(0, max);
     if (ready.length === 0) {
       this.setState(this.pending.size ? "syncing" : "online");
       this.emit("pending");
@@ -320,7 +332,8 @@ export class SyncEngine extends EventTarget {
     });
     if (newId) {
       if (source) await this.store.update(newId, () => newRecord(newId, source));
-      this.emit("records", { ids: [message.id, newId], remote: false });
+      // `moved`: where the note's text went, for an editor that shows it.
+      this.emit("records", { ids: [message.id, newId], remote: false, moved: source ? { from: message.id, to: newId } : null });
     } else {
       this.emit("records", { ids: [message.id], remote: false });
     }
