@@ -14,7 +14,7 @@ import { SyncEngine } from "./sync.js";
 import { hunk, rebase, uuid } from "./text.js";
 import { NoteIndex, firstLine, summarize } from "./notes-index.js";
 import { NoteList } from "./list.js";
-import { Search, searchText } from "./search-client.js";
+import { Search } from "./search-client.js";
 
 const TEXT = ["title", "body"];
 const SAVE_DELAY = 200; // ms without a key before typing is written to the store
@@ -25,7 +25,7 @@ const $ = (id) => document.getElementById(id);
 const ui = {
   signedOut: $("signed-out"), app: $("app"), signIn: $("sign-in"), signInError: $("sign-in-error"),
   newNote: $("new-note"), sync: $("sync-status"), signOut: $("sign-out"), search: $("search"),
-  filter: $("filter"), notes: $("notes"), empty: $("empty"), editor: $("editor"), back: $("back"),
+  filter: $("filter"), notes: $("notes"), notesScroll: $("notes-scroll"), empty: $("empty"), editor: $("editor"), back: $("back"),
   pin: $("pin"), trash: $("trash"), restore: $("restore"), purge: $("purge"),
   historyToggle: $("history-toggle"), history: $("history"), revisions: $("revisions"),
   title: $("title"), body: $("body"), folder: $("folder"), tags: $("tags"), toast: $("toast"),
@@ -91,7 +91,7 @@ function render() {
     dirty.rows = false;
     list.refresh();
   }
-  ui.notes.hidden = shown.length === 0;
+  ui.notesScroll.hidden = shown.length === 0;
   ui.empty.hidden = !loaded || shown.length > 0;
   renderFilters();
   renderStatus();
@@ -188,7 +188,7 @@ function noteChanged(id, record) {
     if (entry) search.set(entry.doc, null);
   } else {
     const entry = index.put(summarize(record));
-    if (entry) search.set(entry.doc, record.purged ? null : searchText(record.local));
+    if (entry) search.set(entry.doc, record.purged ? null : id);
   }
   schedule("list");
 }
@@ -625,8 +625,8 @@ async function main() {
     return;
   }
   ui.app.hidden = false;
-  search = new Search();
-  list = new NoteList(ui.notes, { render: renderRow, onOpen: (id) => select(id) });
+  search = new Search(store, { onError: (message) => toast(`Search: ${message}`) });
+  list = new NoteList(ui.notes, ui.notesScroll, { render: renderRow, onOpen: (id) => select(id) });
   wireApp();
   engine = new SyncEngine({ store, auth });
   engine.addEventListener("records", (e) => onRecords(e.detail).catch((error) => toast(String(error))));
@@ -638,7 +638,7 @@ async function main() {
   });
   window.noted = { store, auth, engine, index }; // for tests and the curious
   engine.start();
-  // The one read of every record: summaries for the index, texts for the search worker.
+  // The one read of every record (the search worker reads the texts itself).
   await store.scan((batch) => {
     for (const record of batch) noteChanged(record.id, record);
   });

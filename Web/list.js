@@ -1,8 +1,9 @@
 // The notes list: a listbox that draws only the rows on screen plus a margin, so that 100,000
 // notes cost what 50 do. Rows have one fixed height (measured once from the first drawn row);
-// the list's padding stands in for the rows not drawn. Each drawn row is an `li` with role
-// option, aria-posinset and aria-setsize; the arrow keys, Page Up/Down, Home and End move
-// between rows (the focused row is the list's one tab stop), Enter or a click opens one.
+// the list's padding stands in for the rows not drawn (the list scrolls inside `scroller`).
+// Each drawn row is an `li` with role option, aria-posinset and aria-setsize; the arrow keys,
+// Page Up/Down, Home and End move between rows (the focused row is the list's one tab stop),
+// Enter or a click opens one.
 
 const MARGIN = 8; // rows drawn above and below the visible ones
 
@@ -11,8 +12,9 @@ export class NoteList {
    * `render(li, entry)` fills a row and returns a key that changes when its content does;
    * `onOpen(id)` opens a note.
    */
-  constructor(ul, { render, onOpen }) {
+  constructor(ul, scroller, { render, onOpen }) {
     this.ul = ul;
+    this.scroller = scroller;
     this.render = render;
     this.onOpen = onOpen;
     this.items = [];
@@ -23,7 +25,7 @@ export class NoteList {
     this.rowHeight = 0;
     this.rows = new Map(); // id -> drawn li
     this.frame = 0;
-    ul.addEventListener("scroll", () => this.drawSoon(), { passive: true });
+    scroller.addEventListener("scroll", () => this.drawSoon(), { passive: true });
     ul.addEventListener("click", (event) => {
       const li = event.target.closest("li[data-id]");
       if (!li) return;
@@ -42,7 +44,7 @@ export class NoteList {
       new ResizeObserver(() => {
         this.rowHeight = 0; // the font or the width may have changed: measure again
         this.drawSoon();
-      }).observe(ul);
+      }).observe(scroller);
     }
   }
 
@@ -110,7 +112,7 @@ export class NoteList {
     const i = this.indexOf(id);
     if (i < 0) return false;
     const h = this.rowHeight || 1;
-    return i * h >= this.ul.scrollTop - 1 && (i + 1) * h <= this.ul.scrollTop + this.ul.clientHeight + 1;
+    return i * h >= this.scroller.scrollTop - 1 && (i + 1) * h <= this.scroller.scrollTop + this.scroller.clientHeight + 1;
   }
 
   /** Scrolls as little as needed for the row of `id` to be on screen, and draws. */
@@ -120,9 +122,9 @@ export class NoteList {
     this.measure();
     const h = this.rowHeight;
     const top = i * h;
-    const view = this.ul.clientHeight;
-    if (top < this.ul.scrollTop) this.ul.scrollTop = top;
-    else if (top + h > this.ul.scrollTop + view) this.ul.scrollTop = top + h - view;
+    const view = this.scroller.clientHeight;
+    if (top < this.scroller.scrollTop) this.scroller.scrollTop = top;
+    else if (top + h > this.scroller.scrollTop + view) this.scroller.scrollTop = top + h - view;
     this.draw();
   }
 
@@ -153,8 +155,8 @@ export class NoteList {
     const n = this.items.length;
     this.measure();
     const h = this.rowHeight || 72;
-    const view = this.ul.clientHeight || 800;
-    const scrollTop = Math.min(this.ul.scrollTop, Math.max(0, n * h - view));
+    const view = this.scroller.clientHeight || 800;
+    const scrollTop = Math.min(this.scroller.scrollTop, Math.max(0, n * h - view));
     const first = Math.max(0, Math.floor(scrollTop / h) - MARGIN);
     const last = Math.min(n, Math.ceil((scrollTop + view) / h) + MARGIN);
     const rows = new Map();
@@ -203,7 +205,7 @@ export class NoteList {
     const li = event.target.closest("li[data-id]");
     if (!li || this.items.length === 0) return;
     const i = this.indexOf(li.dataset.id);
-    const page = Math.max(1, Math.floor(this.ul.clientHeight / (this.rowHeight || 72)) - 1);
+    const page = Math.max(1, Math.floor(this.scroller.clientHeight / (this.rowHeight || 72)) - 1);
     let next = null;
     switch (event.key) {
       case "ArrowDown": next = i + 1; break;

@@ -3,7 +3,7 @@
 
 const CACHE = "noted-shell-v2";
 const SHELL = ["./", "index.html", "app.js", "auth.js", "db.js", "sync.js", "text.js", "style.css",
-  "notes-index.js", "list.js", "search.js", "search-client.js", "search-worker.js",
+  "notes-index.js", "list.js", "search.js", "search-client.js", "search-worker.js", "search-text.js",
   "manifest.webmanifest", "icon.svg", "icon-192.png", "icon-512.png"];
 
 self.addEventListener("install", (event) => {

@@ -21,7 +21,7 @@ export class SyncEngine extends EventTarget {
     this.attempt = 0;
     this.pushTimer = null;
     this.reconnectTimer = null;
-    this.pending = new Map(); // rid -> { kind, ids, sentAt }
+    this.pending = new Map(); // rid -> { kind, ids, sentAt, since }
     this.rid = 0;
     this.stopped = true;
     this.limits = { maxChangesPerPush: 100 };
@@ -141,7 +141,7 @@ export class SyncEngine extends EventTarget {
 
   request(message, kind, ids = []) {
     const rid = String(++this.rid);
-    this.pending.set(rid, { kind, ids, sentAt: Date.now() });
+    this.pending.set(rid, { kind, ids, sentAt: Date.now(), since: message.since });
     if (!this.send({ ...message, rid })) this.pending.delete(rid);
     return rid;
   }
@@ -179,7 +179,7 @@ export class SyncEngine extends EventTarget {
         break;
       case "changes":
         if (message.rid !== undefined) this.pending.delete(String(message.rid));
-        await this.onChanges(message);
+        await this.onChanges(message, entry ? entry.since : undefined);
         break;
       case "ack":
       case "reject":
@@ -208,7 +208,7 @@ export class SyncEngine extends EventTarget {
     this.request({ type: "pull", since: cursor, limit: PAGE }, "pull");
   }
 
-  async onChanges(message) {
+  async onChanges(message, since) {
     if (message.reset && !this.resetIds) this.resetIds = new Set();
     const records = message.records || [];
     const apply = [];
@@ -216,7 +216,19 @@ export class SyncEngine extends EventTarget {
       if (this.resetIds) this.resetIds.add(record.id);
       apply.push([record.id, (current) => mergeServerRecord(current, record)]);
     }
-    const written = await this.store.storePage(apply, message.cursor);
+    // The next page is asked for now, while this one is stored: the server's work and the
+    // store's overlap. Pages are stored in the order they came (each store's transaction is
+    // created here, in message order), and a page is stored only onto the cursor it was
+    // asked from: if one fails, the ones after it fail too and the pull starts again.
+    const ws = this.ws;
+    if (message.more) this.request({ type: "pull", since: message.cursor, limit: PAGE }, "pull");
+    let written;
+    try {
+      written = await this.store.storePage(apply, message.cursor, since);
+    } catch (error) {
+      if (this.ws === ws) this.drop("could not store a page");
+      throw error;
+    }
     if (this.progress) {
       this.progress.notes += records.length;
       this.progress.cursor = message.cursor;
@@ -224,10 +236,7 @@ export class SyncEngine extends EventTarget {
     }
     // `records` holds what was stored: listeners need not read the page back.
     this.emit("records", { ids: records.map((r) => r.id), records: written, remote: true });
-    if (message.more) {
-      this.request({ type: "pull", since: message.cursor, limit: PAGE }, "pull");
-      return;
-    }
+    if (message.more || this.ws !== ws) return;
     if (this.resetIds) {
       const keep = this.resetIds;
       this.resetIds = null;
