@@ -87,6 +87,9 @@ function render() {
     dirty.rows = false;
     shown = currentEntries(query);
     list.setItems(shown);
+    // The search the rows reflect (for tests and scripts/bench-web; "" when none).
+    const reflects = !query ? "" : searchResult && searchResult.query === query ? query : ui.notes.dataset.search || "";
+    if (ui.notes.dataset.search !== reflects) ui.notes.dataset.search = reflects;
   } else if (dirty.rows) {
     dirty.rows = false;
     list.refresh();
