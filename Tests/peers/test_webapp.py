@@ -75,7 +75,9 @@ def by_label(driver, label):
     return driver.find_element(By.CSS_SELECTOR, f'[aria-label="{label}"]')
 
 
-def sign_in(driver, base, account):
+def sign_in(driver, base, account, sync_timeout=10):
+    """Signs in through the OAuth page; returns once the first sync is done ("online"), which
+    for an account of many notes takes longer than the usual wait (`sync_timeout` seconds)."""
     driver.get(base + "/")
     wait(driver, lambda d: d.find_element(By.ID, "sign-in").is_displayed() or d.find_element(By.ID, "app").is_displayed())
     if driver.find_element(By.ID, "app").is_displayed():
@@ -87,7 +89,7 @@ def sign_in(driver, base, account):
     driver.find_element(By.XPATH, "//button[normalize-space()='Sign in']").click()
     wait(driver, lambda d: d.find_element(By.ID, "app").is_displayed(), message="app after sign-in")
     assert "code=" not in driver.current_url
-    wait(driver, lambda d: "online" in d.find_element(By.ID, "sync-status").text, message="online")
+    wait(driver, lambda d: "online" in d.find_element(By.ID, "sync-status").text, timeout=sync_timeout, message="online")
 
 
 def titles(driver):
@@ -357,7 +359,7 @@ def test_ten_thousand_notes_type_switch_search(big_server):
     driver = browser()
     try:
         driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": COUNT_FULL_READS})
-        sign_in(driver, base, account)
+        sign_in(driver, base, account, sync_timeout=60)  # pulling 10,000 notes: about 7 s on an idle machine
         wait(driver, lambda d: list_state(d)["setsize"] == 10000, timeout=60, message="10,000 notes listed")
         state = list_state(driver)
         assert state["drawn"] < 100, f"{state['drawn']} rows drawn: the list is not virtualized"
