@@ -1,15 +1,31 @@
 // The Noted web app: a master/detail notes UI over the local store, synced by SyncEngine.
+//
+// The page keeps a summary of every note (NoteIndex), loaded once at start-up and then changed
+// by the ids each event names; nothing reads every record after that. A note's body is read
+// when it opens. The list draws only its visible rows (NoteList), at most once per animation
+// frame; search goes through a word index in a worker (Search). Typing touches only the note
+// typed in: its row is redrawn in place, the text is written to the store when typing pauses
+// (a Draft per note: what the store holds plus what is typed on top, merged with changes that
+// arrive meanwhile), and the list re-sorts after that write, not on every key.
 
-import { LocalStore, isPending, newRecord, normalizeFields } from "./db.js";
+import { LocalStore, newRecord, normalizeFields } from "./db.js";
 import { Auth } from "./auth.js";
 import { SyncEngine } from "./sync.js";
 import { hunk, rebase, uuid } from "./text.js";
+import { NoteIndex, firstLine, summarize } from "./notes-index.js";
+import { NoteList } from "./list.js";
+import { Search } from "./search-client.js";
+
+const TEXT = ["title", "body"];
+const SAVE_DELAY = 200; // ms without a key before typing is written to the store
+const SAVE_MAX_DELAY = 1000; // typing without a pause is written at least this often
+const PUSH_DELAY = 100; // ms from a written edit to its push (typing is already debounced)
 
 const $ = (id) => document.getElementById(id);
 const ui = {
   signedOut: $("signed-out"), app: $("app"), signIn: $("sign-in"), signInError: $("sign-in-error"),
   newNote: $("new-note"), sync: $("sync-status"), signOut: $("sign-out"), search: $("search"),
-  filter: $("filter"), notes: $("notes"), empty: $("empty"), editor: $("editor"), back: $("back"),
+  filter: $("filter"), notes: $("notes"), notesScroll: $("notes-scroll"), empty: $("empty"), editor: $("editor"), back: $("back"),
   pin: $("pin"), trash: $("trash"), restore: $("restore"), purge: $("purge"),
   historyToggle: $("history-toggle"), history: $("history"), revisions: $("revisions"),
   title: $("title"), body: $("body"), folder: $("folder"), tags: $("tags"), toast: $("toast"),
@@ -18,9 +34,15 @@ const ui = {
 let store;
 let auth;
 let engine;
-let selectedId = null;
-let saved = { title: "", body: "" }; // what the editor last wrote to the store
-let records = [];
+let search;
+let list;
+const index = new NoteIndex();
+let selectedId = null; // the note chosen in the list
+let draft = null; // the note the editor shows
+const drafts = new Map(); // id -> Draft: the editor's, and ones still being written after it moved on
+let selecting = 0;
+let loaded = false; // the store has been read once
+let shown = []; // the entries the list shows
 
 function toast(message) {
   ui.toast.textContent = message;
@@ -29,8 +51,7 @@ function toast(message) {
   toast.timer = setTimeout(() => (ui.toast.hidden = true), 5000);
 }
 
-function relativeTime(iso) {
-  const then = Date.parse(iso);
+function relativeTime(then) {
   if (!then) return "";
   const s = Math.round((Date.now() - then) / 1000);
   if (s < 45) return "just now";
@@ -40,115 +61,343 @@ function relativeTime(iso) {
   return new Date(then).toLocaleDateString();
 }
 
-function visible(record) {
-  return !record.purged && record.local;
+// ---------------------------------------------------------------------------------------------
+// Drawing: at most once per animation frame.
+
+const dirty = { list: false, rows: false };
+let frame = 0;
+let facetsShown = -1;
+let filterKey = "";
+let searchRunning = false;
+let searchResult = null; // { query, version, hits } of the last search
+
+function schedule(what) {
+  if (what) dirty[what] = true;
+  if (!frame) frame = requestAnimationFrame(render);
 }
 
-function matchesFilter(record) {
-  const f = record.local;
-  const filter = ui.filter.value;
-  if (filter === "trash") return f.trashed;
-  if (f.trashed) return false;
-  if (filter.startsWith("folder:")) return f.folder === filter.slice(7);
-  if (filter.startsWith("tag:")) return f.tags.includes(filter.slice(4));
-  return true;
-}
-
-function matchesSearch(record) {
-  const q = ui.search.value.trim().toLowerCase();
-  if (!q) return true;
-  const f = record.local;
-  return f.title.toLowerCase().includes(q) || f.body.toLowerCase().includes(q) || f.tags.some((t) => t.toLowerCase().includes(q));
-}
-
-function renderFilters() {
-  const current = ui.filter.value;
-  const folders = new Set();
-  const tags = new Set();
-  for (const r of records) {
-    if (!visible(r)) continue;
-    if (r.local.folder) folders.add(r.local.folder);
-    for (const t of r.local.tags) tags.add(t);
+function render() {
+  frame = 0;
+  const query = ui.search.value.trim();
+  if (query && !searchRunning && (!searchResult || searchResult.query !== query || searchResult.version !== index.version)) {
+    runSearch(query);
   }
-  const options = [["all", "All notes"], ["trash", "Trash"],
-    ...[...folders].sort().map((f) => [`folder:${f}`, `Folder: ${f}`]),
-    ...[...tags].sort().map((t) => [`tag:${t}`, `Tag: ${t}`])];
-  ui.filter.replaceChildren(...options.map(([value, label]) => new Option(label, value)));
-  ui.filter.value = options.some(([v]) => v === current) ? current : "all";
-}
-
-function renderList() {
+  if (dirty.list) {
+    dirty.list = false;
+    dirty.rows = false;
+    shown = currentEntries(query);
+    list.setItems(shown);
+    // The search the rows reflect (for tests and scripts/bench-web; "" when none).
+    const reflects = !query ? "" : searchResult && searchResult.query === query ? query : ui.notes.dataset.search || "";
+    if (ui.notes.dataset.search !== reflects) ui.notes.dataset.search = reflects;
+  } else if (dirty.rows) {
+    dirty.rows = false;
+    list.refresh();
+  }
+  ui.notesScroll.hidden = shown.length === 0;
+  ui.empty.hidden = !loaded || shown.length > 0;
   renderFilters();
-  const shown = records.filter((r) => visible(r) && matchesFilter(r) && matchesSearch(r));
-  shown.sort((a, b) => (b.local.pinned - a.local.pinned) || (Date.parse(b.updatedAt) - Date.parse(a.updatedAt)));
-  ui.notes.replaceChildren(...shown.map((r) => {
-    const li = document.createElement("li");
-    li.role = "option";
-    li.tabIndex = 0;
-    li.dataset.id = r.id;
-    li.setAttribute("aria-selected", String(r.id === selectedId));
-    const title = document.createElement("div");
-    title.className = "note-title";
-    if (r.local.pinned) {
-      const pin = document.createElement("span");
-      pin.className = "pin";
-      pin.textContent = "📌";
-      pin.setAttribute("aria-label", "pinned");
-      title.append(pin);
+  renderStatus();
+}
+
+function currentEntries(query) {
+  const filter = ui.filter.value;
+  if (!query) return index.query(filter);
+  if (!searchResult || searchResult.query !== query) return shown; // its search is under way
+  return searchResult.hits ? index.query(filter, searchResult.hits) : [];
+}
+
+/** One search at a time, in the worker; keys typed meanwhile make one more when it answers. */
+function runSearch(query) {
+  searchRunning = true;
+  const version = index.version;
+  search.match(query).then((hits) => {
+    searchRunning = false;
+    searchResult = { query, version, hits };
+    schedule("list");
+  });
+}
+
+function renderRow(li, entry, oldKey) {
+  const meta = relativeTime(Math.max(entry.updatedAt, entry.touchedAt || 0)) + (entry.pending ? " · not synced" : "");
+  const title = entry.title || "Untitled";
+  const line = entry.line || "No text";
+  const key = `${entry.pinned ? 1 : 0}\u0001${title}\u0001${line}\u0001${meta}`;
+  if (key === oldKey) return key;
+  const head = document.createElement("div");
+  head.className = "note-title";
+  if (entry.pinned) {
+    const pin = document.createElement("span");
+    pin.className = "pin";
+    pin.setAttribute("role", "img");
+    pin.setAttribute("aria-label", "pinned");
+    pin.textContent = "📌";
+    head.append(pin);
+  }
+  head.append(title);
+  const lineDiv = document.createElement("div");
+  lineDiv.className = "note-line";
+  lineDiv.textContent = line;
+  const metaDiv = document.createElement("div");
+  metaDiv.className = "note-meta";
+  metaDiv.textContent = meta;
+  li.replaceChildren(head, lineDiv, metaDiv);
+  return key;
+}
+
+/** The filter menu, from the counts the index keeps (rebuilt only when they change). */
+function renderFilters() {
+  if (index.facets === facetsShown) return;
+  facetsShown = index.facets;
+  const c = index.counts;
+  const n = (x) => x.toLocaleString();
+  const current = ui.filter.value;
+  const options = [["all", `All notes (${n(c.all)})`], ["trash", `Trash (${n(c.trash)})`]];
+  const folders = [...c.folders.keys()].sort();
+  const tags = [...c.tags.keys()].sort();
+  // The menu keeps the folder or tag it shows even when no note has it any more.
+  if (current.startsWith("folder:") && !c.folders.has(current.slice(7))) folders.push(current.slice(7));
+  if (current.startsWith("tag:") && !c.tags.has(current.slice(4))) tags.push(current.slice(4));
+  for (const f of folders) options.push([`folder:${f}`, `Folder: ${f} (${n(c.folders.get(f) || 0)})`]);
+  for (const t of tags) options.push([`tag:${t}`, `Tag: ${t} (${n(c.tags.get(t) || 0)})`]);
+  const key = options.map(([value, label]) => `${value}\u0001${label}`).join("\u0002");
+  if (key === filterKey) return;
+  filterKey = key;
+  ui.filter.replaceChildren(...options.map(([value, label]) => new Option(label, value)));
+  ui.filter.value = current;
+}
+
+function renderStatus() {
+  const state = engine ? engine.state : "offline";
+  let text = state;
+  const progress = engine && engine.progress;
+  if (progress && state === "syncing" && progress.notes > 0) {
+    const span = progress.to - progress.from;
+    const part = span > 0 ? Math.min(1, (progress.cursor - progress.from) / span) : 1;
+    text = `syncing ${progress.notes.toLocaleString()} notes · ${Math.floor(part * 100)}%`;
+  }
+  if (index.counts.pending) text += ` · ${index.counts.pending} pending`;
+  if (ui.sync.textContent !== text) ui.sync.textContent = text;
+  if (ui.sync.dataset.state !== state) ui.sync.dataset.state = state;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The index, changed by ids.
+
+/** A note's new stored state (null: deleted) into the index and the search index. */
+function noteChanged(id, record) {
+  if (!record) {
+    const entry = index.remove(id);
+    if (entry) search.set(entry.doc, null);
+  } else {
+    const entry = index.put(summarize(record));
+    if (entry) search.set(entry.doc, record.purged ? null : id);
+  }
+  schedule("list");
+}
+
+async function onRecords({ ids = [], records, moved }) {
+  if (moved) {
+    // The server no longer has the note; its text lives on as a new one: so does its draft.
+    const d = drafts.get(moved.from);
+    if (d) {
+      drafts.delete(moved.from);
+      d.id = moved.to;
+      d.lv = 0;
+      drafts.set(moved.to, d);
     }
-    title.append(document.createTextNode(r.local.title || "Untitled"));
-    const line = document.createElement("div");
-    line.className = "note-line";
-    line.textContent = r.local.body.split("\n").find((l) => l.trim()) || "No text";
-    const meta = document.createElement("div");
-    meta.className = "note-meta";
-    meta.textContent = relativeTime(r.updatedAt) + (isPending(r) ? " · not synced" : "");
-    li.append(title, line, meta);
-    li.addEventListener("click", () => select(r.id));
-    li.addEventListener("keydown", (e) => { if (e.key === "Enter") select(r.id); });
-    return li;
-  }));
-  ui.empty.hidden = shown.length > 0;
-  const pending = records.filter(isPending).length;
-  ui.sync.dataset.state = engine ? engine.state : "offline";
-  ui.sync.textContent = (engine ? engine.state : "offline") + (pending ? ` · ${pending} pending` : "");
+    if (selectedId === moved.from) {
+      selectedId = moved.to;
+      list.setSelected(moved.to);
+    }
+  }
+  const found = records || (await store.getMany(ids));
+  for (const id of ids) {
+    if (!found.has(id)) continue; // not changed by this page
+    const record = found.get(id) || null;
+    noteChanged(id, record);
+    const d = drafts.get(id);
+    if (d) arrive(d, record);
+  }
 }
 
-async function reload() {
-  records = await store.all();
-  renderList();
-  renderEditor();
+// ---------------------------------------------------------------------------------------------
+// The editor: a Draft is a note's text as the store holds it (`base`, at version `lv`) plus what
+// is typed on top, shown in the editor or, once the editor moved on, kept until written.
+
+class Draft {
+  constructor(record) {
+    this.id = record.id;
+    this.lv = record.lv || 0;
+    this.base = { title: record.local.title, body: record.local.body };
+    this.record = record;
+    this.shown = false;
+    this.text = null; // the text while the editor does not show it
+    this.writing = false;
+    this.again = false;
+    this.deferred = undefined; // a newer stored state that arrived while writing (null: deleted)
+    this.timer = 0;
+    this.firstUnsaved = 0;
+  }
+
+  content() {
+    return this.shown ? { title: ui.title.value, body: ui.body.value } : this.text;
+  }
+
+  setContent(name, value) {
+    if (this.shown) setField(ui[name], value);
+    else this.text[name] = value;
+  }
+
+  get dirty() {
+    const c = this.content();
+    return c.title !== this.base.title || c.body !== this.base.body;
+  }
 }
 
-/** Shows the selected note; keeps the caret and any typing not yet saved. */
-function renderEditor() {
-  const record = records.find((r) => r.id === selectedId);
-  if (!record || record.purged) {
-    ui.editor.hidden = true;
-    ui.app.classList.remove("editing");
+/** Replaces a field's text keeping the caret where it was relative to the text around it. */
+function setField(el, next) {
+  if (el.value === next) return;
+  const focused = document.activeElement === el;
+  const start = el.selectionStart;
+  const end = el.selectionEnd;
+  const h = hunk(el.value, next);
+  const map = (pos) => (pos >= h.end ? pos + (h.toEnd - h.end) : pos > h.start ? h.toEnd : pos);
+  el.value = next;
+  if (focused) el.setSelectionRange(map(start), map(end));
+}
+
+function scheduleSave(d) {
+  clearTimeout(d.timer);
+  const now = performance.now();
+  if (!d.firstUnsaved) d.firstUnsaved = now;
+  const wait = Math.max(0, Math.min(SAVE_DELAY, d.firstUnsaved + SAVE_MAX_DELAY - now));
+  d.timer = setTimeout(() => save(d), wait);
+}
+
+function settle(d) {
+  if (!d.shown && !d.writing && !d.timer && drafts.get(d.id) === d && !d.dirty) drafts.delete(d.id);
+}
+
+/**
+ * Writes a draft's typing to the store: one write at a time per note, the text read when the
+ * write starts. If the stored note moved on since the draft's base (a pull, an ack, another
+ * tab), the typing is merged onto it, and the editor gets what was merged in.
+ */
+async function save(d) {
+  clearTimeout(d.timer);
+  d.timer = 0;
+  if (d.writing) {
+    d.again = true;
     return;
   }
-  ui.editor.hidden = false;
-  const f = record.local;
-  for (const name of ["title", "body"]) {
-    const el = ui[name];
-    if (el.value === f[name]) {
-      saved[name] = f[name];
-      continue;
-    }
-    // Typing since the last save is rebased onto the new text rather than lost.
-    const typed = el.value !== saved[name];
-    const next = typed ? rebase(saved[name], el.value, f[name]) : f[name];
-    const focused = document.activeElement === el;
-    const start = el.selectionStart;
-    const end = el.selectionEnd;
-    const h = hunk(el.value, next);
-    const map = (pos) => (pos >= h.end ? pos + (h.toEnd - h.end) : pos > h.start ? h.toEnd : pos);
-    el.value = next;
-    if (focused) el.setSelectionRange(map(start), map(end));
-    saved[name] = f[name];
-    if (typed) saveText(name);
+  const value = { ...d.content() };
+  d.firstUnsaved = 0;
+  if (value.title === d.base.title && value.body === d.base.body) {
+    settle(d);
+    return;
   }
+  d.writing = true;
+  const base = { ...d.base };
+  const lv = d.lv;
+  let written;
+  try {
+    written = await store.update(d.id, (current) => {
+      if (!current || current.purged) return undefined;
+      const local = { ...current.local };
+      for (const name of TEXT) {
+        local[name] = (current.lv || 0) === lv ? value[name] : rebase(base[name], value[name], current.local[name]);
+      }
+      return { ...current, local, dirty: true, updatedAt: new Date().toISOString() };
+    });
+  } catch (error) {
+    d.writing = false;
+    toast(`Could not save "${value.title || "Untitled"}": ${error.message}. Retrying.`);
+    d.timer = setTimeout(() => save(d), 2000);
+    return;
+  }
+  d.writing = false;
+  if (written) {
+    for (const name of TEXT) {
+      if (written.local[name] !== value[name]) d.setContent(name, rebase(value[name], d.content()[name], written.local[name]));
+    }
+    d.base = { title: written.local.title, body: written.local.body };
+    d.lv = written.lv;
+    d.record = written;
+    noteChanged(d.id, written);
+    if (d === draft) renderMeta();
+    engine.schedulePush(PUSH_DELAY);
+  } else if (d.deferred === undefined) {
+    // Deleted, or purged here, under the typing: see what the store holds.
+    d.deferred = (await store.get(d.id)) || null;
+  }
+  const later = d.deferred;
+  d.deferred = undefined;
+  if (later !== undefined) arrive(d, later);
+  if (d.again) {
+    d.again = false;
+    save(d);
+  } else if (d.dirty && !d.timer && drafts.get(d.id) === d) {
+    if (d.shown) scheduleSave(d);
+    else save(d);
+  } else {
+    settle(d);
+  }
+}
+
+/** A newer stored state of a draft's note (null: deleted): merged under the typing. */
+function arrive(d, record) {
+  if (d.writing) {
+    if (record === null || (d.deferred !== null && (d.deferred === undefined || (record.lv || 0) > (d.deferred.lv || 0)))) {
+      d.deferred = record;
+    }
+    return;
+  }
+  if (record === null || record.purged) {
+    gone(d, record);
+    return;
+  }
+  if ((record.lv || 0) <= d.lv) return;
+  for (const name of TEXT) {
+    const theirs = record.local[name];
+    const base = d.base[name];
+    if (theirs === base) continue;
+    const mine = d.content()[name];
+    d.setContent(name, mine === base ? theirs : rebase(base, mine, theirs));
+  }
+  d.base = { title: record.local.title, body: record.local.body };
+  d.lv = record.lv || 0;
+  d.record = record;
+  if (d === draft) renderMeta();
+  if (d.dirty) {
+    if (d.shown) scheduleSave(d);
+    else save(d);
+  }
+}
+
+/** A draft's note was deleted (elsewhere, or purged here): typing not yet written becomes a new note. */
+function gone(d, record) {
+  const text = d.content() ? { ...d.content() } : null;
+  const unsaved = text && d.dirty && !(record && record.purged);
+  clearTimeout(d.timer);
+  d.timer = 0;
+  if (drafts.get(d.id) === d) drafts.delete(d.id);
+  if (d === draft) {
+    draft = null;
+    closeEditor();
+  }
+  if (unsaved) {
+    createNote({ ...d.record.local, title: text.title, body: text.body });
+    toast("This note was deleted on another device; what you typed is kept as a new note.");
+  }
+}
+
+function flushAll() {
+  for (const d of drafts.values()) if (d.timer || d.dirty) save(d);
+}
+
+function renderMeta() {
+  const f = draft.record.local;
   if (document.activeElement !== ui.folder) ui.folder.value = f.folder || "";
   if (document.activeElement !== ui.tags) ui.tags.value = f.tags.join(", ");
   ui.pin.textContent = f.pinned ? "Unpin" : "Pin";
@@ -158,50 +407,125 @@ function renderEditor() {
   ui.purge.hidden = !f.trashed;
 }
 
-async function select(id) {
+function closeEditor() {
+  ui.editor.hidden = true;
+  ui.app.classList.remove("editing");
+}
+
+/** Shows a draft in the editor; the one shown before is kept until its typing is written. */
+function open(next) {
+  if (draft && draft !== next) {
+    const old = draft;
+    old.text = { title: ui.title.value, body: ui.body.value };
+    old.shown = false;
+    if (old.dirty || old.timer) save(old);
+    else settle(old);
+  }
+  draft = next;
+  if (!next) {
+    closeEditor();
+    return;
+  }
+  drafts.set(next.id, next);
+  if (!next.shown) {
+    const text = next.text || next.base;
+    ui.title.value = text.title;
+    ui.body.value = text.body;
+    next.text = null;
+    next.shown = true;
+  }
+  ui.editor.hidden = false;
+  renderMeta();
+}
+
+/** Opens a note: its body is read now (or `record` is given). */
+async function select(id, record = null) {
   selectedId = id;
-  const record = records.find((r) => r.id === id);
-  saved = { title: record ? record.local.title : "", body: record ? record.local.body : "" };
-  ui.title.value = saved.title;
-  ui.body.value = saved.body;
+  list.setSelected(id);
   ui.history.hidden = true;
   ui.historyToggle.setAttribute("aria-expanded", "false");
   ui.app.classList.add("editing");
-  renderList();
-  renderEditor();
+  if (draft && draft.id === id) {
+    ui.editor.hidden = false;
+    return;
+  }
+  const token = ++selecting;
+  let next = drafts.get(id);
+  if (!next) {
+    const stored = record || (await store.get(id));
+    if (token !== selecting) return;
+    next = drafts.get(id) || (stored && !stored.purged ? new Draft(stored) : null);
+  }
+  open(next);
 }
 
-/** One local edit: the new fields and the outbox mark in one transaction. */
-async function edit(id, change, { debounce = false } = {}) {
-  await store.update(id, (current) => {
+function onType() {
+  const d = draft;
+  if (!d) return;
+  const entry = index.touch(d.id, { title: ui.title.value, line: firstLine(ui.body.value), pending: true });
+  if (entry) {
+    entry.touchedAt = Date.now();
+    list.refreshRow(d.id);
+  }
+  scheduleSave(d);
+  schedule();
+}
+
+/** One local edit of a note's other fields: the new fields and the outbox mark in one transaction. */
+async function edit(id, change) {
+  if (!id) return undefined;
+  const written = await store.update(id, (current) => {
     if (!current) return undefined;
     const local = normalizeFields(change({ ...current.local, tags: [...current.local.tags] }));
     return { ...current, local, dirty: true, updatedAt: new Date().toISOString() };
   });
-  records = await store.all();
-  renderList();
-  engine.schedulePush(debounce ? undefined : 0);
+  if (written) {
+    noteChanged(id, written);
+    const d = drafts.get(id);
+    if (d) arrive(d, written);
+  }
+  engine.schedulePush(0);
+  return written;
 }
 
-function saveText(name) {
-  if (!selectedId) return;
-  const value = ui[name].value;
-  saved[name] = value;
-  edit(selectedId, (f) => ({ ...f, [name]: value }), { debounce: true });
-}
-
-async function createNote() {
+/** A new note, shown at once (before it is stored: typing right away lands in it). */
+function createNote(fields = null) {
   const id = uuid();
   const filter = ui.filter.value;
-  const fields = {
+  const record = newRecord(id, fields || {
     folder: filter.startsWith("folder:") ? filter.slice(7) : null,
     tags: filter.startsWith("tag:") ? [filter.slice(4)] : [],
-  };
-  await store.update(id, () => newRecord(id, fields));
+  });
+  record.lv = 1; // what the store's first write makes it
+  const stored = store.update(id, () => newRecord(id, record.local, record.createdAt));
   if (filter === "trash") ui.filter.value = "all";
-  records = await store.all();
-  await select(id);
-  ui.title.focus();
+  noteChanged(id, record);
+  select(id, record);
+  if (!fields) ui.title.focus();
+  stored.then((written) => {
+    noteChanged(id, written);
+    engine.schedulePush(0);
+  }, (error) => toast(`Could not create the note: ${error.message}`));
+}
+
+async function purge() {
+  if (!draft || !confirm("Delete this note forever?")) return;
+  const d = draft;
+  clearTimeout(d.timer);
+  d.timer = 0;
+  const written = await store.update(d.id, (current) => {
+    if (!current) return undefined;
+    if (!current.shadow && !current.inflight) return null; // never reached the server
+    return { ...current, purged: true, dirty: true, updatedAt: new Date().toISOString() };
+  });
+  if (written !== undefined) noteChanged(d.id, written);
+  if (drafts.get(d.id) === d) drafts.delete(d.id);
+  if (draft === d) {
+    draft = null;
+    selectedId = null;
+    list.setSelected(null);
+    closeEditor();
+  }
   engine.schedulePush(0);
 }
 
@@ -209,14 +533,15 @@ async function showHistory() {
   const open = ui.history.hidden;
   ui.history.hidden = !open;
   ui.historyToggle.setAttribute("aria-expanded", String(open));
-  if (!open || !selectedId) return;
+  if (!open || !draft) return;
+  const id = draft.id;
   ui.revisions.replaceChildren(Object.assign(document.createElement("li"), { textContent: "Loading…" }));
   try {
-    const { revisions } = await auth.fetchJSON(`/v1/records/notes/${selectedId}/revisions`);
+    const { revisions } = await auth.fetchJSON(`/v1/records/notes/${id}/revisions`);
     ui.revisions.replaceChildren(...revisions.slice().reverse().map((rev) => {
       const li = document.createElement("li");
       const label = document.createElement("span");
-      label.textContent = `Revision ${rev.rev} · ${relativeTime(rev.updatedAt)}`;
+      label.textContent = `Revision ${rev.rev} · ${relativeTime(Date.parse(rev.updatedAt))}`;
       if (rev.conflict) {
         label.textContent += " · conflict";
         label.className = "conflict";
@@ -226,7 +551,7 @@ async function showHistory() {
       button.className = "quiet";
       button.textContent = "Restore";
       button.setAttribute("aria-label", `Restore revision ${rev.rev}`);
-      button.addEventListener("click", () => restoreRevision(rev));
+      button.addEventListener("click", () => restoreRevision(id, rev));
       li.append(label, " ", button);
       return li;
     }));
@@ -235,49 +560,37 @@ async function showHistory() {
   }
 }
 
-async function restoreRevision(rev) {
-  const id = selectedId;
+async function restoreRevision(id, rev) {
   const query = rev.conflict ? "?conflict=true" : "";
   const body = await auth.fetchJSON(`/v1/records/notes/${id}/revisions/${rev.rev}${query}`);
   const fields = normalizeFields(body.fields || body);
   await edit(id, (f) => ({ ...f, title: fields.title, body: fields.body }));
-  renderEditor();
   toast(`Restored revision ${rev.rev}.`);
 }
 
-function wire() {
-  ui.signIn.addEventListener("click", () => auth.signIn().catch((e) => (ui.signInError.textContent = e.message)));
+function wireApp() {
   ui.signOut.addEventListener("click", async () => {
+    const pending = index.counts.pending;
+    if (pending && !confirm(`${pending} note${pending === 1 ? " has" : "s have"} changes not synced yet; signing out deletes them from this browser. Sign out?`)) return;
     engine.stop();
     await auth.signOut();
     await store.clearAll();
     location.reload();
   });
-  ui.newNote.addEventListener("click", createNote);
-  ui.search.addEventListener("input", renderList);
-  ui.filter.addEventListener("change", renderList);
-  ui.title.addEventListener("input", () => saveText("title"));
-  ui.body.addEventListener("input", () => saveText("body"));
-  ui.folder.addEventListener("change", () => edit(selectedId, (f) => ({ ...f, folder: ui.folder.value.trim() || null })));
-  ui.tags.addEventListener("change", () => edit(selectedId, (f) => ({ ...f, tags: ui.tags.value.split(",").map((t) => t.trim()).filter(Boolean) })));
-  ui.pin.addEventListener("click", () => edit(selectedId, (f) => ({ ...f, pinned: !f.pinned })).then(renderEditor));
-  ui.trash.addEventListener("click", () => edit(selectedId, (f) => ({ ...f, trashed: true })).then(renderEditor));
-  ui.restore.addEventListener("click", () => edit(selectedId, (f) => ({ ...f, trashed: false })).then(renderEditor));
-  ui.purge.addEventListener("click", async () => {
-    if (!confirm("Delete this note forever?")) return;
-    const id = selectedId;
-    await store.update(id, (current) => {
-      if (!current) return undefined;
-      if (!current.shadow && !current.inflight) return null; // never reached the server
-      return { ...current, purged: true, dirty: true, updatedAt: new Date().toISOString() };
-    });
-    selectedId = null;
-    await reload();
-    engine.schedulePush(0);
-  });
+  ui.newNote.addEventListener("click", () => createNote());
+  ui.search.addEventListener("input", () => schedule("list"));
+  ui.filter.addEventListener("change", () => schedule("list"));
+  ui.title.addEventListener("input", onType);
+  ui.body.addEventListener("input", onType);
+  ui.folder.addEventListener("change", () => edit(draft && draft.id, (f) => ({ ...f, folder: ui.folder.value.trim() || null })));
+  ui.tags.addEventListener("change", () => edit(draft && draft.id, (f) => ({ ...f, tags: ui.tags.value.split(",").map((t) => t.trim()).filter(Boolean) })));
+  ui.pin.addEventListener("click", () => edit(draft && draft.id, (f) => ({ ...f, pinned: !f.pinned })));
+  ui.trash.addEventListener("click", () => edit(draft && draft.id, (f) => ({ ...f, trashed: true })));
+  ui.restore.addEventListener("click", () => edit(draft && draft.id, (f) => ({ ...f, trashed: false })));
+  ui.purge.addEventListener("click", purge);
   ui.back.addEventListener("click", () => {
     ui.app.classList.remove("editing");
-    ui.notes.querySelector(`[data-id="${selectedId}"]`)?.focus();
+    if (selectedId) requestAnimationFrame(() => list.focusRow(selectedId));
   });
   ui.historyToggle.addEventListener("click", showHistory);
   document.addEventListener("keydown", (e) => {
@@ -289,17 +602,22 @@ function wire() {
       ui.search.focus();
     }
   });
-  setInterval(renderList, 30000);
+  // Typing not yet written goes to the store when the page is hidden or closed.
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") flushAll();
+  });
+  window.addEventListener("pagehide", flushAll);
+  setInterval(() => schedule("rows"), 30000); // "2 min ago"
 }
 
 async function main() {
   if ("serviceWorker" in navigator) {
     navigator.serviceWorker.register("sw.js").catch(() => {});
   }
-  store = await LocalStore.open();
+  store = await LocalStore.open(undefined, { onBlocked: () => toast("Close Noted's other tabs to finish updating it.") });
   auth = new Auth(store);
   await auth.load();
-  wire();
+  ui.signIn.addEventListener("click", () => auth.signIn().catch((e) => (ui.signInError.textContent = e.message)));
   try {
     await auth.completeRedirect();
   } catch (error) {
@@ -310,17 +628,25 @@ async function main() {
     return;
   }
   ui.app.hidden = false;
+  search = new Search(store, { onError: (message) => toast(`Search: ${message}`) });
+  list = new NoteList(ui.notes, ui.notesScroll, { render: renderRow, onOpen: (id) => select(id) });
+  wireApp();
   engine = new SyncEngine({ store, auth });
-  engine.addEventListener("records", () => reload());
-  engine.addEventListener("state", () => renderList());
-  engine.addEventListener("pending", () => renderList());
+  engine.addEventListener("records", (e) => onRecords(e.detail).catch((error) => toast(String(error))));
+  engine.addEventListener("state", () => schedule());
+  engine.addEventListener("pending", () => schedule());
   engine.addEventListener("error", (e) => toast(e.detail.message));
   auth.addEventListener("change", () => {
     if (!auth.signedIn) location.reload();
   });
-  window.noted = { store, auth, engine }; // for tests and the curious
-  await reload();
+  window.noted = { store, auth, engine, index }; // for tests and the curious
   engine.start();
+  // The one read of every record (the search worker reads the texts itself).
+  await store.scan((batch) => {
+    for (const record of batch) noteChanged(record.id, record);
+  });
+  loaded = true;
+  schedule("list");
 }
 
 main().catch((error) => {

@@ -1,9 +1,18 @@
 // The local store: IndexedDB holds the notes (local state, shadow, dirty mark, in-flight
 // change), the sync cursor and the session. Every local edit and its outbox state are written
 // in one transaction.
+//
+// Every write of a record goes through `stamp`: it numbers the record's versions (`lv`, +1 per
+// write, so a reader can tell a newer state of a note from an older one whatever order
+// events arrive in) and keeps `pend` (1 while the record has edits the server has not
+// acknowledged) for the `pending` index, so that the sync engine finds its outbox without
+// reading every record. A synced note's shadow (the server's fields) is most often its local
+// fields again: then it is stored as `{ rev, same: true }` and filled in when read, which
+// halves what a pulled page costs to write and start-up costs to read.
 
 const DB_NAME = "noted";
-const DB_VERSION = 1;
+const DB_VERSION = 2;
+const CHUNK = 1000;
 
 export const EMPTY_FIELDS = Object.freeze({
   title: "", body: "", tags: [], folder: null, pinned: false, trashed: false,
@@ -37,18 +46,62 @@ function done(tx) {
   });
 }
 
+/** The record as stored: its version number one above `current`'s, its outbox mark kept. */
+export function stamp(next, current) {
+  const out = { ...next, lv: ((current && current.lv) || 0) + 1 };
+  if (isPending(out)) out.pend = 1;
+  else delete out.pend;
+  return out;
+}
+
+function sameFields(a, b) {
+  return a.title === b.title && a.body === b.body && a.folder === b.folder && a.pinned === b.pinned &&
+    a.trashed === b.trashed && a.tags.length === b.tags.length && a.tags.every((t, i) => t === b.tags[i]);
+}
+
+/** The record as written to IndexedDB (a shadow equal to the local fields left out). */
+function pack(record) {
+  const shadow = record.shadow;
+  if (!shadow || !shadow.fields || !record.local || !sameFields(record.local, shadow.fields)) return record;
+  return { ...record, shadow: { rev: shadow.rev, same: true } };
+}
+
+/** The record as read from IndexedDB (its shadow filled in again). */
+export function unpack(record) {
+  if (!record || !record.shadow || !record.shadow.same) return record;
+  const local = record.local;
+  return { ...record, shadow: { rev: record.shadow.rev, fields: { ...local, tags: [...local.tags] } } };
+}
+
 export class LocalStore {
-  static async open(name = DB_NAME) {
+  static async open(name = DB_NAME, { onBlocked } = {}) {
     const db = await new Promise((resolve, reject) => {
       const req = indexedDB.open(name, DB_VERSION);
-      req.onupgradeneeded = () => {
+      req.onupgradeneeded = (event) => {
         const db = req.result;
-        if (!db.objectStoreNames.contains("records")) db.createObjectStore("records", { keyPath: "id" });
+        const records = db.objectStoreNames.contains("records")
+          ? req.transaction.objectStore("records")
+          : db.createObjectStore("records", { keyPath: "id" });
         if (!db.objectStoreNames.contains("meta")) db.createObjectStore("meta");
+        if (!records.indexNames.contains("pending")) {
+          records.createIndex("pending", "pend");
+          // Version 1 kept no outbox mark: set it on the pending records once.
+          if (event.oldVersion >= 1) {
+            records.openCursor().onsuccess = (e) => {
+              const cursor = e.target.result;
+              if (!cursor) return;
+              if (isPending(cursor.value)) cursor.update({ ...cursor.value, pend: 1 });
+              cursor.continue();
+            };
+          }
+        }
       };
+      req.onblocked = () => onBlocked && onBlocked();
       req.onsuccess = () => resolve(req.result);
       req.onerror = () => reject(req.error);
     });
+    // Another tab upgrading the database: step aside (it reloads this one's code next time).
+    db.onversionchange = () => db.close();
     return new LocalStore(db);
   }
 
@@ -75,41 +128,141 @@ export class LocalStore {
 
   async get(id) {
     const tx = this.db.transaction("records", "readonly");
-    return request(tx.objectStore("records").get(id));
+    return unpack(await request(tx.objectStore("records").get(id)));
   }
 
-  async all() {
+  /** Several records read in one transaction: a Map from id to the record (undefined if absent). */
+  async getMany(ids) {
+    const out = new Map();
+    if (ids.length === 0) return out;
     const tx = this.db.transaction("records", "readonly");
-    return request(tx.objectStore("records").getAll());
+    const store = tx.objectStore("records");
+    for (const id of ids) {
+      const req = store.get(id);
+      req.onsuccess = () => out.set(id, unpack(req.result));
+    }
+    await done(tx);
+    return out;
+  }
+
+  /** Every record id (keys only, no values read). */
+  async keys() {
+    const tx = this.db.transaction("records", "readonly");
+    return request(tx.objectStore("records").getAllKeys());
+  }
+
+  /** The records with edits the server has not acknowledged (dirty or in flight), from the index. */
+  async pendingRecords() {
+    const tx = this.db.transaction("records", "readonly");
+    return (await request(tx.objectStore("records").index("pending").getAll())).map(unpack);
   }
 
   /**
-   * Reads a record and writes what `change(record)` returns, in one transaction.
+   * Reads every record once, `CHUNK` at a time, each chunk in its own transaction, handing each
+   * chunk to `visit` (which may be async): start-up reads the store this way, once.
+   */
+  async scan(visit, chunk = CHUNK) {
+    let after = null;
+    for (;;) {
+      const tx = this.db.transaction("records", "readonly");
+      const range = after === null ? null : IDBKeyRange.lowerBound(after, true);
+      const batch = await request(tx.objectStore("records").getAll(range, chunk));
+      if (batch.length === 0) return;
+      after = batch[batch.length - 1].id;
+      await visit(batch.map(unpack));
+      if (batch.length < chunk) return;
+    }
+  }
+
+  /**
+   * Reads a record and writes what `change(record)` returns, in one transaction; returns what
+   * was stored (undefined: nothing written, null: deleted).
    * `change` gets undefined for a missing record and may return null to delete it.
    */
   async update(id, change) {
     const tx = this.db.transaction("records", "readwrite");
     const store = tx.objectStore("records");
-    const current = await request(store.get(id));
-    const next = change(current);
+    const current = unpack(await request(store.get(id)));
+    let next = change(current);
     if (next === null) store.delete(id);
-    else if (next !== undefined) store.put(next);
+    else if (next !== undefined) store.put(pack((next = stamp(next, current))));
     await done(tx);
     return next;
   }
 
-  /** Stores pulled records and the new cursor together: the cursor moves only with them. */
-  async storePage(apply, cursor) {
+  /**
+   * Stores pulled records and the new cursor together (the cursor moves only with them), in
+   * one transaction without a read per record: a record new to this store is added at once;
+   * only where the add finds the id taken (or the change needs the current record, as a
+   * tombstone does) is the record read and merged. The requests are pipelined, never awaited
+   * one by one. `apply` holds [id, change] pairs, `change` a pure function as for `update`.
+   * Returns a Map from id to what was stored (null: deleted) for the records that changed.
+   * With `since`, the page is stored only if the stored cursor is still `since` (the one it
+   * was pulled from); otherwise nothing is written and the promise rejects.
+   */
+  async storePage(apply, cursor, since) {
     const tx = this.db.transaction(["records", "meta"], "readwrite");
     const store = tx.objectStore("records");
-    for (const [id, change] of apply) {
-      const current = await request(store.get(id));
-      const next = change(current);
-      if (next === null) store.delete(id);
-      else if (next !== undefined) store.put(next);
+    const meta = tx.objectStore("meta");
+    const written = new Map();
+    const finished = done(tx);
+    const merge = (id, change) => {
+      const req = store.get(id);
+      req.onsuccess = () => {
+        const current = unpack(req.result);
+        const next = change(current);
+        if (next === null) {
+          if (current) {
+            store.delete(id);
+            written.set(id, null);
+          }
+        } else if (next !== undefined) {
+          const out = stamp(next, current);
+          store.put(pack(out));
+          written.set(id, out);
+        }
+      };
+    };
+    const write = () => {
+      for (const [id, change] of apply) {
+        const fresh = change(undefined);
+        if (!fresh) {
+          merge(id, change);
+          continue;
+        }
+        const out = stamp(fresh, undefined);
+        const req = store.add(pack(out));
+        req.onsuccess = () => written.set(id, out);
+        req.onerror = (event) => {
+          // The id is taken (another tab, or a record this page updates): merge with it instead.
+          event.preventDefault();
+          event.stopPropagation();
+          merge(id, change);
+        };
+      }
+      meta.put(cursor, "cursor");
+    };
+    let outOfOrder = false;
+    if (since === undefined) {
+      write();
+    } else {
+      const check = meta.get("cursor");
+      check.onsuccess = () => {
+        if ((check.result || 0) === since) {
+          write();
+        } else {
+          outOfOrder = true;
+          tx.abort();
+        }
+      };
     }
-    tx.objectStore("meta").put(cursor, "cursor");
-    await done(tx);
+    try {
+      await finished;
+    } catch (error) {
+      if (outOfOrder) throw new Error("a page did not follow the stored cursor (an earlier page was not stored); pulling again");
+      throw error;
+    }
+    return written;
   }
 
   async clearAll() {

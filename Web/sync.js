@@ -21,11 +21,13 @@ export class SyncEngine extends EventTarget {
     this.attempt = 0;
     this.pushTimer = null;
     this.reconnectTimer = null;
-    this.pending = new Map(); // rid -> { kind, ids, sentAt }
+    this.pending = new Map(); // rid -> { kind, ids, sentAt, since }
     this.rid = 0;
     this.stopped = true;
     this.limits = { maxChangesPerPush: 100 };
     this.staleRevs = new Map(); // id -> newest rev seen in a broadcast we could not apply
+    this.progress = null; // { from, to, cursor, notes } while pulling: how far the pull has come
+    this.latestSeq = 0; // the welcome's seq
     window.addEventListener("online", () => this.kick());
     window.addEventListener("offline", () => this.drop("browser offline"));
     this.watchdog = setInterval(() => this.checkTimeouts(), 1000);
@@ -139,7 +141,7 @@ export class SyncEngine extends EventTarget {
 
   request(message, kind, ids = []) {
     const rid = String(++this.rid);
-    this.pending.set(rid, { kind, ids, sentAt: Date.now() });
+    this.pending.set(rid, { kind, ids, sentAt: Date.now(), since: message.since });
     if (!this.send({ ...message, rid })) this.pending.delete(rid);
     return rid;
   }
@@ -169,6 +171,7 @@ export class SyncEngine extends EventTarget {
       case "welcome":
         this.attempt = 0;
         if (message.limits) this.limits = message.limits;
+        if (Number.isSafeInteger(message.seq)) this.latestSeq = message.seq;
         if (!this.ready) {
           this.setState("syncing");
           await this.pull();
@@ -176,7 +179,7 @@ export class SyncEngine extends EventTarget {
         break;
       case "changes":
         if (message.rid !== undefined) this.pending.delete(String(message.rid));
-        await this.onChanges(message);
+        await this.onChanges(message, entry ? entry.since : undefined);
         break;
       case "ack":
       case "reject":
@@ -201,31 +204,49 @@ export class SyncEngine extends EventTarget {
   async pull() {
     this.resetIds = null;
     const cursor = (await this.store.getMeta("cursor")) || 0;
+    this.progress = { from: cursor, to: Math.max(this.latestSeq, cursor), cursor, notes: 0 };
     this.request({ type: "pull", since: cursor, limit: PAGE }, "pull");
   }
 
-  async onChanges(message) {
+  async onChanges(message, since) {
     if (message.reset && !this.resetIds) this.resetIds = new Set();
+    const records = message.records || [];
     const apply = [];
-    for (const record of message.records || []) {
+    for (const record of records) {
       if (this.resetIds) this.resetIds.add(record.id);
       apply.push([record.id, (current) => mergeServerRecord(current, record)]);
     }
-    await this.store.storePage(apply, message.cursor);
-    this.emit("records", { ids: (message.records || []).map((r) => r.id), remote: true });
-    if (message.more) {
-      this.request({ type: "pull", since: message.cursor, limit: PAGE }, "pull");
-      return;
+    // The next page is asked for now, while this one is stored: the server's work and the
+    // store's overlap. Pages are stored in the order they came (each store's transaction is
+    // created here, in message order), and a page is stored only onto the cursor it was
+    // asked from: if one fails, the ones after it fail too and the pull starts again.
+    const ws = this.ws;
+    if (message.more) this.request({ type: "pull", since: message.cursor, limit: PAGE }, "pull");
+    let written;
+    try {
+      written = await this.store.storePage(apply, message.cursor, since);
+    } catch (error) {
+      if (this.ws === ws) this.drop("could not store a page");
+      throw error;
     }
+    if (this.progress) {
+      this.progress.notes += records.length;
+      this.progress.cursor = message.cursor;
+      if (!message.more) this.progress = null;
+    }
+    // `records` holds what was stored: listeners need not read the page back.
+    this.emit("records", { ids: records.map((r) => r.id), records: written, remote: true });
+    if (message.more || this.ws !== ws) return;
     if (this.resetIds) {
       const keep = this.resetIds;
       this.resetIds = null;
-      for (const record of await this.store.all()) {
-        if (!keep.has(record.id) && record.shadow && !isPending(record)) {
-          await this.store.update(record.id, () => null);
-        }
+      const dropped = [];
+      for (const id of await this.store.keys()) {
+        if (keep.has(id)) continue;
+        const result = await this.store.update(id, (record) => (record && record.shadow && !isPending(record) ? null : undefined));
+        if (result === null) dropped.push(id);
       }
-      this.emit("records", { remote: true });
+      this.emit("records", { ids: dropped, remote: true });
     }
     this.ready = true;
     this.staleRevs.clear();
@@ -234,7 +255,7 @@ export class SyncEngine extends EventTarget {
   }
 
   async resendInflight() {
-    const inflight = (await this.store.all()).filter((r) => r.inflight);
+    const inflight = (await this.store.pendingRecords()).filter((r) => r.inflight);
     for (let i = 0; i < inflight.length; i += this.limits.maxChangesPerPush || 100) {
       const batch = inflight.slice(i, i + (this.limits.maxChangesPerPush || 100));
       this.request({ type: "push", changes: batch.map((r) => r.inflight.change) }, "push", batch.map((r) => r.id));
@@ -251,7 +272,7 @@ export class SyncEngine extends EventTarget {
   async pushDirty() {
     if (!this.ready || !this.ws) return;
     const max = this.limits.maxChangesPerPush || 100;
-    const ready = (await this.store.all()).filter((r) => r.dirty && !r.inflight).slice(0, max);
+    const ready = (await this.store.pendingRecords()).filter((r) => r.dirty && !r.inflight).slice(0, max);
     if (ready.length === 0) {
       this.setState(this.pending.size ? "syncing" : "online");
       this.emit("pending");
@@ -277,6 +298,7 @@ export class SyncEngine extends EventTarget {
 
   async onResult(message) {
     let newId = null;
+    let source = null; // the local fields of a note the server no longer has
     await this.store.update(message.id, (current) => {
       if (!current || !current.inflight || current.inflight.ccid !== message.ccid) return undefined;
       const sent = current.inflight.sent;
@@ -294,8 +316,9 @@ export class SyncEngine extends EventTarget {
       switch (message.code) {
         case "gone":
         case "not_found":
-          // Keep the local text as a new note.
+          // Keep the local text as a new note (read here: the record is deleted by this update).
           newId = uuid();
+          source = current.local;
           return null;
         case "base_unavailable":
         case "already_exists":
@@ -317,11 +340,9 @@ export class SyncEngine extends EventTarget {
       }
     });
     if (newId) {
-      const old = await this.store.get(message.id);
-      const source = old ? old.local : null;
-      await this.store.update(message.id, () => null);
       if (source) await this.store.update(newId, () => newRecord(newId, source));
-      this.emit("records", { ids: [message.id, newId], remote: false });
+      // `moved`: where the note's text went, for an editor that shows it.
+      this.emit("records", { ids: [message.id, newId], remote: false, moved: source ? { from: message.id, to: newId } : null });
     } else {
       this.emit("records", { ids: [message.id], remote: false });
     }

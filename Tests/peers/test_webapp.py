@@ -12,9 +12,13 @@ import time
 import pytest
 import requests
 
+import seed_notes
+
 BIN = os.environ.get("NOTED_SERVER_BIN", ".build/debug/noted-server")
 NOTED = os.environ.get("NOTED_BIN", ".build/debug/noted")
 SHOTS = os.environ.get("NOTED_SCREENSHOTS")  # a folder: save screenshots of the main screens
+# The web app of this checkout, whatever the working directory (the server's default is Web in it).
+WEB_ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Web"))
 
 selenium = pytest.importorskip("selenium")
 from selenium import webdriver  # noqa: E402
@@ -32,7 +36,7 @@ if not (CHROMIUM and DRIVER):
 def run_server(*options):
     """A real noted-server on a free port over a fresh data directory; yields its base URL."""
     data = tempfile.mkdtemp(prefix="noted-web-")
-    proc = subprocess.Popen([BIN, "--port", "0", "--data", data, *options], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen([BIN, "--port", "0", "--data", data, "--web-root", WEB_ROOT, *options], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline()
     m = re.match(r"noted-server listening on (http://\S+)", line)
     assert m, f"unexpected first line {line!r}"
@@ -71,7 +75,9 @@ def by_label(driver, label):
     return driver.find_element(By.CSS_SELECTOR, f'[aria-label="{label}"]')
 
 
-def sign_in(driver, base, account):
+def sign_in(driver, base, account, sync_timeout=10):
+    """Signs in through the OAuth page; returns once the first sync is done ("online"), which
+    for an account of many notes takes longer than the usual wait (`sync_timeout` seconds)."""
     driver.get(base + "/")
     wait(driver, lambda d: d.find_element(By.ID, "sign-in").is_displayed() or d.find_element(By.ID, "app").is_displayed())
     if driver.find_element(By.ID, "app").is_displayed():
@@ -83,7 +89,7 @@ def sign_in(driver, base, account):
     driver.find_element(By.XPATH, "//button[normalize-space()='Sign in']").click()
     wait(driver, lambda d: d.find_element(By.ID, "app").is_displayed(), message="app after sign-in")
     assert "code=" not in driver.current_url
-    wait(driver, lambda d: "online" in d.find_element(By.ID, "sync-status").text, message="online")
+    wait(driver, lambda d: "online" in d.find_element(By.ID, "sync-status").text, timeout=sync_timeout, message="online")
 
 
 def titles(driver):
@@ -298,3 +304,201 @@ def test_access_tokens_are_refreshed_silently(short_token_server):
         assert driver.execute_script("return window.noted.auth.session.refreshToken") != first, "the refresh token rotated"
     finally:
         driver.quit()
+
+
+@pytest.fixture(scope="module")
+def big_server():
+    # Seeding pushes many requests a second; the default limit (20) would slow it to a crawl.
+    yield from run_server("--max-pushes-per-second", "100000")
+
+
+# Installed before the app's scripts: counts getAll calls on the records store, which the app
+# makes at start-up only (reading every record once, 1,000 at a time; its outbox is read
+# through an index, IDBIndex.getAll, not counted).
+COUNT_FULL_READS = """
+(() => {
+  window.__getAlls = 0;
+  const getAll = IDBObjectStore.prototype.getAll;
+  IDBObjectStore.prototype.getAll = function () {
+    if (this.name === "records") window.__getAlls++;
+    return getAll.apply(this, arguments);
+  };
+})();
+"""
+
+
+def server_note(base, account, note_id):
+    if account not in _tokens:
+        server_notes(base, account)
+    r = requests.get(f"{base}/v1/records/notes/{note_id}", headers={"Authorization": "Bearer " + _tokens[account]})
+    assert r.status_code == 200, r.text
+    return r.json()["fields"]
+
+
+def list_state(driver):
+    return driver.execute_script("""
+      const rows = [...document.querySelectorAll('#notes li')];
+      return { drawn: rows.length, setsize: rows.length ? Number(rows[0].getAttribute('aria-setsize')) : 0,
+               positions: rows.map(li => Number(li.getAttribute('aria-posinset'))),
+               selected: rows.filter(li => li.getAttribute('aria-selected') === 'true').map(li => li.dataset.id),
+               focused: document.activeElement && document.activeElement.closest && document.activeElement.closest('#notes li')
+                 ? document.activeElement.closest('#notes li').dataset.id : null,
+               search: document.getElementById('notes').dataset.search };
+    """)
+
+
+def test_ten_thousand_notes_type_switch_search(big_server):
+    """A real account's size: 10,000 notes of 2 KB, seeded over the API. The list draws a few
+    rows only, typing and switching and searching work, nothing reads every record after
+    start-up, and the edits reach the server."""
+    base = big_server
+    name, password = "big" + secrets.token_hex(3), "correct horse battery"
+    assert requests.post(base + "/v1/accounts", json={"username": name, "password": password}).status_code == 201
+    account = (name, password)
+    ids = seed_notes.seed(base, name, password, 10000, size=2000)
+    driver = browser()
+    try:
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": COUNT_FULL_READS})
+        sign_in(driver, base, account, sync_timeout=60)  # pulling 10,000 notes: about 7 s on an idle machine
+        wait(driver, lambda d: list_state(d)["setsize"] == 10000, timeout=60, message="10,000 notes listed")
+        state = list_state(driver)
+        assert state["drawn"] < 100, f"{state['drawn']} rows drawn: the list is not virtualized"
+        assert state["positions"] == list(range(1, state["drawn"] + 1))
+        reads = driver.execute_script("return window.__getAlls")
+
+        # Type into the second note: its row changes in place, the text is stored and synced.
+        rows = driver.find_elements(By.CSS_SELECTOR, "#notes li")
+        note_id = rows[1].get_attribute("data-id")
+        rows[1].click()
+        title = by_label(driver, "Title")
+        wait(driver, lambda d: title.get_attribute("value").startswith("Note "))
+        title.send_keys(Keys.END, " edited")
+        wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, f'#notes li[data-id="{note_id}"] .note-title').text.endswith(" edited"),
+             message="the row shows the typing")
+        by_label(driver, "Body").send_keys(Keys.CONTROL, Keys.END)
+        by_label(driver, "Body").send_keys(" and a last line")
+        wait(driver, lambda d: server_note(base, account, note_id)["body"].endswith(" and a last line"), timeout=15, message="typing synced")
+        assert server_note(base, account, note_id)["title"].endswith(" edited")
+        # Once typing paused, the note moved to the top of the list, selected and in view.
+        wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, "#notes li").get_attribute("data-id") == note_id, message="re-sorted")
+        assert list_state(driver)["selected"] == [note_id]
+
+        # The keyboard: rows are reached with the arrows, End goes to the last of 10,000.
+        first = driver.find_element(By.CSS_SELECTOR, "#notes li")
+        first.send_keys(Keys.ARROW_DOWN)
+        first.send_keys(Keys.ARROW_DOWN)  # the focus moved: keys go to the focused row
+        driver.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
+        state = list_state(driver)
+        focused = state["focused"]
+        assert focused and focused != note_id
+        driver.switch_to.active_element.send_keys(Keys.ENTER)
+        wait(driver, lambda d: list_state(d)["selected"] == [focused], message="Enter opens the focused note")
+        driver.switch_to.active_element.send_keys(Keys.END)
+        wait(driver, lambda d: d.execute_script("return document.activeElement.getAttribute('aria-posinset')") == "10000",
+             message="End focuses the last row")
+        assert list_state(driver)["drawn"] < 100
+        driver.switch_to.active_element.send_keys(Keys.HOME)
+        wait(driver, lambda d: d.execute_script("return document.activeElement.getAttribute('aria-posinset')") == "1")
+
+        # Switching notes by clicking rows.
+        for row in driver.find_elements(By.CSS_SELECTOR, "#notes li")[2:5]:
+            row_title = row.find_element(By.CSS_SELECTOR, ".note-title").text
+            row.click()
+            wait(driver, lambda d: by_label(d, "Title").get_attribute("value") == row_title, message="switched")
+
+        # Search: the word only note 1234 has, then a prefix many notes share.
+        search = by_label(driver, "Search")
+        search.send_keys("marker1234")
+        wait(driver, lambda d: list_state(d)["search"] == "marker1234" and list_state(d)["setsize"] == 1, timeout=15, message="searched")
+        assert titles(driver) == ["Note 1234"]
+        open_note(driver, "Note 1234")
+        by_label(driver, "Body").send_keys(Keys.CONTROL, Keys.END)
+        by_label(driver, "Body").send_keys(" found")
+        wait(driver, lambda d: server_note(base, account, ids[1234])["body"].endswith(" found"), timeout=15, message="edit of the found note synced")
+        search.send_keys(Keys.CONTROL + "a", Keys.BACKSPACE)
+        search.send_keys("marker12")
+        # marker12, marker120-129 and marker1200-1299: 111 notes.
+        wait(driver, lambda d: list_state(d)["search"] == "marker12" and list_state(d)["setsize"] == 111, timeout=15)
+        search.send_keys(Keys.CONTROL + "a", Keys.BACKSPACE)
+        wait(driver, lambda d: list_state(d)["setsize"] == 10000)
+
+        assert reads >= 1, "the start-up read was not seen"
+        assert driver.execute_script("return window.__getAlls") == reads, "records read with getAll after start-up"
+    finally:
+        driver.quit()
+
+
+def axe_violations(driver):
+    """axe-core (as bundled by axe-selenium-python) run over the page: its violations."""
+    from axe_selenium_python import Axe
+    axe = Axe(driver)
+    axe.inject()
+    results = axe.run()
+    return results["violations"], axe.report(results["violations"])
+
+
+@pytest.fixture(scope="module")
+def a11y_server():
+    # Its own server and account: what axe-core sees is the notes this test makes, not the ones
+    # the tests before it left, and its sign-ins do not count against the shared server's limit
+    # (10 a minute per address, which the tests on `server` already use up within a minute).
+    yield from run_server()
+
+
+def test_accessibility_axe_core_finds_no_violation(a11y_server):
+    """The welcome page, the sign-in page, the notes app with a note open (pinned, tagged, its
+    history shown), the app with a note in the trash open, and the app at phone width (list and
+    editor), each in the light and the dark colour scheme: axe-core reports no violation of any
+    impact."""
+    pytest.importorskip("axe_selenium_python")
+    base = a11y_server
+    name, password = "a11y" + secrets.token_hex(3), "correct horse battery"
+    assert requests.post(base + "/v1/accounts", json={"username": name, "password": password}).status_code == 201
+    account = (name, password)
+    found = []
+
+    def check(driver, view):
+        for scheme in ("light", "dark"):
+            driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+            violations, report = axe_violations(driver)
+            if violations:
+                found.append(f"{view} ({scheme} colour scheme): {report}")
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+    driver = browser()
+    try:
+        driver.get(base + "/")
+        wait(driver, lambda d: d.find_element(By.ID, "sign-in").is_displayed())
+        check(driver, "welcome page")
+        driver.find_element(By.ID, "sign-in").click()
+        wait(driver, lambda d: "/oauth/authorize" in d.current_url)
+        check(driver, "sign-in page")
+        sign_in(driver, base, account)
+        new_note(driver, "Accessible", "a note\nwith two lines")
+        by_label(driver, "Title").click()
+        driver.find_element(By.ID, "tags").send_keys("work, home")
+        driver.find_element(By.ID, "pin").click()
+        wait(driver, lambda d: any("Accessible" in t for t in titles(d)))
+        driver.find_element(By.ID, "history-toggle").click()
+        wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#revisions li")) >= 1)
+        check(driver, "notes app with a note open")
+        new_note(driver, "Thrown away", "a note in the trash")
+        wait(driver, lambda d: any("Thrown away" in t for t in titles(d)))
+        driver.find_element(By.ID, "trash").click()
+        wait(driver, lambda d: d.find_element(By.ID, "purge").is_displayed() and not any("Thrown away" in t for t in titles(d)))
+        wait(driver, lambda d: any(r["fields"].get("title") == "Thrown away" and r["fields"].get("trashed") for r in server_notes(base, account)),
+             message="the trashing synced")
+        check(driver, "notes app with a note in the trash open")
+    finally:
+        driver.quit()
+    phone = browser(390, 844)
+    try:
+        sign_in(phone, base, account)
+        wait(phone, lambda d: titles(d) == ["📌Accessible"], message="the one note not in the trash")
+        check(phone, "app at phone width, list")
+        phone.execute_script("document.querySelector('#notes li').click()")
+        wait(phone, lambda d: by_label(d, "Body").is_displayed())
+        check(phone, "app at phone width, editor")
+    finally:
+        phone.quit()
+    assert not found, "\n".join(found)
