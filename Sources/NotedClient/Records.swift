@@ -103,15 +103,21 @@ public struct Records<Value: SyncedRecord>: Sendable {
         return try await write { try $0.create(collection, fields: fields, id: id) }
     }
 
-    /// Changes a record in one local transaction; it syncs as one change.
+    /// Changes a record in one local transaction; it syncs as one change. Only the fields the
+    /// edit changed are written: a field the type does not model keeps its value, and a
+    /// property set to `nil` stores `null`.
     @discardableResult
     public func update(_ id: String, _ edit: @Sendable (inout Value) throws -> Void) async throws -> Stored<Value> {
         let collection = collection
         return try await write { transaction in
             try transaction.update(collection, id: id) { fields in
                 var value = try Value(fields: fields)
+                let before = try value.fields()
                 try edit(&value)
-                fields = try value.fields()
+                let after = try value.fields()
+                for name in Set(before.keys).union(after.keys) where before[name] != after[name] {
+                    fields[name] = after[name] ?? .null
+                }
             }
         }
     }

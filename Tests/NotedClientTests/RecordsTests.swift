@@ -197,6 +197,70 @@ import Testing
         }
     }
 
+    /// A type that models only some of its collection's fields: an edit through it changes
+    /// what it changed and nothing else.
+    struct WorryText: SyncedRecord {
+        static let schema = RecordsTests.worriesSchema
+        var text = ""
+        var intensity = 0
+    }
+
+    @Test func aTypedEditChangesOnlyWhatItChanged() async throws {
+        let store = try store()
+        let client = try NotedClient(store: store, server: nil, credentials: nil)
+        let id = try await store.transaction {
+            try $0.create("worries", fields: ["text": "exam", "category": "work", "resolved": true, "remindAt": "09:00", "tags": ["a"]])
+        }.value.id
+        try await client.records(WorryText.self).update(id) { $0.intensity = 4 }
+        let fields = try #require(try await store.record("worries", id: id)).fields
+        #expect(fields["intensity"] == 4)
+        #expect(fields["category"] == "work" && fields["resolved"] == true && fields["remindAt"] == "09:00" && fields["tags"] == ["a"])
+        // A property set to nil stores null.
+        try await client.records(Worry.self).update(id) { $0.remindAt = nil }
+        #expect(try await store.record("worries", id: id)?.fields["remindAt"] == .null)
+    }
+
+    /// A field a newer schema added, written by another device, does not block edits here; and
+    /// only what an edit changes is checked.
+    @Test func aFieldThisSchemaDoesNotKnowDoesNotBlockEdits() async throws {
+        let store = try store()
+        let id = UUID().uuidString.lowercased()
+        let now = Date()
+        _ = try await store.storePage(records: [Record(collection: "worries", id: id, rev: 1, seq: 1, deleted: false,
+                                                       fields: ["text": "from a newer app", "rating": 5], createdAt: now, updatedAt: now)], cursor: 1)
+        let edited = try await store.transaction { try $0.update("worries", id: id) { $0["intensity"] = 3 } }.value
+        #expect(edited.fields["intensity"] == 3 && edited.fields["rating"] == 5)
+        let (changes, _) = try await store.outbox(excluding: [], limit: 10)
+        #expect(changes.first?.body["fields"] == ["intensity": ["set": 3]])
+    }
+
+    @Test func aTransactionReportsEachRecordOnce() async throws {
+        let store = try store()
+        let (_, both) = try await store.transaction { transaction in
+            let book = try transaction.create("books", fields: ["title": "Dune"])
+            _ = try transaction.update("books", id: book.id) { $0["status"] = "reading" }
+            let gone = try transaction.create("books", fields: ["title": "never mind"])
+            try transaction.purge("books", id: gone.id)
+        }
+        #expect(both.changed.count == 1 && both.added.count == 1 && both.removed.isEmpty)
+    }
+
+    /// A store opened without a collection (an older build of the app, another tool) keeps
+    /// that collection's pending records and does not send them without their fields.
+    @Test func recordsOfAnUndeclaredCollectionWaitInTheOutbox() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("noted-undeclared-\(UUID().uuidString).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let id = try await LocalStore.open(path: path, collections: [Self.worriesSchema]).transaction {
+            try $0.create("worries", fields: ["text": "kept for later"])
+        }.value.id
+        let without = try LocalStore.open(path: path)
+        #expect(try await without.outbox(excluding: [], limit: 10).changes.isEmpty)
+        let with = try LocalStore.open(path: path, collections: [Self.worriesSchema])
+        let (changes, _) = try await with.outbox(excluding: [], limit: 10)
+        #expect(changes.map(\.recordID) == [id])
+        #expect(changes.first?.body["fields"]?["text"] == ["set": "kept for later"])
+    }
+
     /// The CloudKit app's "database reset": a device's first sync takes in a whole snapshot,
     /// and says so once it has, after the records it brought.
     @Test func aSnapshotIsAnnouncedAsAReset() async throws {

@@ -93,7 +93,9 @@ public struct LocalTransaction {
         try edit(&fields)
         fields = schema.completed(fields)
         guard fields != before else { return StoredRecord(row, schema: schema) }
-        try validate(fields, collection)
+        // Only what the edit changed is checked, as the server checks only the ops it gets: a
+        // field a newer schema added (written by another device) does not block edits here.
+        try validate(fields.filter { before[$0.key] != $0.value }, collection)
         row.localFields = fields
         row.state.edit()
         row.updatedAt = now
@@ -166,10 +168,17 @@ extension LocalStore {
             var transaction = LocalTransaction(db: db, store: self, parser: ChangeParser(schemas: schemas, limits: try limits(db)), now: now)
             let value = try body(&transaction)
             var effect = StoreEffect()
-            for (collection, id) in transaction.changed {
-                if transaction.added.contains(id) { effect.add(id, in: collection) } else { effect.change(id, in: collection) }
+            // Each record once; one created and purged in the same transaction was never there.
+            let removed = Set(transaction.removed.map(\.1))
+            var seen: Set<String> = []
+            for (collection, id) in transaction.changed where seen.insert(id).inserted {
+                if transaction.added.contains(id) {
+                    if !removed.contains(id) { effect.add(id, in: collection) }
+                } else if !removed.contains(id) {
+                    effect.change(id, in: collection)
+                }
             }
-            for (collection, id) in transaction.removed { effect.remove(id, in: collection) }
+            for (collection, id) in transaction.removed where !transaction.added.contains(id) { effect.remove(id, in: collection) }
             return (value, effect)
         }
     }

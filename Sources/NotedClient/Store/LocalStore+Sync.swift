@@ -214,14 +214,16 @@ extension LocalStore {
             var result: [OutboxChange] = []
             var effect = StoreEffect()
             let inflight = try RecordRow.filter(sql: RecordRow.inflight).order(RecordRow.Columns.rowKey).fetchAll(db)
-            for row in inflight where !sent.contains(row.id) && result.count < limit {
+            // A record of a collection this store no longer declares (opened without it) waits:
+            // sent now, it would go without its fields and come back empty.
+            for row in inflight where !sent.contains(row.id) && result.count < limit && schemas[row.collection] != nil {
                 guard let change = row.state.inflight, let value = try? JSONValue.parse(change.body) else { continue }
                 result.append(OutboxChange(recordID: row.id, ccid: change.ccid, body: value))
             }
             guard result.count < limit else { return (result, effect) }
             let dirty = try RecordRow.filter(sql: "json_extract(sync, '$.edited') AND NOT (\(RecordRow.inflight))")
                 .order(RecordRow.Columns.rowKey).fetchAll(db)
-            for var row in dirty where !sent.contains(row.id) {
+            for var row in dirty where !sent.contains(row.id) && schemas[row.collection] != nil {
                 guard result.count < limit else { break }
                 let ccid = UUID().uuidString.lowercased()
                 let baseRev = row.state.nextBaseRev(shadowRev: row.rev)
