@@ -211,23 +211,26 @@ struct Stats: ShelfCommand {
 
     func execute() async throws {
         let client = try options.open()
-        let books = try await library { try await client.records(Book.self).query(RecordQuery(equal: ["trashed": false])) }
+        // Every book, trashed ones too: the time read per book adds up to the total.
+        let books = try await library { try await client.records(Book.self).query(RecordQuery()) }
         let sessions = try await library { try await client.records(ReadingSession.self).query() }
         let now = Date()
         var perStatus = Dictionary(uniqueKeysWithValues: Book.Status.allCases.map { ($0.rawValue, 0) })
-        for book in books { perStatus[book.value.status.rawValue, default: 0] += 1 }
+        for book in books where !book.value.trashed { perStatus[book.value.status.rawValue, default: 0] += 1 }
         var perBook: [String: Int] = [:]
         for session in sessions { perBook[session.value.book, default: 0] += Int(session.value.seconds(now: now)) }
         let total = perBook.values.reduce(0, +)
-        let read = books.filter { perBook[$0.id] != nil }.sorted { perBook[$0.id]! > perBook[$1.id]! }
+        // A session of a book purged since counts under the book's id, untitled.
+        let titles = Dictionary(uniqueKeysWithValues: books.map { ($0.id, $0.value.title) })
+        let read = perBook.keys.sorted { (perBook[$0]!, $1) > (perBook[$1]!, $0) }.map { (id: $0, title: titles[$0] ?? "(removed book \($0.prefix(8)))") }
         if options.json {
             printJSON(["books": .object(perStatus.mapValues { .int(Int64($0)) }),
-                       "read": .array(read.map { ["id": .string($0.id), "title": .string($0.value.title), "seconds": .int(Int64(perBook[$0.id]!))] }),
+                       "read": .array(read.map { ["id": .string($0.id), "title": .string($0.title), "seconds": .int(Int64(perBook[$0.id]!))] }),
                        "totalSeconds": .int(Int64(total))])
             return
         }
         print(Book.Status.allCases.map { "\($0.rawValue) \(perStatus[$0.rawValue]!)" }.joined(separator: " · "))
-        for book in read { print("\(book.value.title): \(perBook[book.id]! / 60) min") }
+        for book in read { print("\(book.title): \(perBook[book.id]! / 60) min") }
         print("in all: \(total / 60) min")
     }
 }
