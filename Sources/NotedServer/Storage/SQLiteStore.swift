@@ -104,8 +104,19 @@ public struct SQLiteStore: NotedStore {
         _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
     }
 
+    /// Closes the database, on a thread of its own: `DatabasePool.close()` blocks until every
+    /// read in flight has handed back its connection, and an async read hands it back from the
+    /// cooperative pool. Called there, with every cooperative thread blocked in a `close()`
+    /// (two stores shutting down at once on two cores), nothing could hand a connection back:
+    /// a full test run hung with both threads in `DatabasePool.close` (seen twice).
     public func shutdown() async {
-        try? pool.close()
+        let pool = self.pool
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                try? pool.close()
+                continuation.resume()
+            }
+        }
     }
 
     // MARK: Users
