@@ -41,8 +41,8 @@ func run(_ program: String, _ arguments: [String], stdin: String? = nil, environ
     if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
     try input.fileHandleForWriting.close()
     // Read while it runs so a full pipe never blocks the child.
-    async let outData = Task.detached { out.fileHandleForReading.readDataToEndOfFile() }.value
-    async let errData = Task.detached { err.fileHandleForReading.readDataToEndOfFile() }.value
+    async let outData = readToEnd(out.fileHandleForReading)
+    async let errData = readToEnd(err.fileHandleForReading)
     let deadline = ContinuousClock.now + timeout
     while process.isRunning {
         if ContinuousClock.now > deadline {
@@ -53,6 +53,15 @@ func run(_ program: String, _ arguments: [String], stdin: String? = nil, environ
     }
     return ProcessResult(status: process.terminationStatus, stdout: String(decoding: await outData, as: UTF8.self),
                          stderr: String(decoding: await errData, as: UTF8.self))
+}
+
+/// Reads a pipe to its end on a thread outside Swift's cooperative pool: a blocking read there
+/// holds one of its few threads (two on two cores) for as long as the child runs, and the other
+/// suites' tasks, their servers' handlers among them, wait behind it.
+func readToEnd(_ handle: FileHandle) async -> Data {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(returning: handle.readDataToEndOfFile()) }
+    }
 }
 
 /// A running `noted-server` process over a data directory.
@@ -70,13 +79,15 @@ final class ServerProcess: Sendable {
         process.standardError = FileHandle.nullDevice
         try process.runWhenFewFilesAreOpen()
         // The first line of standard output says where it listens.
-        let line = try await Task.detached { () throws -> String in
-            var bytes: [UInt8] = []
-            while let byte = try out.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
-                bytes.append(byte)
+        let line = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+            DispatchQueue.global().async {
+                var bytes: [UInt8] = []
+                while let byte = try? out.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
+                    bytes.append(byte)
+                }
+                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
             }
-            return String(decoding: bytes, as: UTF8.self)
-        }.value
+        }
         guard let portText = line.split(separator: ":").last, let actual = Int(portText) else {
             process.terminate()
             throw E2EFailure("noted-server did not say where it listens: \"\(line)\"")
