@@ -105,14 +105,15 @@ public struct SQLiteStore: NotedStore {
     }
 
     /// Closes the database, on a thread of its own: `DatabasePool.close()` blocks until every
-    /// read in flight has handed back its connection, and an async read hands it back from the
-    /// cooperative pool. Called there, with every cooperative thread blocked in a `close()`
-    /// (two stores shutting down at once on two cores), nothing could hand a connection back:
-    /// a full test run hung with both threads in `DatabasePool.close` (seen twice).
+    /// read in flight has handed back its connection, and an async read hands it back from
+    /// Swift's cooperative pool (on Linux, libdispatch's global queues, as many threads as
+    /// cores). Called there, with every one of those threads blocked in a `close()` (two stores
+    /// shutting down at once on two cores), nothing could hand a connection back: a full test
+    /// run hung with both threads in `DatabasePool.close`.
     public func shutdown() async {
         let pool = self.pool
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
+            Thread.detachNewThread {
                 try? pool.close()
                 continuation.resume()
             }

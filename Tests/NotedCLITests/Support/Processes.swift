@@ -55,12 +55,13 @@ func run(_ program: String, _ arguments: [String], stdin: String? = nil, environ
                          stderr: String(decoding: await errData, as: UTF8.self))
 }
 
-/// Reads a pipe to its end on a thread outside Swift's cooperative pool: a blocking read there
-/// holds one of its few threads (two on two cores) for as long as the child runs, and the other
-/// suites' tasks, their servers' handlers among them, wait behind it.
+/// Reads a pipe to its end on a thread of its own: a blocking read on Swift's cooperative pool
+/// (or libdispatch's global queues, which it shares on Linux: as many threads as cores) holds
+/// one of its two threads for as long as the child runs, and every other suite's tasks, their
+/// servers' handlers among them, wait behind it.
 func readToEnd(_ handle: FileHandle) async -> Data {
     await withCheckedContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(returning: handle.readDataToEndOfFile()) }
+        Thread.detachNewThread { continuation.resume(returning: handle.readDataToEndOfFile()) }
     }
 }
 
@@ -80,7 +81,7 @@ final class ServerProcess: Sendable {
         try process.runWhenFewFilesAreOpen()
         // The first line of standard output says where it listens.
         let line = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-            DispatchQueue.global().async {
+            Thread.detachNewThread {
                 var bytes: [UInt8] = []
                 while let byte = try? out.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
                     bytes.append(byte)
