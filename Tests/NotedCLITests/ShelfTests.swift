@@ -3,8 +3,10 @@ import NotedCore
 import Testing
 
 /// `shelf`, the example app of docs/collections.md, driven as a user would: real `shelf` and
-/// `noted-server` processes, the server serving shelf's own schema files.
-@Suite struct ShelfTests {
+/// `noted-server` processes, the server serving shelf's own schema files. One test at a time:
+/// each starts a debug server and signs in twice (bcrypt at the server's cost), and run
+/// together they took the CPU the in-process server suites' timeouts need.
+@Suite(.serialized) struct ShelfTests {
     /// shelf's schema files, as shipped (Sources/shelf/collections).
     static let collections = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sources/shelf/collections").path
