@@ -56,7 +56,7 @@ public struct GlobalOptions: ParsableArguments {
         }
         do {
             return try NotedClient(
-                databasePath: home.databasePath, server: usable ? server : nil, credentials: usable ? credentials : nil,
+                databasePath: try home.databasePath(), server: usable ? server : nil, credentials: usable ? credentials : nil,
                 persist: { try home.saveCredentials($0) })
         } catch let error as NotedClientError {
             throw CLIError(error.message)

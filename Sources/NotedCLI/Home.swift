@@ -22,7 +22,17 @@ public struct Home: Sendable {
         return Home(path: base + "/noted")
     }
 
-    var databasePath: String { path + "/noted.sqlite" }
+    /// Each account's database, apart (`noted.sqlite` for the first, docs/client.md).
+    var accounts: AccountDirectory { AccountDirectory(path: path) }
+
+    /// The database of the account last signed in (or of the only one before any sign-in).
+    func databasePath() throws -> String {
+        do {
+            return try accounts.databasePath()
+        } catch let error as NotedClientError {
+            throw CLIError(error.message)
+        }
+    }
     var configPath: String { path + "/config.json" }
     var credentialsPath: String { path + "/credentials.json" }
 

@@ -9,7 +9,7 @@ public struct Noted: AsyncParsableCommand {
         subcommands: [
             Register.self, Login.self, Logout.self, Whoami.self,
             New.self, List.self, Show.self, Edit.self, Tag.self, Pin.self, Unpin.self,
-            Trash.self, Restore.self, Purge.self, Search.self, History.self,
+            Trash.self, Restore.self, Purge.self, Discard.self, Search.self, History.self,
             Sync.self, Watch.self, Status.self,
         ])
 
@@ -42,6 +42,7 @@ extension Unpin: NotedCommand {}
 extension Trash: NotedCommand {}
 extension Restore: NotedCommand {}
 extension Purge: NotedCommand {}
+extension Discard: NotedCommand {}
 extension Search: NotedCommand {}
 extension History: NotedCommand {}
 extension Sync: NotedCommand {}

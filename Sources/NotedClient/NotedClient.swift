@@ -162,6 +162,14 @@ public final class NotedClient: Sendable {
         await engine?.localEdit()
     }
 
+    /// Gives up this device's unsent edits of a record (of any collection): for a change the
+    /// server refused for good (`Note.refusal`), or unsynced edits the user does not want to
+    /// keep. The server's version returns; a record the server never had is removed.
+    public func discardLocalChanges(_ id: String) async throws {
+        let effect = try await store.discardLocalChanges(id)
+        await hub.emit(effect, origin: .local)
+    }
+
     public func note(_ id: String) async throws -> Note? {
         try await store.note(id)
     }

@@ -140,6 +140,12 @@ public struct Records<Value: SyncedRecord>: Sendable {
         await client.edited(effect)
     }
 
+    /// Gives up this device's unsent edits of a record, such as one the server refused
+    /// (`Stored.refusal`): the server's version returns (see `NotedClient.discardLocalChanges`).
+    public func discardLocalChanges(_ id: String) async throws {
+        try await client.discardLocalChanges(id)
+    }
+
     public func get(_ id: String) async throws -> Stored<Value>? {
         try await client.store.record(collection, id: id).map(Stored.init)
     }

@@ -43,21 +43,26 @@ private func readSignIn(options: Options, passwordStdin: Bool) throws -> (URL, S
     return (server, password)
 }
 
-/// Signs in and keeps the tokens. A home holds one account's books: signing in as someone else
-/// is refused rather than mixing two people's records or erasing one's.
+/// Signs in and keeps the tokens; the account's books are in a database of its own, so that
+/// another account signing in on this home neither sees nor erases them.
 private func signIn(options: Options, server: URL, username: String, password: String) async throws {
     try options.createHome()
-    let store = try library { try LocalStore.open(path: options.databasePath, collections: ShelfSchemas.all) }
+    let first = try library { try LocalStore.open(path: try options.databasePath(), collections: ShelfSchemas.all) }
+    let device = try await library { try await first.deviceID() }
     let api = NotedAPI(server: server)
-    let tokens = try await library { try await api.signIn(username: username, password: password, device: try await store.deviceID()) }
+    let tokens = try await library { try await api.signIn(username: username, password: password, device: device) }
     let userID = Credentials.subject(ofJWT: tokens.accessToken) ?? username
-    let account = server.absoluteString.trimmingSuffix("/") + " " + userID
-    if let previous = try await store.meta("account"), previous != account {
+    let serverText = server.absoluteString.trimmingSuffix("/")
+    let account = serverText + " " + userID
+    let path = try await library { try await options.accounts.use(server: serverText, userID: userID, username: username, collections: ShelfSchemas.all) }
+    let store = try library { try LocalStore.open(path: path, collections: ShelfSchemas.all) }
+    if let bound = try await store.meta("account"), bound != account {
         await api.revoke(refreshToken: tokens.refreshToken)
-        throw ShelfError("this home holds the books of another account (\(previous)); use another --home for \(username)")
+        throw ShelfError("\(path) holds the books of \(bound), not of \(account): \(options.accounts.indexPath) does not match it")
     }
+    if try await store.meta("device") == nil { try await store.setMeta("device", device) }
     try await store.setMeta("account", account)
-    try Options.save(Credentials(server: server.absoluteString.trimmingSuffix("/"), username: username, userID: userID,
+    try Options.save(Credentials(server: serverText, username: username, userID: userID,
                                  accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt),
                      to: options.credentialsPath)
 }

@@ -55,7 +55,12 @@ struct Options: ParsableArguments {
         return base + "/shelf"
     }
 
-    var databasePath: String { homePath + "/shelf.sqlite" }
+    /// Each account's books in a database of its own (`AccountDirectory`): signing in as
+    /// someone else on this home switches to theirs and erases nothing.
+    var accounts: AccountDirectory { AccountDirectory(path: homePath, databaseName: "shelf.sqlite") }
+
+    /// The database of the account last signed in (the home's first one before any sign-in).
+    func databasePath() throws -> String { try library { try accounts.databasePath() } }
     var credentialsPath: String { homePath + "/credentials.json" }
 
     /// `--server`, else `NOTED_SERVER`, else the server signed in to.
@@ -106,7 +111,7 @@ struct Options: ParsableArguments {
         let path = credentialsPath
         let same = credentials.map { $0.server.trimmingSuffix("/") == server?.absoluteString.trimmingSuffix("/") } ?? false
         return try library {
-            try NotedClient(databasePath: databasePath, collections: ShelfSchemas.all, server: same ? server : nil,
+            try NotedClient(databasePath: try accounts.databasePath(), collections: ShelfSchemas.all, server: same ? server : nil,
                             credentials: same ? credentials : nil, persist: { try Options.save($0, to: path) })
         }
     }

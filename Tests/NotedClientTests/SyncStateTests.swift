@@ -68,11 +68,16 @@ import Testing
             expected.inflight = nil
             return after == expected }),
         ("stillToSend", { $0.stillToSend() }, { before, after in
+            // Refused edits are held, not sent again.
             var expected = before
-            expected.edited = true
+            if before.refusal == nil { expected.edited = true }
             return after == expected }),
-        ("moved(differs)", { $0.moved(localDiffers: true) }, { _, after in after.edited }),
-        ("moved(same)", { $0.moved(localDiffers: false) }, { before, after in after.edited == before.purging }),
+        ("moved(differs)", { $0.moved(localDiffers: true) }, { before, after in
+            after.edited == (before.purging || before.refusal == nil) && after.refusal == before.refusal }),
+        ("moved(same)", { $0.moved(localDiffers: false) }, { before, after in after.edited == before.purging && after.refusal == nil }),
+        ("discard", { $0.discard() }, { before, after in
+            !after.edited && !after.purging && after.refusal == nil && after.conflicts.isEmpty && after.next == .delta
+                && after.inflight == before.inflight }),
         ("merged([])", { $0.merged(conflicts: []) }, { before, after in after == before }),
         ("merged([body])", { $0.merged(conflicts: ["body"]) }, { _, after in after.conflicts == ["body"] }),
         ("keepUnplacedEdits", { $0.keepUnplacedEdits(staleBase: 2) }, { before, after in

@@ -57,29 +57,31 @@ func validateUsername(_ username: String) throws {
     }
 }
 
-/// Signs in, remembers the server and the tokens; a different user than before starts from an
-/// empty local database so that no one's notes leak into another's account.
+/// Signs in, remembers the server and the tokens. Each account has its own database in the
+/// home: signing in as someone else switches to theirs and erases nothing.
 func signIn(options: GlobalOptions, server: URL, username: String, password: String) async throws {
     let home = options.resolvedHome
     try home.create()
-    let store = try await cli { try LocalStore.open(path: home.databasePath) }
-    let device = try await store.deviceID()
+    let device = try await cli { try await LocalStore.open(path: try home.databasePath()).deviceID() }
     let api = NotedAPI(server: server)
     let tokens = try await cli { try await api.signIn(username: username, password: password, device: device) }
-    try await remember(tokens, options: options, server: server, username: username, store: store)
+    try await remember(tokens, options: options, server: server, username: username, device: device)
 }
 
-/// Remembers the server and the tokens of a sign-in.
-func remember(_ tokens: TokenResponse, options: GlobalOptions, server: URL, username: String?, store: LocalStore) async throws {
+/// Remembers the server and the tokens of a sign-in, and makes the account's database (made on
+/// first use, with this home's device id) the one the commands use.
+func remember(_ tokens: TokenResponse, options: GlobalOptions, server: URL, username: String?, device: String) async throws {
     let home = options.resolvedHome
     let userID = Credentials.subject(ofJWT: tokens.accessToken) ?? username ?? ""
     let username = username ?? userID
     let serverText = server.absoluteString.trimmingSuffix("/")
-    let previous = try await store.meta("account")
+    let path = try await cli { try await home.accounts.use(server: serverText, userID: userID, username: username) }
+    let store = try await cli { try LocalStore.open(path: path) }
     let account = serverText + " " + userID
-    if let previous, previous != account {
-        try await store.eraseAll()
+    if let bound = try await store.meta("account"), bound != account {
+        throw CLIError("\(path) holds the notes of \(bound), not of \(account): \(home.accounts.indexPath) does not match it")
     }
+    if try await store.meta("device") == nil { try await store.setMeta("device", device) }
     try await store.setMeta("account", account)
     try home.saveServer(serverText)
     try home.saveCredentials(Credentials(
@@ -88,17 +90,36 @@ func remember(_ tokens: TokenResponse, options: GlobalOptions, server: URL, user
 }
 
 struct Logout: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Sign out (revokes the refresh token); local notes stay.")
+    static let configuration = CommandConfiguration(
+        abstract: "Sign out (revokes the refresh token); local notes stay, for the next sign-in.",
+        discussion: "Refused while notes have edits the server does not have yet (they are listed): sync first, or give --discard-unsynced to give those edits up (the server's versions stay).")
     @OptionGroup var options: GlobalOptions
+    @Flag(name: .customLong("discard-unsynced"), help: "Sign out even with unsynced edits, and give them up.")
+    var discardUnsynced = false
 
     func execute() async throws {
         let home = options.resolvedHome
         guard let credentials = try home.credentials() else { throw CLIError("not signed in") }
+        let store = try await cli { try LocalStore.open(path: try home.databasePath()) }
+        let unsynced = try await cli { try await store.unsynced() }
+        if !unsynced.isEmpty {
+            guard discardUnsynced else {
+                let titles = unsynced.prefix(20).map { record in
+                    let title = record.fields["title"]?.stringValue ?? ""
+                    return "\(record.id.prefix(8)) \"\(title.isEmpty ? String((record.fields["body"]?.stringValue ?? "").prefix(40)) : title)\""
+                        + (record.refusal.map { " (refused: \($0))" } ?? "")
+                }
+                let more = unsynced.count > 20 ? "; and \(unsynced.count - 20) more" : ""
+                throw CLIError("\(unsynced.count) note(s) have edits the server does not have: \(titles.joined(separator: "; "))\(more). "
+                    + "Run `noted sync` first, or `noted logout --discard-unsynced` to give them up")
+            }
+            for record in unsynced { _ = try await cli { try await store.discardLocalChanges(record.id) } }
+        }
         if !options.offline, let server = URL(string: credentials.server) {
             await NotedAPI(server: server).revoke(refreshToken: credentials.refreshToken)
         }
         try home.removeCredentials()
-        print("signed out")
+        print(unsynced.isEmpty || !discardUnsynced ? "signed out" : "signed out; discarded the unsynced edits of \(unsynced.count) note(s)")
     }
 }
 

@@ -12,7 +12,7 @@ import Darwin
 func browserSignIn(options: GlobalOptions, server: URL, timeout: Duration) async throws {
     let home = options.resolvedHome
     try home.create()
-    let store = try await cli { try LocalStore.open(path: home.databasePath) }
+    let device = try await cli { try await LocalStore.open(path: try home.databasePath()).deviceID() }
     let receiver = try LoopbackReceiver()
     defer { receiver.close() }
     let verifier = randomToken(bytes: 48)
@@ -37,7 +37,7 @@ func browserSignIn(options: GlobalOptions, server: URL, timeout: Duration) async
     guard let code = query["code"], !code.isEmpty else { throw CLIError("the browser came back without a code") }
     let api = NotedAPI(server: server)
     let tokens = try await cli { try await api.exchange(code: code, redirectURI: redirect, verifier: verifier, clientID: "noted-cli") }
-    try await remember(tokens, options: options, server: server, username: nil, store: store)
+    try await remember(tokens, options: options, server: server, username: nil, device: device)
     print("signed in")
 }
 

@@ -51,10 +51,11 @@ func printNotes(_ notes: [Note], json: Bool) {
         return
     }
     for note in notes {
-        let marks = (note.pinned ? "*" : " ") + (note.pending ? "~" : " ")
+        let marks = (note.pinned ? "*" : " ") + (note.refusal != nil ? "!" : note.pending ? "~" : " ")
         let title = note.title.isEmpty ? String(note.body.prefix(40)).replacingOccurrences(of: "\n", with: " ") : note.title
         let tags = note.tags.isEmpty ? "" : "  " + note.tags.map { "#" + $0 }.joined(separator: " ")
-        print("\(note.id.prefix(8)) \(marks) \(title)\(tags)")
+        let refusal = note.refusal.map { "  (not synced: \($0))" } ?? ""
+        print("\(note.id.prefix(8)) \(marks) \(title)\(tags)\(refusal)")
     }
 }
 
@@ -82,6 +83,7 @@ struct Show: AsyncParsableCommand {
         if note.pinned { flags.append("pinned") }
         if note.trashed { flags.append("in the trash") }
         if note.pending { flags.append("not yet synced") }
+        if let refusal = note.refusal { flags.append("refused by the server (\(refusal)): edit it, or `noted discard \(note.id.prefix(8))` for the server's version") }
         if !flags.isEmpty { print("state:   \(flags.joined(separator: ", "))") }
         print("rev:     \(note.rev)   updated \(Timestamp.format(note.updatedAt))")
         print("")
@@ -227,6 +229,15 @@ struct Purge: SimpleNoteCommand {
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The note's id or a unique prefix of it.") var id: String
     func apply(_ client: NotedClient, _ id: String) async throws { try await client.purge(id) }
+}
+
+struct Discard: SimpleNoteCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Give up this device's unsynced edits of a note: the server's version returns.",
+        discussion: "For a note the server refused (marked ! in `noted list`), or edits you do not want to keep. A note the server never had is removed from this device.")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The note's id or a unique prefix of it.") var id: String
+    func apply(_ client: NotedClient, _ id: String) async throws { try await client.discardLocalChanges(id) }
 }
 
 struct Search: AsyncParsableCommand {

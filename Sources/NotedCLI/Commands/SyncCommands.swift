@@ -19,11 +19,21 @@ struct Sync: AsyncParsableCommand {
         await client.stopSync()
         progress?.cancel()
         let pending = try await cli { try await client.store.pendingCount() }
-        if synced {
-            if !options.json { print("synced") } else { printJSON(["synced": true, "pending": .int(Int64(pending))]) }
+        let refused = try await cli { try await client.store.syncErrors() }
+        let refusedJSON = JSONValue.array(refused.map { ["id": .string($0.id), "message": .string($0.message)] })
+        if synced, refused.isEmpty {
+            if !options.json { print("synced") } else { printJSON(["synced": true, "pending": .int(Int64(pending)), "refused": refusedJSON]) }
             return
         }
-        if options.json { printJSON(["synced": false, "pending": .int(Int64(pending))]) }
+        if options.json { printJSON(["synced": false, "pending": .int(Int64(pending)), "refused": refusedJSON]) }
+        if !refused.isEmpty {
+            var lines: [String] = []
+            for (id, message) in refused {
+                let title = (try? await client.note(id)).map { $0?.title ?? "" } ?? ""
+                lines.append("\(id.prefix(8)) \"\(title)\": \(message)")
+            }
+            throw CLIError("the server refused \(refused.count) note(s), kept on this device unsynced (edit them, or `noted discard ID`): \(lines.joined(separator: "; "))")
+        }
         throw CLIError("not fully synced: \(pending) note(s) pending; the server may be unreachable")
     }
 }

@@ -19,6 +19,10 @@ public struct Note: Sendable, Hashable, Identifiable {
     public var updatedAt: Date
     /// True while local edits are not yet acknowledged by the server.
     public var pending: Bool
+    /// Why the server refused this device's last change for good: the local version stays
+    /// here, unsynced, until it is edited into shape (then it syncs) or discarded
+    /// (`NotedClient.discardLocalChanges`, then the server's version returns).
+    public var refusal: String? = nil
 
     /// The wire fields of the note.
     public var fields: [String: JSONValue] {
@@ -26,14 +30,14 @@ public struct Note: Sendable, Hashable, Identifiable {
     }
 
     /// A JSON object for the command line and for apps: id, title, body, tags, folder, pinned,
-    /// trashed, rev, createdAt, updatedAt, pending.
+    /// trashed, rev, createdAt, updatedAt, pending, refusal (null unless refused).
     public var json: JSONValue {
         [
             "id": .string(id), "title": .string(title), "body": .string(body),
             "tags": .array(tags.map(JSONValue.string)), "folder": folder.map(JSONValue.string) ?? .null,
             "pinned": .bool(pinned), "trashed": .bool(trashed), "rev": .int(rev),
             "createdAt": .string(Timestamp.format(createdAt)), "updatedAt": .string(Timestamp.format(updatedAt)),
-            "pending": .bool(pending),
+            "pending": .bool(pending), "refusal": refusal.map(JSONValue.string) ?? .null,
         ]
     }
 }

@@ -98,6 +98,18 @@ extension LocalStore {
         }
     }
 
+    /// Records of every collection whose edits have not reached the server: pending ones and
+    /// refused ones (with the refusal), in the order they were made. What signing out would
+    /// leave behind on this device only.
+    public func unsynced() async throws -> [StoredRecord] {
+        let schemas = self.schemas
+        return try await writer.read { db in
+            try RecordRow.filter(sql: "(\(RecordRow.pending)) OR json_extract(record.sync, '$.refusal') IS NOT NULL")
+                .order(sql: "rowKey").fetchAll(db)
+                .compactMap { row in schemas[row.collection].map { StoredRecord(row, schema: $0) } }
+        }
+    }
+
     /// Notes whose last change the server refused for good, with the reason.
     public func syncErrors() async throws -> [(id: String, message: String)] {
         try await writer.read { db in

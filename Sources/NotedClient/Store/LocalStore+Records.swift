@@ -151,7 +151,7 @@ extension StoredRecord {
     var note: Note {
         let fields = NoteFields(json: fields)
         return Note(id: id, title: fields.title, body: fields.body, tags: fields.tags, folder: fields.folder, pinned: fields.pinned,
-                    trashed: fields.trashed, rev: rev, createdAt: createdAt, updatedAt: updatedAt, pending: pending)
+                    trashed: fields.trashed, rev: rev, createdAt: createdAt, updatedAt: updatedAt, pending: pending, refusal: refusal)
     }
 
     init(_ row: RecordRow, schema: CollectionSchema) {

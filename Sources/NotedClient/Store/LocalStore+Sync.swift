@@ -377,6 +377,30 @@ extension LocalStore {
         }
     }
 
+    /// Drops this device's edits of a record that are not yet sent (a refused edit, or unsynced
+    /// edits a user chose to give up): the record shows the server's version again, and a
+    /// record the server never acknowledged is removed. A change already in flight is not
+    /// taken back (the server may have applied it); its answer brings the server's state.
+    public func discardLocalChanges(_ id: String) async throws -> StoreEffect {
+        try await writer.write { db in
+            var effect = StoreEffect()
+            guard var row = try RecordRow.find(db, id: id) else { throw NotedClientError(.notFound, "no record \(id)") }
+            if let change = row.state.inflight {
+                if let sent = change.sent { row.localFields = sent }
+            } else if row.rev == 0 {
+                try row.delete(db)
+                effect.remove(id, in: row.collection)
+                return effect
+            } else {
+                row.localFields = row.shadowFields
+            }
+            row.state.discard()
+            try row.update(db)
+            effect.change(id, in: row.collection)
+            return effect
+        }
+    }
+
     /// Applies a `change` broadcast when the record is exactly at its `prevRev`; returns false
     /// when the client must pull instead.
     public func applyBroadcast(_ broadcast: Broadcast, limits: Limits) async throws -> (applied: Bool, effect: StoreEffect) {

@@ -130,14 +130,29 @@ struct SyncState: Hashable, Sendable {
         return inflight
     }
 
-    /// Local edits could not be moved onto a newer server state; they go out as they are.
+    /// Local edits could not be moved onto a newer server state; they go out as they are,
+    /// unless the server refused them for good (then they stay here, refused, until the user
+    /// edits or discards them).
     mutating func stillToSend() {
-        edited = true
+        if refusal == nil { edited = true }
     }
 
     /// The record moved to a newer server state; whatever still differs from it is to be sent.
+    /// Refused edits are moved along but not sent; once nothing differs, the refusal is over.
     mutating func moved(localDiffers: Bool) {
-        edited = purging || localDiffers
+        if !localDiffers { refusal = nil }
+        edited = purging || (localDiffers && refusal == nil)
+    }
+
+    /// The user dropped this device's edits not yet sent (a refused edit, or unsynced edits at
+    /// sign-out): the record is the server's again. A change already in flight stays in
+    /// flight; its answer brings the server's state.
+    mutating func discard() {
+        edited = false
+        purging = false
+        refusal = nil
+        conflicts = []
+        next = .delta
     }
 
     /// A merge could not place all of this device's edit in these text fields.
