@@ -269,7 +269,10 @@ final class WorldReference: @unchecked Sendable {
 /// A real client: its GRDB store on disk and the shipped `SyncEngine` on a virtual clock.
 final class SimClient {
     let name: String
-    let user: Int
+    /// The account signed in now; another user's on a shared device (see `switchAccount`).
+    var user: Int
+    /// The account this device belongs to.
+    let homeUser: Int
     let index: Int
     let path: String
     var store: LocalStore
@@ -279,6 +282,12 @@ final class SimClient {
     var online = true
     var lastRev: [String: Int64] = [:]
     var lastCursor: Int64 = 0
+    /// The last cursor seen in each account's database on this device.
+    var cursors: [Int: Int64] = [:]
+    /// Signed out: no engine runs; the database stays (the user works offline, or signs in again).
+    var signedOut = false
+    /// The session was lost (`invalid_grant`): every token request fails until the user signs in again.
+    var sessionLost = false
     var device: String
     /// The next access token this client gets is already expired (the token-expiry step).
     var expiredToken = false
@@ -295,11 +304,12 @@ final class SimClient {
     init(name: String, user: Int, index: Int, path: String, seed: UInt64, world: World) throws {
         self.name = name
         self.user = user
+        self.homeUser = user
         self.index = index
         self.path = path
         var random = SimRandom(state: seed)
         device = random.uuid()
-        store = try LocalStore.open(path: path, collections: [World.journal])
+        store = try LocalStore.open(path: path, collections: [World.clientJournal])
         clock = SimClock(time: world.time)
         engine = SimClient.engine(store: store, clock: clock, world: world, index: index, seed: seed)
     }
@@ -355,6 +365,17 @@ final class World {
           "score":  {"kind": "scalar", "types": ["number", "null"], "default": null, "min": 0, "max": 100}}}
         """))
 
+    /// The journal as the clients know it: an app updated before its server, with one more mood
+    /// than the server accepts. A change that sets it is refused (`invalid_field`), and must stay
+    /// on the device until the user edits it into shape or discards it.
+    static let clientJournal = try! CollectionSchema(json: JSONValue.parse("""
+        {"name": "journal", "version": 1, "fields": {
+          "entry":  {"kind": "text", "searchable": true},
+          "labels": {"kind": "set"},
+          "mood":   {"kind": "scalar", "types": ["string"], "enum": ["low", "ok", "high", "ecstatic"], "default": "ok", "indexed": true},
+          "score":  {"kind": "scalar", "types": ["number", "null"], "default": null, "min": 0, "max": 100}}}
+        """))
+
     init(seed: UInt64, journaling: Bool = true) async throws {
         self.journaling = journaling
         random = SimRandom(state: seed)
@@ -401,6 +422,7 @@ final class World {
     /// A real access token for the client's user, signed with the server's key; already
     /// expired after a token-expiry step.
     func token(for client: SimClient) async throws -> String {
+        if client.sessionLost { throw NotedClientError(.unauthenticated, "the session is over (invalid_grant): sign in again") }
         let expired = client.expiredToken
         client.expiredToken = false
         let now = expired ? Date().addingTimeInterval(-7200) : Date()

@@ -11,6 +11,12 @@ extension World {
         random = SimRandom(state: step.seed)
         let client = clients[step.client % clients.count]
         let roll = step.roll
+        // The edges (accounts, sign-outs, refusals, discards) from a generator of their own too.
+        var edgePick = SimRandom(state: step.seed ^ 0x6564_6765_7300_0000)
+        if journaling && edgePick.chance(4) {
+            try await edge(client)
+            return
+        }
         switch roll {
         case 0..<30:
             // Drawn from a generator of its own, so that runs without the journal draw as before.
@@ -143,12 +149,12 @@ extension World {
     func crash(_ client: SimClient) async throws {
         await client.engine.stop()
         client.currentLink = nil
-        client.store = try LocalStore.open(path: client.path, collections: [World.journal])
+        client.store = try LocalStore.open(path: client.databasePath, collections: [World.clientJournal])
         client.clock = SimClock(time: time)
         client.delivered = 0
         client.drops = 0
         client.engine = SimClient.engine(store: client.store, clock: client.clock, world: self, index: client.index, seed: random.next())
-        await client.engine.start()
+        if !client.signedOut { await client.engine.start() }
         try await settle(client)
     }
 
@@ -246,8 +252,7 @@ extension World {
                 try await client.store.purge(id)
             }
         }
-        await client.engine.localEdit()
-        try await settle(client)
+        try await localEditSignal(client)
     }
 
     /// An edit to a record of the second collection: text with markers, a set, scalars, purges.
@@ -315,8 +320,7 @@ extension World {
             purged.insert(id)
             _ = try await client.store.transaction { try $0.purge("journal", id: id) }
         }
-        await client.engine.localEdit()
-        try await settle(client)
+        try await localEditSignal(client)
     }
 
     // MARK: Checks

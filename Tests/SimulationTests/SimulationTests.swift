@@ -11,6 +11,12 @@ extension World {
         for client in clients where !client.online {
             client.online = true
         }
+        if journaling { try await healEdges() }
+        try await drain()
+    }
+
+    /// Runs until nothing moves; not getting there is a failure.
+    func drain() async throws {
         for round in 0..<400 {
             try await advance(by: .milliseconds(500))
             var moved = false
