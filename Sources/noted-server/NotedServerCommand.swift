@@ -55,6 +55,7 @@ struct Keys: AsyncParsableCommand {
         @OptionGroup var store: StoreOptions
 
         func run() async throws {
+            umask(0o077)
             var configuration = ServerConfiguration()
             try store.apply(to: &configuration, environment: ProcessInfo.processInfo.environment)
             LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
@@ -172,6 +173,9 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Whatever the server creates (the data directory, the database and its -wal and -shm
+        // files) is its own user's only: they hold the signing keys and every note.
+        umask(0o077)
         var configuration = try makeConfiguration()
         do {
             configuration.schemas = try SchemaRegistry.load(directory: collections ?? ProcessInfo.processInfo.environment["NOTED_COLLECTIONS"])

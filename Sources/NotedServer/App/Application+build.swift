@@ -1,5 +1,4 @@
 import Foundation
-import HummingbirdBcrypt
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
@@ -37,10 +36,10 @@ public func buildApplication(
         }
         tokens.external = ExternalIssuers(configuration.trustedIssuers, store: store, logger: logger)
     }
-    let cost = configuration.bcryptCost
-    let dummyHash = try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash("not a password", cost: cost) }
+    let passwords = PasswordHasher(cost: configuration.bcryptCost)
+    let dummyHash = try await passwords.hash("not a password")
     let accounts = Accounts(
-        store: store, tokens: tokens, registrationOpen: configuration.registrationOpen, bcryptCost: cost,
+        store: store, tokens: tokens, registrationOpen: configuration.registrationOpen, passwords: passwords,
         refreshLifetime: configuration.refreshTokenLifetime.timeInterval,
         limiter: RateLimiter(limit: configuration.authAttemptsPerWindow, window: configuration.authWindow.timeInterval),
         dummyHash: dummyHash)
@@ -103,9 +102,7 @@ private func openStore(_ configuration: ServerConfiguration, logger: Logger) asy
     switch configuration.databaseLocation {
     case .sqlite(let path):
         let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        }
+        try DataDirectory.secure(directory: directory.isEmpty ? "." : directory, database: path, logger: logger)
         store = try SQLiteStore(path: path, schemas: configuration.schemas, limits: configuration.limits, revisionsKept: configuration.revisionsKept)
     case .postgres(let url):
         store = try PostgresStore(url: url, schemas: configuration.schemas, limits: configuration.limits, revisionsKept: configuration.revisionsKept, logger: logger)

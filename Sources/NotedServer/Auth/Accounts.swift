@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import HummingbirdBcrypt
 import Logging
 import NIOPosix
 import NotedCore
@@ -48,7 +47,7 @@ public struct Accounts: Sendable {
     let store: any NotedStore
     let tokens: AccessTokens
     let registrationOpen: Bool
-    let bcryptCost: UInt8
+    let passwords: PasswordHasher
     let refreshLifetime: TimeInterval
     let limiter: RateLimiter
     /// A hash checked for unknown usernames, so that timing does not tell them apart.
@@ -75,8 +74,8 @@ public struct Accounts: Sendable {
         guard (8...1024).contains(password.count) else {
             throw AuthError(kind: .invalidRequest("passwords are 8 to 1024 characters"))
         }
-        let cost = bcryptCost
-        let hash = try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+        if let problem = PasswordHasher.problem(password) { throw AuthError(kind: .invalidRequest(problem)) }
+        let hash = try await hashPassword(password)
         let user = UserAccount(id: UUID().uuidString.lowercased(), username: username, usernameKey: username.lowercased(), passwordHash: hash)
         guard try await store.createUser(user, now: Date()) else { throw AuthError(kind: .usernameTaken) }
         return user

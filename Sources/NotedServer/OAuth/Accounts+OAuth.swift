@@ -1,5 +1,4 @@
 import Foundation
-import HummingbirdBcrypt
 import NIOPosix
 
 extension Accounts {
@@ -8,12 +7,30 @@ extension Accounts {
     func verifyPassword(username: String, password: String, address: String) async throws -> UserAccount {
         let key = username.lowercased()
         try limiter.check(keys: ["signin-address:\(address)", "signin-user:\(key)"])
-        guard password.utf8.count <= 4096 else { throw AuthError(kind: .invalidCredentials) }
+        guard password.utf8.count <= 4096, PasswordHasher.problem(password) == nil else { throw AuthError(kind: .invalidCredentials) }
         let user = try await store.user(usernameKey: key)
         let storedHash = user?.passwordHash ?? dummyHash
-        let matches = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: storedHash) }
-        guard let user, matches else { throw AuthError(kind: .invalidCredentials) }
+        let result: (matches: Bool, upgrade: Bool)
+        do {
+            result = try await passwords.verify(password, hash: storedHash)
+        } catch is PasswordHasher.Busy {
+            throw AuthError(kind: .rateLimited(retryAfter: 1))
+        }
+        guard let user, result.matches else { throw AuthError(kind: .invalidCredentials) }
+        if result.upgrade {
+            // A hash of the earlier kind, verified exactly: replaced by one over every byte.
+            try await store.setPasswordHash(userID: user.id, hash: try await hashPassword(password))
+        }
         return user
+    }
+
+    /// A new password hash; refused as rate-limited while too many hashes are waiting.
+    func hashPassword(_ password: String) async throws -> String {
+        do {
+            return try await passwords.hash(password)
+        } catch is PasswordHasher.Busy {
+            throw AuthError(kind: .rateLimited(retryAfter: 1))
+        }
     }
 
     /// Starts a refresh-token family for a user and client: the token response and the family id.

@@ -22,18 +22,21 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         case corrupt(String)
         case unsupportedURL(String)
         case unreachable(String)
+        case unusable(String)
     }
     private let kind: Kind
 
     static func corrupt(_ what: String) -> StoreError { StoreError(kind: .corrupt(what)) }
     static func unsupportedURL(_ what: String) -> StoreError { StoreError(kind: .unsupportedURL(what)) }
     static func unreachable(_ what: String) -> StoreError { StoreError(kind: .unreachable(what)) }
+    static func unusable(_ what: String) -> StoreError { StoreError(kind: .unusable(what)) }
 
     public var description: String {
         switch kind {
         case .corrupt(let what): "stored data is corrupt: \(what)"
         case .unsupportedURL(let what): "unsupported database URL: \(what)"
         case .unreachable(let what): "cannot reach the database: \(what)"
+        case .unusable(let what): what
         }
     }
 }

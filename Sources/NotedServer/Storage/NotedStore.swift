@@ -20,6 +20,8 @@ public protocol NotedStore: OAuthStore {
     func createUser(_ user: UserAccount, now: Date) async throws -> Bool
     func user(usernameKey: String) async throws -> UserAccount?
     func user(id: String) async throws -> UserAccount?
+    /// Replaces a user's password hash (a hash of the earlier kind upgraded at sign-in).
+    func setPasswordHash(userID: String, hash: String) async throws
 
     // MARK: Signing keys
 

@@ -164,6 +164,10 @@ public struct PostgresStore: NotedStore {
             "SELECT id, username, username_key, password_hash FROM users WHERE id = \(id)", logger: logger))
     }
 
+    public func setPasswordHash(userID: String, hash: String) async throws {
+        try await client.query("UPDATE users SET password_hash = \(hash) WHERE id = \(userID)", logger: logger)
+    }
+
     private func firstUser(_ rows: PostgresRowSequence) async throws -> UserAccount? {
         for try await (id, username, key, hash) in rows.decode((String, String, String, String).self) {
             return UserAccount(id: id, username: username, usernameKey: key, passwordHash: hash)

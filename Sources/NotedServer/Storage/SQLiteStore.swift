@@ -142,6 +142,12 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
+    public func setPasswordHash(userID: String, hash: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE users SET password_hash = ? WHERE id = ?", arguments: [hash, userID])
+        }
+    }
+
     public func user(id: String) async throws -> UserAccount? {
         try await pool.read { db in
             try Row.fetchOne(db, sql: "SELECT id, username, username_key, password_hash FROM users WHERE id = ?", arguments: [id])
