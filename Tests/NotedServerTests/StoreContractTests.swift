@@ -173,7 +173,7 @@ import Testing
             let later = Date().addingTimeInterval(3600)
             try await store.createRefreshFamily(family, firstTokenHash: "h1", expiresAt: later, now: Date())
             #expect(try await store.rotateRefreshToken(hash: "h1", replacementHash: "h2", expiresAt: later, now: Date()) == .rotated(family))
-            #expect(try await store.rotateRefreshToken(hash: "h1", replacementHash: "h3", expiresAt: later, now: Date()) == .reused)
+            #expect(try await store.rotateRefreshToken(hash: "h1", replacementHash: "h3", expiresAt: later, now: Date()) == .reused(familyID: family.id))
             #expect(try await store.rotateRefreshToken(hash: "h2", replacementHash: "h4", expiresAt: later, now: Date()) == .invalid)
             #expect(try await store.rotateRefreshToken(hash: "unknown", replacementHash: "h5", expiresAt: later, now: Date()) == .invalid)
         }

@@ -45,6 +45,12 @@ public func buildApplication(
         dummyHash: dummyHash)
     let metrics = ServerMetrics()
     let hub = sessions.hub
+    // Revoked sign-in sessions: their access tokens are refused and their connections closed,
+    // here at once and on other nodes when they hear of it (RemoteFanout).
+    tokens.revoked.onRevoke { hub.closeRevoked(signInSession: $0) }
+    for family in try await store.revokedFamilies(since: Date().addingTimeInterval(-tokens.revoked.keep)) {
+        tokens.revoked.insert(family)
+    }
     let sync = SyncService(store: store, parser: ChangeParser(schemas: configuration.schemas, limits: configuration.limits), hub: hub, metrics: metrics)
     let clients = OAuthClients([.cli, .web(origins: [issuer] + configuration.allowedOrigins)] + configuration.oauthClients)
     let authorization = AuthorizationServer(
@@ -88,7 +94,7 @@ public func buildApplication(
         services: [
             StoreService(store: store),
             SweepService(store: store, configuration: configuration, logger: logger),
-            RemoteFanout(sync: sync, logger: logger),
+            RemoteFanout(sync: sync, revoked: tokens.revoked, logger: logger),
             KeyReloadService(tokens: tokens, store: store, logger: logger),
         ],
         onServerRunning: { channel in
@@ -210,6 +216,7 @@ struct SessionCloser: Service {
 /// missed change (at worst a client hears of a record twice and pulls).
 struct RemoteFanout: Service {
     let sync: SyncService
+    let revoked: RevokedSessions
     let logger: Logger
 
     func run() async throws {
@@ -221,6 +228,10 @@ struct RemoteFanout: Service {
     }
 
     func deliver(_ notice: CommitNotice) async {
+        if let family = notice.revokedFamily {
+            revoked.insert(family)
+            return
+        }
         guard let previous = sync.hub.advanceSeenSeq(user: notice.userID, to: notice.seq), previous < notice.seq else { return }
         // The usual case: the next commit, made here, so this node's sessions already have it.
         if notice.fromThisNode && previous == notice.seq - 1 { return }
@@ -229,6 +240,10 @@ struct RemoteFanout: Service {
 
     /// After (re)connecting: everything committed since each user's mark.
     func catchUp() async {
+        // Sign-in sessions revoked on other nodes while this one was not listening.
+        if let families = try? await sync.store.revokedFamilies(since: Date().addingTimeInterval(-revoked.keep)) {
+            for family in families { revoked.insert(family) }
+        }
         for (user, seen) in sync.hub.seenSeqs() {
             guard let latest = try? await sync.store.latestSeq(userID: user), latest > seen else { continue }
             _ = sync.hub.advanceSeenSeq(user: user, to: latest)

@@ -14,9 +14,12 @@ struct AccessTokenClaims: JWTPayload {
     var jti: IDClaim
     var nbf: NotBeforeClaim?
     var clientID: String
+    /// The sign-in session (refresh-token family) the token belongs to; absent in tokens of
+    /// earlier versions.
+    var sid: String?
 
     enum CodingKeys: String, CodingKey {
-        case iss, sub, aud, exp, iat, jti, nbf
+        case iss, sub, aud, exp, iat, jti, nbf, sid
         case clientID = "client_id"
     }
 
@@ -29,6 +32,48 @@ public struct VerifiedToken: Sendable, Hashable {
     public var userID: String
     public var clientID: String
     public var expiresAt: Date
+    /// The sign-in session (refresh-token family), when the token names one.
+    public var sessionID: String? = nil
+}
+
+/// Sign-in sessions (refresh-token families) revoked recently enough that access tokens of
+/// theirs may still be unexpired: such tokens are refused, and open sync sessions of theirs
+/// closed, within a second on every node (docs/security.md, "Revocation"). An id is kept for
+/// an access token's lifetime (and a minute) after it was revoked; by then every token naming
+/// it has expired.
+public final class RevokedSessions: Sendable {
+    private struct State {
+        var revokedAt: [String: Date] = [:]
+        var observers: [@Sendable (String) -> Void] = []
+    }
+    private let state = NIOLockedValueBox(State())
+    let keep: TimeInterval
+
+    init(keep: TimeInterval) {
+        self.keep = keep
+    }
+
+    public func contains(_ id: String) -> Bool {
+        state.withLockedValue { $0.revokedAt[id] != nil }
+    }
+
+    /// Adds a revoked session; the observers hear of it when it is new here.
+    func insert(_ id: String, now: Date = Date()) {
+        let observers: [@Sendable (String) -> Void] = state.withLockedValue { state in
+            state.revokedAt = state.revokedAt.filter { now.timeIntervalSince($0.value) < keep }
+            guard state.revokedAt[id] == nil else { return [] }
+            state.revokedAt[id] = now
+            return state.observers
+        }
+        for observer in observers { observer(id) }
+    }
+
+    /// `observer` is called with every session newly revoked (to close its connections).
+    func onRevoke(_ observer: @escaping @Sendable (String) -> Void) {
+        state.withLockedValue { $0.observers.append(observer) }
+    }
+
+    var count: Int { state.withLockedValue { $0.revokedAt.count } }
 }
 
 /// Why a token was refused. The reason is for logs; clients only learn "invalid" or "expired".
@@ -76,6 +121,8 @@ public struct AccessTokens: Sendable {
     public var jwks: JSONValue { current.withLockedValue { $0.jwks } }
     /// Trusted external issuers, if any (`--trust-issuer`).
     var external: ExternalIssuers?
+    /// Sessions whose access tokens are refused before they expire.
+    public let revoked: RevokedSessions
 
     /// How often a running server rereads its signing keys, so that `noted-server keys rotate`
     /// takes effect without a restart.
@@ -86,7 +133,8 @@ public struct AccessTokens: Sendable {
     public static func load(store: any NotedStore, issuer: String, audience: String, lifetime: Duration) async throws -> AccessTokens {
         let records = try await currentKeys(store: store, lifetime: lifetime)
         let set = try await SigningKeySet.build(records)
-        return AccessTokens(current: NIOLockedValueBox(set), issuer: issuer, audience: audience, lifetime: lifetime)
+        return AccessTokens(current: NIOLockedValueBox(set), issuer: issuer, audience: audience, lifetime: lifetime,
+                            revoked: RevokedSessions(keep: lifetime.timeInterval + 60))
     }
 
     /// Rereads the signing keys from the store (after a rotation by another process).
@@ -139,14 +187,14 @@ public struct AccessTokens: Sendable {
     }
 
     /// A signed access token for a user and client application, and when it expires.
-    public func issue(userID: String, clientID: String, now: Date = Date()) async throws -> (token: String, expiresAt: Date) {
+    public func issue(userID: String, clientID: String, sessionID: String? = nil, now: Date = Date()) async throws -> (token: String, expiresAt: Date) {
         // JWT times are whole seconds.
         let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
         let expiresAt = now.addingTimeInterval(lifetime.timeInterval.rounded(.up))
         let claims = AccessTokenClaims(
             iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: userID), aud: AudienceClaim(value: [audience]),
             exp: ExpirationClaim(value: expiresAt), iat: IssuedAtClaim(value: now),
-            jti: IDClaim(value: UUID().uuidString.lowercased()), nbf: nil, clientID: clientID)
+            jti: IDClaim(value: UUID().uuidString.lowercased()), nbf: nil, clientID: clientID, sid: sessionID)
         var header = JWTHeader()
         header.typ = "at+jwt"
         header.alg = "ES256"
@@ -182,7 +230,10 @@ public struct AccessTokens: Sendable {
         if let notBefore = claims.nbf?.value, notBefore > now.addingTimeInterval(60) {
             throw TokenError(kind: .invalid, reason: "not valid yet")
         }
-        return VerifiedToken(userID: claims.sub.value, clientID: claims.clientID, expiresAt: claims.exp.value)
+        if let sid = claims.sid, revoked.contains(sid) {
+            throw TokenError(kind: .invalid, reason: "the sign-in session was revoked")
+        }
+        return VerifiedToken(userID: claims.sub.value, clientID: claims.clientID, expiresAt: claims.exp.value, sessionID: claims.sid)
     }
 
     /// A base64url JSON part of a JWT, unverified.

@@ -93,9 +93,12 @@ public struct Accounts: Sendable {
             hash: Self.hash(token), replacementHash: Self.hash(replacement), expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
         switch result {
         case .rotated(let family):
-            let access = try await tokens.issue(userID: family.userID, clientID: family.clientID, now: now)
+            let access = try await tokens.issue(userID: family.userID, clientID: family.clientID, sessionID: family.id, now: now)
             return TokenResponse(accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: replacement)
-        case .reused, .invalid:
+        case .reused(let familyID):
+            try await revoked(familyID)
+            throw AuthError(kind: .invalidGrant)
+        case .invalid:
             throw AuthError(kind: .invalidGrant)
         }
     }

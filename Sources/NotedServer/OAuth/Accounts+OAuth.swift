@@ -24,6 +24,13 @@ extension Accounts {
         return user
     }
 
+    /// A sign-in session was revoked (in the store): its access tokens are refused and its
+    /// sync sessions closed here now, and on the other nodes once they hear of it.
+    func revoked(_ familyID: String) async throws {
+        tokens.revoked.insert(familyID)
+        try await store.announceRevocation(familyID: familyID)
+    }
+
     /// A new password hash; refused as rate-limited while too many hashes are waiting.
     func hashPassword(_ password: String) async throws -> String {
         do {
@@ -39,7 +46,7 @@ extension Accounts {
         let refresh = Self.newRefreshToken()
         let family = RefreshFamily(id: UUID().uuidString.lowercased(), userID: userID, clientID: clientID, device: device)
         try await store.createRefreshFamily(family, firstTokenHash: Self.hash(refresh), expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
-        let access = try await tokens.issue(userID: userID, clientID: clientID, now: now)
+        let access = try await tokens.issue(userID: userID, clientID: clientID, sessionID: family.id, now: now)
         let response = TokenResponse(accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: refresh)
         return (response, family.id)
     }

@@ -40,7 +40,12 @@ public protocol OAuthStore: Sendable {
     /// Remembers which refresh-token family a code started, so that a replay can revoke it.
     func recordFamily(_ familyID: String, forCode hash: String) async throws
     func revokeRefreshFamily(id: String, now: Date) async throws
-    /// Revokes the family of a refresh token; false when the token is unknown.
+    /// Revokes the family of a refresh token and returns its id; nil when the token is unknown.
     @discardableResult
-    func revokeRefreshToken(hash: String, now: Date) async throws -> Bool
+    func revokeRefreshToken(hash: String, now: Date) async throws -> String?
+    /// The refresh-token families (sign-in sessions) revoked at or after `since`: what a node
+    /// loads at start and after losing touch with the others (docs/security.md, "Revocation").
+    func revokedFamilies(since: Date) async throws -> [String]
+    /// Tells every node that a family was revoked (PostgreSQL `NOTIFY`); one node: nothing to do.
+    func announceRevocation(familyID: String) async throws
 }

@@ -97,7 +97,10 @@ struct AuthorizationServer: Sendable {
             throw OAuthError.invalidGrant("the authorization code is invalid or expired")
         case .reused(let familyID):
             // A replayed code: whatever it produced the first time is revoked (RFC 6749 4.1.2).
-            if let familyID { try await store.revokeRefreshFamily(id: familyID, now: now) }
+            if let familyID {
+                try await store.revokeRefreshFamily(id: familyID, now: now)
+                try await accounts.revoked(familyID)
+            }
             throw OAuthError.invalidGrant("the authorization code was already used")
         case .valid(let stored):
             guard constantTimeEqual(stored.clientID, clientID) else {
@@ -118,7 +121,9 @@ struct AuthorizationServer: Sendable {
     /// Token revocation (RFC 7009): revokes the refresh token's family; unknown tokens are fine.
     func revoke(form: [String: String]) async throws {
         guard let token = form["token"], !token.isEmpty else { throw OAuthError.invalidRequest("token is missing") }
-        try await store.revokeRefreshToken(hash: Accounts.hash(token), now: Date())
+        if let familyID = try await store.revokeRefreshToken(hash: Accounts.hash(token), now: Date()) {
+            try await accounts.revoked(familyID)
+        }
     }
 
     /// A `Host` header value: a name or address and an optional port, nothing else.

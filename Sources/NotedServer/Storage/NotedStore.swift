@@ -69,17 +69,21 @@ public protocol NotedStore: OAuthStore {
     ) async throws
 }
 
-/// "User U committed `seq` S", as one server node tells the others.
+/// "User U committed `seq` S", as one server node tells the others; or, with
+/// `revokedFamily`, "this sign-in session was revoked" (then `userID` is empty and `seq` 0).
 public struct CommitNotice: Sendable, Hashable {
     public var userID: String
     public var seq: Int64
     /// Whether the commit was made by this process (its sessions were told directly).
     public var fromThisNode: Bool
+    /// A refresh-token family (sign-in session) revoked on some node.
+    public var revokedFamily: String?
 
-    public init(userID: String, seq: Int64, fromThisNode: Bool) {
+    public init(userID: String, seq: Int64, fromThisNode: Bool, revokedFamily: String? = nil) {
         self.userID = userID
         self.seq = seq
         self.fromThisNode = fromThisNode
+        self.revokedFamily = revokedFamily
     }
 }
 
@@ -132,7 +136,7 @@ public enum RefreshRotation: Sendable, Hashable {
     /// The token was valid; its replacement is stored.
     case rotated(RefreshFamily)
     /// The token had already been used: its family is now revoked.
-    case reused
+    case reused(familyID: String)
     /// Unknown, expired or revoked.
     case invalid
 }

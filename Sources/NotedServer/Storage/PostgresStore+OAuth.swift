@@ -52,13 +52,26 @@ extension PostgresStore {
             "UPDATE refresh_families SET revoked_at = \(now.millis) WHERE id = \(id) AND revoked_at IS NULL", logger: logger)
     }
 
-    public func revokeRefreshToken(hash: String, now: Date) async throws -> Bool {
+    public func revokeRefreshToken(hash: String, now: Date) async throws -> String? {
         let rows = try await client.query("""
             UPDATE refresh_families SET revoked_at = COALESCE(revoked_at, \(now.millis))
             WHERE id = (SELECT family_id FROM refresh_tokens WHERE hash = \(hash))
             RETURNING id
             """, logger: logger)
-        for try await _ in rows.decode(String.self) { return true }
-        return false
+        for try await id in rows.decode(String.self) { return id }
+        return nil
+    }
+
+    public func revokedFamilies(since: Date) async throws -> [String] {
+        var ids: [String] = []
+        for try await id in try await client.query(
+            "SELECT id FROM refresh_families WHERE revoked_at >= \(since.millis)", logger: logger).decode(String.self) {
+            ids.append(id)
+        }
+        return ids
+    }
+
+    public func announceRevocation(familyID: String) async throws {
+        try await client.query("SELECT pg_notify(\(Self.commitChannel), \(nodeID + " revoke " + familyID))", logger: logger)
     }
 }

@@ -16,7 +16,7 @@ public struct PostgresStore: NotedStore {
     let logger: Logger
     let processor: ChangeProcessor
     /// Tells this node's own commit notifications from other nodes'.
-    private let nodeID = UUID().uuidString.lowercased()
+    let nodeID = UUID().uuidString.lowercased()
     static let commitChannel = "noted_commits"
 
     /// Connects a pool to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
@@ -227,7 +227,7 @@ public struct PostgresStore: NotedStore {
             if revokedAt != nil { return .invalid }
             if usedAt != nil {
                 try await connection.query("UPDATE refresh_families SET revoked_at = \(now.millis) WHERE id = \(familyID)", logger: logger)
-                return .reused
+                return .reused(familyID: familyID)
             }
             if tokenExpiry <= now.millis { return .invalid }
             try await connection.query("UPDATE refresh_tokens SET used_at = \(now.millis) WHERE hash = \(hash)", logger: logger)
@@ -422,6 +422,10 @@ public struct PostgresStore: NotedStore {
                         await onListening()
                         for try await notification in notifications {
                             let parts = notification.payload.split(separator: " ")
+                            if parts.count == 3, parts[1] == "revoke" {
+                                await handler(CommitNotice(userID: "", seq: 0, fromThisNode: parts[0] == nodeID, revokedFamily: String(parts[2])))
+                                continue
+                            }
                             guard parts.count == 3, let seq = Int64(parts[2]) else { continue }
                             await handler(CommitNotice(userID: String(parts[1]), seq: seq, fromThisNode: parts[0] == nodeID))
                         }

@@ -64,14 +64,22 @@ extension SQLiteStore {
         }
     }
 
-    public func revokeRefreshToken(hash: String, now: Date) async throws -> Bool {
+    public func revokeRefreshToken(hash: String, now: Date) async throws -> String? {
         try await pool.write { db in
             guard let family = try String.fetchOne(db, sql: "SELECT family_id FROM refresh_tokens WHERE hash = ?", arguments: [hash]) else {
-                return false
+                return nil
             }
             try db.execute(
                 sql: "UPDATE refresh_families SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [now.millis, family])
-            return true
+            return family
         }
     }
+
+    public func revokedFamilies(since: Date) async throws -> [String] {
+        try await pool.read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM refresh_families WHERE revoked_at >= ?", arguments: [since.millis])
+        }
+    }
+
+    public func announceRevocation(familyID: String) async throws {}
 }

@@ -207,7 +207,7 @@ public struct SQLiteStore: NotedStore {
             if (row["revoked_at"] as Int64?) != nil { return .invalid }
             if (row["used_at"] as Int64?) != nil {
                 try db.execute(sql: "UPDATE refresh_families SET revoked_at = ? WHERE id = ?", arguments: [now.millis, familyID])
-                return .reused
+                return .reused(familyID: familyID)
             }
             if (row["expires_at"] as Int64) <= now.millis { return .invalid }
             try db.execute(sql: "UPDATE refresh_tokens SET used_at = ? WHERE hash = ?", arguments: [now.millis, hash])

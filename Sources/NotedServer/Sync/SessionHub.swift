@@ -15,6 +15,8 @@ enum Outgoing: Sendable {
 final class SessionHub: Sendable {
     private struct Member {
         let continuation: AsyncStream<Outgoing>.Continuation
+        /// The sign-in session (refresh-token family) of the token it authenticated with.
+        var signInSession: String?
     }
     /// A user's sessions on this node, and the highest `seq` of theirs this node has accounted
     /// for: reported at `welcome` or heard of through a commit notification. After a lost
@@ -32,12 +34,38 @@ final class SessionHub: Sendable {
     }
 
     /// Adds an authenticated session; `seenSeq` is the user's `seq` its `welcome` reported.
-    func join(user: String, session: UUID, continuation: AsyncStream<Outgoing>.Continuation, seenSeq: Int64) {
+    func join(user: String, session: UUID, continuation: AsyncStream<Outgoing>.Continuation, seenSeq: Int64, signInSession: String? = nil) {
         members.withLockedValue { users in
             if users[user] == nil {
                 users[user] = UserSessions(seenSeq: seenSeq)
             }
-            users[user]?.sessions[session] = Member(continuation: continuation)
+            users[user]?.sessions[session] = Member(continuation: continuation, signInSession: signInSession)
+        }
+    }
+
+    /// A session re-authenticated with a token of another sign-in session.
+    func reauthenticated(user: String, session: UUID, signInSession: String?) {
+        members.withLockedValue { $0[user]?.sessions[session]?.signInSession = signInSession }
+    }
+
+    /// Closes every connection authenticated by a token of a revoked sign-in session: an error
+    /// saying so, then close 4001 (docs/protocol.md section 6).
+    func closeRevoked(signInSession: String) {
+        let targets = members.withLockedValue { users in
+            var found: [AsyncStream<Outgoing>.Continuation] = []
+            for (user, sessions) in users {
+                for (id, member) in sessions.sessions where member.signInSession == signInSession {
+                    found.append(member.continuation)
+                    users[user]?.sessions[id] = nil
+                }
+                if users[user]?.sessions.isEmpty == true { users[user] = nil }
+            }
+            return found
+        }
+        let message = "the sign-in session was revoked"
+        for continuation in targets {
+            continuation.yield(.message(ServerMessage.error(ServerError(ProtocolError(.unauthenticated, message))).json))
+            continuation.yield(.close(code: 4001, reason: message))
         }
     }
 

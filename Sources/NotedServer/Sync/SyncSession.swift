@@ -228,7 +228,7 @@ struct SyncSession {
         // welcome and finds it there.
         let (greeting, seq) = try await welcome(verified, rid: rid)
         replies.send(greeting)
-        sync.hub.join(user: verified.userID, session: id, continuation: replies.continuation, seenSeq: seq)
+        sync.hub.join(user: verified.userID, session: id, continuation: replies.continuation, seenSeq: seq, signInSession: verified.sessionID)
         logger.info("session authenticated", metadata: ["user": .string(verified.userID)])
         return true
     }
@@ -248,6 +248,7 @@ struct SyncSession {
         }
         shared.withLockedValue { $0.deadline = verified.expiresAt }
         Self.armTimer(shared, replies.continuation)
+        sync.hub.reauthenticated(user: userID, session: id, signInSession: verified.sessionID)
         replies.send(try await welcome(verified, rid: rid).0)
         return true
     }
