@@ -108,6 +108,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-pushes-per-second"), help: "Push messages per second and connection; more are rejected rate_limited [NOTED_MAX_PUSHES_PER_SECOND]; default 20.")
     var maxPushesPerSecond: Int?
 
+    @Option(name: .customLong("max-sessions-per-user"), help: "Sync connections of one user on this node; a hello beyond is refused (close 4029) [NOTED_MAX_SESSIONS_PER_USER]; default 50.")
+    var maxSessionsPerUser: Int?
+
     @Option(help: "Folder of collection schema documents (*.json, docs/collections.md) served besides notes [NOTED_COLLECTIONS].")
     var collections: String?
 
@@ -168,6 +171,10 @@ struct Serve: AsyncParsableCommand {
         if let text = maxPushesPerSecond.map(String.init) ?? environment["NOTED_MAX_PUSHES_PER_SECOND"] {
             guard let value = Int(text), value >= 1 else { throw ValidationError("--max-pushes-per-second is a number >= 1") }
             configuration.maxPushesPerSecond = value
+        }
+        if let text = maxSessionsPerUser.map(String.init) ?? environment["NOTED_MAX_SESSIONS_PER_USER"] {
+            guard let value = Int(text), value >= 1 else { throw ValidationError("--max-sessions-per-user is a number >= 1") }
+            configuration.maxSessionsPerUser = value
         }
         return configuration
     }

@@ -50,6 +50,9 @@ public struct ServerConfiguration: Sendable {
     public var maxErrorsPerMinute = 20
     /// Push messages per second and session; more are rejected `rate_limited`.
     public var maxPushesPerSecond = 20
+    /// Authenticated sync connections of one user on one node; a `hello` beyond is refused
+    /// (`rate_limited`, close 4029).
+    public var maxSessionsPerUser = 50
     /// Sign-in and registration attempts per address or username and window.
     public var authAttemptsPerWindow = 10
     public var authWindow: Duration = .seconds(60)

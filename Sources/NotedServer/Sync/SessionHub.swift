@@ -93,6 +93,11 @@ final class SessionHub: Sendable {
         }
     }
 
+    /// How many authenticated sessions `user` has on this node.
+    func sessionCount(user: String) -> Int {
+        members.withLockedValue { $0[user]?.sessions.count ?? 0 }
+    }
+
     /// Whether `user` has an authenticated session on this node.
     func hasMembers(user: String) -> Bool {
         members.withLockedValue { $0[user]?.sessions.isEmpty == false }

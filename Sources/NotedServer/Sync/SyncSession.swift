@@ -216,6 +216,11 @@ struct SyncSession {
         guard try await sync.store.user(id: verified.userID) != nil else {
             return replies.close(.unauthenticated, "invalid access token", closeCode: 4001)
         }
+        // One account cannot hold every connection: the newest beyond the cap is refused.
+        guard sync.hub.sessionCount(user: verified.userID) < configuration.maxSessionsPerUser else {
+            return replies.close(.rateLimited, "too many sync connections for this user (at most \(configuration.maxSessionsPerUser)); close another first",
+                                 closeCode: 4029)
+        }
         state.userID = verified.userID
         state.device = device
         shared.withLockedValue {
