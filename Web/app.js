@@ -20,6 +20,7 @@ const TEXT = ["title", "body"];
 const SAVE_DELAY = 200; // ms without a key before typing is written to the store
 const SAVE_MAX_DELAY = 1000; // typing without a pause is written at least this often
 const PUSH_DELAY = 100; // ms from a written edit to its push (typing is already debounced)
+const PULL_LIST_INTERVAL = 250; // ms between two makings of the list while pulled pages arrive
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -70,6 +71,8 @@ let facetsShown = -1;
 let filterKey = "";
 let searchRunning = false;
 let searchResult = null; // { query, version, hits } of the last search
+let listBuiltAt = 0; // when the list was last made (performance.now())
+let listTimer = 0;
 
 function schedule(what) {
   if (what) dirty[what] = true;
@@ -82,7 +85,7 @@ function render() {
   if (query && !searchRunning && (!searchResult || searchResult.query !== query || searchResult.version !== index.version)) {
     runSearch(query);
   }
-  if (dirty.list) {
+  if (dirty.list && !listWaits(query)) {
     dirty.list = false;
     dirty.rows = false;
     shown = currentEntries(query);
@@ -90,6 +93,7 @@ function render() {
     // The search the rows reflect (for tests and scripts/bench-web; "" when none).
     const reflects = !query ? "" : searchResult && searchResult.query === query ? query : ui.notes.dataset.search || "";
     if (ui.notes.dataset.search !== reflects) ui.notes.dataset.search = reflects;
+    listBuiltAt = performance.now();
   } else if (dirty.rows) {
     dirty.rows = false;
     list.refresh();
@@ -98,6 +102,24 @@ function render() {
   ui.empty.hidden = !loaded || shown.length > 0;
   renderFilters();
   renderStatus();
+}
+
+/**
+ * While a pull brings pages (a first sign-in: thousands of notes a second), the list is made
+ * again at most every PULL_LIST_INTERVAL ms, not once per page: each time costs a pass over
+ * every note. Returns true (and sets a timer) when it has to wait.
+ */
+function listWaits(query) {
+  if (query || !engine || !engine.progress) return false;
+  const wait = listBuiltAt + PULL_LIST_INTERVAL - performance.now();
+  if (wait <= 0) return false;
+  if (!listTimer) {
+    listTimer = setTimeout(() => {
+      listTimer = 0;
+      schedule();
+    }, wait);
+  }
+  return true;
 }
 
 function currentEntries(query) {

@@ -14,6 +14,7 @@ export class Search {
     this.store = store;
     this.notes = new Map(); // doc -> id (null: forget), not yet handed over
     this.timer = 0;
+    this.changedAt = 0;
     this.waiting = new Map(); // request id -> resolve
     this.next = 0;
     try {
@@ -38,8 +39,18 @@ export class Search {
   /** Note number `doc` is note `id` as stored now (null: forget it). */
   set(doc, id) {
     this.notes.set(doc, id);
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.flush(), QUIET);
+    // One timer for a run of changes (a pulled page sets hundreds), moved on when it fires.
+    this.changedAt = performance.now();
+    if (!this.timer) this.timer = setTimeout(() => this.quiet(), QUIET);
+  }
+
+  quiet() {
+    const left = this.changedAt + QUIET - performance.now();
+    if (left > 1) {
+      this.timer = setTimeout(() => this.quiet(), left);
+      return;
+    }
+    this.flush();
   }
 
   async flush() {

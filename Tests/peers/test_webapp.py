@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 
 import pytest
 import requests
@@ -33,10 +34,10 @@ if not (CHROMIUM and DRIVER):
     pytest.skip("chromium not installed", allow_module_level=True)
 
 
-def run_server(*options):
+def run_server(*options, web_root=WEB_ROOT):
     """A real noted-server on a free port over a fresh data directory; yields its base URL."""
     data = tempfile.mkdtemp(prefix="noted-web-")
-    proc = subprocess.Popen([BIN, "--port", "0", "--data", data, "--web-root", WEB_ROOT, *options], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen([BIN, "--port", "0", "--data", data, "--web-root", web_root, *options], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline()
     m = re.match(r"noted-server listening on (http://\S+)", line)
     assert m, f"unexpected first line {line!r}"
@@ -278,6 +279,220 @@ def test_history_panel_lists_revisions_and_restores_one(server, account):
         wait(driver, lambda d: by_label(d, "Body").get_attribute("value") == "first version", message="restored in the editor")
         wait(driver, lambda d: any(r["fields"].get("title") == "Versions" and r["fields"].get("body") == "first version"
                                    for r in server_notes(server, account)), message="restore synced")
+    finally:
+        driver.quit()
+
+
+# The web app before IndexedDB version 2 (commit 61d7d94): its own db.js, sync.js, text.js and
+# auth.js, and the store writes of its app.js, kept unchanged as a fixture.
+WEB_V1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "web-v1")
+
+# Installed before the current app's scripts: its WebSocket goes to a path that refuses it
+# while window.__syncBlocked is true (the network is down, the page still loads), and the
+# messages it sends are logged (window.__sent).
+BLOCK_SYNC = """
+(() => {
+  const Real = window.WebSocket;
+  window.__syncBlocked = true;
+  window.__sent = [];
+  window.WebSocket = class extends Real {
+    constructor(url, protocols) {
+      super(window.__syncBlocked ? String(url).replace("/v1/sync", "/v1/no-sync") : url, protocols);
+    }
+    send(data) {
+      try { window.__sent.push(JSON.parse(data)); } catch {}
+      return super.send(data);
+    }
+  };
+})();
+"""
+
+# In the version-1 page: sign-in finished with v1's Auth, then v1's SyncEngine pulls the notes
+# on the server, and a note is created and pushed (acknowledged) through it.
+V1_SIGN_IN_AND_SYNC = """
+const [ids, done] = arguments;
+(async () => {
+  const { LocalStore } = await import("/db.js");
+  const { Auth } = await import("/auth.js");
+  const { SyncEngine } = await import("/sync.js");
+  const edits = await import("/app-edits.js");
+  const store = await LocalStore.open();
+  const auth = new Auth(store);
+  await auth.load();
+  if (!(await auth.completeRedirect())) throw new Error("no authorization code in " + location.href);
+  const engine = new SyncEngine({ store, auth });
+  window.v1 = { store, auth, engine, edits };
+  const until = async (test, what) => {
+    for (let i = 0; i < 200; i++) {
+      if (await test()) return;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error("v1: timed out waiting for " + what);
+  };
+  window.v1.until = until;
+  engine.start();
+  await until(async () => engine.state === "online" && (await store.get(ids.synced)), "the first sync");
+  await edits.createNote(store, ids.online);
+  await edits.edit(store, ids.online, (f) => ({ ...f, title: "Made by v1 online", body: "acknowledged" }));
+  engine.schedulePush(0);
+  await until(async () => { const r = await store.get(ids.online); return r && r.shadow && !r.dirty && !r.inflight; }, "the ack");
+})().then(() => done(null), (e) => done(String(e && e.stack || e)));
+"""
+
+# Then the connection loses pushes (the record's change is stored in flight, never answered),
+# the engine stops (offline), and notes are edited, created and purged offline.
+V1_OFFLINE_EDITS = """
+const [ids, done] = arguments;
+(async () => {
+  const { store, engine, edits, until } = window.v1;
+  const send = engine.send.bind(engine);
+  engine.send = (message) => (message.type === "push" ? true : send(message));
+  await edits.edit(store, ids.inflight, (f) => ({ ...f, body: f.body + " + sent, never answered" }));
+  engine.schedulePush(0);
+  await until(async () => { const r = await store.get(ids.inflight); return r && r.inflight && !r.dirty; }, "the change in flight");
+  engine.stop();
+  await edits.edit(store, ids.edited, (f) => ({ ...f, body: f.body + " + edited offline", tags: [...f.tags, "offline"] }));
+  await edits.createNote(store, ids.created);
+  await edits.edit(store, ids.created, (f) => ({ ...f, title: "Created offline in v1" }));
+  await edits.edit(store, ids.created, (f) => ({ ...f, body: "typed offline 🇫🇷" }));
+  await edits.edit(store, ids.purged, (f) => ({ ...f, trashed: true }));
+  await edits.purge(store, ids.purged);
+  const meta = {};
+  for (const key of ["cursor", "device", "session"]) meta[key] = await store.getMeta(key);
+  return { records: await store.all(), meta, version: store.db.version };
+})().then((r) => done(r), (e) => done(String(e && e.stack || e)));
+"""
+
+
+@pytest.fixture(scope="module")
+def upgrade_server():
+    """A server whose web root holds the version-1 fixture until the test puts the current app there."""
+    root = tempfile.mkdtemp(prefix="noted-web-root-")
+    for name in os.listdir(WEB_V1):
+        shutil.copy(os.path.join(WEB_V1, name), root)
+    for base in run_server(web_root=root):
+        yield base, root
+
+
+def push_notes(base, account, notes):
+    """Creates notes on the server over HTTP: {id: (title, body)}."""
+    if account not in _tokens:
+        server_notes(base, account)
+    changes = [{"ccid": str(uuid.uuid4()), "collection": "notes", "id": i, "baseRev": 0, "op": "upsert",
+                "fields": {"title": {"set": t}, "body": {"set": b}}} for i, (t, b) in notes.items()]
+    r = requests.post(base + "/v1/push", json={"changes": changes}, headers={"Authorization": "Bearer " + _tokens[account]})
+    assert r.status_code == 200, r.text
+    assert all(x["type"] == "ack" for x in r.json()["results"]), r.text
+
+
+def test_version_1_database_with_pending_edits_upgrades_and_syncs(upgrade_server):
+    """A database the previous app version wrote (IndexedDB version 1, no outbox index) with
+    edits not yet synced: the current app opens it without a new sign-in, lists every note with
+    the unsynced ones marked, finds them in its outbox and sends them; nothing is lost."""
+    base, root = upgrade_server
+    account = ("upg" + secrets.token_hex(4), "correct horse battery")
+    r = requests.post(base + "/v1/accounts", json={"username": account[0], "password": account[1]})
+    assert r.status_code == 201, r.text
+    ids = {k: str(uuid.uuid4()) for k in ["synced", "edited", "inflight", "purged", "online", "created"]}
+    push_notes(base, account, {
+        ids["synced"]: ("Synced, untouched", "stays as it is"),
+        ids["edited"]: ("Edited offline", "server text"),
+        ids["inflight"]: ("In flight", "server text"),
+        ids["purged"]: ("Purged offline", "to be deleted"),
+    })
+    before = {r["id"]: r for r in server_notes(base, account)}
+
+    driver = browser()
+    try:
+        # 1. The version-1 code signs in (its own PKCE flow), syncs and edits offline.
+        driver.get(base + "/")
+        driver.execute_script("import('/db.js').then(async ({ LocalStore }) => {"
+                              "  const { Auth } = await import('/auth.js');"
+                              "  new Auth(await LocalStore.open()).signIn(); })")
+        wait(driver, lambda d: "/oauth/authorize" in d.current_url, message="v1 sign-in page")
+        driver.find_element(By.CSS_SELECTOR, "input[name=username]").send_keys(account[0])
+        driver.find_element(By.CSS_SELECTOR, "input[name=password]").send_keys(account[1])
+        driver.find_element(By.XPATH, "//button[normalize-space()='Sign in']").click()
+        wait(driver, lambda d: "code=" in d.current_url, message="back from sign-in with a code")
+        driver.set_script_timeout(30)
+        error = driver.execute_async_script(V1_SIGN_IN_AND_SYNC, ids)
+        assert error is None, error
+        v1 = driver.execute_async_script(V1_OFFLINE_EDITS, ids)
+        assert isinstance(v1, dict), v1
+        assert v1["version"] == 1
+        stored = {r["id"]: r for r in v1["records"]}
+        assert set(stored) == set(ids.values())
+        assert not any("pend" in r or "lv" in r for r in stored.values()), "the version-1 shape"
+        assert stored[ids["inflight"]]["inflight"] and not stored[ids["inflight"]]["dirty"]
+        assert stored[ids["edited"]]["dirty"] and stored[ids["created"]]["dirty"] and stored[ids["purged"]]["purged"]
+        assert not stored[ids["synced"]]["dirty"] and not stored[ids["online"]]["dirty"]
+        assert v1["meta"]["cursor"] > 0 and v1["meta"]["device"] and v1["meta"]["session"]["refreshToken"]
+        driver.get("about:blank")  # the version-1 page closes its database
+
+        # 2. The current app replaces it on the same origin (as an update of the server would).
+        for name in os.listdir(root):
+            os.remove(os.path.join(root, name))
+        for name in os.listdir(WEB_ROOT):
+            shutil.copy(os.path.join(WEB_ROOT, name), root)
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": BLOCK_SYNC})
+        driver.get(base + "/")
+        wait(driver, lambda d: d.find_element(By.ID, "app").is_displayed(), message="the app opens with the v1 session")
+        assert not driver.find_element(By.ID, "sign-in").is_displayed()
+        version = driver.execute_async_script("const done = arguments[0];"
+                                              "const req = indexedDB.open('noted'); req.onsuccess = () => { done(req.result.version); req.result.close(); }")
+        assert version == 2
+
+        # Offline: every note listed, the unsynced ones marked, all of them in the outbox.
+        def rows(d):
+            return d.execute_script("return Object.fromEntries([...document.querySelectorAll('#notes li')].map(li => [li.dataset.id, li.textContent]))")
+        listed = [ids[k] for k in ["synced", "edited", "inflight", "online", "created"]]
+        wait(driver, lambda d: set(rows(d)) == set(listed), message="the v1 notes listed")
+        shown = rows(driver)
+        for key in ["edited", "inflight", "created"]:
+            assert "not synced" in shown[ids[key]], (key, shown[ids[key]])
+        for key in ["synced", "online"]:
+            assert "not synced" not in shown[ids[key]], (key, shown[ids[key]])
+        assert "Created offline in v1" in shown[ids["created"]]
+        outbox = driver.execute_async_script("const done = arguments[0];"
+                                             "window.noted.store.pendingRecords().then(rs => done(rs.map(r => r.id)), e => done(String(e)))")
+        assert sorted(outbox) == sorted(ids[k] for k in ["edited", "inflight", "created", "purged"])
+        assert "pending" in driver.find_element(By.ID, "sync-status").text
+        open_note(driver, "Edited offline")
+        assert by_label(driver, "Body").get_attribute("value") == "server text + edited offline"
+
+        # Online: the outbox reaches the server.
+        driver.execute_script("window.__syncBlocked = false; window.dispatchEvent(new Event('online'))")
+
+        def synced(_):
+            notes = {r["id"]: r for r in server_notes(base, account)}
+            return (notes.get(ids["edited"], {}).get("fields", {}).get("body") == "server text + edited offline"
+                    and notes.get(ids["inflight"], {}).get("fields", {}).get("body") == "server text + sent, never answered"
+                    and notes.get(ids["created"], {}).get("fields", {}).get("body") == "typed offline 🇫🇷"
+                    and (ids["purged"] not in notes or notes[ids["purged"]].get("deleted")))
+        wait(driver, synced, timeout=20, message="the v1 outbox reached the server")
+        wait(driver, lambda d: d.find_element(By.ID, "sync-status").text == "online", timeout=10, message="nothing pending")
+        notes = {r["id"]: r for r in server_notes(base, account)}
+        assert notes[ids["edited"]]["fields"]["tags"] == ["offline"]
+        assert notes[ids["created"]]["fields"]["title"] == "Created offline in v1"
+        assert notes[ids["synced"]]["rev"] == before[ids["synced"]]["rev"]
+        assert notes[ids["synced"]]["fields"] == before[ids["synced"]]["fields"]
+        assert notes[ids["online"]]["fields"]["title"] == "Made by v1 online"
+        live = [r for r in notes.values() if not r.get("deleted")]
+        assert len(live) == 5, [r["fields"]["title"] for r in live]  # nothing lost, nothing doubled
+        shown = rows(driver)
+        assert set(shown) == set(listed)
+        assert not any("not synced" in text for text in shown.values())
+        assert driver.execute_async_script("const done = arguments[0];"
+                                           "window.noted.store.pendingRecords().then(rs => done(rs.length))") == 0
+
+        # The session, device and cursor of version 1 carried on: no sign-in, no pull from 0.
+        sent = driver.execute_script("return window.__sent")
+        hello = next(m for m in sent if m["type"] == "hello")
+        pull = next(m for m in sent if m["type"] == "pull")
+        assert hello["device"] == v1["meta"]["device"]
+        assert pull["since"] == v1["meta"]["cursor"]
+        open_note(driver, "Synced, untouched")
+        assert by_label(driver, "Body").get_attribute("value") == "stays as it is"
     finally:
         driver.quit()
 
