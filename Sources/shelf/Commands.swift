@@ -14,8 +14,12 @@ struct Register: ShelfCommand {
     func execute() async throws {
         let (server, password) = try readSignIn(options: options, passwordStdin: passwordStdin)
         _ = try await library { try await NotedAPI(server: server).register(username: username, password: password) }
-        try await signIn(options: options, server: server, username: username, password: password)
-        print("registered and signed in as \(username)")
+        let userID = try await signIn(options: options, server: server, username: username, password: password)
+        if options.json {
+            printJSON(["username": .string(username), "user": .string(userID), "server": .string(server.absoluteString.trimmingSuffix("/")), "registered": true])
+        } else {
+            print("registered and signed in as \(username)")
+        }
     }
 }
 
@@ -27,8 +31,12 @@ struct Login: ShelfCommand {
 
     func execute() async throws {
         let (server, password) = try readSignIn(options: options, passwordStdin: passwordStdin)
-        try await signIn(options: options, server: server, username: username, password: password)
-        print("signed in as \(username)")
+        let userID = try await signIn(options: options, server: server, username: username, password: password)
+        if options.json {
+            printJSON(["username": .string(username), "user": .string(userID), "server": .string(server.absoluteString.trimmingSuffix("/"))])
+        } else {
+            print("signed in as \(username)")
+        }
     }
 }
 
@@ -45,7 +53,8 @@ private func readSignIn(options: Options, passwordStdin: Bool) throws -> (URL, S
 
 /// Signs in and keeps the tokens; the account's books are in a database of its own, so that
 /// another account signing in on this home neither sees nor erases them.
-private func signIn(options: Options, server: URL, username: String, password: String) async throws {
+@discardableResult
+private func signIn(options: Options, server: URL, username: String, password: String) async throws -> String {
     try options.createHome()
     let first = try library { try LocalStore.open(path: try options.databasePath(), collections: ShelfSchemas.all) }
     let device = try await library { try await first.deviceID() }
@@ -65,6 +74,7 @@ private func signIn(options: Options, server: URL, username: String, password: S
     try Options.save(Credentials(server: serverText, username: username, userID: userID,
                                  accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt),
                      to: options.credentialsPath)
+    return userID
 }
 
 // MARK: Books
@@ -283,7 +293,17 @@ struct Sync: ShelfCommand {
         await client.startSync()
         let synced = await client.waitUntilSynced(timeout: .seconds(timeout), failWhenOffline: true)
         await client.stopSync()
+        let pending = try await library { try await client.store.pendingCount() }
+        let refused = try await library { try await client.store.syncErrors() }
+        if options.json {
+            printJSON(["synced": .bool(synced && refused.isEmpty), "pending": .int(Int64(pending)),
+                       "refused": .array(refused.map { ["id": .string($0.id), "message": .string($0.message)] })])
+        }
         guard synced else { throw ShelfError("could not reach the server within \(timeout) s; changes stay queued") }
+        guard refused.isEmpty else {
+            throw ShelfError("the server refused \(refused.count) record(s), kept on this device unsynced: "
+                + refused.map { "\($0.id.prefix(8)): \($0.message)" }.joined(separator: "; "))
+        }
         if !options.json { print("synced") }
     }
 }

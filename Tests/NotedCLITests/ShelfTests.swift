@@ -52,7 +52,13 @@ import Testing
             let b = ShelfHome(path: dir + "/b", server: server.url)
             let user = "reader-" + UUID().uuidString.prefix(8).lowercased()
             try await a.shelf("register", "--username", user, "--password-stdin", stdin: "correct horse battery\n")
-            try await b.shelf("login", "--username", user, "--password-stdin", stdin: "correct horse battery\n")
+            // --json works on every command, sign-in included.
+            let login = try await run("shelf", ["--home", b.path, "--server", b.server, "--json", "login", "--username", user, "--password-stdin"],
+                                      stdin: "correct horse battery\n")
+            #expect(login.status == 0)
+            let signedIn = try JSONValue.parse(login.stdout)
+            #expect(signedIn["username"] == .string(user) && signedIn["user"]?.stringValue?.isEmpty == false)
+            #expect(try await b.json("sync")["synced"] == true)
             try await body(a, b)
         }
     }

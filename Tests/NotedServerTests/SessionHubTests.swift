@@ -27,8 +27,8 @@ import Testing
         for index in 0..<4 {
             let (stream, continuation) = AsyncStream.makeStream(of: Outgoing.self)
             let id = UUID()
-            hub.track(session: id, continuation: continuation)
-            hub.join(user: index < 3 ? "ada" : "bob", session: id, continuation: continuation, seenSeq: 0)
+            hub.track(session: id, continuation: Outbox(continuation))
+            hub.join(user: index < 3 ? "ada" : "bob", session: id, continuation: Outbox(continuation), seenSeq: 0)
             streams.append(stream)
             continuations.append(continuation)
             ids.append(id)

@@ -116,6 +116,34 @@ import Testing
         }
     }
 
+    @Test(arguments: backends) func aPageIsBoundedInBytesAndHoldsAtLeastOneRecord(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let user = try await makeUser(store)
+            let big = String(repeating: "x", count: 190_000)
+            for index in 0..<30 { _ = try await push(store, user: user, create(UUID().uuidString.lowercased(), title: "\(index)" + big)) }
+            var since: Int64 = 0, pages: [Int] = []
+            while true {
+                let page = try await store.changes(userID: user, since: since, limit: 500)
+                pages.append(page.records.count)
+                let bytes = page.records.reduce(0) { $0 + JSONValue.object($1.fields).jsonString.utf8.count }
+                #expect(bytes <= 4 << 20, "a page of \(bytes) bytes")
+                since = page.cursor
+                if !page.more { break }
+            }
+            #expect(pages.reduce(0, +) == 30 && pages.count >= 2, "\(pages)")
+        }
+    }
+
+    @Test func aRecordLargerThanThePageBoundStillComesAlone() {
+        let huge = String(repeating: "y", count: 5 << 20)
+        let records = (1...3).map { seq in
+            Record(collection: "notes", id: "r\(seq)", rev: 1, seq: Int64(seq), deleted: false, fields: ["body": .string(huge)],
+                   createdAt: Date(), updatedAt: Date())
+        }
+        let page = ChangesQuery(since: 0, limit: 500, latest: 3, purgedSeq: 0).page(from: records)
+        #expect(page.records.map(\.seq) == [1] && page.more && page.cursor == 1)
+    }
+
     @Test(arguments: backends) func sweptTombstonesMakeAnOldCursorReset(backend: Backend) async throws {
         try await withStore(backend) { (store: any NotedStore) async throws in
             let user = try await makeUser(store)

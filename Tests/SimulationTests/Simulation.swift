@@ -208,14 +208,17 @@ final class SimLink {
     /// The server closed the session: the client sees the connection drop once `down` is read.
     var closedByServer = false
     let stream: AsyncStream<Outgoing>
-    let continuation: AsyncStream<Outgoing>.Continuation
+    /// The session's outgoing queue, unbounded here: the world reads it after every step.
+    let continuation: Outbox
     var iterator: AsyncStream<Outgoing>.Iterator
 
     init(session: SyncSession, hub: SessionHub) {
         self.session = session
         let shared = NIOLockedValueBox(SyncSession.Shared(deadline: .distantFuture, deadlineCode: .unauthenticated))
         self.shared = shared
-        (stream, continuation) = AsyncStream.makeStream(of: Outgoing.self)
+        let (stream, raw) = AsyncStream.makeStream(of: Outgoing.self)
+        self.stream = stream
+        continuation = Outbox(raw)
         iterator = stream.makeAsyncIterator()
         let sessionID = session.id
         // The session's expiry timer is a wall-clock task; the simulation injects expiry itself.

@@ -53,6 +53,9 @@ public struct ServerConfiguration: Sendable {
     /// Authenticated sync connections of one user on one node; a `hello` beyond is refused
     /// (`rate_limited`, close 4029).
     public var maxSessionsPerUser = 50
+    /// Bytes a session may have waiting to be sent (a client not reading what it asked for);
+    /// beyond, the session is closed with 1008.
+    public var maxQueuedBytesPerSession = 16 << 20
     /// Sign-in and registration attempts per address or username and window.
     public var authAttemptsPerWindow = 10
     public var authWindow: Duration = .seconds(60)

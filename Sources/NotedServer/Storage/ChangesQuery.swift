@@ -20,12 +20,23 @@ struct ChangesQuery {
     var includeTombstones: Bool { !(reset || since == 0) }
     var fetchLimit: Int { reset ? Int(Int32.max) : limit + 1 }
 
+    /// A page holds at most `limit` records and about `maxPageBytes` of them (at least one),
+    /// so that a page of large notes cannot be a message of hundreds of megabytes
+    /// (docs/protocol.md section 4: "the server also bounds a page's size").
+    static let maxPageBytes = 4 << 20
+
     func page(from records: [Record]) -> ChangesPage {
         if reset {
             return ChangesPage(records: records, cursor: purgedSeq, more: latest > purgedSeq, reset: true)
         }
-        if records.count > limit {
-            let page = Array(records.prefix(limit))
+        var count = 0, bytes = 0
+        while count < min(records.count, limit) {
+            bytes += records[count].fields.approximateSize + 200
+            if count > 0 && bytes > Self.maxPageBytes { break }
+            count += 1
+        }
+        if records.count > count {
+            let page = Array(records.prefix(count))
             return ChangesPage(records: page, cursor: page.last?.seq ?? since, more: true, reset: false)
         }
         return ChangesPage(records: records, cursor: max(since, latest), more: false, reset: false)
@@ -38,5 +49,25 @@ extension Date {
 
     init(millis: Int64) {
         self.init(timeIntervalSince1970: Double(millis) / 1000)
+    }
+}
+
+extension Dictionary where Key == String, Value == JSONValue {
+    /// About the bytes of the fields as JSON (strings by their UTF-8 length): cheap enough to
+    /// bound every page with.
+    var approximateSize: Int {
+        reduce(2) { $0 + $1.key.utf8.count + 4 + $1.value.approximateSize }
+    }
+}
+
+extension JSONValue {
+    var approximateSize: Int {
+        switch self {
+        case .null, .bool: 5
+        case .int, .double: 20
+        case .string(let text): text.utf8.count + 2
+        case .array(let values): values.reduce(2) { $0 + $1.approximateSize + 1 }
+        case .object(let object): object.approximateSize
+        }
     }
 }

@@ -14,7 +14,7 @@ enum Outgoing: Sendable {
 /// reaches the user's other connections on this node.
 final class SessionHub: Sendable {
     private struct Member {
-        let continuation: AsyncStream<Outgoing>.Continuation
+        let continuation: Outbox
         /// The sign-in session (refresh-token family) of the token it authenticated with.
         var signInSession: String?
     }
@@ -26,15 +26,15 @@ final class SessionHub: Sendable {
         var seenSeq: Int64
     }
     private let members = NIOLockedValueBox<[String: UserSessions]>([:])
-    private let all = NIOLockedValueBox<[UUID: AsyncStream<Outgoing>.Continuation]>([:])
+    private let all = NIOLockedValueBox<[UUID: Outbox]>([:])
 
     /// Tracks a connection (authenticated or not) so that shutdown can close it.
-    func track(session: UUID, continuation: AsyncStream<Outgoing>.Continuation) {
+    func track(session: UUID, continuation: Outbox) {
         all.withLockedValue { $0[session] = continuation }
     }
 
     /// Adds an authenticated session; `seenSeq` is the user's `seq` its `welcome` reported.
-    func join(user: String, session: UUID, continuation: AsyncStream<Outgoing>.Continuation, seenSeq: Int64, signInSession: String? = nil) {
+    func join(user: String, session: UUID, continuation: Outbox, seenSeq: Int64, signInSession: String? = nil) {
         members.withLockedValue { users in
             if users[user] == nil {
                 users[user] = UserSessions(seenSeq: seenSeq)
@@ -52,7 +52,7 @@ final class SessionHub: Sendable {
     /// saying so, then close 4001 (docs/protocol.md section 6).
     func closeRevoked(signInSession: String) {
         let targets = members.withLockedValue { users in
-            var found: [AsyncStream<Outgoing>.Continuation] = []
+            var found: [Outbox] = []
             for (user, sessions) in users {
                 for (id, member) in sessions.sessions where member.signInSession == signInSession {
                     found.append(member.continuation)

@@ -27,7 +27,8 @@ struct SyncSession {
     }
 
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
-        let (stream, continuation) = AsyncStream.makeStream(of: Outgoing.self)
+        let (stream, streamContinuation) = AsyncStream.makeStream(of: Outgoing.self)
+        let continuation = Outbox(streamContinuation, limit: configuration.maxQueuedBytesPerSession)
         let shared = NIOLockedValueBox(Shared(
             deadline: Date().addingTimeInterval(configuration.helloTimeout.timeInterval), deadlineCode: .unauthenticated))
         sync.hub.track(session: id, continuation: continuation)
@@ -46,13 +47,14 @@ struct SyncSession {
 
     private func serve(
         inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, stream: AsyncStream<Outgoing>,
-        continuation: AsyncStream<Outgoing>.Continuation, shared: NIOLockedValueBox<Shared>
+        continuation: Outbox, shared: NIOLockedValueBox<Shared>
     ) async throws {
         Self.armTimer(shared, continuation)
         defer { shared.withLockedValue { $0.timer?.cancel() } }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await item in stream {
+                    defer { continuation.written(item) }
                     switch item {
                     case .message(let message):
                         sync.metrics.messagesOut.increment()
@@ -71,7 +73,8 @@ struct SyncSession {
                 for try await message in inbound.messages(maxSize: configuration.limits.maxMessageBytes) {
                     sync.metrics.messagesIn.increment()
                     let keepGoing = try await handle(message, state: &state, shared: shared, continuation: continuation)
-                    if !keepGoing { break }
+                    // A client that does not read what it asked for: stop reading it too.
+                    if !keepGoing || continuation.overflowed { break }
                 }
             } catch {
                 group.cancelAll()
@@ -89,7 +92,7 @@ struct SyncSession {
     /// one before: called again whenever the deadline changes, so the timer sleeps until the
     /// deadline instead of waking up to look at it (10,000 idle connections polling every
     /// 250 ms kept 30 % of a core busy).
-    private static func armTimer(_ shared: NIOLockedValueBox<Shared>, _ continuation: AsyncStream<Outgoing>.Continuation) {
+    private static func armTimer(_ shared: NIOLockedValueBox<Shared>, _ continuation: Outbox) {
         let timer = Task {
             while !Task.isCancelled {
                 let (deadline, code) = shared.withLockedValue { ($0.deadline, $0.deadlineCode) }
@@ -120,7 +123,7 @@ struct SyncSession {
 
     /// Where one message's answers go: the session's outgoing stream, with the abuse limit.
     struct Replies {
-        let continuation: AsyncStream<Outgoing>.Continuation
+        let continuation: Outbox
         let maxErrorsPerMinute: Int
         let logger: Logger
 
@@ -158,7 +161,7 @@ struct SyncSession {
     /// `continuation` (the deterministic simulation drives sessions through this directly).
     func handle(
         _ message: WebSocketMessage, state: inout State, shared: NIOLockedValueBox<Shared>,
-        continuation: AsyncStream<Outgoing>.Continuation
+        continuation: Outbox
     ) async throws -> Bool {
         let replies = Replies(continuation: continuation, maxErrorsPerMinute: configuration.maxErrorsPerMinute, logger: logger)
         guard case .text(let text) = message else {

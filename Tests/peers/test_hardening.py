@@ -1,0 +1,123 @@
+"""The real `noted-server` process against a hostile account (issue 14), measured from outside:
+a client that asks for pages over its WebSocket and never reads them. Before, 40 unread pulls
+of 11 MB grew the server's memory by 500 MB; now pages are bounded in bytes, each session's
+outgoing queue is bounded, and such a session is closed while everyone else is served."""
+import base64
+import os
+import re
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+import uuid
+
+import requests
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("NOTED_SERVER_BIN", os.path.join(ROOT, ".build/debug/noted-server"))
+PASSWORD = "correct horse battery"
+
+
+def start(data):
+    proc = subprocess.Popen([BIN, "--port", "0", "--data", data, "--log-level", "error", "--max-pushes-per-second", "1000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    line = proc.stdout.readline()
+    m = re.match(r"noted-server listening on http://([\d.]+):(\d+)", line)
+    assert m, line
+    return proc, m.group(1), int(m.group(2))
+
+
+def token(url, name):
+    requests.post(url + "/v1/accounts", json={"username": name, "password": PASSWORD})
+    r = requests.post(url + "/v1/sessions", json={"username": name, "password": PASSWORD})
+    assert r.status_code == 200, r.text
+    return r.json()["access_token"]
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def frame(text):
+    """A masked text frame, as a client sends it."""
+    payload = text.encode()
+    mask = os.urandom(4)
+    head = bytes([0x81])
+    n = len(payload)
+    if n < 126:
+        head += bytes([0x80 | n])
+    elif n < 65536:
+        head += bytes([0x80 | 126]) + struct.pack(">H", n)
+    else:
+        head += bytes([0x80 | 127]) + struct.pack(">Q", n)
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def open_unread_socket(host, port):
+    """A WebSocket that is opened and written to, and then never read."""
+    s = socket.create_connection((host, port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET /v1/sync HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    response = b""
+    while b"\r\n\r\n" not in response:
+        response += s.recv(1)
+    assert b" 101 " in response.split(b"\r\n")[0], response
+    return s
+
+
+def test_unread_pulls_do_not_grow_the_server_and_others_are_served():
+    with tempfile.TemporaryDirectory() as data:
+        proc, host, port = start(data)
+        url = f"http://{host}:{port}"
+        try:
+            attacker = token(url, "hog-" + uuid.uuid4().hex[:8])
+            body = "x" * 190_000
+            for i in range(60):  # about 11 MB of notes
+                change = {"ccid": str(uuid.uuid4()), "collection": "notes", "id": str(uuid.uuid4()), "baseRev": 0,
+                          "op": "upsert", "fields": {"title": {"set": f"n{i}"}, "body": {"set": body}}}
+                r = requests.post(url + "/v1/push", json={"changes": [change]}, headers={"Authorization": "Bearer " + attacker})
+                assert r.status_code == 200 and r.json()["results"][0]["type"] == "ack", r.text
+            other = token(url, "calm-" + uuid.uuid4().hex[:8])
+            time.sleep(0.5)
+            before = rss_kib(proc.pid)
+
+            s = open_unread_socket(host, port)
+            s.sendall(frame('{"type":"hello","protocol":1,"token":"%s","device":"%s"}' % (attacker, uuid.uuid4())))
+            sent = 0
+            try:
+                for _ in range(40):  # each asks for every note again
+                    s.sendall(frame('{"type":"pull","since":0,"limit":500}'))
+                    sent += 1
+                    time.sleep(0.1)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the server gave up on this connection: fine
+            time.sleep(2)
+            grown = rss_kib(proc.pid) - before
+            # Bounded: one queue of 16 MB and the pages being built, not 40 x 11 MB.
+            assert grown < 150 * 1024, f"the server grew {grown // 1024} MB while {sent} pulls went unread"
+
+            # Everyone else is served meanwhile.
+            started = time.monotonic()
+            r = requests.get(url + "/v1/changes?since=0", headers={"Authorization": "Bearer " + other}, timeout=5)
+            assert r.status_code == 200 and time.monotonic() - started < 2
+
+            # The hog's connection is closed by the server: reading now drains what was queued,
+            # then the end (a timeout here fails the test), far short of 40 full answers.
+            s.settimeout(15)
+            received = 0
+            while True:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    break
+                received += len(chunk)
+            assert received < 64 << 20, f"{received >> 20} MB sent to a client that did not read"
+            s.close()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
