@@ -658,14 +658,18 @@ async function flushDrafts() {
 
 async function askSignOut() {
   await flushDrafts();
-  const unsynced = (await store.pendingRecords()).length;
+  const records = await store.pendingRecords();
+  const unsynced = records.length;
   if (unsynced === 0) {
     await signOut();
     return;
   }
   const one = unsynced === 1;
-  ui.signOutText.textContent = `${unsynced} note${one ? " is" : "s are"} not synced yet. Signing out keeps ${one ? "it" : "them"} ` +
-    `in this browser, to sync when you sign in again; export ${one ? "it" : "them"} to keep a copy of your own.`;
+  const refused = records.filter((r) => r.refusal).length;
+  ui.signOutText.textContent = `${unsynced} note${one ? " is" : "s are"} not synced yet` +
+    (refused ? ` (the server refused ${one ? "its version" : refused === unsynced ? "all of them" : `${refused} of them`})` : "") +
+    `. Signing out keeps ${one ? "it" : "them"} in this browser, to sync when you sign in again; ` +
+    `export ${one ? "it" : "them"} to keep a copy of your own.`;
   ui.signOutExported.textContent = "";
   ui.signOutDialog.showModal();
 }

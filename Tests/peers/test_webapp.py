@@ -449,9 +449,9 @@ def a11y_server():
 
 def test_accessibility_axe_core_finds_no_violation(a11y_server):
     """The welcome page, the sign-in page, the notes app with a note open (pinned, tagged, its
-    history shown), the app with a note in the trash open, and the app at phone width (list and
-    editor), each in the light and the dark colour scheme: axe-core reports no violation of any
-    impact."""
+    history shown), the app with a note in the trash open, with a note the server refused open,
+    with the sign-out dialog open, and the app at phone width (list and editor), each in the
+    light and the dark colour scheme: axe-core reports no violation of any impact."""
     pytest.importorskip("axe_selenium_python")
     base = a11y_server
     name, password = "a11y" + secrets.token_hex(3), "correct horse battery"
@@ -491,6 +491,21 @@ def test_accessibility_axe_core_finds_no_violation(a11y_server):
         wait(driver, lambda d: any(r["fields"].get("title") == "Thrown away" and r["fields"].get("trashed") for r in server_notes(base, account)),
              message="the trashing synced")
         check(driver, "notes app with a note in the trash open")
+        driver.find_element(By.ID, "filter").send_keys("All notes")
+        new_note(driver, "Refused", "")
+        wait(driver, lambda d: any(r["fields"].get("title") == "Refused" for r in server_notes(base, account)), message="created")
+        set_body(driver, "x" * 250000)
+        wait(driver, lambda d: refusal_shown(d) is not None and (row_state(d, "Refused") or {}).get("mark"), timeout=15, message="refused")
+        check(driver, "notes app with a refused note open")
+        driver.find_element(By.ID, "sign-out").click()
+        wait(driver, dialog_open, message="the sign-out dialog")
+        check(driver, "sign-out dialog")
+        button(driver, "Cancel").click()
+        button(driver, "Discard my version").click()
+        wait(driver, lambda d: refusal_shown(d) is None, message="discarded")
+        driver.find_element(By.ID, "trash").click()
+        wait(driver, lambda d: any(r["fields"].get("title") == "Refused" and r["fields"].get("trashed") for r in server_notes(base, account)),
+             message="the refused note in the trash")
     finally:
         driver.quit()
     phone = browser(390, 844)
