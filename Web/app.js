@@ -780,7 +780,9 @@ async function main() {
   engine.addEventListener("pending", () => schedule());
   engine.addEventListener("error", (e) => toast(e.detail.message));
   auth.addEventListener("change", () => {
-    if (!auth.signedIn) location.reload();
+    // Signed out, or the session lost: typing not yet written is written first (the
+    // account's database keeps it for its next sign-in).
+    if (!auth.signedIn) flushDrafts().finally(() => location.reload());
   });
   window.noted = { store, auth, engine, index }; // for tests and the curious
   engine.start();

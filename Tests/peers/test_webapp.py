@@ -635,6 +635,29 @@ def test_sign_out_with_an_unsynced_note_asks_and_keeps_it_for_the_next_sign_in(e
         driver.quit()
 
 
+def test_a_lost_session_keeps_the_unsynced_note_for_the_next_sign_in(edge_server):
+    base = edge_server
+    account = register(base, "lost")
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        write_offline_note(driver, "Before the session was lost", "kept")
+        # The refresh token is revoked elsewhere and the access token has run out: the next
+        # connection's refresh is answered invalid_grant, and the app shows the welcome page.
+        refresh = driver.execute_script("return window.noted.auth.session.refreshToken")
+        revoked = requests.post(base + "/oauth/revoke", data={"token": refresh, "token_type_hint": "refresh_token", "client_id": "noted-web"})
+        assert revoked.status_code == 200, revoked.text
+        driver.execute_script("window.noted.auth.invalidateAccessToken()")
+        set_offline(driver, False)
+        wait(driver, signed_out, timeout=15, message="the session is lost")
+        sign_in(driver, base, account)
+        wait(driver, lambda d: "Before the session was lost" in " ".join(titles(d)), message="the note after signing in again")
+        wait(driver, lambda d: any(r["fields"].get("title") == "Before the session was lost" for r in server_notes(base, account)),
+             timeout=15, message="the note reached the server")
+    finally:
+        driver.quit()
+
+
 def test_two_accounts_in_one_browser_profile_keep_their_notes_apart(edge_server):
     base = edge_server
     alice, bob = register(base, "alice"), register(base, "bob")
