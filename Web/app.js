@@ -657,6 +657,7 @@ async function flushDrafts() {
 }
 
 async function askSignOut() {
+  if (ui.signOutDialog.open) return;
   await flushDrafts();
   const records = await store.pendingRecords();
   const unsynced = records.length;
