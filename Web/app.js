@@ -8,9 +8,10 @@
 // (a Draft per note: what the store holds plus what is typed on top, merged with changes that
 // arrive meanwhile), and the list re-sorts after that write, not on every key.
 
-import { LocalStore, newRecord, normalizeFields } from "./db.js";
+import { newRecord, normalizeFields } from "./db.js";
 import { Auth } from "./auth.js";
-import { SyncEngine } from "./sync.js";
+import { accountOf, openCurrent, openFor, ownerOf } from "./accounts.js";
+import { SyncEngine, sameFields } from "./sync.js";
 import { hunk, rebase, uuid } from "./text.js";
 import { NoteIndex, firstLine, summarize } from "./notes-index.js";
 import { NoteList } from "./list.js";
@@ -30,6 +31,9 @@ const ui = {
   pin: $("pin"), trash: $("trash"), restore: $("restore"), purge: $("purge"),
   historyToggle: $("history-toggle"), history: $("history"), revisions: $("revisions"),
   title: $("title"), body: $("body"), folder: $("folder"), tags: $("tags"), toast: $("toast"),
+  refusal: $("refusal"), refusalText: $("refusal-text"), discard: $("discard"),
+  signOutDialog: $("sign-out-dialog"), signOutText: $("sign-out-text"), signOutExported: $("sign-out-exported"),
+  signOutExport: $("sign-out-export"), signOutAnyway: $("sign-out-anyway"), signOutCancel: $("sign-out-cancel"),
 };
 
 let store;
@@ -141,21 +145,16 @@ function runSearch(query) {
 }
 
 function renderRow(li, entry, oldKey) {
-  const meta = relativeTime(Math.max(entry.updatedAt, entry.touchedAt || 0)) + (entry.pending ? " · not synced" : "");
+  const refused = entry.refusal ? `not synced: ${refusalReason(entry.refusal)}` : "";
+  const meta = relativeTime(Math.max(entry.updatedAt, entry.touchedAt || 0)) + (entry.pending && !refused ? " · not synced" : "");
   const title = entry.title || "Untitled";
   const line = entry.line || "No text";
-  const key = `${entry.pinned ? 1 : 0}\u0001${title}\u0001${line}\u0001${meta}`;
+  const key = `${entry.pinned ? 1 : 0}\u0001${title}\u0001${line}\u0001${meta}\u0001${refused}`;
   if (key === oldKey) return key;
   const head = document.createElement("div");
   head.className = "note-title";
-  if (entry.pinned) {
-    const pin = document.createElement("span");
-    pin.className = "pin";
-    pin.setAttribute("role", "img");
-    pin.setAttribute("aria-label", "pinned");
-    pin.textContent = "📌";
-    head.append(pin);
-  }
+  if (refused) head.append(symbol("refused", "refused by the server", "⚠"));
+  if (entry.pinned) head.append(symbol("pin", "pinned", "📌"));
   head.append(title);
   const lineDiv = document.createElement("div");
   lineDiv.className = "note-line";
@@ -163,8 +162,36 @@ function renderRow(li, entry, oldKey) {
   const metaDiv = document.createElement("div");
   metaDiv.className = "note-meta";
   metaDiv.textContent = meta;
+  if (refused) {
+    const reason = document.createElement("span");
+    reason.className = "refused-reason";
+    reason.textContent = refused;
+    metaDiv.append(reason);
+  }
   li.replaceChildren(head, lineDiv, metaDiv);
   return key;
+}
+
+/** A symbol in a row, with its accessible text. */
+function symbol(className, label, text) {
+  const span = document.createElement("span");
+  span.className = className;
+  span.setAttribute("role", "img");
+  span.setAttribute("aria-label", label);
+  span.textContent = text;
+  return span;
+}
+
+const REFUSALS = {
+  too_large: "too large for the server",
+  invalid_field: "a field the server does not accept",
+  bad_request: "a change the server could not read",
+  unknown_collection: "a kind of record the server does not keep",
+};
+
+/** Why the server refused a note's change, in a few words. */
+function refusalReason(refusal) {
+  return REFUSALS[refusal.code] || `refused (${refusal.code})`;
 }
 
 /** The filter menu, from the counts the index keeps (rebuilt only when they change). */
@@ -199,6 +226,7 @@ function renderStatus() {
     text = `syncing ${progress.notes.toLocaleString()} notes · ${Math.floor(part * 100)}%`;
   }
   if (index.counts.pending) text += ` · ${index.counts.pending} pending`;
+  if (index.counts.refused) text += ` · ${index.counts.refused} refused`;
   if (ui.sync.textContent !== text) ui.sync.textContent = text;
   if (ui.sync.dataset.state !== state) ui.sync.dataset.state = state;
 }
@@ -330,7 +358,7 @@ async function save(d) {
       for (const name of TEXT) {
         local[name] = (current.lv || 0) === lv ? value[name] : rebase(base[name], value[name], current.local[name]);
       }
-      return { ...current, local, dirty: true, updatedAt: new Date().toISOString() };
+      return { ...current, local, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
     });
   } catch (error) {
     d.writing = false;
@@ -427,6 +455,14 @@ function renderMeta() {
   ui.trash.hidden = f.trashed;
   ui.restore.hidden = !f.trashed;
   ui.purge.hidden = !f.trashed;
+  const refusal = draft.record.refusal;
+  ui.refusal.hidden = !refusal;
+  if (refusal) {
+    const detail = refusal.message ? `${refusal.code}: ${refusal.message}` : refusal.code;
+    const after = draft.record.shadow ? "the server's version returns" : "the note is removed: the server never had it";
+    ui.refusalText.textContent = `Not synced: the server refused this version, ${refusalReason(refusal)} (${detail}). ` +
+      `It stays in this browser and is not sent again until you edit it. Discard it and ${after}.`;
+  }
 }
 
 function closeEditor() {
@@ -499,7 +535,7 @@ async function edit(id, change) {
   const written = await store.update(id, (current) => {
     if (!current) return undefined;
     const local = normalizeFields(change({ ...current.local, tags: [...current.local.tags] }));
-    return { ...current, local, dirty: true, updatedAt: new Date().toISOString() };
+    return { ...current, local, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
   });
   if (written) {
     noteChanged(id, written);
@@ -538,7 +574,7 @@ async function purge() {
   const written = await store.update(d.id, (current) => {
     if (!current) return undefined;
     if (!current.shadow && !current.inflight) return null; // never reached the server
-    return { ...current, purged: true, dirty: true, updatedAt: new Date().toISOString() };
+    return { ...current, purged: true, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
   });
   if (written !== undefined) noteChanged(d.id, written);
   if (drafts.get(d.id) === d) drafts.delete(d.id);
@@ -549,6 +585,45 @@ async function purge() {
     closeEditor();
   }
   engine.schedulePush(0);
+}
+
+/**
+ * Gives up this device's version of a note the server refused: the server's version returns
+ * (a note the server never had is removed). Typing not yet written goes with it.
+ */
+async function discard() {
+  const d = draft;
+  if (!d) return;
+  clearTimeout(d.timer);
+  d.timer = 0;
+  while (d.writing) await new Promise((resolve) => setTimeout(resolve, 20));
+  const written = await store.update(d.id, (current) => {
+    if (!current || !current.refusal || current.inflight) return undefined;
+    if (!current.shadow) return null;
+    const { refusal, ...rest } = current;
+    const fields = current.shadow.fields;
+    return { ...rest, local: { ...fields, tags: [...fields.tags] }, dirty: false, purged: false };
+  });
+  if (written === undefined) return;
+  noteChanged(d.id, written);
+  if (written === null) {
+    drafts.delete(d.id);
+    if (draft === d) {
+      draft = null;
+      selectedId = null;
+      list.setSelected(null);
+      closeEditor();
+    }
+    toast("Discarded: the note was only in this browser.");
+    return;
+  }
+  for (const name of TEXT) d.setContent(name, written.local[name]);
+  d.base = { title: written.local.title, body: written.local.body };
+  d.lv = written.lv;
+  d.record = written;
+  if (d === draft) renderMeta();
+  settle(d);
+  toast("Discarded your version: the note is the server's again.");
 }
 
 async function showHistory() {
@@ -590,15 +665,70 @@ async function restoreRevision(id, rev) {
   toast(`Restored revision ${rev.rev}.`);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Signing out: the account's database stays (its unsynced notes sync when it signs in again);
+// with notes unsynced, a dialog asks first and offers them as a file.
+
+/** Writes every draft's typing to the store (what a sign-out counts must include it). */
+async function flushDrafts() {
+  for (let round = 0; round < 50; round++) {
+    const busy = [...drafts.values()].filter((d) => d.writing || d.timer || d.dirty);
+    if (busy.length === 0) return;
+    await Promise.all(busy.map((d) => (d.writing ? new Promise((resolve) => setTimeout(resolve, 20)) : save(d))));
+  }
+}
+
+async function askSignOut() {
+  if (ui.signOutDialog.open) return;
+  await flushDrafts();
+  const records = await store.pendingRecords();
+  const unsynced = records.length;
+  if (unsynced === 0) {
+    await signOut();
+    return;
+  }
+  const one = unsynced === 1;
+  const refused = records.filter((r) => r.refusal).length;
+  ui.signOutText.textContent = `${unsynced} note${one ? " is" : "s are"} not synced yet` +
+    (refused ? ` (the server refused ${one ? "its version" : refused === unsynced ? "all of them" : `${refused} of them`})` : "") +
+    `. Signing out keeps ${one ? "it" : "them"} in this browser, to sync when you sign in again; ` +
+    `export ${one ? "it" : "them"} to keep a copy of your own.`;
+  ui.signOutExported.textContent = "";
+  ui.signOutDialog.showModal();
+}
+
+async function signOut() {
+  engine.stop();
+  await auth.signOut(); // the page reloads when the session is gone
+  location.reload();
+}
+
+/** Downloads the unsynced notes as a JSON file; the dialog stays open. */
+async function exportUnsynced() {
+  const records = await store.pendingRecords();
+  const notes = records.map((r) => ({
+    id: r.id, ...r.local, createdAt: r.createdAt, updatedAt: r.updatedAt,
+    onServer: Boolean(r.shadow), deletedHere: Boolean(r.purged), refusal: r.refusal || null,
+  }));
+  const file = `noted-unsynced-${new Date().toISOString().slice(0, 10)}.json`;
+  const blob = new Blob([JSON.stringify({ exportedAt: new Date().toISOString(), notes }, null, 2)], { type: "application/json" });
+  const link = Object.assign(document.createElement("a"), { href: URL.createObjectURL(blob), download: file });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 60000);
+  ui.signOutExported.textContent = `Exported ${notes.length} note${notes.length === 1 ? "" : "s"} to ${file}.`;
+}
+
 function wireApp() {
-  ui.signOut.addEventListener("click", async () => {
-    const pending = index.counts.pending;
-    if (pending && !confirm(`${pending} note${pending === 1 ? " has" : "s have"} changes not synced yet; signing out deletes them from this browser. Sign out?`)) return;
-    engine.stop();
-    await auth.signOut();
-    await store.clearAll();
-    location.reload();
+  ui.signOut.addEventListener("click", () => askSignOut().catch((error) => toast(`Could not sign out: ${error.message}`)));
+  ui.signOutExport.addEventListener("click", () => exportUnsynced().catch((error) => toast(`Could not export: ${error.message}`)));
+  ui.signOutAnyway.addEventListener("click", () => {
+    ui.signOutDialog.close();
+    signOut().catch((error) => toast(`Could not sign out: ${error.message}`));
   });
+  ui.signOutCancel.addEventListener("click", () => ui.signOutDialog.close());
+  ui.discard.addEventListener("click", () => discard().catch((error) => toast(`Could not discard: ${error.message}`)));
   ui.newNote.addEventListener("click", () => createNote());
   ui.search.addEventListener("input", () => schedule("list"));
   ui.filter.addEventListener("change", () => schedule("list"));
@@ -636,14 +766,27 @@ async function main() {
   if ("serviceWorker" in navigator) {
     navigator.serviceWorker.register("sw.js").catch(() => {});
   }
-  store = await LocalStore.open(undefined, { onBlocked: () => toast("Close Noted's other tabs to finish updating it.") });
-  auth = new Auth(store);
-  await auth.load();
+  const options = { onBlocked: () => toast("Close Noted's other tabs to finish updating it.") };
+  auth = new Auth();
   ui.signIn.addEventListener("click", () => auth.signIn().catch((e) => (ui.signInError.textContent = e.message)));
+  let signedInNow = false;
   try {
-    await auth.completeRedirect();
+    signedInNow = await auth.completeRedirect();
   } catch (error) {
     ui.signInError.textContent = error.message;
+  }
+  // Each account has a database of its own (accounts.js): the one signing in now, or the one
+  // that signed in last.
+  if (signedInNow) {
+    const account = accountOf(auth.session);
+    if (!account) throw new Error("the sign-in names no user");
+    store = await openFor(account, options);
+    auth.store = store;
+    await store.setMeta("session", auth.session);
+  } else {
+    store = await openCurrent(options);
+    auth.store = store;
+    await auth.load();
   }
   if (!auth.signedIn) {
     ui.signedOut.hidden = false;
@@ -653,22 +796,43 @@ async function main() {
   search = new Search(store, { onError: (message) => toast(`Search: ${message}`) });
   list = new NoteList(ui.notes, ui.notesScroll, { render: renderRow, onOpen: (id) => select(id) });
   wireApp();
-  engine = new SyncEngine({ store, auth });
+  const owner = await ownerOf(store);
+  engine = new SyncEngine({ store, auth, user: owner && owner.user });
   engine.addEventListener("records", (e) => onRecords(e.detail).catch((error) => toast(String(error))));
   engine.addEventListener("state", () => schedule());
   engine.addEventListener("pending", () => schedule());
   engine.addEventListener("error", (e) => toast(e.detail.message));
   auth.addEventListener("change", () => {
-    if (!auth.signedIn) location.reload();
+    // Signed out, or the session lost: typing not yet written is written first (the
+    // account's database keeps it for its next sign-in).
+    if (!auth.signedIn) flushDrafts().finally(() => location.reload());
   });
   window.noted = { store, auth, engine, index }; // for tests and the curious
   engine.start();
   // The one read of every record (the search worker reads the texts itself).
+  const oldRefusals = [];
   await store.scan((batch) => {
-    for (const record of batch) noteChanged(record.id, record);
+    for (const record of batch) {
+      noteChanged(record.id, record);
+      if (record.refused) oldRefusals.push(record.id);
+    }
   });
+  for (const id of oldRefusals) markOldRefusal(id);
   loaded = true;
   schedule("list");
+}
+
+/**
+ * A version before kept a refused change as `refused: code`, not pending, so that the note
+ * looked synced: if its text still differs from the server's, it is marked refused now.
+ */
+function markOldRefusal(id) {
+  store.update(id, (current) => {
+    if (!current || !current.refused) return undefined;
+    const { refused, ...rest } = current;
+    const held = !current.dirty && !current.inflight && !current.purged && (!current.shadow || !sameFields(current.local, current.shadow.fields));
+    return held ? { ...rest, refusal: { code: String(refused), message: "" } } : rest;
+  }).then((written) => written && noteChanged(id, written), () => {});
 }
 
 main().catch((error) => {

@@ -1,5 +1,6 @@
 // Sign-in through the server's OAuth 2.1 authorization code flow with PKCE (S256) as the
-// public client `noted-web`; tokens live in IndexedDB, never in the URL after the redirect.
+// public client `noted-web`; tokens live in IndexedDB (in the account's own database, see
+// accounts.js), never in the URL after the redirect.
 
 const CLIENT_ID = "noted-web";
 
@@ -19,10 +20,11 @@ function randomString(bytes = 32) {
 }
 
 export class Auth extends EventTarget {
-  constructor(store) {
+  /** `store`: the account's database, where the session is kept (null until it is known). */
+  constructor(store = null) {
     super();
     this.store = store;
-    this.session = null; // { accessToken, refreshToken, expiresAt, user }
+    this.session = null; // { accessToken, refreshToken, expiresAt, user, issuer }
     this.refreshing = null;
   }
 
@@ -31,7 +33,7 @@ export class Auth extends EventTarget {
   }
 
   async load() {
-    this.session = (await this.store.getMeta("session")) || null;
+    this.session = (this.store && (await this.store.getMeta("session"))) || null;
     return this.session;
   }
 
@@ -88,14 +90,16 @@ export class Auth extends EventTarget {
       err.status = response.status;
       throw err;
     }
+    const claimed = claims(body.access_token);
     const session = {
       accessToken: body.access_token,
       refreshToken: body.refresh_token,
       expiresAt: Date.now() + (Number(body.expires_in) || 900) * 1000,
-      user: claims(body.access_token).sub || null,
+      user: claimed.sub || null,
+      issuer: claimed.iss || location.origin,
     };
     this.session = session;
-    await this.store.setMeta("session", session);
+    if (this.store) await this.store.setMeta("session", session);
     this.dispatchEvent(new Event("change"));
     return session;
   }
@@ -146,9 +150,10 @@ export class Auth extends EventTarget {
     await this.forget();
   }
 
+  /** Forgets the session (signed out, or lost): the account's database keeps everything else. */
   async forget() {
     this.session = null;
-    await this.store.deleteMeta("session");
+    if (this.store) await this.store.deleteMeta("session");
     this.dispatchEvent(new Event("change"));
   }
 
@@ -160,7 +165,8 @@ export class Auth extends EventTarget {
   }
 }
 
-function claims(jwt) {
+/** The claims of a JWT (unverified: the server verifies; this only reads who it names). */
+export function claims(jwt) {
   try {
     const part = jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
     return JSON.parse(atob(part));

@@ -5,12 +5,13 @@
 // Every write of a record goes through `stamp`: it numbers the record's versions (`lv`, +1 per
 // write, so a reader can tell a newer state of a note from an older one whatever order
 // events arrive in) and keeps `pend` (1 while the record has edits the server has not
-// acknowledged) for the `pending` index, so that the sync engine finds its outbox without
-// reading every record. A synced note's shadow (the server's fields) is most often its local
+// acknowledged, including edits it refused: see `isUnsynced`) for the `pending` index, so that
+// the sync engine finds its outbox, and sign-out what it would leave behind, without reading
+// every record. A synced note's shadow (the server's fields) is most often its local
 // fields again: then it is stored as `{ rev, same: true }` and filled in when read, which
 // halves what a pulled page costs to write and start-up costs to read.
 
-const DB_NAME = "noted";
+const DB_NAME = "noted"; // the one database of the versions before one database per account (accounts.js)
 const DB_VERSION = 2;
 const CHUNK = 1000;
 
@@ -49,7 +50,7 @@ function done(tx) {
 /** The record as stored: its version number one above `current`'s, its outbox mark kept. */
 export function stamp(next, current) {
   const out = { ...next, lv: ((current && current.lv) || 0) + 1 };
-  if (isPending(out)) out.pend = 1;
+  if (isUnsynced(out)) out.pend = 1;
   else delete out.pend;
   return out;
 }
@@ -105,8 +106,30 @@ export class LocalStore {
     return new LocalStore(db);
   }
 
+  /** Whether a database of this name exists (without creating it). */
+  static async exists(name) {
+    if (indexedDB.databases) return (await indexedDB.databases()).some((d) => d.name === name);
+    return new Promise((resolve) => {
+      const req = indexedDB.open(name);
+      req.onupgradeneeded = () => req.transaction.abort(); // a new database: not created
+      req.onsuccess = () => {
+        req.result.close();
+        resolve(true);
+      };
+      req.onerror = () => resolve(false);
+    });
+  }
+
   constructor(db) {
     this.db = db;
+  }
+
+  get name() {
+    return this.db.name;
+  }
+
+  close() {
+    this.db.close();
   }
 
   async getMeta(key) {
@@ -151,7 +174,7 @@ export class LocalStore {
     return request(tx.objectStore("records").getAllKeys());
   }
 
-  /** The records with edits the server has not acknowledged (dirty or in flight), from the index. */
+  /** The records with edits the server has not acknowledged (dirty, in flight or refused), from the index. */
   async pendingRecords() {
     const tx = this.db.transaction("records", "readonly");
     return (await request(tx.objectStore("records").index("pending").getAll())).map(unpack);
@@ -264,13 +287,6 @@ export class LocalStore {
     }
     return written;
   }
-
-  async clearAll() {
-    const tx = this.db.transaction(["records", "meta"], "readwrite");
-    tx.objectStore("records").clear();
-    tx.objectStore("meta").clear();
-    await done(tx);
-  }
 }
 
 /** A new local note (rev 0: not on the server yet). */
@@ -288,7 +304,16 @@ export function newRecord(id, fields, now = new Date().toISOString()) {
   };
 }
 
-/** Whether a record has edits the server has not acknowledged. */
+/** Whether a record has edits waiting to be sent or answered (the outbox). */
 export function isPending(record) {
   return Boolean(record && (record.dirty || record.inflight));
+}
+
+/**
+ * Whether a record has edits the server has not acknowledged: pending ones, or ones it refused
+ * for good (`refusal`: { code, message }, held here and not sent until the user edits the note
+ * or discards this device's version). What signing out would leave behind.
+ */
+export function isUnsynced(record) {
+  return Boolean(record && (record.dirty || record.inflight || record.refusal));
 }

@@ -35,6 +35,7 @@ export function summarize(record) {
     trashed: f.trashed,
     updatedAt: Date.parse(record.updatedAt) || 0,
     pending: isPending(record),
+    refusal: record.refusal || null, // { code, message } of a change the server refused for good
     purged: Boolean(record.purged),
   };
 }
@@ -56,7 +57,7 @@ export class NoteIndex {
     this.order = []; // the listed entries (not purged), in list order
     this.unordered = new Set(); // entries added, moved or removed since `order` was last made
     this.gone = new Map(); // id -> last version of a removed record: older news is ignored
-    this.counts = { all: 0, trash: 0, pending: 0, folders: new Map(), tags: new Map() };
+    this.counts = { all: 0, trash: 0, pending: 0, refused: 0, folders: new Map(), tags: new Map() };
     this.nextDoc = 0;
     this.version = 0; // changes when what a query returns may have changed
     this.facets = 0; // changes when the counts changed
@@ -128,6 +129,7 @@ export class NoteIndex {
     const c = this.counts;
     this.facets++;
     if (entry.pending) c.pending += by;
+    if (entry.refusal) c.refused += by;
     if (entry.purged) return;
     if (entry.trashed) {
       c.trash += by;

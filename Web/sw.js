@@ -2,7 +2,7 @@
 // The shell is served from the cache and refreshed in the background; API calls never are.
 
 const CACHE = "noted-shell-v2";
-const SHELL = ["./", "index.html", "app.js", "auth.js", "db.js", "sync.js", "text.js", "style.css",
+const SHELL = ["./", "index.html", "app.js", "accounts.js", "auth.js", "db.js", "sync.js", "text.js", "style.css",
   "notes-index.js", "list.js", "search.js", "search-client.js", "search-worker.js", "search-text.js",
   "manifest.webmanifest", "icon.svg", "icon-192.png", "icon-512.png"];
 

@@ -2,17 +2,18 @@
 // notes with at most one change in flight per note, apply broadcasts, reconnect with backoff.
 
 import { applyDelta, makeDelta, rebase, uuid } from "./text.js";
-import { isPending, newRecord, normalizeFields } from "./db.js";
+import { isPending, isUnsynced, newRecord, normalizeFields } from "./db.js";
 
 const TEXT_FIELDS = ["title", "body"];
 const CLIENT = "noted-web/0.1.0";
 const PAGE = 500;
 
 export class SyncEngine extends EventTarget {
-  constructor({ store, auth, debounceMs = 300, requestTimeoutMs = 15000 }) {
+  constructor({ store, auth, user = null, debounceMs = 300, requestTimeoutMs = 15000 }) {
     super();
     this.store = store;
     this.auth = auth;
+    this.user = user; // the account whose database `store` is: a welcome for another is refused
     this.debounceMs = debounceMs;
     this.requestTimeoutMs = requestTimeoutMs;
     this.ws = null;
@@ -169,6 +170,12 @@ export class SyncEngine extends EventTarget {
     const entry = message.rid !== undefined ? this.pending.get(String(message.rid)) : undefined;
     switch (message.type) {
       case "welcome":
+        if (this.user && message.user && message.user !== this.user) {
+          // Never sync one account's database with another's notes (docs/client.md).
+          this.emit("error", { message: "The server signed this session in as another account; not syncing." });
+          this.stop();
+          return;
+        }
         this.attempt = 0;
         if (message.limits) this.limits = message.limits;
         if (Number.isSafeInteger(message.seq)) this.latestSeq = message.seq;
@@ -243,7 +250,7 @@ export class SyncEngine extends EventTarget {
       const dropped = [];
       for (const id of await this.store.keys()) {
         if (keep.has(id)) continue;
-        const result = await this.store.update(id, (record) => (record && record.shadow && !isPending(record) ? null : undefined));
+        const result = await this.store.update(id, (record) => (record && record.shadow && !isUnsynced(record) ? null : undefined));
         if (result === null) dropped.push(id);
       }
       this.emit("records", { ids: dropped, remote: true });
@@ -308,8 +315,7 @@ export class SyncEngine extends EventTarget {
         if (message.fields) serverFields = normalizeFields(message.fields);
         else serverFields = sent ? normalizeFields(sent) : current.local;
         const local = rebaseFields(sent, current.local, serverFields);
-        const dirty = !sameFields(local, serverFields);
-        return { ...current, shadow: { fields: serverFields, rev: message.rev }, local, inflight: null, dirty, updatedAt: new Date().toISOString() };
+        return { ...moved(current, { fields: serverFields, rev: message.rev }, local), inflight: null, updatedAt: new Date().toISOString() };
       }
       // Rejects (docs/protocol.md section 5).
       const currentRecord = message.current;
@@ -333,10 +339,14 @@ export class SyncEngine extends EventTarget {
           return { ...current, shadow, local, inflight: null, dirty: true, forceSet: true };
         }
         case "rate_limited":
+        case "ccid_reused": // resent with a new ccid
           return { ...current, inflight: null, dirty: true };
         default:
+          // bad_request, invalid_field, too_large, unknown_collection, a quota: resending cannot
+          // help. This device's version stays, held and marked, not sent again until the user
+          // edits the note (then it goes against the newest server state held) or discards it.
           this.emit("error", { message: `Note "${current.local.title || "untitled"}" was refused: ${message.message || message.code}` });
-          return { ...current, inflight: null, dirty: false, refused: message.code };
+          return { ...current, inflight: null, dirty: false, refusal: { code: String(message.code || "refused"), message: String(message.message || "") } };
       }
     });
     if (newId) {
@@ -366,6 +376,7 @@ export class SyncEngine extends EventTarget {
       }
       if (message.op === "delete") {
         if (current && isPending(current)) return { ...current, shadow: null, dirty: true };
+        if (current && current.refusal) return { ...current, shadow: null }; // still held, refused
         return null;
       }
       const base = current && current.shadow ? current.shadow.fields : null;
@@ -384,8 +395,8 @@ export class SyncEngine extends EventTarget {
       if (!current) {
         return { ...newRecord(message.id, fields), shadow: { fields, rev: message.rev }, dirty: false, updatedAt: message.updatedAt };
       }
-      const local = current.dirty ? rebaseFields(base, current.local, fields) : fields;
-      return { ...current, shadow: { fields, rev: message.rev }, local, dirty: !sameFields(local, fields), updatedAt: message.updatedAt || current.updatedAt };
+      const local = holds(current) ? rebaseFields(base, current.local, fields) : fields;
+      return { ...moved(current, { fields, rev: message.rev }, local), updatedAt: message.updatedAt || current.updatedAt };
     });
     if (needPull) await this.pull();
     else this.emit("records", { ids: [message.id], remote: true });
@@ -397,6 +408,7 @@ function mergeServerRecord(current, record) {
   if (current && current.shadow && record.rev <= current.shadow.rev) return undefined;
   if (record.deleted) {
     if (current && isPending(current) && !current.inflight) return { ...current, shadow: null, dirty: true };
+    if (current && current.refusal) return { ...current, shadow: null }; // still held, refused
     return current && current.inflight ? undefined : null;
   }
   const fields = normalizeFields(record.fields);
@@ -405,8 +417,25 @@ function mergeServerRecord(current, record) {
   }
   if (current.inflight) return undefined; // the ack will bring the merged state
   const base = current.shadow ? current.shadow.fields : null;
-  const local = current.dirty && base ? rebaseFields(base, current.local, fields) : current.dirty ? current.local : fields;
-  return { ...current, shadow: { fields, rev: record.rev }, local, dirty: !sameFields(local, fields), updatedAt: record.updatedAt };
+  const local = holds(current) && base ? rebaseFields(base, current.local, fields) : holds(current) ? current.local : fields;
+  return { ...moved(current, { fields, rev: record.rev }, local), updatedAt: record.updatedAt };
+}
+
+/** Whether a record has local edits a server state must not replace (unsent, or refused). */
+function holds(record) {
+  return Boolean(record.dirty || record.refusal);
+}
+
+/**
+ * The record moved onto a newer server state (`shadow`) with `local` on top: whatever still
+ * differs is to be sent, unless the server refused it (then it stays held, refused, not sent);
+ * once nothing differs, a refusal is over.
+ */
+function moved(current, shadow, local) {
+  const differs = !sameFields(local, shadow.fields);
+  const { refusal, ...rest } = current;
+  const held = differs && refusal;
+  return held ? { ...rest, shadow, local, dirty: false, refusal } : { ...rest, shadow, local, dirty: differs };
 }
 
 /** The change that brings the server from the shadow to the local state, or null. */

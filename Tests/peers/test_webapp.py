@@ -25,6 +25,7 @@ selenium = pytest.importorskip("selenium")
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
@@ -662,9 +663,9 @@ def a11y_server():
 
 def test_accessibility_axe_core_finds_no_violation(a11y_server):
     """The welcome page, the sign-in page, the notes app with a note open (pinned, tagged, its
-    history shown), the app with a note in the trash open, and the app at phone width (list and
-    editor), each in the light and the dark colour scheme: axe-core reports no violation of any
-    impact."""
+    history shown), the app with a note in the trash open, with a note the server refused open,
+    with the sign-out dialog open, and the app at phone width (list and editor), each in the
+    light and the dark colour scheme: axe-core reports no violation of any impact."""
     pytest.importorskip("axe_selenium_python")
     base = a11y_server
     name, password = "a11y" + secrets.token_hex(3), "correct horse battery"
@@ -704,6 +705,21 @@ def test_accessibility_axe_core_finds_no_violation(a11y_server):
         wait(driver, lambda d: any(r["fields"].get("title") == "Thrown away" and r["fields"].get("trashed") for r in server_notes(base, account)),
              message="the trashing synced")
         check(driver, "notes app with a note in the trash open")
+        driver.find_element(By.ID, "filter").send_keys("All notes")
+        new_note(driver, "Refused", "")
+        wait(driver, lambda d: any(r["fields"].get("title") == "Refused" for r in server_notes(base, account)), message="created")
+        set_body(driver, "x" * 250000)
+        wait(driver, lambda d: refusal_shown(d) is not None and (row_state(d, "Refused") or {}).get("mark"), timeout=15, message="refused")
+        check(driver, "notes app with a refused note open")
+        driver.find_element(By.ID, "sign-out").click()
+        wait(driver, dialog_open, message="the sign-out dialog")
+        check(driver, "sign-out dialog")
+        button(driver, "Cancel").click()
+        button(driver, "Discard my version").click()
+        wait(driver, lambda d: refusal_shown(d) is None, message="discarded")
+        driver.find_element(By.ID, "trash").click()
+        wait(driver, lambda d: any(r["fields"].get("title") == "Refused" and r["fields"].get("trashed") for r in server_notes(base, account)),
+             message="the refused note in the trash")
     finally:
         driver.quit()
     phone = browser(390, 844)
@@ -717,3 +733,349 @@ def test_accessibility_axe_core_finds_no_violation(a11y_server):
     finally:
         phone.quit()
     assert not found, "\n".join(found)
+
+
+# --- Nothing lost at the edges (issue 21): accounts on one browser profile, sign-out with
+# unsynced notes, changes the server refuses, a database of the previous version -------------
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "web-pre-accounts")
+
+
+@pytest.fixture(scope="module")
+def edge_server():
+    # Its own server: these tests sign in and out many times (the shared server allows 10
+    # sign-ins a minute per address).
+    yield from run_server("--auth-attempts-per-minute", "1000")
+
+
+def register(base, prefix):
+    name, password = prefix + secrets.token_hex(3), "correct horse battery"
+    r = requests.post(base + "/v1/accounts", json={"username": name, "password": password})
+    assert r.status_code == 201, r.text
+    return name, password
+
+
+def set_offline(driver, offline):
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": offline, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+    driver.execute_script("window.dispatchEvent(new Event(arguments[0]))", "offline" if offline else "online")
+
+
+def button(driver, text):
+    return driver.find_element(By.XPATH, f"//button[normalize-space()='{text}']")
+
+
+def signed_out(driver):
+    """The welcome page is shown (read in the page: the sign-out reloads it)."""
+    try:
+        return driver.execute_script("const w = document.getElementById('signed-out'); return Boolean(w && !w.hidden)")
+    except WebDriverException:
+        return False
+
+
+def dialog_open(driver):
+    return driver.execute_script("const d = document.getElementById('sign-out-dialog'); return d.open && d.matches(':modal')")
+
+
+def status(driver):
+    return driver.find_element(By.ID, "sync-status").text
+
+
+def write_offline_note(driver, title, body):
+    """Takes the browser offline and writes a new note there: it stays pending."""
+    time.sleep(1)  # the service worker has cached the shell (the page reloads offline on sign-out)
+    set_offline(driver, True)
+    wait(driver, lambda d: status(d).startswith("offline"), message="offline")
+    new_note(driver, title, body)
+    wait(driver, lambda d: status(d) == "offline · 1 pending", message="1 pending")
+
+
+def sign_out_anyway(driver, count):
+    """Sign out with `count` unsynced notes: the dialog names them; "Sign out anyway"."""
+    driver.find_element(By.ID, "sign-out").click()
+    wait(driver, dialog_open, message="the sign-out dialog")
+    text = driver.find_element(By.ID, "sign-out-dialog").text
+    assert f"{count} note{'' if count == 1 else 's'} {'is' if count == 1 else 'are'} not synced" in text, text
+    button(driver, "Sign out anyway").click()
+    wait(driver, signed_out, message="signed out")
+
+
+def sign_out_synced(driver):
+    """Sign out with nothing unsynced: no dialog."""
+    wait(driver, lambda d: status(d) == "online", message="all synced")
+    driver.find_element(By.ID, "sign-out").click()
+    wait(driver, signed_out, message="signed out without a dialog")
+
+
+def test_sign_out_with_an_unsynced_note_asks_and_keeps_it_for_the_next_sign_in(edge_server):
+    base = edge_server
+    account = register(base, "out")
+    downloads = tempfile.mkdtemp(prefix="noted-web-export-")
+    driver = browser()
+    try:
+        driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+        sign_in(driver, base, account)
+        write_offline_note(driver, "Written offline", "only in this browser")
+        # Cancel: still signed in, the note still there and pending.
+        driver.find_element(By.ID, "sign-out").click()
+        wait(driver, dialog_open, message="the sign-out dialog")
+        dialog = driver.find_element(By.ID, "sign-out-dialog")
+        assert "1 note is not synced" in dialog.text, dialog.text
+        assert dialog.get_attribute("aria-labelledby") and dialog.get_attribute("aria-describedby")
+        button(driver, "Cancel").click()
+        wait(driver, lambda d: not dialog_open(d), message="the dialog closed")
+        assert driver.find_element(By.ID, "app").is_displayed()
+        assert "Written offline" in " ".join(titles(driver)) and status(driver) == "offline · 1 pending"
+        # Export them: a file with the note; the dialog stays open.
+        driver.find_element(By.ID, "sign-out").click()
+        wait(driver, dialog_open, message="the sign-out dialog again")
+        button(driver, "Export them").click()
+        wait(driver, lambda d: "Exported 1 note" in d.find_element(By.ID, "sign-out-exported").text, message="exported")
+        wait(driver, lambda d: any(f.endswith(".json") for f in os.listdir(downloads)), message="the export file")
+        exported = json.load(open(os.path.join(downloads, next(f for f in os.listdir(downloads) if f.endswith(".json")))))
+        assert [(n["title"], n["body"]) for n in exported["notes"]] == [("Written offline", "only in this browser")]
+        assert dialog_open(driver)
+        # Sign out anyway (still offline), then sign in again as the same user: the note is
+        # there and syncs.
+        button(driver, "Sign out anyway").click()
+        wait(driver, signed_out, message="signed out")
+        set_offline(driver, False)
+        sign_in(driver, base, account)
+        wait(driver, lambda d: "Written offline" in " ".join(titles(d)), message="the note after signing in again")
+        wait(driver, lambda d: any(r["fields"].get("title") == "Written offline" and r["fields"].get("body") == "only in this browser"
+                                   for r in server_notes(base, account)), timeout=15, message="the note reached the server")
+        wait(driver, lambda d: status(d) == "online", message="nothing pending")
+    finally:
+        driver.quit()
+
+
+def test_a_lost_session_keeps_the_unsynced_note_for_the_next_sign_in(edge_server):
+    base = edge_server
+    account = register(base, "lost")
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        write_offline_note(driver, "Before the session was lost", "kept")
+        # The refresh token is revoked elsewhere and the access token has run out: the next
+        # connection's refresh is answered invalid_grant, and the app shows the welcome page.
+        refresh = driver.execute_script("return window.noted.auth.session.refreshToken")
+        revoked = requests.post(base + "/oauth/revoke", data={"token": refresh, "token_type_hint": "refresh_token", "client_id": "noted-web"})
+        assert revoked.status_code == 200, revoked.text
+        driver.execute_script("window.noted.auth.invalidateAccessToken()")
+        set_offline(driver, False)
+        wait(driver, signed_out, timeout=15, message="the session is lost")
+        sign_in(driver, base, account)
+        wait(driver, lambda d: "Before the session was lost" in " ".join(titles(d)), message="the note after signing in again")
+        wait(driver, lambda d: any(r["fields"].get("title") == "Before the session was lost" for r in server_notes(base, account)),
+             timeout=15, message="the note reached the server")
+    finally:
+        driver.quit()
+
+
+def test_two_accounts_in_one_browser_profile_keep_their_notes_apart(edge_server):
+    base = edge_server
+    alice, bob = register(base, "alice"), register(base, "bob")
+    driver = browser()
+    try:
+        sign_in(driver, base, alice)
+        write_offline_note(driver, "Alice's offline note", "for alice only")
+        sign_out_anyway(driver, 1)
+        set_offline(driver, False)
+        sign_in(driver, base, bob)
+        new_note(driver, "Bob's note", "for bob")
+        wait(driver, lambda d: any(r["fields"].get("title") == "Bob's note" for r in server_notes(base, bob)), message="bob's note synced")
+        assert titles(driver) == ["Bob's note"], titles(driver)
+        sign_out_synced(driver)
+        sign_in(driver, base, alice)
+        wait(driver, lambda d: titles(d) == ["Alice's offline note"], message="alice's note, and only hers")
+        wait(driver, lambda d: any(r["fields"].get("title") == "Alice's offline note" for r in server_notes(base, alice)),
+             timeout=15, message="alice's note reached the server")
+        assert not any("Alice" in r["fields"].get("title", "") for r in server_notes(base, bob))
+        names = driver.execute_script("return indexedDB.databases().then(list => list.map(d => d.name))")
+        assert len([n for n in names if n.startswith("noted:")]) == 2, names
+    finally:
+        driver.quit()
+
+
+def row_state(driver, title):
+    """The list row of the note titled `title`: its text and whether it has the refused mark."""
+    return driver.execute_script("""
+      const li = [...document.querySelectorAll('#notes li')].find(e => e.querySelector('.note-title').textContent.endsWith(arguments[0]));
+      if (!li) return null;
+      const mark = li.querySelector('.note-title .refused');
+      return { text: li.textContent, mark: mark ? mark.getAttribute('aria-label') : null };
+    """, title)
+
+
+def set_body(driver, text):
+    """Sets the open note's body as typing would (a quarter of a million keys is too slow to send)."""
+    driver.execute_script("const b = document.getElementById('body'); b.value = arguments[0]; b.dispatchEvent(new Event('input'))", text)
+
+
+def refusal_shown(driver):
+    box = driver.find_element(By.ID, "refusal")
+    return box.text if box.is_displayed() else None
+
+
+def test_a_change_the_server_refuses_stays_marked_until_edited_or_discarded(edge_server):
+    base = edge_server
+    account = register(base, "big")
+    too_long = "x" * 250000
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        new_note(driver, "Too long", "short")
+        wait(driver, lambda d: any(r["fields"].get("body") == "short" for r in server_notes(base, account)), message="synced")
+        note_id = next(r for r in server_notes(base, account) if r["fields"].get("title") == "Too long")["id"]
+        set_body(driver, too_long)
+        wait(driver, lambda d: (row_state(d, "Too long") or {}).get("mark") == "refused by the server", timeout=15, message="marked in the list")
+        assert "not synced: too large" in row_state(driver, "Too long")["text"]
+        wait(driver, lambda d: refusal_shown(d) and "too_large" in refusal_shown(d), message="the reason in the editor")
+        assert "Discard my version" in refusal_shown(driver)
+        wait(driver, lambda d: "1 refused" in status(d))
+        assert server_note(base, account, note_id)["body"] == "short"
+
+        # A change on the server meanwhile: merged under the refused text, which stays refused.
+        rev = next(r for r in server_notes(base, account) if r["id"] == note_id)["rev"]
+        pushed = requests.post(base + "/v1/push", headers={"Authorization": "Bearer " + _tokens[account]}, json={"changes": [
+            {"ccid": str(uuid.uuid4()), "collection": "notes", "id": note_id, "baseRev": rev, "op": "upsert",
+             "fields": {"title": {"set": "Too long, renamed"}}}]})
+        assert pushed.status_code == 200 and pushed.json()["results"][0]["type"] == "ack", pushed.text
+        wait(driver, lambda d: by_label(d, "Title").get_attribute("value") == "Too long, renamed", message="the server's title arrived")
+        assert by_label(driver, "Body").get_attribute("value") == too_long
+        assert (row_state(driver, "Too long, renamed") or {}).get("mark") == "refused by the server"
+
+        # After a reload: still marked, still not sent.
+        driver.refresh()
+        wait(driver, lambda d: (row_state(d, "Too long, renamed") or {}).get("mark") == "refused by the server", message="marked after a reload")
+        wait(driver, lambda d: status(d) == "online · 1 refused", message="online, one refused")
+        open_note(driver, "Too long, renamed")
+        wait(driver, lambda d: refusal_shown(d) and "too_large" in refusal_shown(d), message="the reason in the editor after a reload")
+        assert by_label(driver, "Body").get_attribute("value") == too_long
+        time.sleep(0.5)
+        assert server_note(base, account, note_id) == dict(server_note(base, account, note_id), title="Too long, renamed", body="short")
+
+        # Edited under the limit: sent again, against the server's newest state; the mark goes.
+        set_body(driver, "x" * 1000 + " cut to size")
+        wait(driver, lambda d: server_note(base, account, note_id)["body"] == "x" * 1000 + " cut to size", timeout=15, message="synced after the edit")
+        assert server_note(base, account, note_id)["title"] == "Too long, renamed"
+        wait(driver, lambda d: (row_state(d, "Too long, renamed") or {}).get("mark") is None and refusal_shown(d) is None, message="the mark is gone")
+        wait(driver, lambda d: status(d) == "online")
+
+        # Refused again, then discarded: the server's version returns.
+        set_body(driver, too_long)
+        wait(driver, lambda d: refusal_shown(d) is not None, timeout=15, message="refused again")
+        button(driver, "Discard my version").click()
+        wait(driver, lambda d: by_label(d, "Body").get_attribute("value") == "x" * 1000 + " cut to size", message="the server's version")
+        wait(driver, lambda d: refusal_shown(d) is None and (row_state(d, "Too long, renamed") or {}).get("mark") is None, message="not marked")
+        wait(driver, lambda d: status(d) == "online")
+
+        # A new note refused and discarded: the server never had it, so it is gone.
+        new_note(driver, "Never synced", "")
+        set_body(driver, too_long)
+        wait(driver, lambda d: (row_state(d, "Never synced") or {}).get("mark") == "refused by the server", timeout=15, message="the new note refused")
+        button(driver, "Discard my version").click()
+        wait(driver, lambda d: row_state(d, "Never synced") is None, message="the new note removed")
+        driver.refresh()
+        wait(driver, lambda d: row_state(d, "Too long, renamed") is not None, message="after a reload")
+        assert row_state(driver, "Never synced") is None
+        assert not any(r["fields"].get("title") == "Never synced" for r in server_notes(base, account))
+    finally:
+        driver.quit()
+
+
+def web_session(base, account):
+    """Tokens of the web app's OAuth client (`noted-web`) for `account`, from the same flow the
+    app runs (authorization code with PKCE, redirect to the app's own URL)."""
+    import base64
+    import hashlib
+    import html.parser
+    import urllib.parse
+
+    class Hidden(html.parser.HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.fields = {}
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "input" and a.get("type") == "hidden":
+                self.fields[a["name"]] = a.get("value", "")
+
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    redirect = base + "/"
+    http = requests.Session()
+    page = http.get(base + "/oauth/authorize", params={"response_type": "code", "client_id": "noted-web", "redirect_uri": redirect,
+                                                        "code_challenge": challenge, "code_challenge_method": "S256", "state": "s"})
+    assert page.status_code == 200, page.text
+    form = Hidden()
+    form.feed(page.text)
+    posted = http.post(base + "/oauth/authorize", data=dict(form.fields, username=account[0], password=account[1]), allow_redirects=False)
+    assert posted.status_code in (302, 303), posted.text
+    code = urllib.parse.parse_qs(urllib.parse.urlparse(posted.headers["Location"]).query)["code"][0]
+    token = requests.post(base + "/oauth/token", data={"grant_type": "authorization_code", "code": code, "redirect_uri": redirect,
+                                                       "client_id": "noted-web", "code_verifier": verifier})
+    assert token.status_code == 200, token.text
+    return token.json()
+
+
+# Writes the `noted` database with the previous version's db.js (the fixture), as that version
+# left it: signed in (its auth.js stored `{ accessToken, refreshToken, expiresAt, user }`, user
+# being the token's `sub`) with a note written offline, never sent.
+WRITE_PREVIOUS_VERSION_DATABASE = """
+const [source, tokens, done] = arguments;
+const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+import(url).then(async ({ LocalStore, newRecord }) => {
+  const sub = JSON.parse(atob(tokens.access_token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sub;
+  const store = await LocalStore.open();
+  await store.setMeta("session", { accessToken: tokens.access_token, refreshToken: tokens.refresh_token,
+                                   expiresAt: Date.now() + tokens.expires_in * 1000, user: sub });
+  const id = crypto.randomUUID();
+  await store.update(id, () => newRecord(id, { title: "Written before the upgrade", body: "by the previous version" }));
+  store.db.close();
+  done((await indexedDB.databases()).map((d) => d.name));
+}).catch((error) => done(String(error)));
+"""
+
+
+def test_a_previous_version_database_keeps_working(edge_server):
+    base = edge_server
+    owner, other = register(base, "prev"), register(base, "other")
+    source = open(os.path.join(FIXTURES, "db.js")).read()
+    driver = browser()
+    try:
+        # A page of the app's origin where the app does not run: the previous version's code
+        # writes its database there.
+        # (The server's Content-Security-Policy forbids importing a module from a blob: URL;
+        # it is bypassed for that page only.)
+        driver.execute_cdp_cmd("Page.setBypassCSP", {"enabled": True})
+        driver.get(base + "/manifest.webmanifest")
+        names = driver.execute_async_script(WRITE_PREVIOUS_VERSION_DATABASE, source, web_session(base, owner))
+        assert names == ["noted"], names
+        driver.execute_cdp_cmd("Page.setBypassCSP", {"enabled": False})
+        # The current app opens it: still signed in, the pending note there, and it syncs.
+        driver.get(base + "/")
+        wait(driver, lambda d: d.find_element(By.ID, "app").is_displayed(), message="signed in from the previous version's session")
+        wait(driver, lambda d: "Written before the upgrade" in " ".join(titles(d)), message="the note written before the upgrade")
+        wait(driver, lambda d: any(r["fields"].get("title") == "Written before the upgrade" and r["fields"].get("body") == "by the previous version"
+                                   for r in server_notes(base, owner)), timeout=15, message="the note reached the server")
+        assert driver.execute_script("return window.noted.store.db.name") == "noted"
+        # Its account's database still: a note written offline now survives another account
+        # signing in (which gets a database of its own) and syncs when its account is back.
+        write_offline_note(driver, "Written after the upgrade", "offline")
+        sign_out_anyway(driver, 1)
+        set_offline(driver, False)
+        sign_in(driver, base, other)
+        assert titles(driver) == []
+        assert driver.execute_script("return window.noted.store.db.name").startswith("noted:")
+        new_note(driver, "Other's note", "")
+        wait(driver, lambda d: any(r["fields"].get("title") == "Other's note" for r in server_notes(base, other)), message="synced")
+        sign_out_synced(driver)
+        sign_in(driver, base, owner)
+        wait(driver, lambda d: sorted(titles(d)) == ["Written after the upgrade", "Written before the upgrade"], message="the first account's notes, and only those")
+        assert driver.execute_script("return window.noted.store.db.name") == "noted"
+        wait(driver, lambda d: any(r["fields"].get("title") == "Written after the upgrade" for r in server_notes(base, owner)),
+             timeout=15, message="the note written offline reached the server")
+    finally:
+        driver.quit()

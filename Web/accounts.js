@@ -1,0 +1,77 @@
+// One local database per account in this browser profile (docs/client.md, "Accounts on one
+// device"). An account's notes, outbox, cursor, refusals and session live in the IndexedDB
+// database `noted:<issuer>:<user id>` (the access token's `iss` and `sub`), so that signing in
+// as someone else never erases anything and never shows one account's notes to another, and an
+// account signing in again finds what it left unsynced and syncs it. localStorage names the
+// database of the account that signed in last: the page opens it at start.
+//
+// The versions before kept one database, `noted` (LEGACY), for whoever signed in. It stays the
+// database of the account it belongs to (its `account` setting, else the user of the session it
+// holds), pending edits included; one that names no account (its session was lost) goes to the
+// first account that signs in, as it would have before. Any other account gets its own.
+
+import { LocalStore } from "./db.js";
+import { claims } from "./auth.js";
+
+const CURRENT = "noted.account"; // localStorage: the database opened at start
+export const LEGACY = "noted";
+
+/** The account a session is for: { issuer, user }, or null. */
+export function accountOf(session) {
+  if (!session || !session.user) return null;
+  return { issuer: session.issuer || claims(session.accessToken).iss || location.origin, user: session.user };
+}
+
+export function databaseName(account) {
+  return `noted:${account.issuer}:${account.user}`;
+}
+
+function sameAccount(a, b) {
+  return Boolean(a && b && a.issuer === b.issuer && a.user === b.user);
+}
+
+/** Whose database `store` is (null: nobody's yet). */
+export async function ownerOf(store) {
+  return (await store.getMeta("account")) || accountOf(await store.getMeta("session"));
+}
+
+function remembered() {
+  try {
+    return localStorage.getItem(CURRENT);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The database of the account that signed in last in this profile (signed in still or not), or
+ * null when there is none (nothing is created then).
+ */
+export async function openCurrent(options) {
+  let name = remembered();
+  if (!name && (await LocalStore.exists(LEGACY))) name = LEGACY; // written by a version before
+  if (!name) return null;
+  const store = await LocalStore.open(name, options);
+  if (name === LEGACY && !(await store.getMeta("account"))) {
+    const owner = accountOf(await store.getMeta("session"));
+    if (owner) await store.setMeta("account", owner);
+  }
+  return store;
+}
+
+/** The database of `account`, which is signing in: from now on the one opened at start. */
+export async function openFor(account, options) {
+  const own = databaseName(account);
+  let store = null;
+  if (!(await LocalStore.exists(own)) && (await LocalStore.exists(LEGACY))) {
+    const legacy = await LocalStore.open(LEGACY, options);
+    const owner = await ownerOf(legacy);
+    if (!owner || sameAccount(owner, account)) store = legacy;
+    else legacy.close();
+  }
+  if (!store) store = await LocalStore.open(own, options);
+  const owner = await store.getMeta("account");
+  if (!sameAccount(owner, account)) await store.setMeta("account", account);
+  localStorage.setItem(CURRENT, store.name);
+  return store;
+}
