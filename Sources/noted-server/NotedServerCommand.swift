@@ -108,6 +108,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-pushes-per-second"), help: "Push messages per second and connection; more are rejected rate_limited [NOTED_MAX_PUSHES_PER_SECOND]; default 20.")
     var maxPushesPerSecond: Int?
 
+    @Option(name: .customLong("metrics-token"), help: "Bearer token that lets /metrics be read from other machines (loopback may always) [NOTED_METRICS_TOKEN].")
+    var metricsToken: String?
+
     @Option(name: .customLong("max-sessions-per-user"), help: "Sync connections of one user on this node; a hello beyond is refused (close 4029) [NOTED_MAX_SESSIONS_PER_USER]; default 50.")
     var maxSessionsPerUser: Int?
 
@@ -171,6 +174,10 @@ struct Serve: AsyncParsableCommand {
         if let text = maxPushesPerSecond.map(String.init) ?? environment["NOTED_MAX_PUSHES_PER_SECOND"] {
             guard let value = Int(text), value >= 1 else { throw ValidationError("--max-pushes-per-second is a number >= 1") }
             configuration.maxPushesPerSecond = value
+        }
+        if let token = metricsToken ?? environment["NOTED_METRICS_TOKEN"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard token.utf8.count >= 16 else { throw ValidationError("--metrics-token must be at least 16 characters") }
+            configuration.metricsToken = token
         }
         if let text = maxSessionsPerUser.map(String.init) ?? environment["NOTED_MAX_SESSIONS_PER_USER"] {
             guard let value = Int(text), value >= 1 else { throw ValidationError("--max-sessions-per-user is a number >= 1") }

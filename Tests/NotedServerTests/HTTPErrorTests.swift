@@ -12,7 +12,9 @@ import Testing
             let token = user.accessToken
             let tooMany = try await server.request(.post, "/v1/push", json: ["changes": [change(uuid(), baseRev: 0), change(uuid(), baseRev: 0), change(uuid(), baseRev: 0)]], token: token)
             #expect(tooMany.status == .contentTooLarge && tooMany.json["error"] == "too_large")
-            let notJSON = try await server.request(.post, "/v1/push", body: "changes=1", token: token)
+            let form = try await server.request(.post, "/v1/push", body: "changes=1", token: token)
+            #expect(form.status == .unsupportedMediaType && form.json["error"] == "unsupported_media_type")
+            let notJSON = try await server.request(.post, "/v1/push", body: "changes=1", token: token, headers: [.contentType: "application/json"])
             #expect(notJSON.status == .badRequest && notJSON.json["error"] == "bad_request")
             #expect(try await server.request(.get, "/v1/changes?since=-1", token: token).status == .badRequest)
             #expect(try await server.request(.get, "/v1/changes?since=0&limit=5000", token: token).status == .badRequest)

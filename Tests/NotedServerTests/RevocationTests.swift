@@ -77,6 +77,20 @@ import Testing
         }
     }
 
+    @Test(arguments: backends) func aRefreshTokenPresentedByAnotherClientEndsTheSession(backend: Backend) async throws {
+        try await TestServer.with(backend) { server in
+            let user = try await server.makeUser()  // signed in by the first-party client, "noted"
+            let own = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)&client_id=noted")
+            #expect(own.status == .ok)
+            var current = user
+            current.accessToken = own.json["access_token"]?.stringValue ?? ""
+            let next = own.json["refresh_token"]?.stringValue ?? ""
+            let stolen = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(next)&client_id=noted-web")
+            #expect(stolen.json["error"] == "invalid_grant")
+            #expect(try await changes(server, current) == .unauthorized, "the session is revoked")
+        }
+    }
+
     @Test func aRevocationOnOneNodeReachesTheOtherWithinASecond() async throws {
         guard Backend.available.contains(.postgres) else { return }
         try await TestServer.withTwoNodes(.postgres) { first, second in

@@ -158,6 +158,8 @@ def receive_change(ws, record_id, timeout):
 
 
 def test_sessions_through_nginx_reach_both_nodes_and_see_each_others_edits(cluster):
+    # The sample configuration keeps the nodes' metrics off the public side.
+    assert requests.get(cluster["base"] + "/metrics", timeout=5).status_code == 403
     base, nodes = cluster["base"], cluster["nodes"]
     tokens = sign_up(base)
     # Discovery through the proxy names the one issuer every node shares.

@@ -19,8 +19,8 @@ BIN = os.environ.get("NOTED_SERVER_BIN", os.path.join(ROOT, ".build/debug/noted-
 PASSWORD = "correct horse battery"
 
 
-def start(data):
-    proc = subprocess.Popen([BIN, "--port", "0", "--data", data, "--log-level", "error", "--max-pushes-per-second", "1000"],
+def start(data, *extra):
+    proc = subprocess.Popen([BIN, "--port", "0", "--data", data, "--log-level", "error", "--max-pushes-per-second", "1000", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = proc.stdout.readline()
     m = re.match(r"noted-server listening on http://([\d.]+):(\d+)", line)
@@ -118,6 +118,40 @@ def test_unread_pulls_do_not_grow_the_server_and_others_are_served():
                 received += len(chunk)
             assert received < 64 << 20, f"{received >> 20} MB sent to a client that did not read"
             s.close()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+
+
+def local_address():
+    """This machine's address on a non-loopback interface, or None."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("10.255.255.255", 1))
+        address = s.getsockname()[0]
+        return None if address.startswith("127.") else address
+    except OSError:
+        return None
+    finally:
+        s.close()
+
+
+def test_metrics_are_for_loopback_or_the_operators_token():
+    secret = "m-" + uuid.uuid4().hex
+    with tempfile.TemporaryDirectory() as data:
+        proc, _, port = start(data, "--host", "0.0.0.0", "--metrics-token", secret)
+        try:
+            assert requests.get(f"http://127.0.0.1:{port}/metrics", timeout=5).status_code == 200
+            address = local_address()
+            if address is None:
+                print("NOTICE: no non-loopback address on this machine: the remote /metrics checks are skipped")
+                return
+            remote = f"http://{address}:{port}/metrics"
+            refused = requests.get(remote, timeout=5)
+            assert refused.status_code == 403 and "metrics-token" in refused.json()["message"]
+            assert requests.get(remote, headers={"Authorization": "Bearer wrong-" + secret}, timeout=5).status_code == 403
+            allowed = requests.get(remote, headers={"Authorization": "Bearer " + secret}, timeout=5)
+            assert allowed.status_code == 200 and "noted_" in allowed.text
         finally:
             proc.terminate()
             proc.wait(timeout=20)

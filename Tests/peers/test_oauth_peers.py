@@ -172,6 +172,11 @@ def test_noted_login_in_a_browser_with_a_loopback_redirect(server):
         assert posted.status_code == 303
         location = posted.headers["Location"]
         assert location.startswith("http://127.0.0.1:") and "/callback?code=" in location
+        # A callback with another state (a stale tab, or a page signing this terminal in to
+        # someone else's account) is refused and the CLI keeps waiting for its own.
+        listener = location.split("/callback?")[0]
+        forged = requests.get(listener + "/callback?code=not-yours&state=not-this-sign-in")
+        assert forged.status_code == 400 and proc.poll() is None
         landed = requests.get(location)  # the browser follows the redirect to the CLI's loopback listener
         assert landed.status_code == 200 and "Signed in" in landed.text
         out, err = proc.communicate(timeout=30)
@@ -433,6 +438,9 @@ def test_external_issuer_attack_matrix(external):
         "nbf beyond leeway": a.token(a_kid, a.claims("mallory", nbf=now + 120)),
         "expired beyond leeway": a.token(a_kid, a.claims("mallory", exp=now - 120, iat=now - 600)),
         "missing exp": a.token(a_kid, a.claims("mallory", exp=None)),
+        # Access tokens live minutes; and an exp of 1e300 used to trap the session timer and kill the server.
+        "exp a year away": a.token(a_kid, a.claims("mallory", exp=now + 365 * 86400)),
+        "exp 1e300": a.token(a_kid, a.claims("mallory", exp=1e300)),
         "ID-token-shaped (nonce)": a.token(a_kid, a.claims("mallory", nonce="n-0S6_WzA2Mj"), typ="JWT"),
         "ID-token-shaped (at_hash)": a.token(a_kid, a.claims("mallory", at_hash="77QmUPtjPfzWtF2AnpK9RQ")),
         "Keycloak ID token (payload typ ID)": a.token(a_kid, a.claims("mallory", typ="ID"), typ="JWT"),

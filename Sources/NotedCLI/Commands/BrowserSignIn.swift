@@ -29,8 +29,9 @@ func browserSignIn(options: GlobalOptions, server: URL, timeout: Duration) async
     // Written unbuffered: a script (or a person) needs the address before the wait begins.
     FileHandle.standardOutput.write(Data("Open this address in a browser to sign in:\n\(url.absoluteString)\n".utf8))
     let deadline = ContinuousClock.now + timeout
-    let query = try await Task.detached { try receiver.waitForCallback(until: deadline) }.value
-    guard query["state"] == state else { throw CLIError("the browser came back with a state that is not this sign-in's") }
+    // A callback with another `state` (a stale tab, or a page trying to sign this terminal in
+    // to someone else's account) is answered and ignored; the wait goes on.
+    let query = try await Task.detached { try receiver.waitForCallback(state: state, until: deadline) }.value
     if let error = query["error"] {
         throw CLIError("sign-in refused: \(query["error_description"] ?? error)")
     }
@@ -83,8 +84,9 @@ final class LoopbackReceiver: Sendable {
         _ = systemClose(socketFD)
     }
 
-    /// Serves requests until one for `/callback` arrives; returns its query parameters.
-    func waitForCallback(until deadline: ContinuousClock.Instant) throws -> [String: String] {
+    /// Serves requests until one for `/callback` with this `state` arrives; returns its query
+    /// parameters.
+    func waitForCallback(state: String, until deadline: ContinuousClock.Instant) throws -> [String: String] {
         while true {
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else { throw CLIError("no sign-in within the time allowed") }
@@ -111,6 +113,10 @@ final class LoopbackReceiver: Sendable {
             var query: [String: String] = [:]
             for item in components.queryItems ?? [] where query[item.name] == nil {
                 query[item.name] = item.value ?? ""
+            }
+            guard query["state"] == state else {
+                respond(client, status: "400 Bad Request", body: "This sign-in is not the one the terminal is waiting for; it was ignored.")
+                continue
             }
             let message = query["code"] != nil
                 ? "Signed in to Noted. You can close this tab and go back to the terminal."

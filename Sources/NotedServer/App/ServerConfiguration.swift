@@ -56,6 +56,9 @@ public struct ServerConfiguration: Sendable {
     /// Bytes a session may have waiting to be sent (a client not reading what it asked for);
     /// beyond, the session is closed with 1008.
     public var maxQueuedBytesPerSession = 16 << 20
+    /// A bearer token that lets `/metrics` be read from other machines; without it, only
+    /// loopback may read it.
+    public var metricsToken: String?
     /// Sign-in and registration attempts per address or username and window.
     public var authAttemptsPerWindow = 10
     public var authWindow: Duration = .seconds(60)

@@ -86,13 +86,21 @@ public struct Accounts: Sendable {
         return try await issueTokens(userID: user.id, clientID: Self.firstPartyClient, device: device).0
     }
 
-    func refresh(token: String) async throws -> TokenResponse {
+    /// The refresh grant. `clientID`, when the request names one, must be the client the
+    /// token was issued to: a token presented by another client has leaked, and its whole
+    /// sign-in session is revoked.
+    func refresh(token: String, clientID: String? = nil) async throws -> TokenResponse {
         let replacement = Self.newRefreshToken()
         let now = Date()
         let result = try await store.rotateRefreshToken(
             hash: Self.hash(token), replacementHash: Self.hash(replacement), expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
         switch result {
         case .rotated(let family):
+            if let clientID, clientID != family.clientID {
+                try await store.revokeRefreshFamily(id: family.id, now: now)
+                try await revoked(family.id)
+                throw AuthError(kind: .invalidGrant)
+            }
             let access = try await tokens.issue(userID: family.userID, clientID: family.clientID, sessionID: family.id, now: now)
             return TokenResponse(accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: replacement)
         case .reused(let familyID):

@@ -88,6 +88,9 @@ public struct TrustedIssuer: Sendable, Hashable {
 /// must be the key's.
 final class ExternalIssuers: Sendable {
     static let allowedAlgorithms: Set<String> = ["ES256", "RS256", "EdDSA"]
+    /// The furthest `exp` accepted: a day from now.
+    static let maxLifetime: TimeInterval = 86_400
+
     /// Leeway for `exp` and `nbf`.
     static let leeway: TimeInterval = 60
     /// Cached keys are refetched on use after this long, so that keys the issuer withdrew go away.
@@ -140,6 +143,9 @@ final class ExternalIssuers: Sendable {
         guard Date(timeIntervalSince1970: exp) > now.addingTimeInterval(-Self.leeway) else {
             throw TokenError(kind: .expired, reason: "expired")
         }
+        // An access token lives minutes, not years; and a far `exp` must not reach time
+        // arithmetic (an `exp` of 1e300 trapped the session's timer and killed the process).
+        guard exp <= now.timeIntervalSince1970 + Self.maxLifetime else { throw invalid("exp more than a day away") }
         if payload["nbf"] != nil {
             guard let nbf = Self.seconds(payload["nbf"]) else { throw invalid("nbf is not a number") }
             guard Date(timeIntervalSince1970: nbf) <= now.addingTimeInterval(Self.leeway) else { throw invalid("not valid yet") }

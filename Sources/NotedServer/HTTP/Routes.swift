@@ -17,6 +17,11 @@ struct Routes: Sendable {
     /// Largest HTTP request body read.
     var maxBodyBytes: Int { configuration.limits.maxMessageBytes }
 
+    /// 127.0.0.0/8, ::1, and IPv4-mapped loopback.
+    static func isLoopback(_ address: String) -> Bool {
+        address.hasPrefix("127.") || address == "::1" || address.hasPrefix("::ffff:127.")
+    }
+
     func add(to router: Router<NotedRequestContext>) {
         router.get("/health") { _, _ -> Response in
             do {
@@ -26,9 +31,16 @@ struct Routes: Sendable {
                 return .json(["status": "unavailable"], status: .serviceUnavailable)
             }
         }
-        router.get("/metrics") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
+        router.get("/metrics") { request, context -> Response in
+            // Counts of users' activity are not for everyone: loopback (a scraper on the same
+            // machine), or the operator's token from anywhere (docs/security.md).
+            let bearer = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+            let tokenOK = configuration.metricsToken.map { expected in bearer.map { constantTimeEqual($0, expected) } ?? false } ?? false
+            guard tokenOK || Self.isLoopback(context.remoteAddress) else {
+                return .json(["error": "forbidden", "message": "metrics are served on loopback, or with --metrics-token"], status: .forbidden)
+            }
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
         }
         router.get("/.well-known/jwks.json") { _, _ in Response.json(tokens.jwks) }
         router.get("/.well-known/openid-configuration") { _, _ -> Response in
@@ -77,6 +89,9 @@ struct Routes: Sendable {
             let buffer = try await request.body.collect(upTo: 64 * 1024)
             let form = FormDecoding.decode(String(buffer: buffer))
             do {
+                if let name = FormDecoding.duplicate(in: String(buffer: buffer)) {
+                    throw AuthError(kind: .invalidRequest("\(name) is given more than once"))
+                }
                 guard let grant = form["grant_type"] else { throw AuthError(kind: .invalidRequest("grant_type is missing")) }
                 if grant == "authorization_code" {
                     do {
@@ -91,7 +106,8 @@ struct Routes: Sendable {
                 guard let token = form["refresh_token"], !token.isEmpty else {
                     throw AuthError(kind: .invalidRequest("refresh_token is missing"))
                 }
-                var response = Response.json(try await accounts.refresh(token: token).json)
+                let clientID = form["client_id"].flatMap { $0.isEmpty ? nil : $0 }
+                var response = Response.json(try await accounts.refresh(token: token, clientID: clientID).json)
                 response.headers[.cacheControl] = "no-store"
                 return response
             } catch let error as AuthError {
@@ -239,6 +255,12 @@ struct Routes: Sendable {
     }
 
     private func jsonBody(_ request: Request) async throws -> JSONValue {
+        // JSON only as JSON: a cross-site form can post text/plain that parses as JSON, but it
+        // cannot send this content type without the browser asking the server first (CORS).
+        let mediaType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard mediaType == "application/json" else {
+            throw APIError(.unsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
+        }
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: maxBodyBytes)
@@ -255,6 +277,18 @@ struct Routes: Sendable {
 
 /// `application/x-www-form-urlencoded` bodies.
 enum FormDecoding {
+    /// The first parameter name given more than once: RFC 6749 section 3.1 allows none, and
+    /// which of two values a server reads is what parameter-pollution attacks play on.
+    static func duplicate(in body: String) -> String? {
+        var seen: Set<String> = []
+        for pair in body.split(separator: "&") {
+            let name = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0]
+            guard let decoded = decodeComponent(name) else { continue }
+            if !seen.insert(decoded).inserted { return decoded }
+        }
+        return nil
+    }
+
     static func decode(_ body: String) -> [String: String] {
         var result: [String: String] = [:]
         for pair in body.split(separator: "&") {

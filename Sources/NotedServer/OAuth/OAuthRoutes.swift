@@ -25,6 +25,9 @@ struct OAuthRoutes: Sendable {
         router.post("/oauth/authorize") { request, context -> Response in
             let buffer = try await request.body.collect(upTo: 64 * 1024)
             let form = FormDecoding.decode(String(buffer: buffer))
+            if let name = FormDecoding.duplicate(in: String(buffer: buffer)) {
+                return Self.failure(.page("The sign-in form was sent with \(name) twice. Please sign in again."))
+            }
             let authorization: AuthorizationServer.Request
             do throws(AuthorizationServer.RequestFailure) {
                 authorization = try server.validate(form, host: request.head.authority)
@@ -54,6 +57,9 @@ struct OAuthRoutes: Sendable {
         router.post("/oauth/revoke") { request, _ -> Response in
             let buffer = try await request.body.collect(upTo: 64 * 1024)
             do {
+                if let name = FormDecoding.duplicate(in: String(buffer: buffer)) {
+                    throw OAuthError.invalidRequest("\(name) is given more than once")
+                }
                 try await server.revoke(form: FormDecoding.decode(String(buffer: buffer)))
             } catch let error as OAuthError {
                 throw APIError(error)

@@ -103,7 +103,8 @@ struct SyncSession {
                     continuation.yield(.close(code: 4001, reason: message))
                     return
                 }
-                try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1))
+                // At most an hour at a time: a deadline far away never reaches an overflowing conversion.
+                try? await Task.sleep(for: .milliseconds(Int(min(wait, 3600) * 1000) + 1))
             }
         }
         let previous = shared.withLockedValue { shared in

@@ -63,7 +63,7 @@ struct TestServer: Sendable {
             headers[.contentType] = "application/json"
             buffer = ByteBuffer(string: json.jsonString)
         } else if let body {
-            headers[.contentType] = "application/x-www-form-urlencoded"
+            if headers[.contentType] == nil { headers[.contentType] = "application/x-www-form-urlencoded" }
             buffer = ByteBuffer(string: body)
         }
         let response = try await client.execute(uri: path, method: method, headers: headers, body: buffer)
