@@ -44,6 +44,7 @@ import Testing
         func post(_ path: String, _ body: JSONValue) async throws -> JSONValue {
             var request = URLRequest(url: URL(string: base + path)!)
             request.httpMethod = "POST"
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.httpBody = Data(body.jsonString.utf8)
             let (data, _) = try await URLSession.shared.data(for: request)
             return try JSONValue.parse(Array(data))

@@ -9,6 +9,8 @@ struct SyncService: Sendable {
     let parser: ChangeParser
     let hub: SessionHub
     let metrics: ServerMetrics
+    /// One push at a time per user.
+    var turns = UserTurns()
 
     var limits: Limits { parser.limits }
 
@@ -20,6 +22,12 @@ struct SyncService: Sendable {
 
     /// Answers each change in order; commits are broadcast to the user's other sessions.
     func push(changes: [JSONValue], userID: String, device: String?, session: UUID?, rid: RequestID?, logger: Logger) async throws -> [JSONValue] {
+        try await turns.run(userID) {
+            try await pushInTurn(changes: changes, userID: userID, device: device, session: session, rid: rid, logger: logger)
+        }
+    }
+
+    private func pushInTurn(changes: [JSONValue], userID: String, device: String?, session: UUID?, rid: RequestID?, logger: Logger) async throws -> [JSONValue] {
         var replies: [JSONValue] = []
         replies.reserveCapacity(changes.count)
         for raw in changes {
