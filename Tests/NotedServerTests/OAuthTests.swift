@@ -89,6 +89,23 @@ import Testing
         return try await server.request(.post, "/oauth/token", body: query(form))
     }
 
+    @Test func overHTTPSTheCSRFCookieIsSecureWithTheHostPrefix() async throws {
+        try await TestServer.with(.sqlite, configure: { $0.issuer = "https://notes.test" }) { server in
+            let page = try await server.request(.get, "/oauth/authorize?" + Self.query(Self.authorizeParameters()))
+            let cookie = try #require(page.headers[.setCookie])
+            #expect(cookie.hasPrefix("__Host-noted_csrf=") && cookie.contains("; Secure") && cookie.contains("Path=/;"), "\(cookie)")
+            // The flow goes on with it; the plain name no longer counts.
+            let user = try await server.makeUser()
+            let (status, authorization) = try await Self.signIn(server, user)
+            #expect(status == .seeOther && authorization?.code != nil)
+            let csrf = String(cookie.split(separator: ";")[0].split(separator: "=", maxSplits: 1)[1])
+            var headers = HTTPFields()
+            headers[.cookie] = "noted_csrf=\(csrf)"
+            let form = Self.authorizeParameters() + [("csrf", csrf), ("username", user.username), ("password", user.password)]
+            #expect(try await server.request(.post, "/oauth/authorize", body: Self.query(form), headers: headers).status == .badRequest)
+        }
+    }
+
     @Test(arguments: backends) func codeFlowWithPKCEIssuesTokensThatWorkAndRotate(backend: Backend) async throws {
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()

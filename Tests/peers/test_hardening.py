@@ -240,3 +240,36 @@ def test_one_users_heavy_merges_do_not_stall_another_users_acks():
         finally:
             proc.terminate()
             proc.wait(timeout=20)
+
+
+def test_a_request_head_trickled_byte_by_byte_is_cut_off():
+    """Slowloris: a client that sends its request head a few bytes at a time holds a
+    connection for as long as it likes; the server now gives the head 10 seconds."""
+    with tempfile.TemporaryDirectory() as data:
+        proc, host, port = start(data)
+        try:
+            s = socket.create_connection((host, port))
+            s.settimeout(1)
+            started = time.monotonic()
+            head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
+            closed_after = None
+            for byte in head:
+                try:
+                    s.sendall(bytes([byte]))
+                    if s.recv(1) == b"":
+                        closed_after = time.monotonic() - started
+                        break
+                except socket.timeout:
+                    pass
+                except (BrokenPipeError, ConnectionResetError):
+                    closed_after = time.monotonic() - started
+                    break
+                if time.monotonic() - started > 30:
+                    break
+            s.close()
+            assert closed_after is not None and closed_after < 15, f"still open after {time.monotonic() - started:.0f} s"
+            # A normal request is still served.
+            assert requests.get(f"http://{host}:{port}/health", timeout=5).status_code == 200
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)

@@ -87,7 +87,9 @@ public func buildApplication(
         server: HTTPServerBuilder { responder in
             OriginGuardedChannel(
                 base: HTTP1WebSocketUpgradeChannel(
-                    responder: responder, webSocketResponder: webSocketResponder, configuration: .init(ws: webSocket)),
+                    responder: responder, webSocketResponder: webSocketResponder,
+                    // An HTTP connection idle between requests is closed after a minute.
+                    configuration: .init(http1: .init(idleTimeout: .seconds(60)), ws: webSocket)),
                 policy: OriginPolicy(allowedOrigins: configuration.allowedOrigins), path: "/v1/sync")
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),

@@ -215,6 +215,11 @@ public struct AccessTokens: Sendable {
         guard header["typ"]?.stringValue?.lowercased() == "at+jwt" else {
             throw TokenError(kind: .invalid, reason: "not an access token")
         }
+        // This server signs with ES256 only: the header's `alg` is pinned before any key is
+        // chosen, whatever the key collection would accept.
+        guard header["alg"]?.stringValue == "ES256" else {
+            throw TokenError(kind: .invalid, reason: "algorithm not allowed")
+        }
         let claims: AccessTokenClaims
         do {
             claims = try await keys.verify(token, as: AccessTokenClaims.self)

@@ -14,11 +14,14 @@ struct OriginGuardedChannel: ServerChildChannel {
     let base: HTTP1WebSocketUpgradeChannel
     let policy: OriginPolicy
     let path: String
+    /// How long the first request's head may take to arrive.
+    var headTimeout: TimeAmount = .seconds(10)
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         base.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             try channel.pipeline.syncOperations.addHandler(OriginGuard(policy: policy, path: path), position: .after(decoder))
+            try channel.pipeline.syncOperations.addHandler(HeadDeadline(limit: headTimeout), position: .first)
             return value
         }
     }
@@ -67,6 +70,57 @@ final class OriginGuard: ChannelInboundHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
             context.close(promise: nil)
+        }
+    }
+}
+
+/// Closes a connection whose first request head has not fully arrived within `limit` (a
+/// slowloris client trickles header bytes to hold a connection for ever; docs/security.md).
+/// It reads the raw bytes ahead of the HTTP decoder, and steps out of the pipeline once the
+/// blank line ending the head has come.
+final class HeadDeadline: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    private let limit: TimeAmount
+    private var timer: Scheduled<Void>?
+    /// The last bytes seen, to find "\r\n\r\n" across reads.
+    private var tail: [UInt8] = []
+
+    init(limit: TimeAmount) {
+        self.limit = limit
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { arm(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        arm(context)
+        context.fireChannelActive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+
+    private func arm(_ context: ChannelHandlerContext) {
+        guard timer == nil else { return }
+        let channel = context.channel
+        timer = context.eventLoop.scheduleTask(in: limit) { channel.close(promise: nil) }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = unwrapInboundIn(data)
+        tail += buffer.readableBytesView
+        let ended = tail.count >= 4 && (0...(tail.count - 4)).contains { tail[$0] == 13 && tail[$0 + 1] == 10 && tail[$0 + 2] == 13 && tail[$0 + 3] == 10 }
+        if tail.count > 3 { tail.removeFirst(tail.count - 3) }
+        context.fireChannelRead(data)
+        if ended {
+            timer?.cancel()
+            timer = nil
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
     }
 }

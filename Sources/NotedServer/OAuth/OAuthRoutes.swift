@@ -8,6 +8,13 @@ struct OAuthRoutes: Sendable {
     let server: AuthorizationServer
 
     static let csrfCookie = "noted_csrf"
+    /// On https the cookie is `Secure` with the `__Host-` prefix: only this origin over TLS can
+    /// have set it (no sibling subdomain, no plain-http page).
+    static let secureCSRFCookie = "__Host-noted_csrf"
+
+    /// Whether the server is reached over https (its issuer says so).
+    var secure: Bool { server.accounts.tokens.issuer.lowercased().hasPrefix("https://") }
+    var csrfCookieName: String { secure ? Self.secureCSRFCookie : Self.csrfCookie }
     static let pagePolicy = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"
 
     func add(to router: Router<NotedRequestContext>) {
@@ -34,9 +41,9 @@ struct OAuthRoutes: Sendable {
             } catch {
                 return Self.failure(error)
             }
-            let cookie = Self.cookie(Self.csrfCookie, in: request)
+            let cookie = Self.cookie(csrfCookieName, in: request)
             guard let cookie, let field = form["csrf"], constantTimeEqual(cookie, field) else {
-                return Self.signIn(authorization, error: "Your sign-in form expired. Please sign in again.", status: .badRequest)
+                return signIn(authorization, error: "Your sign-in form expired. Please sign in again.", status: .badRequest)
             }
             let username = form["username"] ?? ""
             do {
@@ -46,11 +53,11 @@ struct OAuthRoutes: Sendable {
             } catch let error as AuthError {
                 switch error.kind {
                 case .rateLimited(let retryAfter):
-                    var response = Self.signIn(authorization, username: username, error: "Too many attempts. Try again in \(retryAfter) seconds.", status: .tooManyRequests)
+                    var response = signIn(authorization, username: username, error: "Too many attempts. Try again in \(retryAfter) seconds.", status: .tooManyRequests)
                     response.headers[.retryAfter] = String(retryAfter)
                     return response
                 default:
-                    return Self.signIn(authorization, username: username, error: "Wrong username or password.", status: .unauthorized)
+                    return signIn(authorization, username: username, error: "Wrong username or password.", status: .unauthorized)
                 }
             }
         }
@@ -70,17 +77,19 @@ struct OAuthRoutes: Sendable {
 
     private func show(_ parameters: [String: String], host: String?) -> Response {
         do throws(AuthorizationServer.RequestFailure) {
-            return Self.signIn(try server.validate(parameters, host: host))
+            return signIn(try server.validate(parameters, host: host))
         } catch {
             return Self.failure(error)
         }
     }
 
     /// The sign-in page with a fresh CSRF token in a cookie and in the form (double submit).
-    static func signIn(_ request: AuthorizationServer.Request, username: String = "", error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
+    func signIn(_ request: AuthorizationServer.Request, username: String = "", error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
         let csrf = Accounts.newRefreshToken()
-        var response = page(SignInPage.render(request: request, csrf: csrf, username: username, error: error), status: status)
-        response.headers[.setCookie] = "\(csrfCookie)=\(csrf); Path=/oauth; HttpOnly; SameSite=Strict"
+        var response = Self.page(SignInPage.render(request: request, csrf: csrf, username: username, error: error), status: status)
+        response.headers[.setCookie] = secure
+            ? "\(Self.secureCSRFCookie)=\(csrf); Path=/; Secure; HttpOnly; SameSite=Strict"
+            : "\(Self.csrfCookie)=\(csrf); Path=/oauth; HttpOnly; SameSite=Strict"
         return response
     }
 
