@@ -229,6 +229,45 @@ import Testing
         }
     }
 
+    @Test(arguments: backends) func aCodeReplayedWhileItsFirstUseIsUnderWayStillRevokesWhatItIssued(backend: Backend) async throws {
+        try await TestServer.with(backend) { server in
+            let user = try await server.makeUser()
+            var survivors = 0
+            for _ in 0..<8 {
+                let code = try #require(try await Self.signIn(server, user).authorization?.code)
+                // Both uses at once: whichever is second must revoke what the first one issued.
+                async let first = Self.exchange(server, code: code)
+                async let second = Self.exchange(server, code: code)
+                let answers = try await [first, second]
+                #expect(answers.filter { $0.status == .ok }.count <= 1)
+                for answer in answers where answer.status == .ok {
+                    let refresh = try #require(answer.json["refresh_token"]?.stringValue)
+                    let after = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
+                    if after.status == .ok { survivors += 1 }
+                }
+            }
+            #expect(survivors == 0, "tokens of a replayed code that outlived the replay")
+        }
+    }
+
+    @Test(arguments: backends) func aSignInEndsAfterItsAbsoluteLifetimeHoweverOftenItIsRefreshed(backend: Backend) async throws {
+        try await TestServer.with(backend, configure: { $0.signInLifetime = .seconds(2) }) { server in
+            let user = try await server.makeUser()
+            var refresh = user.refreshToken
+            var access = user.accessToken
+            for _ in 0..<2 {
+                let rotated = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
+                #expect(rotated.status == .ok)
+                refresh = rotated.json["refresh_token"]?.stringValue ?? ""
+                access = rotated.json["access_token"]?.stringValue ?? ""
+            }
+            try await Task.sleep(for: .milliseconds(2500))
+            let late = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
+            #expect(late.json["error"] == "invalid_grant")
+            #expect(try await server.request(.get, "/v1/changes?since=0", token: access).status == .unauthorized, "the sign-in is over")
+        }
+    }
+
     @Test(arguments: backends) func anExpiredCodeIsRefused(backend: Backend) async throws {
         try await TestServer.with(backend, configure: { $0.authorizationCodeLifetime = .milliseconds(300) }) { server in
             let user = try await server.makeUser()

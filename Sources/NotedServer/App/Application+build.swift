@@ -38,11 +38,12 @@ public func buildApplication(
     }
     let passwords = PasswordHasher(cost: configuration.bcryptCost)
     let dummyHash = try await passwords.hash("not a password")
-    let accounts = Accounts(
+    var accounts = Accounts(
         store: store, tokens: tokens, registrationOpen: configuration.registrationOpen, passwords: passwords,
         refreshLifetime: configuration.refreshTokenLifetime.timeInterval,
         limiter: RateLimiter(limit: configuration.authAttemptsPerWindow, window: configuration.authWindow.timeInterval),
         dummyHash: dummyHash)
+    accounts.familyLifetime = configuration.signInLifetime.timeInterval
     let metrics = ServerMetrics()
     let hub = sessions.hub
     // Revoked sign-in sessions: their access tokens are refused and their connections closed,

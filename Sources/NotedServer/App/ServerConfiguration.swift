@@ -36,6 +36,9 @@ public struct ServerConfiguration: Sendable {
     public var registrationOpen = true
     public var accessTokenLifetime: Duration = .seconds(15 * 60)
     public var refreshTokenLifetime: Duration = .seconds(60 * 60 * 24 * 60)
+    /// The longest a sign-in lasts, however often its refresh token is used (an absolute
+    /// lifetime for the refresh-token family).
+    public var signInLifetime: Duration = .seconds(60 * 60 * 24 * 90)
     /// `iss` of access tokens; nil: the listening URL.
     public var issuer: String?
     public var audience = "noted"

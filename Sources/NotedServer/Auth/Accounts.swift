@@ -49,6 +49,8 @@ public struct Accounts: Sendable {
     let registrationOpen: Bool
     let passwords: PasswordHasher
     let refreshLifetime: TimeInterval
+    /// The longest a sign-in (refresh-token family) lasts, refreshed or not.
+    var familyLifetime: TimeInterval = 90 * 86_400
     let limiter: RateLimiter
     /// A hash checked for unknown usernames, so that timing does not tell them apart.
     let dummyHash: String
@@ -96,6 +98,14 @@ public struct Accounts: Sendable {
             hash: Self.hash(token), replacementHash: Self.hash(replacement), expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
         switch result {
         case .rotated(let family):
+            // A sign-in lasts at most `familyLifetime` (90 days by default), however often it is
+            // refreshed; then the user signs in again.
+            let started = try await store.refreshFamilyCreatedAt(id: family.id)
+            if let started, now.timeIntervalSince(started) > familyLifetime {
+                try await store.revokeRefreshFamily(id: family.id, now: now)
+                try await revoked(family.id)
+                throw AuthError(kind: .invalidGrant)
+            }
             if let clientID, clientID != family.clientID {
                 try await store.revokeRefreshFamily(id: family.id, now: now)
                 try await revoked(family.id)

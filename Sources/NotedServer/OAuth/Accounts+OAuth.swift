@@ -41,10 +41,11 @@ extension Accounts {
     }
 
     /// Starts a refresh-token family for a user and client: the token response and the family id.
-    func issueTokens(userID: String, clientID: String, device: String?) async throws -> (TokenResponse, familyID: String) {
+    func issueTokens(userID: String, clientID: String, device: String?,
+                     familyID: String = UUID().uuidString.lowercased()) async throws -> (TokenResponse, familyID: String) {
         let now = Date()
         let refresh = Self.newRefreshToken()
-        let family = RefreshFamily(id: UUID().uuidString.lowercased(), userID: userID, clientID: clientID, device: device)
+        let family = RefreshFamily(id: familyID, userID: userID, clientID: clientID, device: device)
         try await store.createRefreshFamily(family, firstTokenHash: Self.hash(refresh), expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
         let access = try await tokens.issue(userID: userID, clientID: clientID, sessionID: family.id, now: now)
         let response = TokenResponse(accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: refresh)

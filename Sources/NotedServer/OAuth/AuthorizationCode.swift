@@ -35,10 +35,9 @@ public enum AuthorizationCodeUse: Sendable, Hashable {
 /// several server nodes agree on them.
 public protocol OAuthStore: Sendable {
     func createAuthorizationCode(_ code: AuthorizationCode, now: Date) async throws
-    /// Marks the code used, atomically.
-    func consumeAuthorizationCode(hash: String, now: Date) async throws -> AuthorizationCodeUse
-    /// Remembers which refresh-token family a code started, so that a replay can revoke it.
-    func recordFamily(_ familyID: String, forCode hash: String) async throws
+    /// Marks the code used, atomically, recording the refresh-token family its use is about to
+    /// start, so that a replay racing the first use still finds what to revoke.
+    func consumeAuthorizationCode(hash: String, now: Date, familyID: String) async throws -> AuthorizationCodeUse
     func revokeRefreshFamily(id: String, now: Date) async throws
     /// Revokes the family of a refresh token and returns its id; nil when the token is unknown.
     @discardableResult

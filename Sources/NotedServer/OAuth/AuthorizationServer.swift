@@ -92,7 +92,8 @@ struct AuthorizationServer: Sendable {
         guard let verifier = form["code_verifier"] else { throw OAuthError.invalidRequest("code_verifier is missing") }
         guard clients[clientID] != nil else { throw OAuthError.invalidClient }
         let now = Date()
-        switch try await store.consumeAuthorizationCode(hash: Accounts.hash(code), now: now) {
+        let familyID = UUID().uuidString.lowercased()
+        switch try await store.consumeAuthorizationCode(hash: Accounts.hash(code), now: now, familyID: familyID) {
         case .invalid:
             throw OAuthError.invalidGrant("the authorization code is invalid or expired")
         case .reused(let familyID):
@@ -112,9 +113,7 @@ struct AuthorizationServer: Sendable {
             guard PKCE.verify(verifier, challenge: stored.challenge) else {
                 throw OAuthError.invalidGrant("code_verifier does not match the code challenge")
             }
-            let (response, familyID) = try await accounts.issueTokens(userID: stored.userID, clientID: clientID, device: nil)
-            try await store.recordFamily(familyID, forCode: stored.hash)
-            return response
+            return try await accounts.issueTokens(userID: stored.userID, clientID: clientID, device: nil, familyID: familyID).0
         }
     }
 

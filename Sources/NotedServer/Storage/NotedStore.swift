@@ -37,6 +37,8 @@ public protocol NotedStore: OAuthStore {
     func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date) async throws
     /// Marks the token used and stores its replacement, or revokes the family of a reused token.
     func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws -> RefreshRotation
+    /// When a refresh-token family (a sign-in) began; nil if unknown.
+    func refreshFamilyCreatedAt(id: String) async throws -> Date?
 
     // MARK: Collections
 

@@ -23,7 +23,7 @@ extension PostgresStore {
         }
     }
 
-    public func consumeAuthorizationCode(hash: String, now: Date) async throws -> AuthorizationCodeUse {
+    public func consumeAuthorizationCode(hash: String, now: Date, familyID newFamilyID: String) async throws -> AuthorizationCodeUse {
         try await client.withTransaction(logger: logger) { connection in
             let rows = try await connection.query("""
                 SELECT client_id, redirect_uri, challenge, user_id, expires_at, used_at, family_id
@@ -35,16 +35,12 @@ extension PostgresStore {
             }
             guard let (clientID, redirectURI, challenge, userID, expiresAt, usedAt, familyID) = found else { return .invalid }
             if usedAt != nil { return .reused(familyID: familyID) }
-            try await connection.query("UPDATE oauth_codes SET used_at = \(now.millis) WHERE hash = \(hash)", logger: logger)
+            try await connection.query("UPDATE oauth_codes SET used_at = \(now.millis), family_id = \(newFamilyID) WHERE hash = \(hash)", logger: logger)
             guard expiresAt > now.millis else { return .invalid }
             return .valid(AuthorizationCode(
                 hash: hash, clientID: clientID, redirectURI: redirectURI, challenge: challenge, userID: userID,
                 expiresAt: Date(millis: expiresAt)))
         }
-    }
-
-    public func recordFamily(_ familyID: String, forCode hash: String) async throws {
-        try await client.query("UPDATE oauth_codes SET family_id = \(familyID) WHERE hash = \(hash)", logger: logger)
     }
 
     public func revokeRefreshFamily(id: String, now: Date) async throws {
@@ -59,6 +55,14 @@ extension PostgresStore {
             RETURNING id
             """, logger: logger)
         for try await id in rows.decode(String.self) { return id }
+        return nil
+    }
+
+    public func refreshFamilyCreatedAt(id: String) async throws -> Date? {
+        for try await millis in try await client.query(
+            "SELECT created_at FROM refresh_families WHERE id = \(id)", logger: logger).decode(Int64.self) {
+            return Date(millis: millis)
+        }
         return nil
     }
 

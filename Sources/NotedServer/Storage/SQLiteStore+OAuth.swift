@@ -34,7 +34,7 @@ extension SQLiteStore {
         }
     }
 
-    public func consumeAuthorizationCode(hash: String, now: Date) async throws -> AuthorizationCodeUse {
+    public func consumeAuthorizationCode(hash: String, now: Date, familyID: String) async throws -> AuthorizationCodeUse {
         try await pool.write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM oauth_codes WHERE hash = ?", arguments: [hash]) else {
                 return .invalid
@@ -42,18 +42,12 @@ extension SQLiteStore {
             if (row["used_at"] as Int64?) != nil {
                 return .reused(familyID: row["family_id"])
             }
-            try db.execute(sql: "UPDATE oauth_codes SET used_at = ? WHERE hash = ?", arguments: [now.millis, hash])
+            try db.execute(sql: "UPDATE oauth_codes SET used_at = ?, family_id = ? WHERE hash = ?", arguments: [now.millis, familyID, hash])
             let expiresAt: Int64 = row["expires_at"]
             guard expiresAt > now.millis else { return .invalid }
             return .valid(AuthorizationCode(
                 hash: hash, clientID: row["client_id"], redirectURI: row["redirect_uri"], challenge: row["challenge"],
                 userID: row["user_id"], expiresAt: Date(millis: expiresAt)))
-        }
-    }
-
-    public func recordFamily(_ familyID: String, forCode hash: String) async throws {
-        try await pool.write { db in
-            try db.execute(sql: "UPDATE oauth_codes SET family_id = ? WHERE hash = ?", arguments: [familyID, hash])
         }
     }
 
@@ -72,6 +66,12 @@ extension SQLiteStore {
             try db.execute(
                 sql: "UPDATE refresh_families SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", arguments: [now.millis, family])
             return family
+        }
+    }
+
+    public func refreshFamilyCreatedAt(id: String) async throws -> Date? {
+        try await pool.read { db in
+            try Int64.fetchOne(db, sql: "SELECT created_at FROM refresh_families WHERE id = ?", arguments: [id]).map(Date.init(millis:))
         }
     }
 
