@@ -108,6 +108,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-pushes-per-second"), help: "Push messages per second and connection; more are rejected rate_limited [NOTED_MAX_PUSHES_PER_SECOND]; default 20.")
     var maxPushesPerSecond: Int?
 
+    @Option(name: .customLong("trusted-proxy"), help: "A reverse proxy (address or CIDR) whose X-Forwarded-For is believed for the sign-in limits; repeatable [NOTED_TRUSTED_PROXIES, comma-separated].")
+    var trustedProxies: [String] = []
+
     @Option(name: .customLong("metrics-token"), help: "Bearer token that lets /metrics be read from other machines (loopback may always) [NOTED_METRICS_TOKEN].")
     var metricsToken: String?
 
@@ -174,6 +177,13 @@ struct Serve: AsyncParsableCommand {
         if let text = maxPushesPerSecond.map(String.init) ?? environment["NOTED_MAX_PUSHES_PER_SECOND"] {
             guard let value = Int(text), value >= 1 else { throw ValidationError("--max-pushes-per-second is a number >= 1") }
             configuration.maxPushesPerSecond = value
+        }
+        let proxies = trustedProxies.isEmpty
+            ? (environment["NOTED_TRUSTED_PROXIES"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            : trustedProxies
+        configuration.trustedProxies = try proxies.map { text in
+            guard let range = ClientAddresses.Range(text) else { throw ValidationError("--trusted-proxy takes an address or a CIDR range, not \"\(text)\"") }
+            return range
         }
         if let token = metricsToken ?? environment["NOTED_METRICS_TOKEN"].flatMap({ $0.isEmpty ? nil : $0 }) {
             guard token.utf8.count >= 16 else { throw ValidationError("--metrics-token must be at least 16 characters") }

@@ -71,7 +71,7 @@ def cluster():
         node_ports = []
         for index in range(2):
             proc = subprocess.Popen(
-                [BIN, "--port", "0", "--database", database, "--issuer", issuer,
+                [BIN, "--port", "0", "--database", database, "--issuer", issuer, "--trusted-proxy", "127.0.0.1",
                  "--data", os.path.join(work, f"node{index}")],
                 stdout=subprocess.PIPE, stderr=open(os.path.join(work, f"node{index}.log"), "w"), text=True)
             processes.append(proc)

@@ -44,6 +44,7 @@ public func buildApplication(
         limiter: RateLimiter(limit: configuration.authAttemptsPerWindow, window: configuration.authWindow.timeInterval),
         dummyHash: dummyHash)
     accounts.familyLifetime = configuration.signInLifetime.timeInterval
+    accounts.addresses = ClientAddresses(trustedProxies: configuration.trustedProxies)
     let metrics = ServerMetrics()
     let hub = sessions.hub
     // Revoked sign-in sessions: their access tokens are refused and their connections closed,

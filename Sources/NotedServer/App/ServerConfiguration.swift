@@ -62,6 +62,8 @@ public struct ServerConfiguration: Sendable {
     /// A bearer token that lets `/metrics` be read from other machines; without it, only
     /// loopback may read it.
     public var metricsToken: String?
+    /// Reverse proxies whose `X-Forwarded-For` is believed, for the sign-in limits.
+    public var trustedProxies: [ClientAddresses.Range] = []
     /// Sign-in and registration attempts per address or username and window.
     public var authAttemptsPerWindow = 10
     public var authWindow: Duration = .seconds(60)

@@ -52,6 +52,8 @@ public struct Accounts: Sendable {
     /// The longest a sign-in (refresh-token family) lasts, refreshed or not.
     var familyLifetime: TimeInterval = 90 * 86_400
     let limiter: RateLimiter
+    /// Where requests come from, for the limits (trusted proxies).
+    var addresses = ClientAddresses()
     /// A hash checked for unknown usernames, so that timing does not tell them apart.
     let dummyHash: String
 
@@ -69,6 +71,9 @@ public struct Accounts: Sendable {
 
     func register(username: String, password: String, address: String) async throws -> UserAccount {
         guard registrationOpen else { throw AuthError(kind: .registrationClosed) }
+        guard username.utf8.count <= 256 else {
+            throw AuthError(kind: .invalidRequest("usernames are 1 to 64 letters, digits, '.', '_', '-' or '@'"))
+        }
         try limiter.check(keys: ["register-address:\(address)", "register-user:\(username.lowercased())"])
         guard Self.validUsername(username) else {
             throw AuthError(kind: .invalidRequest("usernames are 1 to 64 letters, digits, '.', '_', '-' or '@'"))

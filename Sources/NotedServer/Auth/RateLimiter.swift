@@ -1,13 +1,20 @@
+import Crypto
 import Foundation
 import NIOConcurrencyHelpers
 
 /// A fixed-window counter per key: at most `limit` attempts per `window`.
 ///
 /// Process memory is fine here: a limit that resets on restart or differs between nodes still
-/// slows down guessing, and correctness never depends on it.
+/// slows down guessing, and correctness never depends on it. The memory is bounded: keys are
+/// stored as 16-byte hashes (a username of megabytes does not become a key of megabytes), and
+/// windows that ended are swept once per window (docs/security.md).
 public final class RateLimiter: Sendable {
     private struct Window { var start: Date; var count: Int }
-    private let state = NIOLockedValueBox<[String: Window]>([:])
+    private struct State {
+        var windows: [Data: Window] = [:]
+        var lastSweep = Date.distantPast
+    }
+    private let state = NIOLockedValueBox(State())
     let limit: Int
     let window: TimeInterval
 
@@ -18,22 +25,122 @@ public final class RateLimiter: Sendable {
 
     /// Counts an attempt for each key; throws `rateLimited` when any key is over its limit.
     func check(keys: [String], now: Date = Date()) throws(AuthError) {
-        let retryAfter: Int? = state.withLockedValue { windows in
-            if windows.count > 100_000 {
-                windows = windows.filter { now.timeIntervalSince($0.value.start) < window }
+        try update(keys: keys, now: now, count: true)
+    }
+
+    /// Throws `rateLimited` when any key is over its limit, without counting this attempt
+    /// (sign-in: only failures count, see `recordFailure`).
+    func allow(keys: [String], now: Date = Date()) throws(AuthError) {
+        try update(keys: keys, now: now, count: false)
+    }
+
+    /// Counts a failed attempt for each key.
+    func recordFailure(keys: [String], now: Date = Date()) {
+        try? update(keys: keys, now: now, count: true)
+    }
+
+    /// How many keys are held (for tests of the bound).
+    var keyCount: Int { state.withLockedValue { $0.windows.count } }
+
+    private func update(keys: [String], now: Date, count: Bool) throws(AuthError) {
+        let hashed = keys.map { Data(SHA256.hash(data: Data($0.utf8)).prefix(16)) }
+        let retryAfter: Int? = state.withLockedValue { state in
+            if now.timeIntervalSince(state.lastSweep) >= window {
+                state.windows = state.windows.filter { now.timeIntervalSince($0.value.start) < window }
+                state.lastSweep = now
             }
             var retry: Int?
-            for key in keys {
-                var current = windows[key] ?? Window(start: now, count: 0)
+            for key in hashed {
+                var current = state.windows[key] ?? Window(start: now, count: 0)
                 if now.timeIntervalSince(current.start) >= window { current = Window(start: now, count: 0) }
-                current.count += 1
-                windows[key] = current
-                if current.count > limit {
+                if count { current.count += 1 }
+                if count || current.count > 0 { state.windows[key] = current }
+                if current.count > limit || (!count && current.count >= limit) {
                     retry = max(retry ?? 1, Int((window - now.timeIntervalSince(current.start)).rounded(.up)))
                 }
             }
             return retry
         }
         if let retryAfter { throw AuthError(kind: .rateLimited(retryAfter: retryAfter)) }
+    }
+}
+
+/// The address a request comes from, for the rate limits (docs/security.md, "Sign-in limits").
+///
+/// Behind a reverse proxy every request comes from the proxy: with `--trusted-proxy CIDR`, a
+/// peer inside one of those ranges is taken at its word for `X-Forwarded-For`, read from the
+/// right (the address the closest untrusted hop saw); anyone else's header is ignored. IPv6
+/// addresses count by their /64, which one host usually holds whole.
+public struct ClientAddresses: Sendable {
+    public struct Range: Sendable, Hashable {
+        let bytes: [UInt8]
+        let prefix: Int
+
+        /// `192.0.2.0/24`, `2001:db8::/32`, or a single address.
+        public init?(_ text: String) {
+            let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
+            guard let bytes = ClientAddresses.bytes(parts[0]) else { return nil }
+            let prefix = parts.count == 2 ? Int(parts[1]) : bytes.count * 8
+            guard let prefix, (0...bytes.count * 8).contains(prefix) else { return nil }
+            self.bytes = bytes
+            self.prefix = prefix
+        }
+
+        func contains(_ address: [UInt8]) -> Bool {
+            guard address.count == bytes.count else { return false }
+            var bits = prefix
+            for index in 0..<bytes.count where bits > 0 {
+                let mask: UInt8 = bits >= 8 ? 0xFF : ~(0xFF >> UInt8(bits))
+                if address[index] & mask != bytes[index] & mask { return false }
+                bits -= 8
+            }
+            return true
+        }
+    }
+
+    public var trustedProxies: [Range] = []
+
+    public init(trustedProxies: [Range] = []) {
+        self.trustedProxies = trustedProxies
+    }
+
+    /// The rate-limit key of a request from `peer` with this `X-Forwarded-For`.
+    public func key(peer: String, forwardedFor: String?) -> String {
+        var address = peer
+        if let forwardedFor, isTrusted(peer) {
+            // From the right: the last hop a trusted proxy saw that is not itself trusted.
+            let hops = forwardedFor.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            if let hop = hops.reversed().first(where: { Self.bytes($0) != nil && !isTrusted($0) }) {
+                address = hop
+            }
+        }
+        return Self.group(address)
+    }
+
+    func isTrusted(_ address: String) -> Bool {
+        guard let bytes = Self.bytes(address) else { return false }
+        return trustedProxies.contains { $0.contains(bytes) }
+    }
+
+    /// IPv4 as it is; IPv6 by its /64; anything unparsable as it is (bounded by the caller).
+    static func group(_ address: String) -> String {
+        guard let bytes = bytes(address), bytes.count == 16 else { return address }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+            return bytes[12...].map(String.init).joined(separator: ".")  // IPv4-mapped
+        }
+        return stride(from: 0, to: 8, by: 2).map { String(format: "%02x%02x", bytes[$0], bytes[$0 + 1]) }.joined(separator: ":") + "::/64"
+    }
+
+    /// The address's bytes (4 or 16), or nil.
+    static func bytes(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            return withUnsafeBytes(of: &v4) { Array($0) }
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) }
+        }
+        return nil
     }
 }

@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 
@@ -12,5 +13,14 @@ public struct NotedRequestContext: RequestContext, WebSocketRequestContext {
         self.coreContext = .init(source: source)
         self.webSocket = .init()
         self.remoteAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+    }
+}
+
+extension ClientAddresses {
+    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+
+    /// The rate-limit key of this request: its peer, or what a trusted proxy says.
+    func key(_ request: Request, _ context: NotedRequestContext) -> String {
+        key(peer: context.remoteAddress, forwardedFor: request.headers[Self.forwardedFor])
     }
 }

@@ -63,7 +63,7 @@ struct Routes: Sendable {
                 throw APIError(.badRequest, "bad_request", "username and password must be strings")
             }
             do {
-                let user = try await accounts.register(username: username, password: password, address: context.remoteAddress)
+                let user = try await accounts.register(username: username, password: password, address: accounts.addresses.key(request, context))
                 context.logger.info("account created", metadata: ["user": .string(user.id)])
                 return .json(["user": ["id": .string(user.id), "username": .string(user.username)]], status: .created)
             } catch let error as AuthError {
@@ -80,7 +80,7 @@ struct Routes: Sendable {
                 throw APIError(.badRequest, "bad_request", "device must be a lower-case UUID")
             }
             do {
-                return .json(try await accounts.signIn(username: username, password: password, device: device, address: context.remoteAddress).json)
+                return .json(try await accounts.signIn(username: username, password: password, device: device, address: accounts.addresses.key(request, context)).json)
             } catch let error as AuthError {
                 throw APIError(error)
             }

@@ -5,9 +5,17 @@ extension Accounts {
     /// The account whose password this is; rate-limited per address and per username.
     /// - Throws: `AuthError` `.invalidCredentials` (the same for an unknown user) or `.rateLimited`.
     func verifyPassword(username: String, password: String, address: String) async throws -> UserAccount {
+        // No username is that long; it does not become a key either.
+        guard username.utf8.count <= 256 else { throw AuthError(kind: .invalidCredentials) }
         let key = username.lowercased()
-        try limiter.check(keys: ["signin-address:\(address)", "signin-user:\(key)"])
-        guard password.utf8.count <= 4096, PasswordHasher.problem(password) == nil else { throw AuthError(kind: .invalidCredentials) }
+        // Only failed attempts count: a user signing in often on many devices is never locked
+        // out, a guesser is after `limit` failures per address and per username.
+        let keys = ["signin-address:\(address)", "signin-user:\(key)"]
+        try limiter.allow(keys: keys)
+        guard password.utf8.count <= 4096, PasswordHasher.problem(password) == nil else {
+            limiter.recordFailure(keys: keys)
+            throw AuthError(kind: .invalidCredentials)
+        }
         let user = try await store.user(usernameKey: key)
         let storedHash = user?.passwordHash ?? dummyHash
         let result: (matches: Bool, upgrade: Bool)
@@ -16,7 +24,10 @@ extension Accounts {
         } catch is PasswordHasher.Busy {
             throw AuthError(kind: .rateLimited(retryAfter: 1))
         }
-        guard let user, result.matches else { throw AuthError(kind: .invalidCredentials) }
+        guard let user, result.matches else {
+            limiter.recordFailure(keys: keys)
+            throw AuthError(kind: .invalidCredentials)
+        }
         if result.upgrade {
             // A hash of the earlier kind, verified exactly: replaced by one over every byte.
             try await store.setPasswordHash(userID: user.id, hash: try await hashPassword(password))

@@ -48,7 +48,7 @@ struct OAuthRoutes: Sendable {
             let username = form["username"] ?? ""
             do {
                 let location = try await server.authorize(
-                    authorization, username: username, password: form["password"] ?? "", address: context.remoteAddress)
+                    authorization, username: username, password: form["password"] ?? "", address: server.accounts.addresses.key(request, context))
                 return Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
             } catch let error as AuthError {
                 switch error.kind {
