@@ -273,3 +273,32 @@ def test_a_request_head_trickled_byte_by_byte_is_cut_off():
         finally:
             proc.terminate()
             proc.wait(timeout=20)
+
+
+def test_a_client_that_reads_nothing_does_not_hold_up_a_shutdown():
+    """SIGTERM with a connection whose client asked for a page and reads nothing: the close
+    could never be sent behind the unread page, and the server waited for ever."""
+    with tempfile.TemporaryDirectory() as data:
+        proc, host, port = start(data)
+        url = f"http://{host}:{port}"
+        try:
+            access = token(url, "stuck-" + uuid.uuid4().hex[:8])
+            body = "x" * 190_000
+            for i in range(40):
+                change = {"ccid": str(uuid.uuid4()), "collection": "notes", "id": str(uuid.uuid4()), "baseRev": 0,
+                          "op": "upsert", "fields": {"title": {"set": f"n{i}"}, "body": {"set": body}}}
+                r = requests.post(url + "/v1/push", json={"changes": [change]}, headers={"Authorization": "Bearer " + access})
+                assert r.status_code == 200, r.text
+            s = open_unread_socket(host, port)
+            s.sendall(frame('{"type":"hello","protocol":1,"token":"%s","device":"%s"}' % (access, uuid.uuid4())))
+            s.sendall(frame('{"type":"pull","since":0,"limit":500}'))
+            time.sleep(2)
+            started = time.monotonic()
+            proc.terminate()
+            assert proc.wait(timeout=30) == 0
+            assert time.monotonic() - started < 30
+            s.close()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=20)

@@ -38,10 +38,24 @@ struct SyncSession {
             sync.metrics.connections.decrement()
             continuation.finish()
         }
-        try await withGracefulShutdownHandler {
+        // On shutdown the session says so (1001) after what is queued; a client that reads
+        // nothing would keep that close, and the server, waiting for ever, so the session is
+        // cancelled five seconds later whatever it is doing.
+        let serving = Task {
             try await serve(inbound: inbound, outbound: outbound, stream: stream, continuation: continuation, shared: shared)
+        }
+        try await withGracefulShutdownHandler {
+            try await withTaskCancellationHandler {
+                try await serving.value
+            } onCancel: {
+                serving.cancel()
+            }
         } onGracefulShutdown: {
             continuation.yield(.close(code: 1001, reason: "server shutting down"))
+            Task {
+                try await Task.sleep(for: .seconds(5))
+                serving.cancel()
+            }
         }
     }
 
