@@ -302,15 +302,9 @@ public struct PostgresStore: NotedStore {
         let algorithm = PushAlgorithm(processor: processor)
         let logger = self.logger
         let nodeID = self.nodeID
-        // Decided from a read outside the transaction, so that no connection sits in a
-        // transaction holding the user's seq lock while texts merge (see ``PushAlgorithm``).
-        let prepared = try await client.withConnection { connection in
-            var reads = try await Self.pushReads(change, userID: context.userID, connection: connection, logger: logger, lock: false)
-            return try algorithm.prepare(change, context: context, reads: &reads)
-        }
         return try await client.withTransaction(logger: logger) { connection in
             var reads = try await Self.pushReads(change, userID: context.userID, connection: connection, logger: logger)
-            let (result, writes) = try algorithm.run(change, context: context, reads: &reads, prepared: prepared)
+            let (result, writes) = try algorithm.run(change, context: context, reads: &reads)
             for write in writes {
                 try await Self.execute(write, userID: context.userID, nodeID: nodeID, connection: connection, logger: logger)
             }
@@ -320,14 +314,12 @@ public struct PostgresStore: NotedStore {
 
     /// The reads of a push, in PostgreSQL's SQL: three round trips (the record and the revision
     /// at `baseRev` come in one).
-    private static func pushReads(_ change: Change, userID: String, connection: PostgresConnection, logger: Logger, lock: Bool = true) async throws -> PrefetchedPushReads {
+    private static func pushReads(_ change: Change, userID: String, connection: PostgresConnection, logger: Logger) async throws -> PrefetchedPushReads {
         var reads = PrefetchedPushReads(seq: 0)
-        if lock {
-            for try await value in try await connection.query(
-                "SELECT seq FROM user_seq WHERE user_id = \(userID) FOR UPDATE", logger: logger
-            ).decode(Int64.self) {
-                reads.seq = value
-            }
+        for try await value in try await connection.query(
+            "SELECT seq FROM user_seq WHERE user_id = \(userID) FOR UPDATE", logger: logger
+        ).decode(Int64.self) {
+            reads.seq = value
         }
         for try await (hash, reply) in try await connection.query(
             "SELECT body_hash, reply FROM applied_changes WHERE user_id = \(userID) AND ccid = \(change.ccid)", logger: logger
