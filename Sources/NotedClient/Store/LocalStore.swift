@@ -271,11 +271,4 @@ public struct LocalStore: Sendable {
             return id
         }
     }
-
-    /// Removes every record and setting: used when another user signs in with this home.
-    public func eraseAll() async throws {
-        try await writer.write { db in
-            try db.execute(sql: "DELETE FROM record; DELETE FROM tombstone; DELETE FROM meta WHERE key <> 'device'")
-        }
-    }
 }

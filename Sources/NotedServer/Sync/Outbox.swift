@@ -59,9 +59,6 @@ struct Outbox: Sendable {
 
     /// True once the queue overflowed: the session stops reading and closes.
     var overflowed: Bool { state.withLockedValue { $0.overflowed } }
-
-    /// Bytes waiting for the writer.
-    var queuedBytes: Int { state.withLockedValue { $0.queued } }
 }
 
 extension Outgoing {
