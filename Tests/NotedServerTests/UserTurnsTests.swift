@@ -26,15 +26,34 @@ import Testing
         #expect(events.firstIndex(of: "bob")! < events.firstIndex(of: "ada 1 end")!, "\(events)")
     }
 
-    @Test func aStuckPushHoldsUpItsUsersNextOnesOnlyForThePatience() async throws {
+    @Test func aStuckPushHoldsUpItsUsersNextOnesOnlyOnceForThePatience() async throws {
         let turns = UserTurns(patience: .milliseconds(200))
         let log = Log()
-        let stuck = Task { try await turns.run("ada") { try await Task.sleep(for: .seconds(30)) } }
-        try await Task.sleep(for: .milliseconds(50))
-        let started = ContinuousClock.now
-        try await turns.run("ada") { await log.add("went ahead") }
-        #expect(await log.events == ["went ahead"])
-        #expect(ContinuousClock.now - started < .seconds(20))
-        stuck.cancel()
+        let (stuckGate, openStuck) = AsyncStream<Void>.makeStream()
+        let stuck = Task {
+            try await turns.run("ada") {
+                for await _ in stuckGate {}
+                await log.add("stuck done")
+            }
+        }
+        while await turns.state(of: "ada").held == false { try await Task.sleep(for: .milliseconds(5)) }
+        // The second push waits its patience, then takes the turn over.
+        try await turns.run("ada") { await log.add("second") }
+        #expect(await turns.takeovers == 1)
+        // The stuck push still runs, but the turn is free: the next push does not wait.
+        #expect(await turns.state(of: "ada") == (held: false, waiting: 0))
+        try await turns.run("ada") { await log.add("third") }
+        #expect(await turns.takeovers == 1, "the third push went ahead without a takeover")
+        // A push holding the turn keeps it when the stuck one finally ends.
+        let (holderGate, openHolder) = AsyncStream<Void>.makeStream()
+        let holder = Task { try await turns.run("ada") { for await _ in holderGate {} } }
+        while await turns.state(of: "ada").held == false { try await Task.sleep(for: .milliseconds(5)) }
+        openStuck.finish()
+        try await stuck.value
+        #expect(await turns.state(of: "ada").held, "the stuck push's late release must not end another's turn")
+        openHolder.finish()
+        try await holder.value
+        #expect(await turns.state(of: "ada") == (held: false, waiting: 0))
+        #expect(await log.events == ["second", "third", "stuck done"])
     }
 }

@@ -123,7 +123,7 @@ class Server:
         """Starts the server; with fsync_kill_at=N under strace, which SIGKILLs it at its Nth
         fsync/fdatasync. Returns True once it listens, False when it died first."""
         cmd = self.netns_prefix + [SERVER_BIN, "serve", "--host", self.host, "--port", str(self.port),
-                                   "--max-pushes-per-second", "1000", "--log-level", "warning"] + self.store_args
+                                   "--max-pushes-per-second", "1000", "--log-level", os.environ.get("NOTED_FAULTS_LOG_LEVEL", "warning")] + self.store_args
         if fsync_kill_at is not None:
             # strace counts injections per thread, and the server's commits run on changing
             # threads; so strace only reports every fsync/fdatasync at entry (each delayed 30 ms

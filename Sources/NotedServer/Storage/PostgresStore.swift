@@ -18,6 +18,10 @@ public struct PostgresStore: NotedStore {
     /// Tells this node's own commit notifications from other nodes'.
     let nodeID = UUID().uuidString.lowercased()
     static let commitChannel = "noted_commits"
+    /// How long a push may wait for PostgreSQL before it fails: far beyond any real push. Its
+    /// client has given up on the connection by then (after 15 s) and resent on a new one;
+    /// this frees the session it left, which would otherwise wait for ever.
+    static let pushDeadline: Duration = .seconds(30)
 
     /// Connects a pool to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
     public init(url: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, logger: Logger) throws {
@@ -298,17 +302,22 @@ public struct PostgresStore: NotedStore {
     /// The push algorithm (``PushAlgorithm``) over one transaction: what it reads is fetched
     /// first (the user's `seq` row locked, so every push of one user serializes on every node),
     /// then its writes run in order; the commit makes them durable and delivers the `NOTIFY`.
+    ///
+    /// A push that PostgreSQL has not answered within ``pushDeadline`` fails (``withDeadline(_:_:_:)``).
     public func push(_ change: Change, context: PushContext) async throws -> PushResult {
         let algorithm = PushAlgorithm(processor: processor)
         let logger = self.logger
         let nodeID = self.nodeID
-        return try await client.withTransaction(logger: logger) { connection in
-            var reads = try await Self.pushReads(change, userID: context.userID, connection: connection, logger: logger)
-            let (result, writes) = try algorithm.run(change, context: context, reads: &reads)
-            for write in writes {
-                try await Self.execute(write, userID: context.userID, nodeID: nodeID, connection: connection, logger: logger)
+        let client = self.client
+        return try await withDeadline(Self.pushDeadline, "PostgreSQL") {
+            try await client.withTransaction(logger: logger) { connection in
+                var reads = try await Self.pushReads(change, userID: context.userID, connection: connection, logger: logger)
+                let (result, writes) = try algorithm.run(change, context: context, reads: &reads)
+                for write in writes {
+                    try await Self.execute(write, userID: context.userID, nodeID: nodeID, connection: connection, logger: logger)
+                }
+                return result
             }
-            return result
         }
     }
 
