@@ -30,4 +30,22 @@ import Testing
             #expect(throws: TrustedIssuer.ParseError.self, "\(bad)") { try TrustedIssuer.parse(bad).get() }
         }
     }
+
+    @Test func keysComeOverHttpsExceptFromThisMachine() throws {
+        for good in ["issuer=http://127.0.0.1:8080,jwks=http://127.0.0.1:8080/jwks,audience=a",
+                     "issuer=http://localhost:9,discovery=http://localhost:9/d,audience=a",
+                     "issuer=http://[::1]:9,jwks=http://[::1]:9/j,audience=a"] {
+            #expect(throws: Never.self, "\(good)") { try TrustedIssuer.parse(good).get() }
+        }
+        for bad in ["issuer=http://idp.example,jwks=https://idp.example/j,audience=a",
+                    "issuer=https://idp.example,jwks=http://idp.example/j,audience=a",
+                    "issuer=https://idp.example,discovery=http://idp.example/d,audience=a",
+                    "issuer=https://127.0.0.1.example,jwks=http://127.0.0.1.example/j,audience=a",
+                    "issuer=https://idp.example,jwks=http://10.0.0.1/j,audience=a"] {
+            #expect(throws: TrustedIssuer.ParseError.self, "\(bad)") { try TrustedIssuer.parse(bad).get() }
+        }
+        #expect(TrustedIssuer.origin(URL(string: "https://IdP.example/x")!) == TrustedIssuer.origin(URL(string: "https://idp.example:443/y")!))
+        #expect(TrustedIssuer.origin(URL(string: "https://idp.example/x")!) != TrustedIssuer.origin(URL(string: "https://idp.example:8443/x")!))
+        #expect(TrustedIssuer.origin(URL(string: "https://idp.example/x")!) != TrustedIssuer.origin(URL(string: "http://idp.example/x")!))
+    }
 }

@@ -179,6 +179,34 @@ import Testing
         }
     }
 
+    @Test func theWebAppRedirectsOnlyToTheIssuerAndAllowedOriginsNeverToAHostHeader() {
+        let web = OAuthClient.web(origins: ["http://127.0.0.1:8080", "https://notes.example"])
+        for good in ["http://127.0.0.1:8080/", "http://localhost:8080/", "http://[::1]:8080/", "https://notes.example/"] {
+            #expect(web.allows(redirectURI: good), "\(good)")
+        }
+        for bad in ["http://evil.example/", "http://localhost:8081/", "http://notes.example/", "https://notes.example.evil/",
+                    "https://localhost:8080/", "http://127.0.0.1:8080/x", "http://0.0.0.0:8080/"] {
+            #expect(!web.allows(redirectURI: bad), "\(bad)")
+        }
+        // A server on port 0 (the system picks one): any loopback port.
+        let anyPort = OAuthClient.web(origins: ["http://127.0.0.1:0"])
+        #expect(anyPort.allows(redirectURI: "http://127.0.0.1:54321/") && anyPort.allows(redirectURI: "http://[::1]:54321/"))
+        #expect(!anyPort.allows(redirectURI: "http://evil.example:54321/") && !anyPort.allows(redirectURI: "http://127.0.0.1:54321/x"))
+        #expect(OAuthClient.loopbackAliases(of: "http://localhost:080").isEmpty)
+        #expect(OAuthClient.loopbackAliases(of: "https://127.0.0.1:8080").isEmpty)
+    }
+
+    @Test func theWebAppAtAnOriginNobodyAllowedGetsAPageThatSaysSo() async throws {
+        try await TestServer.with(.sqlite) { server in
+            // (The request's Host is no input to this decision any more: `validate` takes none.)
+            let parameters = Self.authorizeParameters(client: "noted-web", redirect: "http://evil.example/")
+            let page = try await server.request(.get, "/oauth/authorize?" + Self.query(parameters))
+            #expect(page.status == .badRequest)
+            #expect(page.headers[.location] == nil)
+            #expect(page.text.contains("--allowed-origin"), "\(page.text)")
+        }
+    }
+
     @Test(arguments: backends) func codeExchangeRefusals(backend: Backend) async throws {
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()

@@ -209,16 +209,23 @@ from websockets.exceptions import ConnectionClosed
 class TinyIssuer:
     """An OpenID issuer in a thread: discovery + JWKS over real HTTP, keys made by jwcrypto."""
 
-    def __init__(self):
+    def __init__(self, jwks_uri=None):
         self.keys = {}  # kid -> (private JWK, alg)
         self.published = []  # kids in the JWKS
         self.jwks_hits = 0
+        self.jwks_uri = jwks_uri  # what discovery names (default: this issuer's /jwks)
         issuer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
                 if self.path == "/.well-known/openid-configuration":
-                    body = {"issuer": issuer.url, "jwks_uri": issuer.url + "/jwks"}
+                    body = {"issuer": issuer.url, "jwks_uri": issuer.jwks_uri or issuer.url + "/jwks"}
+                elif self.path == "/moved":  # a redirect to the real key set
+                    self.send_response(302)
+                    self.send_header("Location", issuer.url + "/jwks")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 elif self.path == "/jwks":
                     issuer.jwks_hits += 1
                     body = {"keys": [dict(issuer.keys[k][0].export_public(as_dict=True), alg=issuer.keys[k][1], use="sig")
@@ -325,6 +332,8 @@ def external():
     "issuer=ftp://idp.example,jwks=https://idp.example/jwks,audience=x",
     "issuer=https://idp.example,jwks=https://idp.example/jwks,audience=x,refetch=0",
     "issuer=https://idp.example,jwks=https://idp.example/jwks,audience=x,colour=red",
+    "issuer=https://idp.example,jwks=http://idp.example/jwks,audience=x",  # keys in the clear
+    "issuer=http://idp.example,discovery=http://idp.example/d,audience=x",
 ])
 def test_bad_trust_issuer_flags_are_refused(spec):
     done = subprocess.run([BIN, "--port", "0", "--data", tempfile.mkdtemp(prefix="noted-ext-"), "--trust-issuer", spec],
@@ -358,6 +367,34 @@ def test_unreachable_or_hanging_jwks_endpoints_refuse_without_hanging():
         hanging.close()
     assert err.count("cannot fetch the keys of a trusted issuer") == 2, err
     assert "eyJ" not in err
+
+
+def test_keys_only_from_the_issuers_origin_and_never_through_a_redirect():
+    """A discovery document naming a key set on another origin, and a key set URL that
+    redirects: neither is followed, and tokens signed with those keys are refused."""
+    elsewhere = TinyIssuer()
+    foreign = TinyIssuer(jwks_uri=elsewhere.url + "/jwks")  # another port: another origin
+    redirected = TinyIssuer()
+    for issuer in (elsewhere, foreign, redirected):
+        kid = issuer.add_key("ES256")
+    # The same key published at the foreign issuer's discovery target, so only the origin rule refuses it.
+    elsewhere.keys.update(foreign.keys)
+    elsewhere.published += foreign.published
+    proc, base, _ = start_server(
+        "--trust-issuer", f"issuer={foreign.url},discovery={foreign.url}/.well-known/openid-configuration,audience=noted-api",
+        "--trust-issuer", f"issuer={redirected.url},jwks={redirected.url}/moved,audience=noted-api")
+    try:
+        for issuer in (foreign, redirected):
+            kid = next(iter(issuer.keys))
+            assert get_changes(base, issuer.token(kid, issuer.claims("eve"))).status_code == 401
+        assert elsewhere.jwks_hits == 0, "the foreign jwks_uri was fetched"
+        assert redirected.jwks_hits == 0, "the redirect was followed"
+    finally:
+        err = stop_server(proc)
+        for issuer in (elsewhere, foreign, redirected):
+            issuer.close()
+    assert "is not on the issuer's origin" in err, err
+    assert "answered 302" in err, err
 
 
 def get_changes(base, token):

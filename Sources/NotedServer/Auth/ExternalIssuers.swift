@@ -59,6 +59,10 @@ public struct TrustedIssuer: Sendable, Hashable {
             guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased()), parsed.host?.isEmpty == false else {
                 return .failure(ParseError("\(url) is not an http(s) URL"))
             }
+            // Keys fetched in the clear could be swapped on the way: https, except on this machine.
+            guard parsed.scheme?.lowercased() == "https" || isLoopback(parsed) else {
+                return .failure(ParseError("\(url) must be https (http only for loopback addresses)"))
+            }
         }
         var trusted = TrustedIssuer(issuer: issuer, keys: source, audience: audience)
         if let claim = fields["claim"] {
@@ -72,6 +76,21 @@ public struct TrustedIssuer: Sendable, Hashable {
             trusted.refetchInterval = TimeInterval(seconds)
         }
         return .success(trusted)
+    }
+
+    /// Whether `url` names this machine (localhost, 127.0.0.0/8 or ::1).
+    static func isLoopback(_ url: URL) -> Bool {
+        guard var host = url.host?.lowercased() else { return false }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host == "localhost" || host == "::1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// Scheme, host and port of `url` (the port made explicit), for same-origin checks.
+    static func origin(_ url: URL) -> String? {
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+        return "\(scheme)://\(host):\(url.port ?? (scheme == "https" ? 443 : 80))"
     }
 
     public struct ParseError: Error, CustomStringConvertible {
@@ -264,6 +283,11 @@ actor IssuerKeys {
                   ["http", "https"].contains(parsed.scheme?.lowercased()) else {
                 throw FetchError(description: "the discovery document has no http(s) jwks_uri")
             }
+            // A discovery document may only point at keys on the issuer's own origin.
+            guard let issuerURL = URL(string: trusted.issuer), let origin = TrustedIssuer.origin(parsed),
+                  origin == TrustedIssuer.origin(issuerURL) else {
+                throw FetchError(description: "the discovery document's jwks_uri \(uri.prefix(200)) is not on the issuer's origin")
+            }
             jwksURL = uri
         }
         let set = try await getJSON(jwksURL)
@@ -298,10 +322,19 @@ actor IssuerKeys {
         return derived
     }
 
+    /// Fetches discovery documents and key sets: redirects are not followed (a redirect is an
+    /// answer other than 200, so refused), so keys only ever come from the configured URLs.
+    static let client: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: .seconds(5), read: .seconds(5))
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+
     static func getJSON(_ url: String) async throws -> JSONValue {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept", value: "application/json")
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(5))
+        let response = try await client.execute(request, timeout: .seconds(5))
         guard response.status.code == 200 else { throw FetchError(description: "\(url) answered \(response.status.code)") }
         let body = try await response.body.collect(upTo: 1 << 20)
         return try JSONValue.parse(Array(body.readableBytesView))

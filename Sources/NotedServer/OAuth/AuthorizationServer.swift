@@ -35,19 +35,18 @@ struct AuthorizationServer: Sendable {
         case redirect(uri: String, error: String, description: String, state: String?)
     }
 
-    /// Checks an authorization request. `host` is the `Host` the browser used: the web app may
-    /// redirect back to the origin it was loaded from.
-    func validate(_ parameters: [String: String], host: String?) throws(RequestFailure) -> Request {
+    /// Checks an authorization request.
+    func validate(_ parameters: [String: String]) throws(RequestFailure) -> Request {
         guard let clientID = parameters["client_id"], !clientID.isEmpty else {
             throw .page("The request does not say which application is asking (client_id is missing).")
         }
-        guard var client = clients[clientID] else {
+        guard let client = clients[clientID] else {
             throw .page("The application \"\(clientID.prefix(100))\" is not registered with this server.")
         }
-        if client.id == OAuthClient.webClientID, let host, Self.isPlausibleHost(host) {
-            client.redirectURIs += ["http://\(host)/", "https://\(host)/"]
-        }
         guard let redirectURI = parameters["redirect_uri"], client.allows(redirectURI: redirectURI) else {
+            if client.id == OAuthClient.webClientID {
+                throw .page("The web app may only be used at this server's own address (its --issuer) or at an address its operator allowed (--allowed-origin).")
+            }
             throw .page("The redirect address is not one registered for \(client.name).")
         }
         let state = parameters["state"]
@@ -123,12 +122,6 @@ struct AuthorizationServer: Sendable {
         if let familyID = try await store.revokeRefreshToken(hash: Accounts.hash(token), now: Date()) {
             try await accounts.revoked(familyID)
         }
-    }
-
-    /// A `Host` header value: a name or address and an optional port, nothing else.
-    static func isPlausibleHost(_ host: String) -> Bool {
-        !host.isEmpty && host.utf8.count <= 255
-            && host.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || ".-:[]".unicodeScalars.contains($0)) }
     }
 
     /// `uri` with query parameters added, form-encoded.

@@ -27,9 +27,33 @@ public struct OAuthClient: Sendable, Hashable {
     /// The `client_id` of the web app.
     public static let webClientID = "noted-web"
 
-    /// The web app served by the server at `origins` (its own and the allowed ones).
+    /// The web app served by the server at `origins` (its issuer and `--allowed-origin`s),
+    /// and nowhere else: never at an origin taken from a request's `Host` header, which any
+    /// client (or a DNS-rebinding page) can set. A loopback origin also counts under the other
+    /// loopback names with the same port (`http://localhost:8080` for `http://127.0.0.1:8080`).
     public static func web(origins: [String]) -> OAuthClient {
-        OAuthClient(id: webClientID, name: "Noted web app", redirectURIs: origins.map { $0 + "/" })
+        var uris: [String] = []
+        for origin in origins {
+            for alias in [origin] + loopbackAliases(of: origin) where !uris.contains(alias + "/") {
+                uris.append(alias + "/")
+            }
+        }
+        return OAuthClient(id: webClientID, name: "Noted web app", redirectURIs: uris)
+    }
+
+    /// For one of `http://127.0.0.1:P`, `http://localhost:P` and `http://[::1]:P`, the other two.
+    /// Port 0 (a server on a port the system picks, as tests run it) stands for any loopback
+    /// port: `http://127.0.0.1` and `http://[::1]` without a port, which ``matches(_:registered:)``
+    /// takes with any port (RFC 8252 section 7.3).
+    static func loopbackAliases(of origin: String) -> [String] {
+        let names = ["127.0.0.1", "localhost", "[::1]"]
+        for name in names where origin.lowercased().hasPrefix("http://\(name):") {
+            let port = String(origin.dropFirst("http://\(name):".count))
+            if port == "0" { return ["http://127.0.0.1", "http://[::1]"] }
+            guard let number = Int(port), (1...65535).contains(number), String(number) == port else { return [] }
+            return names.filter { $0 != name }.map { "http://\($0):\(port)" }
+        }
+        return []
     }
 
     /// Whether `candidate` is one of this client's redirect URIs.

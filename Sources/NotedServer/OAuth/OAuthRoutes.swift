@@ -27,7 +27,7 @@ struct OAuthRoutes: Sendable {
                 }
                 parameters[key] = String(value)
             }
-            return show(parameters, host: request.head.authority)
+            return show(parameters)
         }
         router.post("/oauth/authorize") { request, context -> Response in
             let buffer = try await request.body.collect(upTo: 64 * 1024)
@@ -37,7 +37,7 @@ struct OAuthRoutes: Sendable {
             }
             let authorization: AuthorizationServer.Request
             do throws(AuthorizationServer.RequestFailure) {
-                authorization = try server.validate(form, host: request.head.authority)
+                authorization = try server.validate(form)
             } catch {
                 return Self.failure(error)
             }
@@ -75,9 +75,9 @@ struct OAuthRoutes: Sendable {
         }
     }
 
-    private func show(_ parameters: [String: String], host: String?) -> Response {
+    private func show(_ parameters: [String: String]) -> Response {
         do throws(AuthorizationServer.RequestFailure) {
-            return signIn(try server.validate(parameters, host: host))
+            return signIn(try server.validate(parameters))
         } catch {
             return Self.failure(error)
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import NIOSSL
 import NotedCore
 import PostgresNIO
 
@@ -13,6 +14,7 @@ public struct PostgresStore: NotedStore {
     let client: PostgresClient
     private let runTask: Task<Void, Never>
     private let configuration: PostgresClient.Configuration
+    private let tlsMode: TLSMode
     let logger: Logger
     let processor: ChangeProcessor
     /// Tells this node's own commit notifications from other nodes'.
@@ -25,10 +27,11 @@ public struct PostgresStore: NotedStore {
 
     /// Connects a pool to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
     public init(url: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, logger: Logger) throws {
-        let configuration = try Self.configuration(from: url)
+        let (configuration, tlsMode) = try Self.configurationAndTLS(from: url)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.configuration = configuration
+        self.tlsMode = tlsMode
         self.runTask = Task { await client.run() }
         self.logger = logger
         self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept)
@@ -40,8 +43,13 @@ public struct PostgresStore: NotedStore {
     private func probe() async throws {
         let pool = self.configuration
         guard let host = pool.host, let port = pool.port else { return }
+        let tls: PostgresConnection.Configuration.TLS = switch tlsMode {
+        case .disable: .disable
+        case .prefer(let tls): .prefer(try NIOSSLContext(configuration: tls))
+        case .require(let tls): .require(try NIOSSLContext(configuration: tls))
+        }
         let configuration = PostgresConnection.Configuration(
-            host: host, port: port, username: pool.username, password: pool.password, database: pool.database, tls: .disable)
+            host: host, port: port, username: pool.username, password: pool.password, database: pool.database, tls: tls)
         var quiet = logger
         quiet.logLevel = .critical
         do {
@@ -53,16 +61,76 @@ public struct PostgresStore: NotedStore {
         }
     }
 
+    /// How the connection is encrypted, from the URL's `sslmode` (libpq's names).
+    enum TLSMode: Sendable {
+        case disable
+        case prefer(TLSConfiguration)
+        case require(TLSConfiguration)
+    }
+
     static func configuration(from url: String) throws -> PostgresClient.Configuration {
+        try configurationAndTLS(from: url).0
+    }
+
+    /// The pool's configuration from `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=MODE&sslrootcert=PATH]`.
+    ///
+    /// `sslmode` as libpq has it: `disable` (no TLS), `allow` and `prefer` (TLS if the server
+    /// offers it, certificate not checked; `prefer` is the default, as in libpq), `require`
+    /// (TLS or no connection, certificate not checked), `verify-ca` (the certificate must chain
+    /// to a trusted root), `verify-full` (and name the host: use this for any database not on
+    /// this machine). `sslrootcert` is a PEM file of the roots to trust (default: the system's).
+    static func configurationAndTLS(from url: String) throws -> (PostgresClient.Configuration, TLSMode) {
         guard let components = URLComponents(string: url), components.scheme == "postgres" || components.scheme == "postgresql",
               let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty
         else { throw StoreError.unsupportedURL("expected postgres://USER@HOST:PORT/DB") }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        var parameters: [String: String] = [:]
+        for item in components.queryItems ?? [] {
+            guard ["sslmode", "sslrootcert"].contains(item.name) else {
+                throw StoreError.unsupportedURL("unknown parameter \(item.name.prefix(40)) (known: sslmode, sslrootcert)")
+            }
+            guard parameters[item.name] == nil, let value = item.value, !value.isEmpty else {
+                throw StoreError.unsupportedURL("\(item.name) must be given once, with a value")
+            }
+            parameters[item.name] = value
+        }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let path = parameters["sslrootcert"] {
+            do {
+                tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(path))
+            } catch {
+                throw StoreError.unsupportedURL("sslrootcert \(path): not a readable PEM file of certificates")
+            }
+        }
+        let mode: TLSMode
+        switch parameters["sslmode"] ?? "prefer" {
+        case "disable":
+            mode = .disable
+        case "allow", "prefer":
+            tls.certificateVerification = .none
+            mode = .prefer(tls)
+        case "require":
+            tls.certificateVerification = .none
+            mode = .require(tls)
+        case "verify-ca":
+            tls.certificateVerification = .noHostnameVerification
+            mode = .require(tls)
+        case "verify-full":
+            tls.certificateVerification = .fullVerification
+            mode = .require(tls)
+        case let other:
+            throw StoreError.unsupportedURL("sslmode \(other.prefix(40)) is not one of disable, allow, prefer, require, verify-ca, verify-full")
+        }
+        let poolTLS: PostgresClient.Configuration.TLS = switch mode {
+        case .disable: .disable
+        case .prefer(let tls): .prefer(tls)
+        case .require(let tls): .require(tls)
+        }
         var configuration = PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user, password: components.password,
-            database: database.isEmpty ? nil : database, tls: .disable)
+            database: database.isEmpty ? nil : database, tls: poolTLS)
         configuration.options.maximumConnections = 20
-        return configuration
+        return (configuration, mode)
     }
 
     private static let migrations: [(String, [PostgresQuery])] = [

@@ -50,6 +50,8 @@ struct TestServer: Sendable {
         var status: HTTPResponse.Status
         var headers: HTTPFields
         var json: JSONValue
+        /// The body as text (pages).
+        var text: String = ""
     }
 
     func request(
@@ -68,7 +70,7 @@ struct TestServer: Sendable {
         }
         let response = try await client.execute(uri: path, method: method, headers: headers, body: buffer)
         let value = (try? JSONValue.parse(response.body.readableBytesView)) ?? .null
-        return HTTPResult(status: response.status, headers: response.headers, json: value)
+        return HTTPResult(status: response.status, headers: response.headers, json: value, text: String(buffer: response.body))
     }
 
     /// A signed-in user.
