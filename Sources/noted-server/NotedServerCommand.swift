@@ -117,6 +117,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-sessions-per-user"), help: "Sync connections of one user on this node; a hello beyond is refused (close 4029) [NOTED_MAX_SESSIONS_PER_USER]; default 50.")
     var maxSessionsPerUser: Int?
 
+    @Option(name: .customLong("max-connections"), help: "Open connections (HTTP and WebSocket) of this node; one beyond is answered 503 and closed [NOTED_MAX_CONNECTIONS]; default 16384.")
+    var maxConnections: Int?
+
     @Option(help: "Folder of collection schema documents (*.json, docs/collections.md) served besides notes [NOTED_COLLECTIONS].")
     var collections: String?
 
@@ -192,6 +195,10 @@ struct Serve: AsyncParsableCommand {
         if let text = maxSessionsPerUser.map(String.init) ?? environment["NOTED_MAX_SESSIONS_PER_USER"] {
             guard let value = Int(text), value >= 1 else { throw ValidationError("--max-sessions-per-user is a number >= 1") }
             configuration.maxSessionsPerUser = value
+        }
+        if let text = maxConnections.map(String.init) ?? environment["NOTED_MAX_CONNECTIONS"] {
+            guard let value = Int(text), value >= 1 else { throw ValidationError("--max-connections is a number >= 1") }
+            configuration.maxConnections = value
         }
         return configuration
     }

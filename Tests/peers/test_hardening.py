@@ -218,3 +218,43 @@ def test_a_client_that_reads_nothing_does_not_hold_up_a_shutdown():
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=20)
+
+
+def test_connections_beyond_the_nodes_cap_get_503_and_a_freed_slot_serves_again():
+    """`--max-connections 3`: three idle connections fill the node; a fourth gets 503 at once
+    (and is closed); once one of the three closes, requests are served again."""
+    data = tempfile.mkdtemp(prefix="noted-conncap-")
+    proc, host, port = start(data, "--max-connections", "3")
+
+    def request(sock):
+        sock.sendall(f"GET /health HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+        answer = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return answer.decode(errors="replace")
+            answer += chunk
+
+    try:
+        idle = [socket.create_connection((host, port), timeout=10) for _ in range(3)]
+        time.sleep(0.3)  # the server has accepted and counted them
+        extra = socket.create_connection((host, port), timeout=10)
+        answer = request(extra)
+        assert answer.startswith("HTTP/1.1 503"), answer[:200]
+        assert '"error":"unavailable"' in answer and "retry-after: 5" in answer.lower(), answer
+        extra.close()
+        # The process is fine and a freed slot serves again.
+        idle.pop().close()
+        deadline = time.monotonic() + 10
+        while True:
+            with socket.create_connection((host, port), timeout=10) as again:
+                answer = request(again)
+            if answer.startswith("HTTP/1.1 200") or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert answer.startswith("HTTP/1.1 200"), answer[:200]
+        for sock in idle:
+            sock.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

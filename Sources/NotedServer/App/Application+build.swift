@@ -84,6 +84,7 @@ public func buildApplication(
             maxDecompressedFrameSize: configuration.limits.maxMessageBytes, minFrameSizeToCompress: 24)],
         autoPing: .enabled(timePeriod: .seconds(30)),
         validateUTF8: true)
+    let connections = ConnectionLimit(maximum: configuration.maxConnections)
     return Application(
         router: router,
         server: HTTPServerBuilder { responder in
@@ -92,7 +93,8 @@ public func buildApplication(
                     responder: responder, webSocketResponder: webSocketResponder,
                     // An HTTP connection idle between requests is closed after a minute.
                     configuration: .init(http1: .init(idleTimeout: .seconds(60)), ws: webSocket)),
-                policy: OriginPolicy(allowedOrigins: configuration.allowedOrigins), path: "/v1/sync")
+                policy: OriginPolicy(allowedOrigins: configuration.allowedOrigins), path: "/v1/sync",
+                connections: connections)
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
         services: [

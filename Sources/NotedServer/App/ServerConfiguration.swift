@@ -56,6 +56,9 @@ public struct ServerConfiguration: Sendable {
     /// Authenticated sync connections of one user on one node; a `hello` beyond is refused
     /// (`rate_limited`, close 4029).
     public var maxSessionsPerUser = 50
+    /// Open TCP connections (HTTP and WebSocket) of the whole node; a connection beyond is
+    /// answered 503 and closed at once (docs/security.md).
+    public var maxConnections = 16_384
     /// Bytes a session may have waiting to be sent (a client not reading what it asked for);
     /// beyond, the session is closed with 1008.
     public var maxQueuedBytesPerSession = 16 << 20

@@ -1,6 +1,7 @@
 import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
@@ -14,11 +15,22 @@ struct OriginGuardedChannel: ServerChildChannel {
     let base: HTTP1WebSocketUpgradeChannel
     let policy: OriginPolicy
     let path: String
+    /// The node's open connections, capped.
+    let connections: ConnectionLimit
     /// How long the first request's head may take to arrive.
     var headTimeout: TimeAmount = .seconds(10)
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        base.setup(channel: channel, logger: logger).flatMapThrowing { value in
+        guard connections.admit() else {
+            // Beyond the cap: a short answer written straight to the socket, then closed.
+            logger.debug("connection refused: too many open connections")
+            return base.setup(channel: channel, logger: logger).flatMapThrowing { value in
+                try channel.pipeline.syncOperations.addHandler(RefuseConnection(), position: .first)
+                return value
+            }
+        }
+        channel.closeFuture.whenComplete { _ in connections.release() }
+        return base.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             try channel.pipeline.syncOperations.addHandler(OriginGuard(policy: policy, path: path), position: .after(decoder))
             try channel.pipeline.syncOperations.addHandler(HeadDeadline(limit: headTimeout), position: .first)
@@ -123,4 +135,66 @@ final class HeadDeadline: ChannelInboundHandler, RemovableChannelHandler {
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
     }
+}
+
+/// Answers 503 on the raw socket as soon as the connection is active, reads nothing, and closes
+/// it: a connection beyond `--max-connections`.
+final class RefuseConnection: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private var answered = false
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { answer(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        answer(context)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+
+    private func answer(_ context: ChannelHandlerContext) {
+        guard !answered else { return }
+        answered = true
+        let body = #"{"error":"unavailable","message":"too many open connections; try again later"}"#
+        let response = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 5\r\n"
+            + "content-length: \(body.utf8.count)\r\nconnection: close\r\n\r\n" + body
+        // Half-close after the answer and read on (discarding) for a moment: closing with the
+        // client's request unread would reset the connection, and the client might lose the
+        // answer.
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: response))).whenComplete { _ in
+            channel.close(mode: .output, promise: nil)
+            channel.eventLoop.scheduleTask(in: .seconds(2)) { channel.close(promise: nil) }
+        }
+    }
+}
+
+/// Counts the node's open connections against `--max-connections`: one account, or anyone,
+/// opening connections until the process runs out of descriptors would take the server from
+/// everyone (docs/security.md).
+final class ConnectionLimit: Sendable {
+    let maximum: Int
+    private let open = NIOLockedValueBox(0)
+
+    init(maximum: Int) {
+        self.maximum = maximum
+    }
+
+    /// Counts a new connection in; false (and not counted) when the node is full.
+    func admit() -> Bool {
+        open.withLockedValue { count in
+            guard count < maximum else { return false }
+            count += 1
+            return true
+        }
+    }
+
+    func release() {
+        open.withLockedValue { $0 -= 1 }
+    }
+
+    var count: Int { open.withLockedValue { $0 } }
 }
