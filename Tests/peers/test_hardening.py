@@ -258,3 +258,48 @@ def test_connections_beyond_the_nodes_cap_get_503_and_a_freed_slot_serves_again(
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_the_next_request_head_on_a_kept_alive_connection_has_a_deadline_too():
+    """Slowloris after a first, honest request: the connection stays open (keep-alive) and the
+    next head is trickled. Every head gets 10 seconds from its first byte, not only the first."""
+    with tempfile.TemporaryDirectory() as data:
+        proc, host, port = start(data)
+        try:
+            s = socket.create_connection((host, port))
+            s.settimeout(10)
+            s.sendall(f"GET /health HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += s.recv(65536)
+            head, _, body = answer.partition(b"\r\n\r\n")
+            length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+            while len(body) < length:
+                body += s.recv(65536)
+            assert head.startswith(b"HTTP/1.1 200"), head
+            # Kept alive; now the next head, one byte a second.
+            s.settimeout(1)
+            started = time.monotonic()
+            closed_after = None
+            for byte in b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:
+                try:
+                    s.sendall(bytes([byte]))
+                    if s.recv(1) == b"":
+                        closed_after = time.monotonic() - started
+                        break
+                except socket.timeout:
+                    pass
+                except (BrokenPipeError, ConnectionResetError):
+                    closed_after = time.monotonic() - started
+                    break
+                if time.monotonic() - started > 30:
+                    break
+            s.close()
+            assert closed_after is not None and closed_after < 15, f"still open after {time.monotonic() - started:.0f} s"
+            # Kept-alive connections that send whole requests are served request after request.
+            with requests.Session() as session:
+                for _ in range(5):
+                    assert session.get(f"http://{host}:{port}/health", timeout=5).status_code == 200
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)

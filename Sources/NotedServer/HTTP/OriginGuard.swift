@@ -32,8 +32,9 @@ struct OriginGuardedChannel: ServerChildChannel {
         channel.closeFuture.whenComplete { _ in connections.release() }
         return base.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
-            try channel.pipeline.syncOperations.addHandler(OriginGuard(policy: policy, path: path), position: .after(decoder))
-            try channel.pipeline.syncOperations.addHandler(HeadDeadline(limit: headTimeout), position: .first)
+            let deadline = HeadDeadline(limit: headTimeout)
+            try channel.pipeline.syncOperations.addHandler(deadline, position: .first)
+            try channel.pipeline.syncOperations.addHandler(OriginGuard(policy: policy, path: path, headDeadline: deadline), position: .after(decoder))
             return value
         }
     }
@@ -45,18 +46,28 @@ struct OriginGuardedChannel: ServerChildChannel {
 
 /// Answers 403 to a WebSocket upgrade of `path` from a browser origin that is not allowed, and
 /// steps out of the pipeline once an upgrade request passes (the upgraded channel carries frames).
-final class OriginGuard: ChannelInboundHandler, RemovableChannelHandler {
+/// It also tells the connection's ``HeadDeadline`` when a response has ended, so that the next
+/// request's head on a kept-alive connection has a deadline too.
+final class OriginGuard: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
     private let policy: OriginPolicy
     private let path: String
+    private let headDeadline: HeadDeadline?
     private var refusing = false
 
-    init(policy: OriginPolicy, path: String) {
+    init(policy: OriginPolicy, path: String, headDeadline: HeadDeadline? = nil) {
         self.policy = policy
         self.path = path
+        self.headDeadline = headDeadline
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { headDeadline?.expectHead() }
+        context.write(data, promise: promise)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -86,10 +97,12 @@ final class OriginGuard: ChannelInboundHandler, RemovableChannelHandler {
     }
 }
 
-/// Closes a connection whose first request head has not fully arrived within `limit` (a
-/// slowloris client trickles header bytes to hold a connection for ever; docs/security.md).
-/// It reads the raw bytes ahead of the HTTP decoder, and steps out of the pipeline once the
-/// blank line ending the head has come.
+/// Closes a connection whose request head has not fully arrived within `limit` of its first
+/// byte (a slowloris client trickles header bytes to hold a connection for ever;
+/// docs/security.md). It reads the raw bytes ahead of the HTTP decoder: the first head's clock
+/// starts when the connection opens, a later one's at the first byte after the previous
+/// response ended (``expectHead()``); a clock stops at the blank line ending the head. Bytes of
+/// a body, or of WebSocket frames after an upgrade, pass through untouched.
 final class HeadDeadline: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -98,6 +111,8 @@ final class HeadDeadline: ChannelInboundHandler, RemovableChannelHandler {
     private var timer: Scheduled<Void>?
     /// The last bytes seen, to find "\r\n\r\n" across reads.
     private var tail: [UInt8] = []
+    private enum Phase { case head, body, awaitingHead }
+    private var phase = Phase.head
 
     init(limit: TimeAmount) {
         self.limit = limit
@@ -117,6 +132,13 @@ final class HeadDeadline: ChannelInboundHandler, RemovableChannelHandler {
         timer = nil
     }
 
+    /// A response ended: the next byte starts the next request's head.
+    func expectHead() {
+        guard phase == .body else { return }
+        phase = .awaitingHead
+        tail = []
+    }
+
     private func arm(_ context: ChannelHandlerContext) {
         guard timer == nil else { return }
         let channel = context.channel
@@ -124,16 +146,24 @@ final class HeadDeadline: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if phase == .awaitingHead {
+            phase = .head
+            arm(context)
+        }
+        guard phase == .head else {
+            context.fireChannelRead(data)
+            return
+        }
         let buffer = unwrapInboundIn(data)
         tail += buffer.readableBytesView
         let ended = tail.count >= 4 && (0...(tail.count - 4)).contains { tail[$0] == 13 && tail[$0 + 1] == 10 && tail[$0 + 2] == 13 && tail[$0 + 3] == 10 }
         if tail.count > 3 { tail.removeFirst(tail.count - 3) }
-        context.fireChannelRead(data)
         if ended {
             timer?.cancel()
             timer = nil
-            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+            phase = .body
         }
+        context.fireChannelRead(data)
     }
 }
 
