@@ -158,6 +158,29 @@ def test_metrics_are_for_loopback_or_the_operators_token():
             proc.wait(timeout=20)
 
 
+def trickle_a_head(s):
+    """Sends a request head one byte a second; the seconds until the server closed the
+    connection, or None if it was still open after 30 s. Closes `s`."""
+    s.settimeout(1)
+    started = time.monotonic()
+    closed_after = None
+    for byte in b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:
+        try:
+            s.sendall(bytes([byte]))
+            if s.recv(1) == b"":
+                closed_after = time.monotonic() - started
+                break
+        except socket.timeout:
+            pass
+        except (BrokenPipeError, ConnectionResetError):
+            closed_after = time.monotonic() - started
+            break
+        if time.monotonic() - started > 30:
+            break
+    s.close()
+    return closed_after
+
+
 def test_a_request_head_trickled_byte_by_byte_is_cut_off():
     """Slowloris: a client that sends its request head a few bytes at a time holds a
     connection for as long as it likes; the server now gives the head 10 seconds."""
@@ -165,25 +188,8 @@ def test_a_request_head_trickled_byte_by_byte_is_cut_off():
         proc, host, port = start(data)
         try:
             s = socket.create_connection((host, port))
-            s.settimeout(1)
-            started = time.monotonic()
-            head = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100
-            closed_after = None
-            for byte in head:
-                try:
-                    s.sendall(bytes([byte]))
-                    if s.recv(1) == b"":
-                        closed_after = time.monotonic() - started
-                        break
-                except socket.timeout:
-                    pass
-                except (BrokenPipeError, ConnectionResetError):
-                    closed_after = time.monotonic() - started
-                    break
-                if time.monotonic() - started > 30:
-                    break
-            s.close()
-            assert closed_after is not None and closed_after < 15, f"still open after {time.monotonic() - started:.0f} s"
+            closed_after = trickle_a_head(s)
+            assert closed_after is not None and closed_after < 15, "still open after 30 s"
             # A normal request is still served.
             assert requests.get(f"http://{host}:{port}/health", timeout=5).status_code == 200
         finally:
@@ -278,24 +284,8 @@ def test_the_next_request_head_on_a_kept_alive_connection_has_a_deadline_too():
                 body += s.recv(65536)
             assert head.startswith(b"HTTP/1.1 200"), head
             # Kept alive; now the next head, one byte a second.
-            s.settimeout(1)
-            started = time.monotonic()
-            closed_after = None
-            for byte in b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:
-                try:
-                    s.sendall(bytes([byte]))
-                    if s.recv(1) == b"":
-                        closed_after = time.monotonic() - started
-                        break
-                except socket.timeout:
-                    pass
-                except (BrokenPipeError, ConnectionResetError):
-                    closed_after = time.monotonic() - started
-                    break
-                if time.monotonic() - started > 30:
-                    break
-            s.close()
-            assert closed_after is not None and closed_after < 15, f"still open after {time.monotonic() - started:.0f} s"
+            closed_after = trickle_a_head(s)
+            assert closed_after is not None and closed_after < 15, "still open after 30 s"
             # Kept-alive connections that send whole requests are served request after request.
             with requests.Session() as session:
                 for _ in range(5):
