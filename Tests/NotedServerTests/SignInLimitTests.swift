@@ -59,6 +59,39 @@ import Testing
         #expect(ClientAddresses.Range("10.0.0.0/33") == nil && ClientAddresses.Range("nonsense") == nil)
     }
 
+    @Test func eachLockoutOfTheSameKeyDoublesUpToTheMaximumAndIsForgottenAfterAQuietMaximum() throws {
+        let limiter = RateLimiter(limit: 3, window: 60, maxLockout: 600)
+        let key = ["signin-user:ada"]
+        func retryAfter(_ now: Date) -> Int? {
+            do {
+                try limiter.allow(keys: key, now: now)
+                return nil
+            } catch {
+                if case .rateLimited(let seconds) = error.kind { return seconds }
+                return -1
+            }
+        }
+        var now = Date(timeIntervalSince1970: 1_000_000)
+        var lockouts: [Int] = []
+        for _ in 0..<6 {
+            for _ in 0..<3 { limiter.recordFailure(keys: key, now: now) }
+            let retry = try #require(retryAfter(now.addingTimeInterval(1)))
+            lockouts.append(retry + 1)
+            // Locked until then, and free again right after.
+            #expect(retryAfter(now.addingTimeInterval(Double(retry))) != nil)
+            now = now.addingTimeInterval(Double(retry + 1))
+            #expect(retryAfter(now) == nil)
+        }
+        #expect(lockouts == [60, 120, 240, 480, 600, 600])
+        // Remembered (and not swept) for a quiet maximum after the last lockout, then forgotten.
+        #expect(limiter.keyCount == 1)
+        now = now.addingTimeInterval(601)
+        #expect(retryAfter(now) == nil)
+        #expect(limiter.keyCount == 0)
+        for _ in 0..<3 { limiter.recordFailure(keys: key, now: now) }
+        #expect(retryAfter(now.addingTimeInterval(1)) == 59, "a first lockout again")
+    }
+
     @Test func theLimitersMemoryIsBoundedAndSwept() {
         let limiter = RateLimiter(limit: 3, window: 60)
         let start = Date()

@@ -2,14 +2,22 @@ import Crypto
 import Foundation
 import NIOConcurrencyHelpers
 
-/// A fixed-window counter per key: at most `limit` attempts per `window`.
+/// A fixed-window counter per key: at most `limit` attempts per `window`, then a lockout that
+/// doubles each time the same key reaches the limit again (one window, two, four, … at most
+/// `maxLockout`), forgotten after `maxLockout` without one (docs/security.md, "Sign-in limits").
 ///
 /// Process memory is fine here: a limit that resets on restart or differs between nodes still
 /// slows down guessing, and correctness never depends on it. The memory is bounded: keys are
 /// stored as 16-byte hashes (a username of megabytes does not become a key of megabytes), and
-/// windows that ended are swept once per window (docs/security.md).
+/// keys with nothing left to remember are swept once per window.
 public final class RateLimiter: Sendable {
-    private struct Window { var start: Date; var count: Int }
+    private struct Window {
+        var start: Date
+        var count: Int
+        /// Lockouts in a row (each one doubles the next).
+        var strikes = 0
+        var lockedUntil: Date?
+    }
     private struct State {
         var windows: [Data: Window] = [:]
         var lastSweep = Date.distantPast
@@ -17,18 +25,20 @@ public final class RateLimiter: Sendable {
     private let state = NIOLockedValueBox(State())
     let limit: Int
     let window: TimeInterval
+    let maxLockout: TimeInterval
 
-    public init(limit: Int, window: TimeInterval) {
+    public init(limit: Int, window: TimeInterval, maxLockout: TimeInterval = 3600) {
         self.limit = limit
         self.window = window
+        self.maxLockout = max(window, maxLockout)
     }
 
-    /// Counts an attempt for each key; throws `rateLimited` when any key is over its limit.
+    /// Counts an attempt for each key; throws `rateLimited` when any key is locked out.
     func check(keys: [String], now: Date = Date()) throws(AuthError) {
         try update(keys: keys, now: now, count: true)
     }
 
-    /// Throws `rateLimited` when any key is over its limit, without counting this attempt
+    /// Throws `rateLimited` when any key is locked out, without counting this attempt
     /// (sign-in: only failures count, see `recordFailure`).
     func allow(keys: [String], now: Date = Date()) throws(AuthError) {
         try update(keys: keys, now: now, count: false)
@@ -42,22 +52,46 @@ public final class RateLimiter: Sendable {
     /// How many keys are held (for tests of the bound).
     var keyCount: Int { state.withLockedValue { $0.windows.count } }
 
+    /// Whether `window` has anything left to remember at `now`.
+    private func matters(_ window: Window, _ now: Date) -> Bool {
+        if let until = window.lockedUntil { return now.timeIntervalSince(until) < maxLockout }
+        return now.timeIntervalSince(window.start) < self.window
+    }
+
     private func update(keys: [String], now: Date, count: Bool) throws(AuthError) {
         let hashed = keys.map { Data(SHA256.hash(data: Data($0.utf8)).prefix(16)) }
         let retryAfter: Int? = state.withLockedValue { state in
             if now.timeIntervalSince(state.lastSweep) >= window {
-                state.windows = state.windows.filter { now.timeIntervalSince($0.value.start) < window }
+                state.windows = state.windows.filter { matters($0.value, now) }
                 state.lastSweep = now
             }
             var retry: Int?
             for key in hashed {
                 var current = state.windows[key] ?? Window(start: now, count: 0)
-                if now.timeIntervalSince(current.start) >= window { current = Window(start: now, count: 0) }
-                if count { current.count += 1 }
-                if count || current.count > 0 { state.windows[key] = current }
-                if current.count > limit || (!count && current.count >= limit) {
-                    retry = max(retry ?? 1, Int((window - now.timeIntervalSince(current.start)).rounded(.up)))
+                if let until = current.lockedUntil {
+                    if now < until {
+                        // Locked out: refused, and not counted (the lockout is long enough).
+                        retry = max(retry ?? 1, Int(until.timeIntervalSince(now).rounded(.up)))
+                        continue
+                    }
+                    if now.timeIntervalSince(until) >= maxLockout { current = Window(start: now, count: 0) }
                 }
+                if now.timeIntervalSince(current.start) >= window {
+                    current.start = now
+                    current.count = 0
+                }
+                if count {
+                    current.count += 1
+                    if current.count >= limit {
+                        // The limit is reached: locked out for one window, doubled per strike.
+                        let lockout = min(maxLockout, window * pow(2, Double(current.strikes)))
+                        current.strikes += 1
+                        current.lockedUntil = now.addingTimeInterval(lockout)
+                        current.start = now.addingTimeInterval(lockout)
+                        current.count = 0
+                    }
+                }
+                if count || current.count > 0 || current.lockedUntil != nil { state.windows[key] = current }
             }
             return retry
         }
