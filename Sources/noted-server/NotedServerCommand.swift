@@ -120,6 +120,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "Open connections (HTTP and WebSocket) of this node; one beyond is answered 503 and closed [NOTED_MAX_CONNECTIONS]; default 16384.")
     var maxConnections: Int?
 
+    @Option(name: .customLong("quota-bytes"), help: "Bytes of records one user may store; 0 for no limit [NOTED_QUOTA_BYTES]; default 1073741824 (1 GiB).")
+    var quotaBytes: Int64?
+
+    @Option(name: .customLong("quota-records"), help: "Records one user may store; 0 for no limit [NOTED_QUOTA_RECORDS]; default 1000000.")
+    var quotaRecords: Int64?
+
     @Option(help: "Folder of collection schema documents (*.json, docs/collections.md) served besides notes [NOTED_COLLECTIONS].")
     var collections: String?
 
@@ -199,6 +205,14 @@ struct Serve: AsyncParsableCommand {
         if let text = maxConnections.map(String.init) ?? environment["NOTED_MAX_CONNECTIONS"] {
             guard let value = Int(text), value >= 1 else { throw ValidationError("--max-connections is a number >= 1") }
             configuration.maxConnections = value
+        }
+        if let text = quotaBytes.map(String.init) ?? environment["NOTED_QUOTA_BYTES"] {
+            guard let value = Int64(text), value >= 0 else { throw ValidationError("--quota-bytes is a number of bytes >= 0 (0: no limit)") }
+            configuration.quota.bytes = value == 0 ? nil : value
+        }
+        if let text = quotaRecords.map(String.init) ?? environment["NOTED_QUOTA_RECORDS"] {
+            guard let value = Int64(text), value >= 0 else { throw ValidationError("--quota-records is a number >= 0 (0: no limit)") }
+            configuration.quota.records = value == 0 ? nil : value
         }
         return configuration
     }

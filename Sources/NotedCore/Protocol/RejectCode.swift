@@ -16,6 +16,8 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
     public static let tooLarge = ErrorCode(rawValue: "too_large")
     public static let ccidReused = ErrorCode(rawValue: "ccid_reused")
     public static let rateLimited = ErrorCode(rawValue: "rate_limited")
+    /// The change would take its account beyond the server's storage quota.
+    public static let quotaExceeded = ErrorCode(rawValue: "quota_exceeded")
     // Session-level error codes.
     public static let unauthenticated = ErrorCode(rawValue: "unauthenticated")
     public static let tokenExpired = ErrorCode(rawValue: "token_expired")

@@ -115,9 +115,11 @@ private func openStore(_ configuration: ServerConfiguration, logger: Logger) asy
     case .sqlite(let path):
         let directory = (path as NSString).deletingLastPathComponent
         try DataDirectory.secure(directory: directory.isEmpty ? "." : directory, database: path, logger: logger)
-        store = try SQLiteStore(path: path, schemas: configuration.schemas, limits: configuration.limits, revisionsKept: configuration.revisionsKept)
+        store = try SQLiteStore(path: path, schemas: configuration.schemas, limits: configuration.limits, revisionsKept: configuration.revisionsKept,
+                                quota: configuration.quota)
     case .postgres(let url):
-        store = try PostgresStore(url: url, schemas: configuration.schemas, limits: configuration.limits, revisionsKept: configuration.revisionsKept, logger: logger)
+        store = try PostgresStore(url: url, schemas: configuration.schemas, limits: configuration.limits, revisionsKept: configuration.revisionsKept,
+                                  quota: configuration.quota, logger: logger)
     }
     do {
         try await store.migrate()

@@ -59,6 +59,8 @@ public struct ServerConfiguration: Sendable {
     /// Open TCP connections (HTTP and WebSocket) of the whole node; a connection beyond is
     /// answered 503 and closed at once (docs/security.md).
     public var maxConnections = 16_384
+    /// What one user may store (`--quota-bytes`, `--quota-records`).
+    public var quota = StorageQuota.standard
     /// Bytes a session may have waiting to be sent (a client not reading what it asked for);
     /// beyond, the session is closed with 1008.
     public var maxQueuedBytesPerSession = 16 << 20

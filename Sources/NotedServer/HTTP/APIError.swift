@@ -33,7 +33,7 @@ public struct APIError: HTTPResponseError {
         let status: HTTPResponse.Status = switch error.code {
         case .notFound: .notFound
         case .gone: .gone
-        case .tooLarge: .contentTooLarge
+        case .tooLarge, .quotaExceeded: .contentTooLarge
         case .rateLimited: .tooManyRequests
         case .unauthenticated, .tokenExpired: .unauthorized
         case .alreadyExists, .ccidReused, .invalidVersion: .conflict

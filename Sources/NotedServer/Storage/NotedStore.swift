@@ -52,6 +52,8 @@ public protocol NotedStore: OAuthStore {
     // MARK: Sync
 
     func latestSeq(userID: String) async throws -> Int64
+    /// What the user stores, as ``StorageQuota`` counts it.
+    func usage(userID: String) async throws -> StorageUsage
     func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage
     func record(userID: String, collection: String, id: String) async throws -> Record?
     /// The revision list of a record; nil when the user has no such record.

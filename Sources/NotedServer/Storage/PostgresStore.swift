@@ -26,7 +26,7 @@ public struct PostgresStore: NotedStore {
     static let pushDeadline: Duration = .seconds(30)
 
     /// Connects a pool to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
-    public init(url: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, logger: Logger) throws {
+    public init(url: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, quota: StorageQuota = .unlimited, logger: Logger) throws {
         let (configuration, tlsMode) = try Self.configurationAndTLS(from: url)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
@@ -34,7 +34,7 @@ public struct PostgresStore: NotedStore {
         self.tlsMode = tlsMode
         self.runTask = Task { await client.run() }
         self.logger = logger
-        self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept)
+        self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept, quota: quota)
     }
 
     /// One direct connection (10 s connect timeout) before the pool is used: an unreachable
@@ -178,7 +178,25 @@ public struct PostgresStore: NotedStore {
         ]),
     ]
 
+    /// Storage quotas: what each user stores, kept up to date by every push from now on.
+    static let quotaMigration: (String, [PostgresQuery]) = ("quota", [
+        "ALTER TABLE user_seq ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE user_seq ADD COLUMN stored_records BIGINT NOT NULL DEFAULT 0",
+        """
+        UPDATE user_seq SET
+            stored_bytes = (SELECT COALESCE(SUM(octet_length(fields)), 0) FROM records r
+                            WHERE r.user_id = user_seq.user_id AND NOT r.deleted),
+            stored_records = (SELECT COUNT(*) FROM records r WHERE r.user_id = user_seq.user_id AND NOT r.deleted)
+        """,
+    ])
+
     public func migrate() async throws {
+        try await migrate(upTo: nil)
+    }
+
+    /// Runs the migrations, all of them or those up to and including `last` (tests make the
+    /// database an earlier version left).
+    func migrate(upTo last: String?) async throws {
         try await probe()
         // Give the pool's run() a moment to start, so the first lease does not log a warning.
         try await Task.sleep(for: .milliseconds(20))
@@ -190,7 +208,9 @@ public struct PostgresStore: NotedStore {
             for try await name in try await connection.query("SELECT name FROM noted_migrations", logger: logger).decode(String.self) {
                 done.insert(name)
             }
-            for (name, statements) in Self.migrations + [Self.oauthMigration, Self.collectionsMigration] where !done.contains(name) {
+            var all = Self.migrations + [Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration]
+            if let last, let index = all.firstIndex(where: { $0.0 == last }) { all = Array(all[...index]) }
+            for (name, statements) in all where !done.contains(name) {
                 for statement in statements {
                     try await connection.query(statement, logger: logger)
                 }
@@ -319,6 +339,12 @@ public struct PostgresStore: NotedStore {
         return 0
     }
 
+    public func usage(userID: String) async throws -> StorageUsage {
+        let rows = try await client.query("SELECT stored_bytes, stored_records FROM user_seq WHERE user_id = \(userID)", logger: logger)
+        for try await (bytes, records) in rows.decode((Int64, Int64).self) { return StorageUsage(bytes: bytes, records: records) }
+        return StorageUsage()
+    }
+
     public func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage {
         try await client.withTransaction(logger: logger) { connection in
             // The seq, the purge point and the records from one snapshot.
@@ -393,10 +419,11 @@ public struct PostgresStore: NotedStore {
     /// at `baseRev` come in one).
     private static func pushReads(_ change: Change, userID: String, connection: PostgresConnection, logger: Logger) async throws -> PrefetchedPushReads {
         var reads = PrefetchedPushReads(seq: 0)
-        for try await value in try await connection.query(
-            "SELECT seq FROM user_seq WHERE user_id = \(userID) FOR UPDATE", logger: logger
-        ).decode(Int64.self) {
-            reads.seq = value
+        for try await (seq, bytes, records) in try await connection.query(
+            "SELECT seq, stored_bytes, stored_records FROM user_seq WHERE user_id = \(userID) FOR UPDATE", logger: logger
+        ).decode((Int64, Int64, Int64).self) {
+            reads.seq = seq
+            reads.stored = StorageUsage(bytes: bytes, records: records)
         }
         for try await (hash, reply) in try await connection.query(
             "SELECT body_hash, reply FROM applied_changes WHERE user_id = \(userID) AND ccid = \(change.ccid)", logger: logger
@@ -429,6 +456,10 @@ public struct PostgresStore: NotedStore {
         switch write {
         case .setSeq(let seq):
             try await connection.query("UPDATE user_seq SET seq = \(seq) WHERE user_id = \(userID)", logger: logger)
+        case .setUsage(let usage):
+            try await connection.query("""
+                UPDATE user_seq SET stored_bytes = \(usage.bytes), stored_records = \(usage.records) WHERE user_id = \(userID)
+                """, logger: logger)
         case .upsertRecord(let record):
             try await connection.query("""
                 INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)

@@ -8,7 +8,7 @@ public struct SQLiteStore: NotedStore {
     let processor: ChangeProcessor
 
     /// Opens (creating when needed) the database file at `path`.
-    public init(path: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int) throws {
+    public init(path: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, quota: StorageQuota = .unlimited) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
@@ -19,10 +19,16 @@ public struct SQLiteStore: NotedStore {
         // GRDB switches a pool's writer to `synchronous = NORMAL` after `prepareDatabase` when it
         // enables WAL: set FULL again on the writer, or commits (acks) are not fsynced.
         try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
-        self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept)
+        self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept, quota: quota)
     }
 
     public func migrate() async throws {
+        try await migrate(upTo: nil)
+    }
+
+    /// Runs the migrations, all of them or those up to and including `last` (tests make the
+    /// database an earlier version left).
+    func migrate(upTo last: String?) async throws {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(sql: """
@@ -97,7 +103,22 @@ public struct SQLiteStore: NotedStore {
         }
         Self.registerOAuthMigration(&migrator)
         Self.registerCollectionsMigration(&migrator)
-        try migrator.migrate(pool)
+        // Storage quotas: what each user stores, kept up to date by every push from now on.
+        migrator.registerMigration("quota") { db in
+            try db.execute(sql: """
+                ALTER TABLE user_seq ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE user_seq ADD COLUMN stored_records INTEGER NOT NULL DEFAULT 0;
+                UPDATE user_seq SET
+                    stored_bytes = (SELECT COALESCE(SUM(length(CAST(fields AS BLOB))), 0) FROM records r
+                                    WHERE r.user_id = user_seq.user_id AND r.deleted = 0),
+                    stored_records = (SELECT COUNT(*) FROM records r WHERE r.user_id = user_seq.user_id AND r.deleted = 0);
+                """)
+        }
+        if let last {
+            try migrator.migrate(pool, upTo: last)
+        } else {
+            try migrator.migrate(pool)
+        }
     }
 
     public func ping() async throws {
@@ -226,6 +247,13 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
+    public func usage(userID: String) async throws -> StorageUsage {
+        try await pool.read { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT stored_bytes, stored_records FROM user_seq WHERE user_id = ?"), arguments: [userID])
+                .map { StorageUsage(bytes: $0["stored_bytes"], records: $0["stored_records"]) } ?? StorageUsage()
+        }
+    }
+
     public func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage {
         try await pool.read { db in
             let seqRow = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, purged_seq FROM user_seq WHERE user_id = ?"), arguments: [userID])
@@ -318,6 +346,11 @@ public struct SQLiteStore: NotedStore {
                 SELECT fields FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 0
                 """), arguments: [userID, change.collection, change.id, rev]).map(FieldsCoding.decode)
         }
+
+        func usage() throws -> StorageUsage {
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT stored_bytes, stored_records FROM user_seq WHERE user_id = ?"), arguments: [userID])
+                .map { StorageUsage(bytes: $0["stored_bytes"], records: $0["stored_records"]) } ?? StorageUsage()
+        }
     }
 
     /// One statement of a push, in SQLite's SQL.
@@ -325,6 +358,9 @@ public struct SQLiteStore: NotedStore {
         switch write {
         case .setSeq(let seq):
             try db.cachedStatement(sql: "UPDATE user_seq SET seq = ? WHERE user_id = ?").execute(arguments: [seq, userID])
+        case .setUsage(let usage):
+            try db.cachedStatement(sql: "UPDATE user_seq SET stored_bytes = ?, stored_records = ? WHERE user_id = ?")
+                .execute(arguments: [usage.bytes, usage.records, userID])
         case .upsertRecord(let record):
             try db.cachedStatement(sql: """
                 INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)

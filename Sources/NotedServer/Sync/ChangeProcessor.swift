@@ -8,6 +8,8 @@ struct ChangeProcessor: Sendable {
     var merger: FieldMerger
     /// How many ordinary revisions to keep per record (conflict revisions are always kept).
     var revisionsKept: Int
+    /// What one user may store.
+    var quota: StorageQuota = .unlimited
 
     /// What the transaction read about a change.
     struct Inputs {

@@ -14,12 +14,15 @@ protocol PushReads {
     mutating func current() throws -> Record?
     /// The record's fields at revision `rev` (not a conflict revision), if still held.
     mutating func baseFields(rev: Int64) throws -> [String: JSONValue]?
+    /// What the user stores (``StorageQuota``), from the row locked by ``lockedSeq()``.
+    mutating func usage() throws -> StorageUsage
 }
 
 /// One statement of a push transaction, in the algorithm's terms; each backend writes it in
 /// its SQL dialect.
 enum PushWrite: Sendable, Hashable {
     case setSeq(Int64)
+    case setUsage(StorageUsage)
     case upsertRecord(Record)
     /// A purge: the record's whole history goes.
     case deleteRevisions(collection: String, id: String)
@@ -52,7 +55,16 @@ struct PushAlgorithm: Sendable {
             let next = seq + 1
             let written = plan.assigning(seq: next)
             let record = written.record
+            let usage = try reads.usage()
+            let before = StorageUsage.of(current)
+            let now = StorageUsage.of(record)
+            let after = StorageUsage(bytes: usage.bytes - before.bytes + now.bytes, records: usage.records - before.records + now.records)
+            if let refusal = processor.quota.refusal(from: usage, to: after) {
+                let identity = ChangeIdentity(ccid: change.ccid, collection: change.collection, id: change.id)
+                return (PushResult(reply: .reject(Reject(refusal, identity: identity)), broadcast: nil, committedSeq: nil), [])
+            }
             var writes: [PushWrite] = [.setSeq(next), .upsertRecord(record)]
+            if after != usage { writes.append(.setUsage(after)) }
             if plan.purgeHistory {
                 writes.append(.deleteRevisions(collection: record.collection, id: record.id))
             }
@@ -72,6 +84,7 @@ struct PushAlgorithm: Sendable {
 /// change is an update, the revision at its `baseRev`.
 struct PrefetchedPushReads: PushReads {
     var seq: Int64
+    var stored = StorageUsage()
     var applied: (bodyHash: String, reply: String)?
     var record: Record?
     var base: (rev: Int64, fields: [String: JSONValue])?
@@ -80,4 +93,5 @@ struct PrefetchedPushReads: PushReads {
     func appliedResult() -> (bodyHash: String, reply: String)? { applied }
     func current() -> Record? { record }
     func baseFields(rev: Int64) -> [String: JSONValue]? { base?.rev == rev ? base?.fields : nil }
+    func usage() -> StorageUsage { stored }
 }

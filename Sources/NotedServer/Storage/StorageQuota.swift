@@ -1,0 +1,51 @@
+import Foundation
+import NotedCore
+
+/// What one user may store (`--quota-bytes`, `--quota-records`; docs/security.md): the live
+/// records of every collection, counted as their stored fields (bytes of the JSON text) and
+/// their number. Tombstones and revisions are not counted; revisions are bounded per record
+/// by the history's own limits.
+public struct StorageQuota: Sendable, Hashable {
+    /// At most this many bytes of live records' fields; nil: no limit.
+    public var bytes: Int64?
+    /// At most this many live records; nil: no limit.
+    public var records: Int64?
+
+    public init(bytes: Int64? = nil, records: Int64? = nil) {
+        self.bytes = bytes
+        self.records = records
+    }
+
+    public static let unlimited = StorageQuota()
+    /// The server's defaults: 1 GiB and a million records (100,000 notes of 2 KB use a fifth).
+    public static let standard = StorageQuota(bytes: 1 << 30, records: 1_000_000)
+
+    /// Why `change` may not make `usage` into `after`, if it may not: growing beyond a limit is
+    /// refused, shrinking never (a user over a lowered quota can always delete and trim).
+    func refusal(from usage: StorageUsage, to after: StorageUsage) -> ProtocolError? {
+        if let bytes, after.bytes > usage.bytes, after.bytes > bytes {
+            return ProtocolError(.quotaExceeded, "this account may store at most \(bytes) bytes (it stores \(usage.bytes)); delete something first")
+        }
+        if let records, after.records > usage.records, after.records > records {
+            return ProtocolError(.quotaExceeded, "this account may store at most \(records) records; delete something first")
+        }
+        return nil
+    }
+}
+
+/// What one user stores now, as ``StorageQuota`` counts it.
+public struct StorageUsage: Sendable, Hashable {
+    public var bytes: Int64
+    public var records: Int64
+
+    public init(bytes: Int64 = 0, records: Int64 = 0) {
+        self.bytes = bytes
+        self.records = records
+    }
+
+    /// What a live record counts for; a tombstone counts for nothing.
+    static func of(_ record: Record?) -> StorageUsage {
+        guard let record, !record.deleted else { return StorageUsage() }
+        return StorageUsage(bytes: Int64(FieldsCoding.encode(record.fields).utf8.count), records: 1)
+    }
+}
