@@ -260,15 +260,17 @@ extension DiffMatchPatch {
     /// approximate and can fall inside a surrogate pair; when that leaves half a character in
     /// the result, the patches are applied again with positions moved off the pairs (insert
     /// before a pair, delete less rather than half a character).
-    func patchApply(_ patches: [UPatch], _ text: [UInt16], strict: Bool = false) -> (text: [UInt16], results: [Bool]) {
-        let exact = patchApply(patches, text, keepingPairs: false, strict: strict)
+    func patchApply(_ patches: [UPatch], _ text: [UInt16], strict: Bool = false, until: ContinuousClock.Instant? = nil) -> (text: [UInt16], results: [Bool]) {
+        let exact = patchApply(patches, text, keepingPairs: false, strict: strict, until: until)
         if Surrogates.hasUnpaired(exact.text) && !Surrogates.hasUnpaired(text) {
-            return patchApply(patches, text, keepingPairs: true, strict: strict)
+            return patchApply(patches, text, keepingPairs: true, strict: strict, until: until)
         }
         return exact
     }
 
-    private func patchApply(_ patchesIn: [UPatch], _ textIn: [UInt16], keepingPairs: Bool, strict: Bool) -> (text: [UInt16], results: [Bool]) {
+    private func patchApply(
+        _ patchesIn: [UPatch], _ textIn: [UInt16], keepingPairs: Bool, strict: Bool, until: ContinuousClock.Instant?
+    ) -> (text: [UInt16], results: [Bool]) {
         if patchesIn.isEmpty { return (textIn, []) }
         var patches = patchesIn
         let nullPadding = patchAddPadding(&patches)
@@ -285,6 +287,12 @@ extension DiffMatchPatch {
         var results = [Bool](repeating: false, count: patches.count)
         for (x, patch) in patches.enumerated() {
             let expectedLoc = patch.start2 + delta
+            if let until, ContinuousClock.now > until {
+                // Out of time: this hunk and the ones after it are left out.
+                results[x] = false
+                delta -= patch.length2 - patch.length1
+                continue
+            }
             let text1 = self.text1(patch.diffs)
             let startLoc: Int
             let endLoc: Int
@@ -324,7 +332,7 @@ extension DiffMatchPatch {
                 continue
             }
             // Imperfect match. Run a diff to get a framework of equivalent indices.
-            var diffs = diffMain(text1, text2, checkLines: false, deadline: defaultDeadline)
+            var diffs = diffMain(text1, text2, checkLines: false, deadline: earliest(defaultDeadline, until))
             if text1.count > maxBits && Double(levenshtein(diffs)) / Double(text1.count) > configuration.patchDeleteThreshold {
                 // The end points match, but the content is unacceptably bad.
                 results[x] = false
@@ -413,4 +421,11 @@ extension DiffMatchPatch {
         }
         return true
     }
+}
+
+/// The earlier of two deadlines, nil meaning never.
+func earliest(_ a: ContinuousClock.Instant?, _ b: ContinuousClock.Instant?) -> ContinuousClock.Instant? {
+    guard let a else { return b }
+    guard let b else { return a }
+    return min(a, b)
 }

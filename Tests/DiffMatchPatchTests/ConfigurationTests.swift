@@ -49,3 +49,17 @@ extension String {
         split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
     }
 }
+
+/// `patchApply(_:to:strict:deadline:)`: the hunks not applied by the deadline are left out.
+@Suite struct PatchDeadlineTests {
+    @Test func hunksAfterTheDeadlineAreLeftOutAndReportedFalse() {
+        let dmp = DiffMatchPatch()
+        let patches = dmp.patchMake("one two three four", "one 2 three 4")
+        let shifted = "zero one two three four"
+        let late = dmp.patchApply(patches, to: shifted, strict: true, deadline: .now - .seconds(1))
+        #expect(late.text == shifted && !late.results.isEmpty && late.results.allSatisfy { !$0 })
+        let inTime = dmp.patchApply(patches, to: shifted, strict: true, deadline: .now + .seconds(60))
+        #expect(inTime.text == "zero one 2 three 4" && inTime.results.allSatisfy { $0 })
+        #expect(dmp.patchApply(patches, to: shifted, strict: true, deadline: nil).text == inTime.text)
+    }
+}

@@ -102,6 +102,40 @@ import Testing
         #expect(result.conflicts.isEmpty && result.conflictFields == nil)
     }
 
+    /// Bounded work per change (issue 14): a stale edit that cannot be placed in time, or is
+    /// spread over too many hunks, leaves the current text and is kept whole as a conflict.
+    @Test func aStaleEditOutOfTimeOrTooScatteredIsKeptAsAConflictNotLost() throws {
+        let words = (0..<3_000).map { "paragraph\($0)" }
+        let base = words.joined(separator: " ")
+        let edited = words.map { $0 + "x" }.joined(separator: " ")  // 3,000 separate edits
+        let delta = DiffMatchPatch().toDelta(DiffMatchPatch().diff(base, edited))
+        let current = "intro " + base
+        // Too many hunks: nothing placed, nothing lost.
+        let scattered = try merger.apply(["body": .textDelta(delta)], schema: .notes, current: ["body": .string(current)], base: ["body": .string(base)])
+        #expect(scattered.fields["body"] == .string(current))
+        #expect(scattered.conflicts == ["body"] && scattered.conflictFields?["body"] == .string(edited))
+        // No time at all: one hunk is not placed either, and is kept the same way.
+        var hurried = merger
+        hurried.timeBudget = .zero
+        let small = DiffMatchPatch().toDelta(DiffMatchPatch().diff("one two three", "one 2 three"))
+        let late = try hurried.apply(["body": .textDelta(small)], schema: .notes, current: ["body": "zero one two three"], base: ["body": "one two three"])
+        #expect(late.fields["body"] == "zero one two three")
+        #expect(late.conflicts == ["body"] && late.conflictFields?["body"] == "one 2 three")
+        // With time, the same hunk is placed.
+        let inTime = try merger.apply(["body": .textDelta(small)], schema: .notes, current: ["body": "zero one two three"], base: ["body": "one two three"])
+        #expect(inTime.fields["body"] == "zero one 2 three" && inTime.conflicts.isEmpty)
+    }
+
+    @Test func aDeltaOfTooManyOperationsIsTooLarge() {
+        let base = String(repeating: "ab", count: 30_000)
+        let delta = (0..<30_000).map { _ in "=1\t-1" }.joined(separator: "\t")  // 60,000 operations
+        #expect {
+            try merger.apply(["body": .textDelta(delta)], schema: .notes, current: ["body": .string(base)], base: nil)
+        } throws: { error in
+            (error as? ProtocolError)?.code == .tooLarge
+        }
+    }
+
     @Test func aDeltaThatDoesNotFitIsInvalid() {
         #expect(throws: ProtocolError.self) {
             try merger.apply(["body": .textDelta("=9")], schema: .notes, current: ["body": "abc"], base: nil)

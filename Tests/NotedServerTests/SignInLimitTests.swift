@@ -60,7 +60,7 @@ import Testing
     }
 
     @Test func eachLockoutOfTheSameKeyDoublesUpToTheMaximumAndIsForgottenAfterAQuietMaximum() throws {
-        let limiter = RateLimiter(limit: 3, window: 60, maxLockout: 600)
+        let limiter = RateLimiter(limit: 3, window: 60, backoff: true, maxLockout: 600)
         let key = ["signin-user:ada"]
         func retryAfter(_ now: Date) -> Int? {
             do {

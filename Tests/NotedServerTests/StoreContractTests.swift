@@ -184,6 +184,34 @@ import Testing
         }
     }
 
+    @Test(arguments: backends) func conflictRevisionsAreKeptUpToTheNewestFew(backend: Backend) async throws {
+        try await withStore(backend, revisionsKept: 2) { (store: any NotedStore) async throws in
+            let user = try await makeUser(store)
+            let id = UUID().uuidString.lowercased()
+            _ = try await push(store, user: user, create(id, title: "0"))
+            func edit(_ title: String, baseRev: Int64) -> JSONValue {
+                ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                 "baseRev": .int(baseRev), "op": "upsert", "fields": ["title": ["set": .string(title)]]]
+            }
+            // Each round: an edit, then another device's edit from the revision before it (a conflict).
+            var rev: Int64 = 1
+            for round in 1...5 {
+                _ = try await push(store, user: user, edit("mine \(round)", baseRev: rev))
+                let stale = try await push(store, user: user, edit("theirs \(round)", baseRev: rev))
+                #expect(stale["status"] == "merged", "\(stale)")
+                rev += 2
+            }
+            let revisions = try #require(try await store.revisions(userID: user, collection: "notes", id: id))
+            let conflicts = revisions.filter(\.conflict)
+            #expect(conflicts.count == 2, "\(revisions.map { ($0.rev, $0.conflict) })")
+            var titles: [JSONValue?] = []
+            for conflict in conflicts.sorted(by: { $0.rev < $1.rev }) {
+                titles.append(try await store.revision(userID: user, collection: "notes", id: id, rev: conflict.rev, conflict: true)?.fields["title"])
+            }
+            #expect(titles == ["mine 4", "mine 5"].map { JSONValue.string($0) }, "the newest stay")
+        }
+    }
+
     @Test(arguments: backends) func nulCharactersInTextAreStoredFaithfully(backend: Backend) async throws {
         try await withStore(backend) { (store: any NotedStore) async throws in
             let user = try await makeUser(store)

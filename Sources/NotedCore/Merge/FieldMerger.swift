@@ -28,6 +28,14 @@ public struct MergeResult: Sendable, Hashable {
 public struct FieldMerger: Sendable {
     public var limits: Limits
     private let dmp: DiffMatchPatch
+    /// All the diff and patch work of one change ends within this (docs/security.md): a hunk
+    /// not placed by then is not placed, and the client's text is kept as a conflict revision.
+    public var timeBudget: Duration = .seconds(2)
+    /// A text delta of more operations is refused (`too_large`).
+    public static let maxDeltaOps = 50_000
+    /// A stale delta whose patch has more hunks than this is not placed at all: the current
+    /// text stays and the client's is kept as a conflict revision.
+    public static let maxHunks = 2_000
 
     public init(limits: Limits) {
         self.limits = limits
@@ -47,6 +55,7 @@ public struct FieldMerger: Sendable {
     ) throws(ProtocolError) -> MergeResult {
         let current = schema.completed(current)
         let baseFields = base.map(schema.completed) ?? current
+        let deadline = ContinuousClock.now + timeBudget
         var fields = current
         var conflicts: [String] = []
         var losing: [String: JSONValue] = [:]
@@ -63,7 +72,7 @@ public struct FieldMerger: Sendable {
                 fields[name] = .string(text)
             case .textDelta(let delta):
                 let merged = try mergeText(name, delta: delta, base: baseValue.stringValue ?? "",
-                                           current: base == nil ? nil : currentValue.stringValue ?? "")
+                                           current: base == nil ? nil : currentValue.stringValue ?? "", deadline: deadline)
                 if let intended = merged.lost {
                     conflicts.append(name)
                     losing[name] = .string(intended)
@@ -98,18 +107,28 @@ public struct FieldMerger: Sendable {
     /// result is exactly base plus delta) with strict patch application.
     /// - Returns: the merged text, and the text the client intended when part of the edit could
     ///   not be placed (kept as a conflict revision).
-    private func mergeText(_ name: String, delta: String, base baseText: String, current: String?) throws(ProtocolError) -> (text: String, lost: String?) {
+    private func mergeText(
+        _ name: String, delta: String, base baseText: String, current: String?, deadline: ContinuousClock.Instant
+    ) throws(ProtocolError) -> (text: String, lost: String?) {
         let diffs: [Diff]
         do {
             diffs = try dmp.fromDelta(baseText, delta, strict: true)
         } catch {
             throw ProtocolError(.invalidDelta, "the delta of \"\(name)\" does not fit its base text: \(error)")
         }
+        guard diffs.count <= Self.maxDeltaOps else {
+            throw ProtocolError(.tooLarge, "the delta of \"\(name)\" has more than \(Self.maxDeltaOps) operations; send the text with set")
+        }
         let intended = dmp.text2(diffs)
         var result = intended
         var lost: String?
         if let current, current != baseText {
-            let applied = dmp.patchApply(dmp.patchMake(baseText, diffs), to: current, strict: true)
+            let patches = dmp.patchMake(baseText, diffs)
+            if patches.count > Self.maxHunks {
+                // Too scattered to place in time: the current text stays, the client's is kept.
+                return (current, intended)
+            }
+            let applied = dmp.patchApply(patches, to: current, strict: true, deadline: deadline)
             result = applied.text
             if applied.results.contains(false) { lost = intended }
         }

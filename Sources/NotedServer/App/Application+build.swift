@@ -41,7 +41,7 @@ public func buildApplication(
     var accounts = Accounts(
         store: store, tokens: tokens, registrationOpen: configuration.registrationOpen, passwords: passwords,
         refreshLifetime: configuration.refreshTokenLifetime.timeInterval,
-        limiter: RateLimiter(limit: configuration.authAttemptsPerWindow, window: configuration.authWindow.timeInterval),
+        limiter: RateLimiter(limit: configuration.authAttemptsPerWindow, window: configuration.authWindow.timeInterval, backoff: true),
         dummyHash: dummyHash)
     accounts.familyLifetime = configuration.signInLifetime.timeInterval
     accounts.addresses = ClientAddresses(trustedProxies: configuration.trustedProxies)

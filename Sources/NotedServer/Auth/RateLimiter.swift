@@ -2,9 +2,10 @@ import Crypto
 import Foundation
 import NIOConcurrencyHelpers
 
-/// A fixed-window counter per key: at most `limit` attempts per `window`, then a lockout that
-/// doubles each time the same key reaches the limit again (one window, two, four, … at most
-/// `maxLockout`), forgotten after `maxLockout` without one (docs/security.md, "Sign-in limits").
+/// A fixed-window counter per key: at most `limit` attempts per `window`. With `backoff`
+/// (sign-in), reaching the limit locks the key out instead, for a time that doubles each time
+/// the same key reaches it again (one window, two, four, … at most `maxLockout`), forgotten
+/// after `maxLockout` without one (docs/security.md, "Sign-in limits").
 ///
 /// Process memory is fine here: a limit that resets on restart or differs between nodes still
 /// slows down guessing, and correctness never depends on it. The memory is bounded: keys are
@@ -25,11 +26,13 @@ public final class RateLimiter: Sendable {
     private let state = NIOLockedValueBox(State())
     let limit: Int
     let window: TimeInterval
+    let backoff: Bool
     let maxLockout: TimeInterval
 
-    public init(limit: Int, window: TimeInterval, maxLockout: TimeInterval = 3600) {
+    public init(limit: Int, window: TimeInterval, backoff: Bool = false, maxLockout: TimeInterval = 3600) {
         self.limit = limit
         self.window = window
+        self.backoff = backoff
         self.maxLockout = max(window, maxLockout)
     }
 
@@ -80,16 +83,16 @@ public final class RateLimiter: Sendable {
                     current.start = now
                     current.count = 0
                 }
-                if count {
-                    current.count += 1
-                    if current.count >= limit {
-                        // The limit is reached: locked out for one window, doubled per strike.
-                        let lockout = min(maxLockout, window * pow(2, Double(current.strikes)))
-                        current.strikes += 1
-                        current.lockedUntil = now.addingTimeInterval(lockout)
-                        current.start = now.addingTimeInterval(lockout)
-                        current.count = 0
-                    }
+                if count { current.count += 1 }
+                if current.count > limit || (!count && current.count >= limit) {
+                    retry = max(retry ?? 1, Int((window - now.timeIntervalSince(current.start)).rounded(.up)))
+                } else if backoff && count && current.count >= limit {
+                    // The limit is reached: locked out for one window, doubled per strike.
+                    let lockout = min(maxLockout, window * pow(2, Double(current.strikes)))
+                    current.strikes += 1
+                    current.lockedUntil = now.addingTimeInterval(lockout)
+                    current.start = now.addingTimeInterval(lockout)
+                    current.count = 0
                 }
                 if count || current.count > 0 || current.lockedUntil != nil { state.windows[key] = current }
             }

@@ -484,6 +484,12 @@ public struct PostgresStore: NotedStore {
                 DELETE FROM revisions WHERE user_id = \(userID) AND collection = \(collection)
                 AND record_id = \(id) AND NOT conflict AND rev <= \(throughRev)
                 """, logger: logger)
+        case .pruneConflictRevisions(let collection, let id, let keeping):
+            try await connection.query("""
+                DELETE FROM revisions WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id) AND conflict
+                AND rev NOT IN (SELECT rev FROM revisions WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id)
+                                AND conflict ORDER BY rev DESC LIMIT \(keeping))
+                """, logger: logger)
         case .recordApplied(let ccid, let bodyHash, let reply, let at):
             try await connection.query("""
                 INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at)

@@ -383,6 +383,12 @@ public struct SQLiteStore: NotedStore {
             try db.cachedStatement(sql: """
                 DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 0 AND rev <= ?
                 """).execute(arguments: [userID, collection, id, throughRev])
+        case .pruneConflictRevisions(let collection, let id, let keeping):
+            try db.cachedStatement(sql: """
+                DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 1 AND rev NOT IN (
+                    SELECT rev FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 1
+                    ORDER BY rev DESC LIMIT ?)
+                """).execute(arguments: [userID, collection, id, userID, collection, id, keeping])
         case .recordApplied(let ccid, let bodyHash, let reply, let at):
             try db.cachedStatement(sql: "INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at) VALUES (?, ?, ?, ?, ?)")
                 .execute(arguments: [userID, ccid, bodyHash, reply, at.millis])

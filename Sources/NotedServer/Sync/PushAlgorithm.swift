@@ -29,6 +29,9 @@ enum PushWrite: Sendable, Hashable {
     case insertRevision(collection: String, id: String, RevisionInfo)
     /// Ordinary revisions up to and including `throughRev` go (conflict revisions stay).
     case pruneRevisions(collection: String, id: String, throughRev: Int64)
+    /// Conflict revisions beyond the newest `keeping` go (one account making conflicts on
+    /// purpose must not grow the history without bound).
+    case pruneConflictRevisions(collection: String, id: String, keeping: Int)
     case recordApplied(ccid: String, bodyHash: String, reply: String, at: Date)
     /// Tell every node (PostgreSQL `NOTIFY`, delivered on commit); a single node has nothing to do.
     case announce(seq: Int64)
@@ -72,6 +75,9 @@ struct PushAlgorithm: Sendable {
                 writes.append(.insertRevision(collection: record.collection, id: record.id, revision))
             }
             writes.append(.pruneRevisions(collection: record.collection, id: record.id, throughRev: record.rev - Int64(processor.revisionsKept)))
+            if written.revisions.contains(where: \.conflict) {
+                writes.append(.pruneConflictRevisions(collection: record.collection, id: record.id, keeping: processor.revisionsKept))
+            }
             writes.append(.recordApplied(ccid: change.ccid, bodyHash: context.bodyHash, reply: ServerMessage.ack(written.reply).json.jsonString, at: context.now))
             writes.append(.announce(seq: next))
             return (PushResult(reply: .ack(written.reply), broadcast: written.broadcast, committedSeq: next), writes)
