@@ -5,9 +5,11 @@ import NotedCore
 ///
 /// A page reads records with `lowerBound < seq <= upperBound`, where `upperBound` is the user's
 /// seq read first: a change commits its record and the seq together, so every record at or
-/// below that seq is visible. When `since` is older than the purged tombstones, the page is a
-/// reset: every live record up to the purge point in one page (it may exceed `limit`), and the
-/// cursor moves past the purge point so the next pull pages normally.
+/// below that seq is visible. When `since` is older than the purged tombstones, the answer is
+/// a reset: a page with no records, `reset: true`, `more: true` and cursor 0, so that the
+/// client pulls on from 0 and those pages, paged like any pull, are the snapshot
+/// (docs/protocol.md). (It used to hold every live record up to the purge point in one page,
+/// however many: a page of unbounded size.)
 struct ChangesQuery {
     var since: Int64
     var limit: Int
@@ -15,10 +17,11 @@ struct ChangesQuery {
     var purgedSeq: Int64
 
     var reset: Bool { since > 0 && since < purgedSeq }
-    var lowerBound: Int64 { reset ? 0 : since }
-    var upperBound: Int64 { reset ? purgedSeq : latest }
-    var includeTombstones: Bool { !(reset || since == 0) }
-    var fetchLimit: Int { reset ? Int(Int32.max) : limit + 1 }
+    var lowerBound: Int64 { since }
+    var upperBound: Int64 { latest }
+    var includeTombstones: Bool { since != 0 }
+    /// A reset reads no records.
+    var fetchLimit: Int { reset ? 0 : limit + 1 }
 
     /// A page holds at most `limit` records and about `maxPageBytes` of them (at least one),
     /// so that a page of large notes cannot be a message of hundreds of megabytes
@@ -27,7 +30,7 @@ struct ChangesQuery {
 
     func page(from records: [Record]) -> ChangesPage {
         if reset {
-            return ChangesPage(records: records, cursor: purgedSeq, more: latest > purgedSeq, reset: true)
+            return ChangesPage(records: [], cursor: 0, more: true, reset: true)
         }
         var count = 0, bytes = 0
         while count < min(records.count, limit) {
