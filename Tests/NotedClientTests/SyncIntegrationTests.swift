@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import NotedClient
 import NotedCore
 import Testing
@@ -94,6 +97,52 @@ import Testing
             #expect(kept.count == 1)
             try await eventually("A received the kept copy") { try await a.list().contains { $0.body == "text and precious unsynced words" } }
             await a.stopSync()
+            await b.stopSync()
+        }
+    }
+
+    /// A client offline for longer than the server keeps tombstones: its cursor is older than
+    /// the purge point, the server answers `reset` (an empty page sending it back to 0), and
+    /// the pull from 0 is its snapshot: the purged note goes, the rest stays, and a note it
+    /// wrote offline meanwhile still syncs.
+    @Test func aClientBackAfterTheTombstonesWereSweptResetsAndKeepsItsOfflineNote() async throws {
+        try await LiveServer.with(configure: {
+            $0.tombstoneRetention = .milliseconds(1)
+            $0.sweepInterval = .milliseconds(100)
+        }) { server in
+            let user = try await server.makeUser()
+            let a = try server.client(user)
+            let b = try server.client(user)
+            let keep = try await a.create(NoteFields(title: "Keep"))
+            let doomed = try await a.create(NoteFields(title: "Doomed"))
+            let later = try await a.create(NoteFields(title: "Later"))
+            await a.startSync()
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
+            await a.stopSync()
+            await b.startSync()
+            #expect(await b.waitUntilSynced(timeout: .seconds(30)))
+            try await b.purge(doomed.id)
+            try await b.setBody(later.id, "edited on B")
+            #expect(await b.waitUntilSynced(timeout: .seconds(30)))
+            await b.stopSync()
+            // The tombstone is swept: a pull from A's cursor is now a reset.
+            var request = URLRequest(url: URL(string: server.url.absoluteString + "/v1/changes?since=1")!)
+            request.setValue("Bearer \(user.accessToken)", forHTTPHeaderField: "Authorization")
+            try await eventually("the server swept the tombstone") {
+                let (data, _) = try await URLSession.shared.data(for: request)
+                let page = try JSONValue.parse(Array(data))
+                return page["reset"] == true && page["records"] == [] && page["cursor"] == 0
+            }
+            let offline = try await a.create(NoteFields(title: "Written offline"))
+            await a.startSync()
+            try await eventually("A synced after the reset") { await a.waitUntilSynced(timeout: .milliseconds(100)) }
+            #expect(try await a.note(doomed.id) == nil, "purged elsewhere, dropped by the snapshot")
+            #expect(try await a.note(keep.id)?.title == "Keep")
+            #expect(try await a.note(later.id)?.body == "edited on B", "the snapshot brought what changed")
+            #expect(try await a.note(offline.id)?.pending == false, "the offline note was sent")
+            await a.stopSync()
+            await b.startSync()
+            try await eventually("B has A's offline note") { try await b.note(offline.id) != nil }
             await b.stopSync()
         }
     }

@@ -60,11 +60,12 @@ import Testing
                 if page["reset"] == true { break }
                 try await Task.sleep(for: .milliseconds(100))
             }
-            #expect(page["reset"] == true)
-            #expect(page["records"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == [kept])
+            // The reset sends the client back to 0 and holds nothing itself; from 0, the snapshot.
+            #expect(page["reset"] == true && page["more"] == true && page["cursor"] == 0 && page["records"] == [])
             let cursor = try #require(page["cursor"]?.intValue)
             let next = try await connection.pull(since: cursor)
-            #expect(next["reset"] == false)
+            #expect(next["reset"] == false && next["more"] == false)
+            #expect(next["records"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == [kept])
             await connection.close()
         }
     }
