@@ -41,7 +41,9 @@ import Testing
             return
         }
         try await withDatabase(.postgres) { location in
-            guard case .postgres(let url) = location else { return }
+            guard case .postgres(let full) = location else { return }
+            // The run's URL may carry its own sslmode: each case below sets one.
+            let url = String(full.split(separator: "?", maxSplits: 1)[0])
             let localhost = url.replacingOccurrences(of: "@127.0.0.1:", with: "@localhost:")
             for (target, encrypted) in [
                 (url + "?sslmode=disable", false), (url, true), (url + "?sslmode=require", true),
