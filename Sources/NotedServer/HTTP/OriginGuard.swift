@@ -225,6 +225,4 @@ final class ConnectionLimit: Sendable {
     func release() {
         open.withLockedValue { $0 -= 1 }
     }
-
-    var count: Int { open.withLockedValue { $0 } }
 }
