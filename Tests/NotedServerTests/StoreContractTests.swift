@@ -101,6 +101,41 @@ import Testing
         }
     }
 
+    /// Every edit below is made from revision 1 and they race: on SQLite each is decided on a
+    /// reader before the write transaction, so most find the note changed by the time they
+    /// write and must be decided again inside, never written from the stale decision.
+    @Test(arguments: backends) func racingStaleEditsOfOneNoteAreEachMergedOnce(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let user = try await makeUser(store)
+            let id = UUID().uuidString.lowercased()
+            // Words far enough apart that one edit's patch context never takes in another's word.
+            let words = (0..<24).map { "word\($0)" }
+            let segments = words.enumerated().map { "\($1) is followed by padding number \($0)." }
+            let text = segments.joined(separator: " ")
+            let created: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                                      "baseRev": 0, "op": "upsert", "fields": ["body": ["set": .string(text)]]]
+            #expect(try await push(store, user: user, created)["rev"] == 1)
+            let acks = try await withThrowingTaskGroup(of: JSONValue.self) { group in
+                for (index, word) in words.enumerated() {
+                    // A delta against revision 1 replacing one word with its upper case.
+                    let offset = segments[..<index].reduce(0) { $0 + $1.count + 1 }
+                    let rest = text.count - offset - word.count
+                    let delta = (offset > 0 ? "=\(offset)\t" : "") + "-\(word.count)\t+\(word.uppercased())\t=\(rest)"
+                    let edit: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                                           "baseRev": 1, "op": "upsert", "fields": ["body": ["delta": .string(delta)]]]
+                    group.addTask { try await push(store, user: user, edit) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(acks.allSatisfy { $0["type"] == "ack" && ($0["conflicts"]?.arrayValue ?? []).isEmpty }, "\(acks)")
+            #expect(Set(acks.compactMap { $0["rev"]?.intValue }) == Set(2...25))
+            let record = try #require(try await store.record(userID: user, collection: "notes", id: id))
+            let expected = words.enumerated().map { "\($1.uppercased()) is followed by padding number \($0)." }.joined(separator: " ")
+            #expect(record.fields["body"]?.stringValue == expected)
+            #expect(record.rev == 25)
+        }
+    }
+
     @Test(arguments: backends) func changesArePagedInSeqOrder(backend: Backend) async throws {
         try await withStore(backend) { (store: any NotedStore) async throws in
             let user = try await makeUser(store)

@@ -310,9 +310,14 @@ public struct SQLiteStore: NotedStore {
     /// connection, not parsed and authorized again for every change.
     private func pushTransaction(_ change: Change, context: PushContext) async throws -> PushResult {
         let algorithm = PushAlgorithm(processor: processor)
+        // Decided on a reader, outside the single writer (see ``PushAlgorithm``).
+        let prepared = try await pool.read { db in
+            var reads = Reads(db: db, userID: context.userID, change: change)
+            return try algorithm.prepare(change, context: context, reads: &reads)
+        }
         return try await pool.write { db in
             var reads = Reads(db: db, userID: context.userID, change: change)
-            let (result, writes) = try algorithm.run(change, context: context, reads: &reads)
+            let (result, writes) = try algorithm.run(change, context: context, reads: &reads, prepared: prepared)
             for write in writes {
                 try Self.execute(write, userID: context.userID, in: db)
             }

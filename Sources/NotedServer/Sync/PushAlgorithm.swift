@@ -39,19 +39,55 @@ enum PushWrite: Sendable, Hashable {
 
 /// The push algorithm, written once for every backend: read what the change needs, decide
 /// (``ChangeProcessor``), and list the writes that make the decision durable, in order.
+///
+/// A backend with one writer for everyone (SQLite) decides before its write transaction, from
+/// reads outside it (``prepare(_:context:reads:)``): the decision (the merge and the broadcast
+/// diff, the costly part: a whole-text change to a note of 200,000 characters) then no longer
+/// holds the writer while it computes, and one user's heavy pushes no longer stall every other
+/// user's acknowledgements (docs/security.md). The transaction uses that decision when the
+/// record and the `ccid` result are as they were read, and decides again, inside, when another
+/// push changed them meanwhile. PostgreSQL decides inside: a push there locks only its own
+/// user's row.
 struct PushAlgorithm: Sendable {
     let processor: ChangeProcessor
 
-    /// Runs the algorithm over one transaction's reads.
-    /// - Returns: the answer, and the statements to execute before committing (none when the
-    ///   answer is a reject or a duplicate).
-    func run(_ change: Change, context: PushContext, reads: inout some PushReads) throws -> (result: PushResult, writes: [PushWrite]) {
-        let seq = try reads.lockedSeq()
+    /// A decision made from reads outside the write transaction, and what it was made from.
+    struct Prepared: Sendable {
+        let applied: Bool
+        let currentRev: Int64?
+        let currentSeq: Int64?
+        let decision: ChangeProcessor.Decision
+    }
+
+    /// Decides from reads made outside the write transaction (`lockedSeq` is not asked).
+    func prepare(_ change: Change, context: PushContext, reads: inout some PushReads) throws -> Prepared {
         let applied = try reads.appliedResult()
         let current = try reads.current()
         let baseFields = ChangeProcessor.needsBase(change, current: current) ? try reads.baseFields(rev: change.baseRev) : nil
         let inputs = ChangeProcessor.Inputs(applied: applied, current: current, baseFields: baseFields)
-        switch processor.decide(change, inputs: inputs, context: context) {
+        return Prepared(applied: applied != nil, currentRev: current?.rev, currentSeq: current?.seq,
+                        decision: processor.decide(change, inputs: inputs, context: context))
+    }
+
+    /// Runs the algorithm over one transaction's reads, with the decision `prepared` outside it
+    /// when nothing it was made from has changed.
+    /// - Returns: the answer, and the statements to execute before committing (none when the
+    ///   answer is a reject or a duplicate).
+    func run(
+        _ change: Change, context: PushContext, reads: inout some PushReads, prepared: Prepared? = nil
+    ) throws -> (result: PushResult, writes: [PushWrite]) {
+        let seq = try reads.lockedSeq()
+        let applied = try reads.appliedResult()
+        let current = try reads.current()
+        let decision: ChangeProcessor.Decision
+        if let prepared, prepared.applied == (applied != nil), prepared.currentRev == current?.rev, prepared.currentSeq == current?.seq {
+            decision = prepared.decision
+        } else {
+            let baseFields = ChangeProcessor.needsBase(change, current: current) ? try reads.baseFields(rev: change.baseRev) : nil
+            let inputs = ChangeProcessor.Inputs(applied: applied, current: current, baseFields: baseFields)
+            decision = processor.decide(change, inputs: inputs, context: context)
+        }
+        switch decision {
         case .reply(let reply):
             return (PushResult(reply: reply, broadcast: nil, committedSeq: nil), [])
         case .write(let plan):

@@ -11,11 +11,14 @@ struct SyncService: Sendable {
     let metrics: ServerMetrics
     /// One push at a time per user.
     var turns = UserTurns()
+    /// One pull at a time per user and node: a user's many connections cannot hold every
+    /// database connection with pages at once (on PostgreSQL, the pool has 20).
+    var pullTurns = UserTurns()
 
     var limits: Limits { parser.limits }
 
     func pull(userID: String, since: Int64, limit: Int, rid: RequestID?) async throws -> JSONValue {
-        var page = try await store.changes(userID: userID, since: since, limit: limit)
+        var page = try await pullTurns.run(userID) { try await store.changes(userID: userID, since: since, limit: limit) }
         page.rid = rid
         return ServerMessage.changes(page).json
     }
