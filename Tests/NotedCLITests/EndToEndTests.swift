@@ -18,7 +18,7 @@ import Testing
             try await b.noted("sync")
 
             // The server goes down; both homes keep working and return at once.
-            server.stop()
+            await server.stopAndWait()
             let clock = ContinuousClock()
             let elapsed = try await clock.measure {
                 try await a.noted("new", "--title", "from A offline", "--body", "a")
@@ -106,10 +106,10 @@ import Testing
             process.arguments = ["--home", a.path, "--server", server.url, "sync", "--timeout", "60"]
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            try process.runWhenFewFilesAreOpen()
+            try await process.runWhenFewFilesAreOpen()
             try await Task.sleep(for: .seconds(1))
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            await process.exited()
             server.signal(SIGCONT)
             // The edit survived the kill, still pending; the resend (same ccid) is answered once.
             #expect(try await a.notes()[id]?["pending"] == true)
@@ -135,11 +135,8 @@ import Testing
             let out = Pipe()
             watch.standardOutput = out
             watch.standardError = FileHandle.nullDevice
-            try watch.runWhenFewFilesAreOpen()
-            defer {
-                watch.terminate()
-                watch.waitUntilExit()
-            }
+            try await watch.runWhenFewFilesAreOpen()
+            defer { watch.terminate() }
             let lines = AsyncStream<String> { continuation in
                 Thread.detachNewThread {
                     var buffer: [UInt8] = []
@@ -217,10 +214,10 @@ import Testing
             let b = Home(path: dir + "/b", server: server.url)
             try await a.noted("register", "--username", "e2e-restart", "--password-stdin", stdin: "correct horse battery\n")
             try await b.noted("login", "--username", "e2e-restart", "--password-stdin", stdin: "correct horse battery\n")
-            let watch = try LineReader(["--home", a.path, "--server", server.url, "watch"])
+            let watch = try await LineReader(["--home", a.path, "--server", server.url, "watch"])
             defer { watch.stop() }
             try await watch.waitFor("[synced]")
-            server.stop()
+            await server.stopAndWait()
             try await watch.waitFor("[offline")
             server = try await ServerProcess(directory: dir + "/server", port: port)
             defer { server.stop() }
@@ -235,14 +232,14 @@ final class LineReader: Sendable {
     let process: Process
     let lines: AsyncStream<String>
 
-    init(_ arguments: [String]) throws {
+    init(_ arguments: [String]) async throws {
         let process = Process()
         process.executableURL = binDirectory.appendingPathComponent("noted")
         process.arguments = arguments
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
-        try process.runWhenFewFilesAreOpen()
+        try await process.runWhenFewFilesAreOpen()
         self.process = process
         let handle = out.fileHandleForReading
         lines = AsyncStream { continuation in
@@ -280,8 +277,8 @@ final class LineReader: Sendable {
         if !found { throw E2EFailure("watch printed no line with \"\(text)\" within \(timeout)") }
     }
 
+    /// Stops the process without waiting for it (for `defer`).
     func stop() {
         process.terminate()
-        process.waitUntilExit()
     }
 }

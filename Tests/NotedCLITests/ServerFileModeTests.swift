@@ -35,7 +35,7 @@ import Testing
             let home = Home(path: dir + "/home", server: server.url)
             try await home.noted("register", "--username", "modes", "--password-stdin", stdin: "correct horse battery\n")
             let id = try await home.noted("new", "--title", "kept")
-            server.stop()
+            await server.stopAndWait()
             chmod(dir + "/data", 0o755)
             for name in try FileManager.default.contentsOfDirectory(atPath: dir + "/data") { chmod(dir + "/data/" + name, 0o644) }
 

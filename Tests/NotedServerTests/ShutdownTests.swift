@@ -25,7 +25,7 @@ import Testing
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
-        try process.runWhenFewFilesAreOpen()
+        try await process.runWhenFewFilesAreOpen()
         defer { if process.isRunning { process.interrupt(); process.terminate() } }
 
         var output = Data()

@@ -37,7 +37,7 @@ func run(_ program: String, _ arguments: [String], stdin: String? = nil, environ
     process.standardOutput = out
     process.standardError = err
     process.standardInput = input
-    try process.runWhenFewFilesAreOpen()
+    try await process.runWhenFewFilesAreOpen()
     if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
     try input.fileHandleForWriting.close()
     // Read while it runs so a full pipe never blocks the child.
@@ -78,7 +78,7 @@ final class ServerProcess: Sendable {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice
-        try process.runWhenFewFilesAreOpen()
+        try await process.runWhenFewFilesAreOpen()
         // The first line of standard output says where it listens.
         let line = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
             Thread.detachNewThread {
@@ -100,10 +100,18 @@ final class ServerProcess: Sendable {
 
     var url: String { "http://127.0.0.1:\(port)" }
 
+    /// Asks the server to stop (SIGTERM) and returns at once: for `defer`, which cannot wait
+    /// without holding a thread of the cooperative pool.
     func stop() {
         guard process.isRunning else { return }
         process.terminate()
-        process.waitUntilExit()
+    }
+
+    /// Stops the server and waits until it has exited (before another takes its directory).
+    func stopAndWait() async {
+        guard process.isRunning else { return }
+        process.terminate()
+        await process.exited()
     }
 
     func signal(_ value: Int32) {
