@@ -130,6 +130,10 @@ extension GlobalOptions {
             }
         }
         guard !leading.isEmpty, index < arguments.count else { return arguments }
+        // A group (`account password`): after the subcommand's name, where its options are read.
+        if arguments[index] == AccountCommand.configuration.commandName, index + 1 < arguments.count, !arguments[index + 1].hasPrefix("-") {
+            return Array(arguments[index...(index + 1)]) + leading + arguments[(index + 2)...]
+        }
         return [arguments[index]] + leading + arguments[(index + 1)...]
     }
 }

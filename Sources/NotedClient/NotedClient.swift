@@ -215,8 +215,52 @@ public final class NotedClient: Sendable {
     }
 
     func authorized() async throws -> (NotedAPI, String) {
-        guard let api, let tokens else { throw NotedClientError(.unauthenticated, "history needs a server and a sign-in") }
+        guard let api, let tokens else { throw NotedClientError(.unauthenticated, "this needs a server and a sign-in") }
         return (api, try await tokens.accessToken())
+    }
+
+    /// Whether this device's sign-in has ended on the server (signed out from another device,
+    /// the password changed, the account deleted): a refresh is refused `invalid_grant`.
+    /// False when the server cannot be reached or the sign-in still works.
+    public func signInEnded() async -> Bool {
+        guard let tokens else { return false }
+        do {
+            try await tokens.refresh()
+            return false
+        } catch let error as NotedClientError {
+            return error.kind == .unauthenticated
+        } catch {
+            return false
+        }
+    }
+
+    // MARK: The account
+
+    /// Changes the password; every other device of the account is signed out (this one stays).
+    /// Returns how many were.
+    @discardableResult
+    public func changePassword(current: String, new: String) async throws -> Int {
+        let (api, token) = try await authorized()
+        return try await api.changePassword(current: current, new: new, token: token)
+    }
+
+    /// The account's signed-in devices.
+    public func devices() async throws -> [SignedInDevice] {
+        let (api, token) = try await authorized()
+        return try await api.devices(token: token)
+    }
+
+    /// Signs out one device (an id from ``devices()``), or every one (this one too) with nil.
+    @discardableResult
+    public func signOut(device: String?) async throws -> Int {
+        let (api, token) = try await authorized()
+        return try await api.signOut(device: device, token: token)
+    }
+
+    /// Deletes the account on the server, with everything in it.
+    public func deleteAccount(password: String) async throws {
+        let (api, token) = try await authorized()
+        try await api.deleteAccount(password: password, token: token)
     }
 
     /// Announces a local transaction's edits and wakes the engine.

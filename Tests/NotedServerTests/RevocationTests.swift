@@ -12,12 +12,7 @@ import Testing
 
     /// A second sign-in of the same user: another refresh-token family.
     func signInAgain(_ server: TestServer, _ user: TestServer.User) async throws -> TestServer.User {
-        let signIn = try await server.request(.post, "/v1/sessions", json: ["username": .string(user.username), "password": .string(user.password)])
-        #expect(signIn.status == .ok)
-        var other = user
-        other.accessToken = signIn.json["access_token"]?.stringValue ?? ""
-        other.refreshToken = signIn.json["refresh_token"]?.stringValue ?? ""
-        return other
+        try await server.signIn(user)
     }
 
     func changes(_ server: TestServer, _ user: TestServer.User) async throws -> HTTPResponse.Status {

@@ -34,6 +34,10 @@ struct Sync: AsyncParsableCommand {
             }
             throw CLIError("the server refused \(refused.count) note(s), kept on this device unsynced (edit them, or `noted discard ID`): \(lines.joined(separator: "; "))")
         }
+        if await client.signInEnded() {
+            throw CLIError("not synced: this device's sign-in has ended (signed out from another device, the password changed, "
+                + "or the account deleted); run `noted login`. \(pending) note(s) pending, kept on this device")
+        }
         throw CLIError("not fully synced: \(pending) note(s) pending; the server may be unreachable")
     }
 }

@@ -16,6 +16,28 @@ public struct RevisionSummary: Sendable, Hashable {
     public var conflict: Bool
 }
 
+/// One signed-in device of the account, as `GET /v1/account/devices` lists it.
+public struct SignedInDevice: Sendable, Hashable {
+    /// The sign-in's id, which `signOut(device:token:)` takes.
+    public var id: String
+    public var client: String
+    public var device: String?
+    public var signedInAt: Date
+    public var lastSeen: Date
+    /// The sign-in asking.
+    public var current: Bool
+
+    init?(json: JSONValue) {
+        guard let id = json["id"]?.stringValue, let client = json["client"]?.stringValue else { return nil }
+        self.id = id
+        self.client = client
+        device = json["device"]?.stringValue
+        signedInAt = Date(timeIntervalSince1970: Double(json["signed_in_at"]?.intValue ?? 0) / 1000)
+        lastSeen = Date(timeIntervalSince1970: Double(json["last_seen"]?.intValue ?? 0) / 1000)
+        current = json["current"]?.boolValue ?? false
+    }
+}
+
 /// The HTTP side of the protocol: accounts, tokens, history.
 public struct NotedAPI: Sendable {
     public var server: URL
@@ -80,8 +102,41 @@ public struct NotedAPI: Sendable {
         return response["fields"]?.objectValue ?? response.objectValue ?? [:]
     }
 
-    private func json(_ method: String, _ path: String, body: JSONValue) async throws -> JSONValue {
-        try await send(method, path, headers: ["Content-Type": "application/json"], body: Data(body.jsonString.utf8))
+    // MARK: The signed-in account (docs/protocol.md, "Accounts")
+
+    /// `POST /v1/account/password`: every other sign-in of the user ends; returns how many did.
+    public func changePassword(current: String, new: String, token: String) async throws -> Int {
+        let response = try await json("POST", "/v1/account/password",
+                                      body: ["current_password": .string(current), "new_password": .string(new)], token: token)
+        return Int(response["signed_out"]?.intValue ?? 0)
+    }
+
+    /// `GET /v1/account/devices`.
+    public func devices(token: String) async throws -> [SignedInDevice] {
+        let response = try await send("GET", "/v1/account/devices", headers: ["Authorization": "Bearer \(token)"])
+        return (response["devices"]?.arrayValue ?? []).compactMap(SignedInDevice.init(json:))
+    }
+
+    /// `DELETE /v1/account/devices/{id}`, or every one with `nil`; returns how many ended.
+    public func signOut(device: String?, token: String) async throws -> Int {
+        guard let device else {
+            let response = try await send("DELETE", "/v1/account/devices", headers: ["Authorization": "Bearer \(token)"])
+            return Int(response["signed_out"]?.intValue ?? 0)
+        }
+        guard device.allSatisfy({ $0.isHexDigit || $0 == "-" }) else { throw NotedClientError(.invalidInput, "no such device: \(device)") }
+        _ = try await send("DELETE", "/v1/account/devices/\(device)", headers: ["Authorization": "Bearer \(token)"])
+        return 1
+    }
+
+    /// `DELETE /v1/account`: the account and everything in it, on the server.
+    public func deleteAccount(password: String, token: String) async throws {
+        _ = try await json("DELETE", "/v1/account", body: ["password": .string(password)], token: token)
+    }
+
+    private func json(_ method: String, _ path: String, body: JSONValue, token: String? = nil) async throws -> JSONValue {
+        var headers = ["Content-Type": "application/json"]
+        if let token { headers["Authorization"] = "Bearer \(token)" }
+        return try await send(method, path, headers: headers, body: Data(body.jsonString.utf8))
     }
 
     private func send(_ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil) async throws -> JSONValue {

@@ -115,6 +115,27 @@ public struct AccountDirectory: Sendable {
         return path + "/" + database
     }
 
+    /// Forgets the account of `server` and `userID` (deleted on the server): its database
+    /// files are removed and it is no longer the one in use. Nothing of another account is
+    /// touched.
+    public func forget(server: String, userID: String) throws {
+        let server = server.hasSuffix("/") ? String(server.dropLast()) : server
+        let binding = Account.binding(server: server, userID: userID)
+        var index = try load()
+        guard let at = index.accounts.firstIndex(where: { $0.binding == binding }) else { return }
+        let database = path + "/" + index.accounts[at].database
+        index.accounts.remove(at: at)
+        if index.current == binding { index.current = nil }
+        try save(index)
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: database + suffix) {
+            do {
+                try FileManager.default.removeItem(atPath: database + suffix)
+            } catch {
+                throw NotedClientError(.storage, "cannot remove \(database + suffix): \(error.localizedDescription)")
+            }
+        }
+    }
+
     /// `accounts/<readable part>-<hash>/<file>`: the server's host and the user id, made safe
     /// for a file name, and a hash of both that keeps two accounts apart whatever they hold.
     static func databaseName(for binding: String, file: String) -> String {

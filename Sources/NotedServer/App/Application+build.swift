@@ -240,6 +240,10 @@ struct RemoteFanout: Service {
             revoked.insert(family)
             return
         }
+        if let user = notice.deletedUser {
+            sync.hub.closeUser(user, reason: SessionHub.accountDeleted)
+            return
+        }
         guard let previous = sync.hub.advanceSeenSeq(user: notice.userID, to: notice.seq), previous < notice.seq else { return }
         // The usual case: the next commit, made here, so this node's sessions already have it.
         if notice.fromThisNode && previous == notice.seq - 1 { return }
@@ -253,6 +257,11 @@ struct RemoteFanout: Service {
             for family in families { revoked.insert(family) }
         }
         for (user, seen) in sync.hub.seenSeqs() {
+            // An account deleted on another node meanwhile: its connections here end too.
+            if let exists = try? await sync.store.user(id: user), exists == nil {
+                sync.hub.closeUser(user, reason: SessionHub.accountDeleted)
+                continue
+            }
             guard let latest = try? await sync.store.latestSeq(userID: user), latest > seen else { continue }
             _ = sync.hub.advanceSeenSeq(user: user, to: latest)
             logger.info("catching up after listening restarted", metadata: ["user": .string(user), "from": "\(seen)", "to": "\(latest)"])

@@ -78,10 +78,7 @@ public struct Accounts: Sendable {
         guard Self.validUsername(username) else {
             throw AuthError(kind: .invalidRequest("usernames are 1 to 64 letters, digits, '.', '_', '-' or '@'"))
         }
-        guard (8...1024).contains(password.count) else {
-            throw AuthError(kind: .invalidRequest("passwords are 8 to 1024 characters"))
-        }
-        if let problem = PasswordHasher.problem(password) { throw AuthError(kind: .invalidRequest(problem)) }
+        if let problem = Self.newPasswordProblem(password) { throw AuthError(kind: .invalidRequest(problem)) }
         let hash = try await hashPassword(password)
         let user = UserAccount(id: UUID().uuidString.lowercased(), username: username, usernameKey: username.lowercased(), passwordHash: hash)
         guard try await store.createUser(user, now: Date()) else { throw AuthError(kind: .usernameTaken) }

@@ -85,6 +85,7 @@ struct Routes: Sendable {
                 throw APIError(error)
             }
         }
+        addAccountRoutes(to: router)
         router.post("/oauth/token") { request, _ -> Response in
             let buffer = try await request.body.collect(upTo: 64 * 1024)
             let form = FormDecoding.decode(String(buffer: buffer))
@@ -153,8 +154,12 @@ struct Routes: Sendable {
                 throw APIError(.contentTooLarge, "too_large", "a push holds at most \(configuration.limits.maxChangesPerPush) changes")
             }
             let device = request.headers[HTTPField.Name("Noted-Device")!].flatMap { UUIDText.isCanonical($0) ? $0 : nil }
-            let results = try await sync.push(changes: changes, userID: user.userID, device: device, session: nil, rid: nil, logger: context.logger)
-            return .json(["results": .array(results)])
+            do {
+                let results = try await sync.push(changes: changes, userID: user.userID, device: device, session: nil, rid: nil, logger: context.logger)
+                return .json(["results": .array(results)])
+            } catch is AccountDeleted {
+                throw APIError(.unauthorized, "unauthenticated", SessionHub.accountDeleted)
+            }
         }
         router.get("/v1/collections") { request, _ -> Response in
             _ = try await authenticate(request)
@@ -223,6 +228,69 @@ struct Routes: Sendable {
         let prefix = "Bearer "
         guard header.count > prefix.count, header.lowercased().hasPrefix(prefix.lowercased()) else { return nil }
         return String(header.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
+    }
+
+    /// The signed-in user's own account (docs/protocol.md, "Accounts").
+    private func addAccountRoutes(to router: Router<NotedRequestContext>) {
+        router.post("/v1/account/password") { request, context -> Response in
+            let user = try await authenticate(request)
+            let body = try await jsonBody(request)
+            guard let current = body["current_password"]?.stringValue, let new = body["new_password"]?.stringValue else {
+                throw APIError(.badRequest, "bad_request", "current_password and new_password must be strings")
+            }
+            let ended = try await Self.passwordChecked {
+                try await accounts.changePassword(
+                    userID: user.userID, current: current, new: new, keeping: user.sessionID, address: accounts.addresses.key(request, context))
+            }
+            context.logger.info("password changed", metadata: ["user": .string(user.userID), "endedSessions": "\(ended)"])
+            return .json(["signed_out": .int(Int64(ended))])
+        }
+        router.get("/v1/account/devices") { request, _ -> Response in
+            let user = try await authenticate(request)
+            let sessions = try await sync.store.signInSessions(userID: user.userID, now: Date())
+            return .json(["devices": .array(sessions.map { $0.json(current: user.sessionID) })])
+        }
+        router.delete("/v1/account/devices/:id") { request, context -> Response in
+            let user = try await authenticate(request)
+            let id = try context.parameters.require("id")
+            guard try await !accounts.signOut(userID: user.userID, only: id).isEmpty else {
+                throw APIError(.notFound, "not_found", "no such signed-in device")
+            }
+            return Response(status: .noContent)
+        }
+        router.delete("/v1/account/devices") { request, _ -> Response in
+            let user = try await authenticate(request)
+            let ended = try await accounts.signOut(userID: user.userID, only: nil)
+            return .json(["signed_out": .int(Int64(ended.count))])
+        }
+        router.delete("/v1/account") { request, context -> Response in
+            let user = try await authenticate(request)
+            let body = try await jsonBody(request)
+            guard let password = body["password"]?.stringValue else {
+                throw APIError(.badRequest, "bad_request", "password must be a string")
+            }
+            try await Self.passwordChecked {
+                try await accounts.deleteAccount(userID: user.userID, password: password, address: accounts.addresses.key(request, context)) {
+                    sync.hub.closeUser(user.userID, reason: SessionHub.accountDeleted)
+                }
+            }
+            context.logger.info("account deleted", metadata: ["user": .string(user.userID)])
+            return Response(status: .noContent)
+        }
+    }
+
+    /// Runs an account operation that checks the user's password. A wrong password is 403,
+    /// not 401: the access token is fine, and a client must not take the answer for a reason
+    /// to refresh it or sign in again.
+    private static func passwordChecked<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as AuthError {
+            if case .invalidCredentials = error.kind {
+                throw APIError(.forbidden, "invalid_credentials", "the password is not right")
+            }
+            throw APIError(error)
+        }
     }
 
     private func authenticate(_ request: Request) async throws -> VerifiedToken {

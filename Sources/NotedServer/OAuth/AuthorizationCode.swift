@@ -47,4 +47,6 @@ public protocol OAuthStore: Sendable {
     func revokedFamilies(since: Date) async throws -> [String]
     /// Tells every node that a family was revoked (PostgreSQL `NOTIFY`); one node: nothing to do.
     func announceRevocation(familyID: String) async throws
+    /// Tells every node that an account was deleted, so that they close its connections.
+    func announceAccountDeletion(userID: String) async throws
 }

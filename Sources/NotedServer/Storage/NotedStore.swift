@@ -22,6 +22,20 @@ public protocol NotedStore: OAuthStore {
     func user(id: String) async throws -> UserAccount?
     /// Replaces a user's password hash (a hash of the earlier kind upgraded at sign-in).
     func setPasswordHash(userID: String, hash: String) async throws
+    /// Deletes the user and everything kept for them (records, revisions, `ccid` results,
+    /// refresh tokens and their families, authorization codes, counters) in one transaction,
+    /// after taking the user's `seq` lock so that no push is half-way; returns the ids of the
+    /// sign-in sessions the user had, to announce as revoked. Empty when there is no such user.
+    func deleteUser(id: String) async throws -> [String]
+
+    // MARK: Sign-in sessions
+
+    /// The user's sign-in sessions (refresh-token families) neither revoked nor past their
+    /// last refresh token, oldest first.
+    func signInSessions(userID: String, now: Date) async throws -> [SignInSession]
+    /// Revokes the user's sign-in sessions (only `only` when given; never `except`) and returns
+    /// the ids it revoked now.
+    func revokeSignInSessions(userID: String, only: String?, except: String?, now: Date) async throws -> [String]
 
     // MARK: Signing keys
 
@@ -82,13 +96,42 @@ public struct CommitNotice: Sendable, Hashable {
     public var fromThisNode: Bool
     /// A refresh-token family (sign-in session) revoked on some node.
     public var revokedFamily: String?
+    /// A user whose account was deleted on some node (then `seq` is 0).
+    public var deletedUser: String?
 
-    public init(userID: String, seq: Int64, fromThisNode: Bool, revokedFamily: String? = nil) {
+    public init(userID: String, seq: Int64, fromThisNode: Bool, revokedFamily: String? = nil, deletedUser: String? = nil) {
         self.userID = userID
         self.seq = seq
         self.fromThisNode = fromThisNode
         self.revokedFamily = revokedFamily
+        self.deletedUser = deletedUser
     }
+}
+
+/// One sign-in of a user (a refresh-token family), as the account's device list shows it.
+public struct SignInSession: Sendable, Hashable {
+    public var id: String
+    public var clientID: String
+    /// The device id the client gave when signing in, if any.
+    public var device: String?
+    public var signedInAt: Date
+    /// When its newest refresh token was issued (the sign-in, or its last refresh).
+    public var lastSeen: Date
+
+    public init(id: String, clientID: String, device: String?, signedInAt: Date, lastSeen: Date) {
+        self.id = id
+        self.clientID = clientID
+        self.device = device
+        self.signedInAt = signedInAt
+        self.lastSeen = lastSeen
+    }
+}
+
+/// A push for a user that no longer exists: the account was deleted (on this node or another)
+/// while one of its connections or access tokens was still in use.
+public struct AccountDeleted: Error, Sendable, CustomStringConvertible {
+    public init() {}
+    public var description: String { "the account was deleted" }
 }
 
 /// A user account.

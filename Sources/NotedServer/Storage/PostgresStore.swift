@@ -403,22 +403,27 @@ public struct PostgresStore: NotedStore {
         let logger = self.logger
         let nodeID = self.nodeID
         let client = self.client
-        return try await withDeadline(Self.pushDeadline, "PostgreSQL") {
-            try await client.withTransaction(logger: logger) { connection in
-                var reads = try await Self.pushReads(change, userID: context.userID, connection: connection, logger: logger)
-                let (result, writes) = try algorithm.run(change, context: context, reads: &reads)
-                for write in writes {
-                    try await Self.execute(write, userID: context.userID, nodeID: nodeID, connection: connection, logger: logger)
+        do {
+            return try await withDeadline(Self.pushDeadline, "PostgreSQL") {
+                try await client.withTransaction(logger: logger) { connection in
+                    var reads = try await Self.pushReads(change, userID: context.userID, connection: connection, logger: logger)
+                    let (result, writes) = try algorithm.run(change, context: context, reads: &reads)
+                    for write in writes {
+                        try await Self.execute(write, userID: context.userID, nodeID: nodeID, connection: connection, logger: logger)
+                    }
+                    return result
                 }
-                return result
             }
+        } catch let error as PostgresTransactionError where error.closureError is AccountDeleted {
+            // Rolled back: the account is gone (``NotedStore/deleteUser(id:)``).
+            throw AccountDeleted()
         }
     }
 
     /// The reads of a push, in PostgreSQL's SQL: three round trips (the record and the revision
     /// at `baseRev` come in one).
     private static func pushReads(_ change: Change, userID: String, connection: PostgresConnection, logger: Logger) async throws -> PrefetchedPushReads {
-        var reads = PrefetchedPushReads(seq: 0)
+        var reads = PrefetchedPushReads(seq: nil)
         for try await (seq, bytes, records) in try await connection.query(
             "SELECT seq, stored_bytes, stored_records FROM user_seq WHERE user_id = \(userID) FOR UPDATE", logger: logger
         ).decode((Int64, Int64, Int64).self) {
@@ -538,6 +543,10 @@ public struct PostgresStore: NotedStore {
                             let parts = notification.payload.split(separator: " ")
                             if parts.count == 3, parts[1] == "revoke" {
                                 await handler(CommitNotice(userID: "", seq: 0, fromThisNode: parts[0] == nodeID, revokedFamily: String(parts[2])))
+                                continue
+                            }
+                            if parts.count == 3, parts[1] == "deleted" {
+                                await handler(CommitNotice(userID: "", seq: 0, fromThisNode: parts[0] == nodeID, deletedUser: String(parts[2])))
                                 continue
                             }
                             guard parts.count == 3, let seq = Int64(parts[2]) else { continue }

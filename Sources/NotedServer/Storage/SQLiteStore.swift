@@ -333,7 +333,11 @@ public struct SQLiteStore: NotedStore {
 
         func lockedSeq() throws -> Int64 {
             // The write transaction holds SQLite's only writer: the seq cannot move under it.
-            try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM user_seq WHERE user_id = ?"), arguments: [userID]) ?? 0
+            // No row: the account was deleted after this push was authenticated.
+            guard let seq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM user_seq WHERE user_id = ?"), arguments: [userID]) else {
+                throw AccountDeleted()
+            }
+            return seq
         }
 
         func appliedResult() throws -> (bodyHash: String, reply: String)? {

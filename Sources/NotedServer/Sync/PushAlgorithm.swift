@@ -125,13 +125,17 @@ struct PushAlgorithm: Sendable {
 /// the algorithm is not): the locked `seq`, the `ccid` result, the record and, when the
 /// change is an update, the revision at its `baseRev`.
 struct PrefetchedPushReads: PushReads {
-    var seq: Int64
+    /// Nil when the user has no `seq` row: the account was deleted.
+    var seq: Int64?
     var stored = StorageUsage()
     var applied: (bodyHash: String, reply: String)?
     var record: Record?
     var base: (rev: Int64, fields: [String: JSONValue])?
 
-    func lockedSeq() -> Int64 { seq }
+    func lockedSeq() throws -> Int64 {
+        guard let seq else { throw AccountDeleted() }
+        return seq
+    }
     func appliedResult() -> (bodyHash: String, reply: String)? { applied }
     func current() -> Record? { record }
     func baseFields(rev: Int64) -> [String: JSONValue]? { base?.rev == rev ? base?.fields : nil }

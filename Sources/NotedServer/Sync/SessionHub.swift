@@ -69,6 +69,21 @@ final class SessionHub: Sendable {
         }
     }
 
+    /// The reason a deleted account's connections are closed with.
+    static let accountDeleted = "the account was deleted"
+
+    /// Closes every connection of `user` on this node (the account was deleted): an error
+    /// saying why, then close 4001.
+    func closeUser(_ user: String, reason: String) {
+        let targets = members.withLockedValue { users in
+            users.removeValue(forKey: user).map { $0.sessions.values.map(\.continuation) } ?? []
+        }
+        for continuation in targets {
+            continuation.yield(.message(ServerMessage.error(ServerError(ProtocolError(.unauthenticated, reason))).json))
+            continuation.yield(.close(code: 4001, reason: reason))
+        }
+    }
+
     func leave(session: UUID) {
         all.withLockedValue { _ = $0.removeValue(forKey: session) }
         members.withLockedValue { users in

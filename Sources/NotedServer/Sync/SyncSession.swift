@@ -207,7 +207,12 @@ struct SyncSession {
             replies.send(try await sync.pull(userID: userID, since: since, limit: limit, rid: rid))
             return true
         case .push(let changes):
-            return try await push(changes, userID: userID, rid: rid, state: &state, replies: replies)
+            do {
+                return try await push(changes, userID: userID, rid: rid, state: &state, replies: replies)
+            } catch is AccountDeleted {
+                // Deleted on a node whose notice this one missed: closed as the others were.
+                return replies.close(.unauthenticated, SessionHub.accountDeleted, closeCode: 4001)
+            }
         }
     }
 

@@ -93,6 +93,18 @@ struct TestServer: Sendable {
             accessToken: signIn.json["access_token"]?.stringValue ?? "", refreshToken: signIn.json["refresh_token"]?.stringValue ?? "")
     }
 
+    /// Another sign-in of `user` (another refresh-token family), with `password` if given.
+    func signIn(_ user: User, password: String? = nil, device: String? = nil) async throws -> User {
+        var body: [String: JSONValue] = ["username": .string(user.username), "password": .string(password ?? user.password)]
+        body["device"] = device.map(JSONValue.string)
+        let signIn = try await request(.post, "/v1/sessions", json: .object(body))
+        #expect(signIn.status == .ok, "\(signIn.json)")
+        var other = user
+        other.accessToken = signIn.json["access_token"]?.stringValue ?? ""
+        other.refreshToken = signIn.json["refresh_token"]?.stringValue ?? ""
+        return other
+    }
+
     // MARK: WebSocket
 
     /// Opens a sync connection; with `user`, sends hello and waits for welcome.

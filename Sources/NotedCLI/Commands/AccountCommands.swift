@@ -1,0 +1,124 @@
+import ArgumentParser
+import Foundation
+import NotedClient
+import NotedCore
+
+/// `noted account …`: the signed-in account itself (docs/protocol.md, "Accounts").
+struct AccountCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "account",
+        abstract: "Change the password, list or sign out devices, delete the account.",
+        subcommands: [AccountPassword.self, AccountDevices.self, AccountSignOut.self, AccountDelete.self])
+}
+
+/// The client of a home signed in to its server, or a clear error.
+private func signedInClient(_ options: GlobalOptions, for what: String) async throws -> NotedClient {
+    guard !options.offline else { throw CLIError("\(what) needs the server; drop --offline") }
+    let client = try await options.openClient(requireSync: true)
+    guard client.server != nil, client.tokens != nil else { throw CLIError("\(what) needs a sign-in: run `noted login`") }
+    return client
+}
+
+/// Lines of standard input, without their line ends.
+private func readLines(_ count: Int, naming names: String) throws -> [String] {
+    let lines = try readStandardInput().split(separator: "\n", omittingEmptySubsequences: false)
+        .map { $0.hasSuffix("\r") ? String($0.dropLast()) : String($0) }
+    guard lines.count >= count, lines.prefix(count).allSatisfy({ !$0.isEmpty }) else {
+        throw CLIError("give \(names) on standard input, one per line")
+    }
+    return Array(lines.prefix(count))
+}
+
+struct AccountPassword: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "password",
+        abstract: "Change the password: reads the current and the new one from standard input, one per line.",
+        discussion: "Every other device signed in to the account is signed out; this one stays signed in.")
+    @OptionGroup var options: GlobalOptions
+
+    func execute() async throws {
+        let lines = try readLines(2, naming: "the current password and the new one")
+        guard (8...1024).contains(lines[1].count) else { throw CLIError("the new password must be 8 to 1024 characters") }
+        let client = try await signedInClient(options, for: "changing the password")
+        let ended = try await cli { try await client.changePassword(current: lines[0], new: lines[1]) }
+        if options.json {
+            printJSON(["signed_out": .int(Int64(ended))])
+        } else {
+            print("password changed; \(ended) other device(s) signed out")
+        }
+    }
+}
+
+struct AccountDevices: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "devices", abstract: "List the devices signed in to the account (client, device, last seen).")
+    @OptionGroup var options: GlobalOptions
+
+    func execute() async throws {
+        let client = try await signedInClient(options, for: "listing devices")
+        let devices = try await cli { try await client.devices() }
+        if options.json {
+            printJSON(.array(devices.map { device in
+                ["id": .string(device.id), "client": .string(device.client), "device": device.device.map(JSONValue.string) ?? .null,
+                 "signedInAt": .string(device.signedInAt.iso8601), "lastSeen": .string(device.lastSeen.iso8601), "current": .bool(device.current)]
+            }))
+            return
+        }
+        for device in devices {
+            print("\(device.id)\t\(device.client)\t\(device.device ?? "-")\tlast seen \(device.lastSeen.iso8601)\(device.current ? "\tthis device" : "")")
+        }
+    }
+}
+
+struct AccountSignOut: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sign-out", abstract: "Sign out one device (an id from `noted account devices`), or --all (this one too).")
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The device's id, as `noted account devices` lists it.") var device: String?
+    @Flag(help: "Sign out every device of the account, this one too.") var all = false
+
+    func validate() throws {
+        guard (device == nil) != !all else { throw ValidationError("give a device id or --all, not both") }
+        if let device, !UUIDText.isCanonical(device) { throw ValidationError("a device id is a lower-case UUID, as `noted account devices` lists it") }
+    }
+
+    func execute() async throws {
+        let client = try await signedInClient(options, for: "signing out devices")
+        let current = all ? nil : try await cli { try await client.devices() }.first(where: \.current)?.id
+        let ended = try await cli { try await client.signOut(device: device) }
+        // This device's sign-in ended too: forget its tokens, as `noted logout` does.
+        if all || device == current { try options.resolvedHome.removeCredentials() }
+        if options.json {
+            printJSON(["signed_out": .int(Int64(ended))])
+        } else {
+            print(all ? "\(ended) device(s) signed out, this one too" : device == current ? "this device signed out" : "device signed out")
+        }
+    }
+}
+
+struct AccountDelete: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete",
+        abstract: "Delete the account and everything in it, on the server: reads the password from standard input.",
+        discussion: "Every note and record, their history and every sign-in of the account are gone; other devices are signed out. This home's copy of the account's notes is removed too. The username can be registered again.")
+    @OptionGroup var options: GlobalOptions
+    @Flag(help: "Confirm: this cannot be undone.") var yes = false
+
+    func execute() async throws {
+        guard yes else { throw ValidationError("deleting the account cannot be undone: give --yes to confirm") }
+        let password = try readPassword()
+        let client = try await signedInClient(options, for: "deleting the account")
+        try await cli { try await client.deleteAccount(password: password) }
+        let home = options.resolvedHome
+        if let credentials = try home.credentials() {
+            try home.removeCredentials()
+            try await cli { try home.accounts.forget(server: credentials.server, userID: credentials.userID) }
+        }
+        print("account deleted")
+    }
+}
+
+extension Date {
+    /// `2026-11-25T18:49:29Z`.
+    fileprivate var iso8601: String { ISO8601DateFormatter().string(from: self) }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import NotedCore
+
+/// What a signed-in user does to their own account: change the password, see and end their
+/// sign-in sessions, delete the account (docs/protocol.md, "Accounts").
+extension Accounts {
+    /// Why `password` cannot be a new password; nil when it can.
+    static func newPasswordProblem(_ password: String) -> String? {
+        guard (8...1024).contains(password.count) else { return "passwords are 8 to 1024 characters" }
+        return PasswordHasher.problem(password)
+    }
+
+    /// Checks the password of a signed-in user, under the sign-in limits (a password check is
+    /// a guess like any other).
+    func checkPassword(userID: String, password: String, address: String) async throws -> UserAccount {
+        guard let user = try await store.user(id: userID) else { throw AuthError(kind: .invalidCredentials) }
+        return try await verifyPassword(username: user.username, password: password, address: address)
+    }
+
+    /// Replaces the password once the current one is checked; every sign-in session of the user
+    /// but `keeping` (the caller's) is revoked. Returns how many were.
+    func changePassword(userID: String, current: String, new: String, keeping session: String?, address: String) async throws -> Int {
+        if let problem = Self.newPasswordProblem(new) { throw AuthError(kind: .invalidRequest(problem)) }
+        _ = try await checkPassword(userID: userID, password: current, address: address)
+        let hash = try await hashPassword(new)
+        try await store.setPasswordHash(userID: userID, hash: hash)
+        let ended = try await store.revokeSignInSessions(userID: userID, only: nil, except: session, now: Date())
+        for family in ended { try await revoked(family) }
+        return ended.count
+    }
+
+    /// Ends one sign-in session of the user (`only`), or every one; returns those ended.
+    func signOut(userID: String, only session: String?) async throws -> [String] {
+        let ended = try await store.revokeSignInSessions(userID: userID, only: session, except: nil, now: Date())
+        for family in ended { try await revoked(family) }
+        return ended
+    }
+
+    /// Deletes the account once its password is checked: everything the store keeps for the
+    /// user goes, and every node closes the user's connections (this one through
+    /// `closeConnections`, first, so that they hear why). The username is free again.
+    func deleteAccount(userID: String, password: String, address: String, closeConnections: () -> Void) async throws {
+        _ = try await checkPassword(userID: userID, password: password, address: address)
+        let families = try await store.deleteUser(id: userID)
+        closeConnections()
+        try await store.announceAccountDeletion(userID: userID)
+        // Their access tokens name a user who no longer exists and are refused for that alone;
+        // revoked all the same, as every ended sign-in is.
+        for family in families { try await revoked(family) }
+    }
+}
+
+extension SignInSession {
+    /// As `GET /v1/account/devices` lists it.
+    func json(current: String?) -> JSONValue {
+        ["id": .string(id), "client": .string(clientID), "device": device.map(JSONValue.string) ?? .null,
+         "signed_in_at": .int(signedInAt.millis), "last_seen": .int(lastSeen.millis), "current": .bool(id == current)]
+    }
+}
