@@ -9,10 +9,10 @@ import Testing
 
     @Test(arguments: backends) func registrationValidatesAndRefusesTakenNamesWithoutCase(backend: Backend) async throws {
         try await TestServer.with(backend) { server in
-            let ok = try await server.request(.post, "/v1/accounts", json: ["username": "Ann.B_c-d@x", "password": "12345678"])
+            let ok = try await server.request(.post, "/v1/accounts", json: ["username": "Ann.B_c-d@x", "password": "a fine passphrase"])
             #expect(ok.status == .created)
             #expect(ok.json["user"]?["username"] == "Ann.B_c-d@x")
-            let taken = try await server.request(.post, "/v1/accounts", json: ["username": "ANN.b_C-D@X", "password": "12345678"])
+            let taken = try await server.request(.post, "/v1/accounts", json: ["username": "ANN.b_C-D@X", "password": "a fine passphrase"])
             #expect(taken.status == .conflict)
             for (name, password) in [("", "12345678"), ("has space", "12345678"), (String(repeating: "a", count: 65), "12345678"),
                                      ("semi;colon", "12345678"), ("short", "1234567"), ("long", String(repeating: "p", count: 1025))] {
@@ -25,9 +25,28 @@ import Testing
         }
     }
 
+    /// One of the 10,000 most common passwords, in any case, is refused, saying why; so is a
+    /// password change to one.
+    @Test func commonPasswordsAreRefused() async throws {
+        #expect(PasswordRules.common.count == 10_000)
+        #expect(PasswordRules.problem("a fine passphrase") == nil)
+        try await TestServer.with(.sqlite) { server in
+            for common in ["password1", "QWERTYUIOP", "iloveyou1"] {
+                let refused = try await server.request(.post, "/v1/accounts", json: ["username": "common-user", "password": .string(common)])
+                #expect(refused.status == .badRequest, "\(common)")
+                #expect(refused.json["message"]?.stringValue?.contains("most common") == true, "\(refused.json)")
+            }
+            let user = try await server.makeUser()
+            let change = try await server.request(.post, "/v1/account/password", json: ["current_password": .string(user.password), "new_password": "Password123"],
+                                                  token: user.accessToken)
+            #expect(change.status == .badRequest)
+            #expect(change.json["message"]?.stringValue?.contains("most common") == true)
+        }
+    }
+
     @Test(arguments: backends) func registrationCanBeSwitchedOff(backend: Backend) async throws {
         try await TestServer.with(backend, configure: { $0.registrationOpen = false }) { server in
-            let response = try await server.request(.post, "/v1/accounts", json: ["username": "ann", "password": "12345678"])
+            let response = try await server.request(.post, "/v1/accounts", json: ["username": "ann", "password": "a fine passphrase"])
             #expect(response.status == .forbidden)
         }
     }

@@ -49,8 +49,8 @@ import Testing
             let (data, _) = try await URLSession.shared.data(for: request)
             return try JSONValue.parse(Array(data))
         }
-        _ = try await post("/v1/accounts", ["username": "shutdown", "password": "12345678"])
-        let token = try #require(try await post("/v1/sessions", ["username": "shutdown", "password": "12345678"])["access_token"]?.stringValue)
+        _ = try await post("/v1/accounts", ["username": "shutdown", "password": "12345678 and more"])
+        let token = try #require(try await post("/v1/sessions", ["username": "shutdown", "password": "12345678 and more"])["access_token"]?.stringValue)
         let connection = try await SyncConnection.open(port: port)
         try await connection.send(["type": "hello", "protocol": 1, "token": .string(token)])
         #expect(try await connection.receive()["type"] == "welcome")

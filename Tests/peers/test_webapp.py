@@ -689,6 +689,12 @@ def test_accessibility_axe_core_finds_no_violation(a11y_server):
         driver.find_element(By.ID, "sign-in").click()
         wait(driver, lambda d: "/oauth/authorize" in d.current_url)
         check(driver, "sign-in page")
+        driver.find_element(By.LINK_TEXT, "Create account").click()
+        wait(driver, lambda d: "/oauth/register" in d.current_url)
+        check(driver, "create-account page")
+        fill_registration(driver, account[0], password, password)
+        wait(driver, lambda d: "taken" in alert_text(d), message="taken named")
+        check(driver, "create-account page with an error")
         sign_in(driver, base, account)
         new_note(driver, "Accessible", "a note\nwith two lines")
         by_label(driver, "Title").click()
@@ -1079,3 +1085,91 @@ def test_a_previous_version_database_keeps_working(edge_server):
              timeout=15, message="the note written offline reached the server")
     finally:
         driver.quit()
+
+
+# Creating an account from the sign-in page (issue 16): a link named "Create account", a form
+# with "Username", "Password" and "Confirm password", and the OAuth flow goes on signed in.
+
+def field(driver, label):
+    """The input a <label> with this text names (what a screen reader announces)."""
+    return driver.find_element(By.XPATH, f"//label[normalize-space()='{label}']/following::input[@id=//label[normalize-space()='{label}']/@for][1]")
+
+
+def open_create_account(driver, base):
+    driver.get(base + "/")
+    wait(driver, lambda d: d.find_element(By.ID, "sign-in").is_displayed(), message="the welcome page")
+    driver.find_element(By.XPATH, "//button[normalize-space()='Sign in']").click()
+    wait(driver, lambda d: "/oauth/authorize" in d.current_url)
+    driver.find_element(By.LINK_TEXT, "Create account").click()
+    wait(driver, lambda d: "/oauth/register" in d.current_url, message="the registration page")
+
+
+def fill_registration(driver, username, password, confirm):
+    for label, value in (("Username", username), ("Password", password), ("Confirm password", confirm)):
+        box = field(driver, label)
+        box.clear()
+        box.send_keys(value)
+    driver.find_element(By.XPATH, "//button[normalize-space()='Create account']").click()
+
+
+def alert_text(driver):
+    """The page's alert, read in one script (the page is replaced after each post)."""
+    try:
+        return driver.execute_script("const a = document.querySelector('[role=alert]'); return a ? a.textContent : ''")
+    except WebDriverException:
+        return ""
+
+
+def test_create_account_from_the_sign_in_page_then_the_app_is_signed_in(edge_server):
+    name = "new" + secrets.token_hex(3)
+    taken = register(edge_server, "taken")
+    driver = browser()
+    try:
+        open_create_account(driver, edge_server)
+        # Refusals keep the page, say why, and create nothing.
+        fill_registration(driver, name, "correct horse battery", "correct horse batterx")
+        wait(driver, lambda d: "do not match" in alert_text(d), message="mismatch named")
+        fill_registration(driver, name, "short", "short")
+        # The browser's own minlength check may stop the form first; either way nothing is created.
+        time.sleep(0.3)
+        assert requests.post(edge_server + "/v1/sessions", json={"username": name, "password": "short"}).status_code == 401
+        fill_registration(driver, taken[0], "correct horse battery", "correct horse battery")
+        wait(driver, lambda d: "taken" in alert_text(d), message="taken named")
+        assert field(driver, "Username").get_attribute("value") == taken[0]
+
+        fill_registration(driver, name, "correct horse battery", "correct horse battery")
+        wait(driver, lambda d: d.find_element(By.ID, "app").is_displayed(), message="the app, signed in")
+        assert "code=" not in driver.current_url
+        wait(driver, lambda d: "online" in status(d), message="online")
+        new_note(driver, "First note", "written right after signing up")
+        wait(driver, lambda d: status(d) == "online", message="synced")
+    finally:
+        driver.quit()
+    # The account exists with that password, and holds the note.
+    r = requests.post(edge_server + "/v1/sessions", json={"username": name, "password": "correct horse battery"})
+    assert r.status_code == 200, r.text
+    notes = requests.get(edge_server + "/v1/changes?since=0", headers={"Authorization": "Bearer " + r.json()["access_token"]}).json()["records"]
+    assert [n["fields"]["title"] for n in notes] == ["First note"]
+
+
+@pytest.fixture(scope="module")
+def closed_server():
+    yield from run_server("--no-registration")
+
+
+def test_create_account_is_refused_clearly_when_registration_is_off(closed_server):
+    driver = browser()
+    try:
+        open_create_account(driver, closed_server)
+        assert "switched registration off" in alert_text(driver)
+        assert not driver.find_elements(By.XPATH, "//button[normalize-space()='Create account']")
+        driver.find_element(By.LINK_TEXT, "Sign in").click()
+        wait(driver, lambda d: "/oauth/authorize" in d.current_url, message="back to sign-in")
+    finally:
+        driver.quit()
+    # A form posted anyway is refused the same way.
+    s = requests.Session()
+    page = s.get(closed_server + "/oauth/register", params={
+        "response_type": "code", "client_id": "noted-web", "redirect_uri": closed_server + "/",
+        "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", "code_challenge_method": "S256"})
+    assert page.status_code == 200 and "switched registration off" in page.text

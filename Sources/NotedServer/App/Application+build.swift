@@ -258,9 +258,13 @@ struct RemoteFanout: Service {
         }
         for (user, seen) in sync.hub.seenSeqs() {
             // An account deleted on another node meanwhile: its connections here end too.
-            if let exists = try? await sync.store.user(id: user), exists == nil {
-                sync.hub.closeUser(user, reason: SessionHub.accountDeleted)
-                continue
+            do {
+                if try await sync.store.user(id: user) == nil {
+                    sync.hub.closeUser(user, reason: SessionHub.accountDeleted)
+                    continue
+                }
+            } catch {
+                // Unknown for now: the next catch-up looks again.
             }
             guard let latest = try? await sync.store.latestSeq(userID: user), latest > seen else { continue }
             _ = sync.hub.advanceSeenSeq(user: user, to: latest)

@@ -4,10 +4,9 @@ import NotedCore
 /// What a signed-in user does to their own account: change the password, see and end their
 /// sign-in sessions, delete the account (docs/protocol.md, "Accounts").
 extension Accounts {
-    /// Why `password` cannot be a new password; nil when it can.
+    /// Why `password` cannot be a new password; nil when it can (``PasswordRules``).
     static func newPasswordProblem(_ password: String) -> String? {
-        guard (8...1024).contains(password.count) else { return "passwords are 8 to 1024 characters" }
-        return PasswordHasher.problem(password)
+        PasswordRules.problem(password)
     }
 
     /// Checks the password of a signed-in user, under the sign-in limits (a password check is

@@ -71,12 +71,24 @@ struct AuthorizationServer: Sendable {
     /// Signs the user in and issues a code; returns where to send the browser.
     func authorize(_ request: Request, username: String, password: String, address: String) async throws -> String {
         let user = try await accounts.verifyPassword(username: username, password: password, address: address)
+        return try await issueCode(request, userID: user.id)
+    }
+
+    /// Creates the account (registration's rules and limits), then answers the authorization
+    /// request signed in as it: where to send the browser.
+    func register(_ request: Request, username: String, password: String, address: String) async throws -> String {
+        let user = try await accounts.register(username: username, password: password, address: address)
+        return try await issueCode(request, userID: user.id)
+    }
+
+    /// A fresh authorization code for `userID`, and the redirect carrying it.
+    private func issueCode(_ request: Request, userID: String) async throws -> String {
         let code = Accounts.newRefreshToken()
         let now = Date()
         try await store.createAuthorizationCode(
             AuthorizationCode(
                 hash: Accounts.hash(code), clientID: request.client.id, redirectURI: request.redirectURI,
-                challenge: request.challenge, userID: user.id, expiresAt: now.addingTimeInterval(codeLifetime)),
+                challenge: request.challenge, userID: userID, expiresAt: now.addingTimeInterval(codeLifetime)),
             now: now)
         var query = [("code", code)]
         if let state = request.state { query.append(("state", state)) }

@@ -17,17 +17,82 @@ struct OAuthRoutes: Sendable {
     var csrfCookieName: String { secure ? Self.secureCSRFCookie : Self.csrfCookie }
     static let pagePolicy = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"
 
+    /// The query's parameters, or the page refusing a repeated one.
+    private static func parameters(_ request: Request) -> Result<[String: String], RequestRefused> {
+        var parameters: [String: String] = [:]
+        for (name, value) in request.uri.queryParameters {
+            let key = String(name)
+            guard parameters[key] == nil else {
+                return .failure(RequestRefused(response: page(SignInPage.error("The parameter \(key.prefix(40)) appears more than once."), status: .badRequest)))
+            }
+            parameters[key] = String(value)
+        }
+        return .success(parameters)
+    }
+
+    struct RequestRefused: Error { let response: Response }
+
     func add(to router: Router<NotedRequestContext>) {
         router.get("/oauth/authorize") { request, _ -> Response in
-            var parameters: [String: String] = [:]
-            for (name, value) in request.uri.queryParameters {
-                let key = String(name)
-                guard parameters[key] == nil else {
-                    return Self.page(SignInPage.error("The parameter \(key.prefix(40)) appears more than once."), status: .badRequest)
-                }
-                parameters[key] = String(value)
+            switch Self.parameters(request) {
+            case .failure(let refused): return refused.response
+            case .success(let parameters): return show(parameters)
             }
-            return show(parameters)
+        }
+        router.get("/oauth/register") { request, _ -> Response in
+            switch Self.parameters(request) {
+            case .failure(let refused):
+                return refused.response
+            case .success(let parameters):
+                do throws(AuthorizationServer.RequestFailure) {
+                    return register(try server.validate(parameters))
+                } catch {
+                    return Self.failure(error)
+                }
+            }
+        }
+        router.post("/oauth/register") { request, context -> Response in
+            let buffer = try await request.body.collect(upTo: 64 * 1024)
+            let form = FormDecoding.decode(String(buffer: buffer))
+            if let name = FormDecoding.duplicate(in: String(buffer: buffer)) {
+                return Self.failure(.page("The form was sent with \(name) twice. Please start again."))
+            }
+            let authorization: AuthorizationServer.Request
+            do throws(AuthorizationServer.RequestFailure) {
+                authorization = try server.validate(form)
+            } catch {
+                return Self.failure(error)
+            }
+            let username = form["username"] ?? ""
+            let cookie = Self.cookie(csrfCookieName, in: request)
+            guard let cookie, let field = form["csrf"], constantTimeEqual(cookie, field) else {
+                return register(authorization, username: username, error: "Your form expired. Please try again.", status: .badRequest)
+            }
+            guard server.accounts.registrationOpen else { return register(authorization, status: .forbidden) }
+            let password = form["password"] ?? ""
+            guard password == form["confirm"] ?? "" else {
+                return register(authorization, username: username, error: "The passwords do not match.", status: .badRequest)
+            }
+            do {
+                let location = try await server.register(
+                    authorization, username: username, password: password, address: server.accounts.addresses.key(request, context))
+                return Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
+            } catch let error as AuthError {
+                switch error.kind {
+                case .rateLimited(let retryAfter):
+                    var response = register(authorization, username: username, error: "Too many attempts. Try again in \(retryAfter) seconds.", status: .tooManyRequests)
+                    response.headers[.retryAfter] = String(retryAfter)
+                    return response
+                case .usernameTaken:
+                    return register(authorization, username: username, error: "That username is taken. Choose another, or sign in.", status: .conflict)
+                case .registrationClosed:
+                    return register(authorization, status: .forbidden)
+                case .invalidRequest(let message):
+                    return register(authorization, username: username, error: Self.sentence(message), status: .badRequest)
+                default:
+                    return register(authorization, username: username, error: error.description, status: .badRequest)
+                }
+            }
         }
         router.post("/oauth/authorize") { request, context -> Response in
             let buffer = try await request.body.collect(upTo: 64 * 1024)
@@ -87,10 +152,30 @@ struct OAuthRoutes: Sendable {
     func signIn(_ request: AuthorizationServer.Request, username: String = "", error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
         let csrf = Accounts.newRefreshToken()
         var response = Self.page(SignInPage.render(request: request, csrf: csrf, username: username, error: error), status: status)
-        response.headers[.setCookie] = secure
-            ? "\(Self.secureCSRFCookie)=\(csrf); Path=/; Secure; HttpOnly; SameSite=Strict"
-            : "\(Self.csrfCookie)=\(csrf); Path=/oauth; HttpOnly; SameSite=Strict"
+        response.headers[.setCookie] = csrfCookie(csrf)
         return response
+    }
+
+    /// The registration page, with a fresh CSRF token as on the sign-in page.
+    func register(_ request: AuthorizationServer.Request, username: String = "", error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
+        let csrf = Accounts.newRefreshToken()
+        var response = Self.page(
+            SignInPage.register(request: request, csrf: csrf, open: server.accounts.registrationOpen, username: username, error: error), status: status)
+        response.headers[.setCookie] = csrfCookie(csrf)
+        return response
+    }
+
+    /// The double-submit cookie: `__Host-` and `Secure` over https.
+    private func csrfCookie(_ value: String) -> String {
+        secure
+            ? "\(Self.secureCSRFCookie)=\(value); Path=/; Secure; HttpOnly; SameSite=Strict"
+            : "\(Self.csrfCookie)=\(value); Path=/oauth; HttpOnly; SameSite=Strict"
+    }
+
+    /// A rule's message as a sentence on the page: capitalised, with a full stop.
+    static func sentence(_ message: String) -> String {
+        guard let first = message.first else { return message }
+        return first.uppercased() + message.dropFirst() + (message.hasSuffix(".") ? "" : ".")
     }
 
     static func failure(_ error: AuthorizationServer.RequestFailure) -> Response {

@@ -19,8 +19,54 @@ enum SignInPage {
                 <input id="password" name="password" type="password" autocomplete="current-password" required\(described)>
                 <button type="submit">Sign in</button>
               </form>
+              <p class="other">New here? <a href="\(escape(link("/oauth/register", request)))">Create account</a></p>
             </main>
             """)
+    }
+
+    /// The registration form: the same authorization request, continued signed in as the new
+    /// account. With registration switched off, a page saying so instead of the form.
+    static func register(request: AuthorizationServer.Request, csrf: String, open: Bool, username: String = "", error: String? = nil) -> String {
+        let signIn = "<p class=\"other\">Have an account? <a href=\"\(escape(link("/oauth/authorize", request)))\">Sign in</a></p>"
+        guard open else {
+            return page(title: "Create a Noted account", body: """
+                <main>
+                  <h1>Create a Noted account</h1>
+                  <p role="alert" class="error">This server does not take new accounts: its operator switched registration off. Ask them for an account.</p>
+                  \(signIn)
+                </main>
+                """)
+        }
+        let hidden = request.hiddenFields.map { "<input type=\"hidden\" name=\"\(escape($0.0))\" value=\"\(escape($0.1))\">" }
+            .joined(separator: "\n      ")
+        let alert = error.map { "<p class=\"error\" role=\"alert\" id=\"error\">\(escape($0))</p>" } ?? ""
+        let described = error == nil ? "" : " aria-describedby=\"error\" aria-invalid=\"true\""
+        return page(title: "Create a Noted account", body: """
+            <main>
+              <h1>Create a Noted account</h1>
+              <p>Then <strong>\(escape(request.client.name))</strong> goes on, signed in.</p>
+              \(alert)
+              <form method="post" action="/oauth/register">
+                \(hidden)
+                <input type="hidden" name="csrf" value="\(escape(csrf))">
+                <label for="username">Username</label>
+                <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="64" value="\(escape(username))" aria-describedby="username-rules\(error == nil ? "" : " error")"\(error == nil ? "" : " aria-invalid=\"true\"")>
+                <p class="hint" id="username-rules">Letters, digits, '.', '_', '-' or '@'; up to 64.</p>
+                <label for="password">Password</label>
+                <input id="password" name="password" type="password" autocomplete="new-password" required minlength="8" aria-describedby="password-rules\(error == nil ? "" : " error")"\(error == nil ? "" : " aria-invalid=\"true\"")>
+                <p class="hint" id="password-rules">At least 8 characters; not a common password.</p>
+                <label for="confirm">Confirm password</label>
+                <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="8"\(described)>
+                <button type="submit">Create account</button>
+              </form>
+              \(signIn)
+            </main>
+            """)
+    }
+
+    /// `path` with the authorization request's parameters.
+    private static func link(_ path: String, _ request: AuthorizationServer.Request) -> String {
+        AuthorizationServer.appending(request.hiddenFields, to: path)
     }
 
     static func error(_ message: String) -> String {
@@ -47,6 +93,9 @@ enum SignInPage {
         input, button { font: inherit; padding: .6em; border-radius: 8px; border: 1px solid #bbb; }
         button { background: #f5c542; border-color: #c98a00; font-weight: 600; margin-top: .5rem; cursor: pointer; }
         .error { color: #b3261e; }
+        .hint { margin: 0; font-size: .85em; color: #555; }
+        .other { margin-top: 1.5rem; }
+        a { color: #6b4700; }
         :focus-visible { outline: 2px solid #8a5d00; outline-offset: 1px; }
         </style>
         </head>

@@ -403,15 +403,35 @@ public struct PostgresStore: NotedStore {
         let logger = self.logger
         let nodeID = self.nodeID
         let client = self.client
+        /// A transaction's end: the answer, or what it read when the decision is costly.
+        enum Outcome: Sendable {
+            case answered(PushResult)
+            case decideOutside(PrefetchedPushReads)
+        }
         do {
-            return try await withDeadline(Self.pushDeadline, "PostgreSQL") {
-                try await client.withTransaction(logger: logger) { connection in
-                    var reads = try await Self.pushReads(change, userID: context.userID, connection: connection, logger: logger)
-                    let (result, writes) = try algorithm.run(change, context: context, reads: &reads)
-                    for write in writes {
-                        try await Self.execute(write, userID: context.userID, nodeID: nodeID, connection: connection, logger: logger)
+            var prepared: PushAlgorithm.Prepared?
+            while true {
+                let outcome = try await withDeadline(Self.pushDeadline, "PostgreSQL") { [prepared] in
+                    try await client.withTransaction(logger: logger) { connection -> Outcome in
+                        var reads = try await Self.pushReads(change, userID: context.userID, connection: connection, logger: logger)
+                        if prepared == nil, algorithm.isCostly(change, current: reads.record) {
+                            _ = try reads.lockedSeq()  // a deleted account is refused before any work
+                            return .decideOutside(reads)
+                        }
+                        let (result, writes) = try algorithm.run(change, context: context, reads: &reads, prepared: prepared)
+                        for write in writes {
+                            try await Self.execute(write, userID: context.userID, nodeID: nodeID, connection: connection, logger: logger)
+                        }
+                        return .answered(result)
                     }
+                }
+                switch outcome {
+                case .answered(let result):
                     return result
+                case .decideOutside(var reads):
+                    // No connection is held and no row locked while this computes; the next
+                    // transaction uses it only if the record and the ccid result are unchanged.
+                    prepared = try algorithm.prepare(change, context: context, reads: &reads)
                 }
             }
         } catch let error as PostgresTransactionError where error.closureError is AccountDeleted {

@@ -46,8 +46,10 @@ enum PushWrite: Sendable, Hashable {
 /// holds the writer while it computes, and one user's heavy pushes no longer stall every other
 /// user's acknowledgements (docs/security.md). The transaction uses that decision when the
 /// record and the `ccid` result are as they were read, and decides again, inside, when another
-/// push changed them meanwhile. PostgreSQL decides inside: a push there locks only its own
-/// user's row.
+/// push changed them meanwhile. PostgreSQL reads inside its transaction (the user's row
+/// locked) and decides there when that is cheap; a costly change (``isCostly(_:current:)``)
+/// ends that transaction, is decided outside from what it read, and runs a second one that
+/// uses the decision under the same condition.
 struct PushAlgorithm: Sendable {
     let processor: ChangeProcessor
 
@@ -57,6 +59,29 @@ struct PushAlgorithm: Sendable {
         let currentRev: Int64?
         let currentSeq: Int64?
         let decision: ChangeProcessor.Decision
+    }
+
+    /// Text bytes (the change's and the stored ones of the fields it touches) beyond which
+    /// deciding a change counts as costly (``isCostly(_:current:)``).
+    static let costlyTextBytes = 32 * 1024
+
+    /// Whether deciding `change` against `current` may take long: a merge against an older
+    /// revision, or diffs of long texts (the revision and the broadcast delta). PostgreSQL,
+    /// which reads inside its transaction, then decides outside it (``prepare(_:context:reads:)``)
+    /// and runs the transaction again, so that no database connection or row lock is held while
+    /// it computes.
+    func isCostly(_ change: Change, current: Record?) -> Bool {
+        if ChangeProcessor.needsBase(change, current: current) { return true }
+        var bytes = 0
+        for (name, op) in change.fields {
+            switch op {
+            case .textSet(let text), .textDelta(let text):
+                bytes += text.utf8.count + (current?.fields[name]?.stringValue?.utf8.count ?? 0)
+            case .setReplace, .setAddRemove, .scalarSet:
+                continue
+            }
+        }
+        return bytes > Self.costlyTextBytes
     }
 
     /// Decides from reads made outside the write transaction (`lockedSeq` is not asked).
