@@ -1,10 +1,7 @@
 /// The small, accessible sign-in page of `/oauth/authorize`.
 enum SignInPage {
     static func render(request: AuthorizationServer.Request, csrf: String, username: String = "", error: String? = nil) -> String {
-        let hidden = request.hiddenFields.map { "<input type=\"hidden\" name=\"\(escape($0.0))\" value=\"\(escape($0.1))\">" }
-            .joined(separator: "\n      ")
-        let alert = error.map { "<p class=\"error\" role=\"alert\" id=\"error\">\(escape($0))</p>" } ?? ""
-        let described = error == nil ? "" : " aria-describedby=\"error\" aria-invalid=\"true\""
+        let (hidden, alert, described) = formParts(request, error: error)
         return page(title: "Sign in to Noted", body: """
             <main>
               <h1>Sign in to Noted</h1>
@@ -37,10 +34,7 @@ enum SignInPage {
                 </main>
                 """)
         }
-        let hidden = request.hiddenFields.map { "<input type=\"hidden\" name=\"\(escape($0.0))\" value=\"\(escape($0.1))\">" }
-            .joined(separator: "\n      ")
-        let alert = error.map { "<p class=\"error\" role=\"alert\" id=\"error\">\(escape($0))</p>" } ?? ""
-        let described = error == nil ? "" : " aria-describedby=\"error\" aria-invalid=\"true\""
+        let (hidden, alert, described) = formParts(request, error: error)
         return page(title: "Create a Noted account", body: """
             <main>
               <h1>Create a Noted account</h1>
@@ -62,6 +56,16 @@ enum SignInPage {
               \(signIn)
             </main>
             """)
+    }
+
+    /// A form's hidden authorization parameters, its alert, and the attributes tying an input
+    /// to that alert.
+    private static func formParts(_ request: AuthorizationServer.Request, error: String?) -> (hidden: String, alert: String, described: String) {
+        let hidden = request.hiddenFields.map { "<input type=\"hidden\" name=\"\(escape($0.0))\" value=\"\(escape($0.1))\">" }
+            .joined(separator: "\n      ")
+        let alert = error.map { "<p class=\"error\" role=\"alert\" id=\"error\">\(escape($0))</p>" } ?? ""
+        let described = error == nil ? "" : " aria-describedby=\"error\" aria-invalid=\"true\""
+        return (hidden, alert, described)
     }
 
     /// `path` with the authorization request's parameters.
