@@ -32,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation.git", from: "0.9.20"),
     ],
     targets: [
         // No dependencies: the foundation of everything else, useful on its own.
@@ -108,11 +109,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log", condition: .when(platforms: [.linux])),
             ]
         ),
+        // Moving in and out: export (and the importers), no server or client dependencies.
+        .target(
+            name: "NotedPorting",
+            dependencies: ["NotedCore", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
+        ),
+        .testTarget(name: "NotedPortingTests", dependencies: ["NotedPorting", "NotedCore"]),
         .target(
             name: "NotedCLI",
             dependencies: [
                 "NotedClient",
                 "NotedCore",
+                "NotedPorting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

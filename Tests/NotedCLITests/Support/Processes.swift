@@ -24,7 +24,8 @@ struct ProcessResult {
 /// Runs a program to completion (with a time limit) and captures its output.
 func run(_ program: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> ProcessResult {
     let process = Process()
-    process.executableURL = binDirectory.appendingPathComponent(program)
+    // One of this package's executables, or an absolute path.
+    process.executableURL = program.hasPrefix("/") ? URL(fileURLWithPath: program) : binDirectory.appendingPathComponent(program)
     process.arguments = arguments
     var env = ProcessInfo.processInfo.environment
     env["NOTED_SERVER"] = nil

@@ -1,0 +1,147 @@
+import Foundation
+import NotedCore
+
+/// Writes notes out as Markdown files or one JSON document (docs/import-export.md).
+public enum Exporter {
+    public enum Format: String, Sendable, CaseIterable {
+        /// One `.md` file per note, in folders named after the note's folder, with YAML front matter.
+        case markdown
+        /// One `notes.json` with every field, every id and, optionally, the history.
+        case json
+    }
+
+    /// A file of an export: a relative path (`/`-separated) and its bytes.
+    public struct File: Sendable, Hashable {
+        public var path: String
+        public var data: Data
+    }
+
+    // MARK: Markdown
+
+    /// One file per note. The front matter holds what the body cannot: `title`, `tags`,
+    /// `folder`, `pinned`, `trashed`, `created`, `updated` and `id`, written as YAML that is
+    /// also JSON (double-quoted strings, flow sequences), so that any YAML reader reads it
+    /// back exactly, whatever characters a title holds.
+    public static func markdown(_ notes: [PortableNote]) -> [File] {
+        var used: Set<String> = []
+        return notes.sorted { ($0.folder ?? "", $0.title, $0.id) < ($1.folder ?? "", $1.title, $1.id) }.map { note in
+            // `.` and `..` name no folder: they are left out, never followed.
+            let directory = (note.folder ?? "").split(separator: "/")
+                .filter { !$0.allSatisfy { $0 == "." } }
+                .map { fileName(String($0), fallback: "Folder") }
+            let base = fileName(note.title, fallback: "Untitled")
+            var path = (directory + [base + ".md"]).joined(separator: "/")
+            // Two notes of one title in one folder: the second takes its id's first characters.
+            if used.contains(path.lowercased()) {
+                path = (directory + ["\(base) (\(note.id.prefix(8))).md"]).joined(separator: "/")
+            }
+            used.insert(path.lowercased())
+            return File(path: path, data: Data(markdownText(note).utf8))
+        }
+    }
+
+    /// A note as a Markdown file: front matter, a blank line, the body.
+    public static func markdownText(_ note: PortableNote) -> String {
+        var lines = ["---"]
+        lines.append("title: \(yamlString(note.title))")
+        lines.append("tags: [\(note.tags.map(yamlString).joined(separator: ", "))]")
+        if let folder = note.folder { lines.append("folder: \(yamlString(folder))") }
+        lines.append("pinned: \(note.pinned)")
+        lines.append("trashed: \(note.trashed)")
+        lines.append("created: \(timestamp(note.created))")
+        lines.append("updated: \(timestamp(note.updated))")
+        lines.append("id: \(note.id)")
+        lines.append("---")
+        return lines.joined(separator: "\n") + "\n\n" + note.body + (note.body.hasSuffix("\n") || note.body.isEmpty ? "" : "\n")
+    }
+
+    /// A YAML double-quoted scalar that is also a JSON string.
+    static func yamlString(_ text: String) -> String {
+        JSONValue.string(text).jsonString
+    }
+
+    /// A file or folder name made of `text`: no `/`, no NUL or control characters, not `.` or
+    /// `..`, not starting with a dot, at most 100 characters; `fallback` when nothing is left.
+    static func fileName(_ text: String, fallback: String) -> String {
+        var name = String(text.unicodeScalars.map { scalar -> Character in
+            if scalar == "/" || scalar == "\\" || scalar.properties.generalCategory == .control || ":*?\"<>|".unicodeScalars.contains(scalar) {
+                return "-"
+            }
+            return Character(scalar)
+        })
+        name = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        while name.hasPrefix(".") { name.removeFirst() }
+        if name.count > 100 { name = String(name.prefix(100)).trimmingCharacters(in: .whitespaces) }
+        return name.isEmpty ? fallback : name
+    }
+
+    // MARK: JSON
+
+    /// Every note with every field; `history` (note id → its revisions, oldest first) when given.
+    public static func json(_ notes: [PortableNote], history: [String: [PortableRevision]]? = nil, exportedAt: Date = Date()) -> File {
+        let items: [JSONValue] = notes.sorted { $0.id < $1.id }.map { note in
+            var object: [String: JSONValue] = [
+                "id": .string(note.id), "title": .string(note.title), "body": .string(note.body),
+                "tags": .array(note.tags.map(JSONValue.string)), "folder": note.folder.map(JSONValue.string) ?? .null,
+                "pinned": .bool(note.pinned), "trashed": .bool(note.trashed),
+                "created": .string(timestamp(note.created)), "updated": .string(timestamp(note.updated)),
+            ]
+            if let revisions = history?[note.id] {
+                object["history"] = .array(revisions.map { revision in
+                    ["rev": .int(revision.rev), "updated": .string(revision.updated), "conflict": .bool(revision.conflict),
+                     "title": .string(revision.title), "body": .string(revision.body), "tags": .array(revision.tags.map(JSONValue.string))]
+                })
+            }
+            return .object(object)
+        }
+        let document: JSONValue = ["format": "noted-export", "version": 1, "exportedAt": .string(timestamp(exportedAt)), "notes": .array(items)]
+        return File(path: "notes.json", data: Data(document.jsonString.utf8))
+    }
+
+    // MARK: Writing
+
+    /// Writes `files` to `path`: a `.zip` archive when the path ends so, else a new folder.
+    /// Nothing is left half-written: the export is made beside `path` and renamed into place
+    /// at the end. An existing file, or a folder that is not empty, is refused.
+    public static func write(_ files: [File], to path: String) throws {
+        let manager = FileManager.default
+        var isDirectory: ObjCBool = false
+        if manager.fileExists(atPath: path, isDirectory: &isDirectory) {
+            let empty = isDirectory.boolValue && ((try? manager.contentsOfDirectory(atPath: path))?.isEmpty ?? false)
+            guard empty else { throw ExportError("\(path) already exists; choose a new name (nothing was written)") }
+            try? manager.removeItem(atPath: path)
+        }
+        let parent = (path as NSString).deletingLastPathComponent
+        let staging = (parent.isEmpty ? "." : parent) + "/.\((path as NSString).lastPathComponent).partial-\(UUID().uuidString.prefix(8))"
+        defer { try? manager.removeItem(atPath: staging) }
+        do {
+            if path.lowercased().hasSuffix(".zip") {
+                try Zip.write(files, to: staging)
+            } else {
+                for file in files {
+                    let target = staging + "/" + file.path
+                    try manager.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                    try file.data.write(to: URL(fileURLWithPath: target))
+                }
+                if files.isEmpty { try manager.createDirectory(atPath: staging, withIntermediateDirectories: true) }
+            }
+            try manager.moveItem(atPath: staging, toPath: path)
+        } catch let error as ExportError {
+            throw error
+        } catch {
+            throw ExportError("cannot write \(path): \(error.localizedDescription)")
+        }
+    }
+
+    static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+}
+
+/// Why an export could not be written, in a sentence for the person who asked.
+public struct ExportError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
