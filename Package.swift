@@ -112,7 +112,11 @@ let package = Package(
         // Moving in and out: export (and the importers), no server or client dependencies.
         .target(
             name: "NotedPorting",
-            dependencies: ["NotedCore", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
+            dependencies: [
+                "NotedCore",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(name: "NotedPortingTests", dependencies: ["NotedPorting", "NotedCore"]),
         .target(

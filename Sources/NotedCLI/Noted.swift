@@ -10,7 +10,7 @@ public struct Noted: AsyncParsableCommand {
             Register.self, Login.self, Logout.self, Whoami.self,
             New.self, List.self, Show.self, Edit.self, Tag.self, Pin.self, Unpin.self,
             Trash.self, Restore.self, Purge.self, Discard.self, Search.self, History.self,
-            Sync.self, Watch.self, Status.self, Export.self, AccountCommand.self,
+            Sync.self, Watch.self, Status.self, Export.self, Import.self, AccountCommand.self,
         ])
 
     public init() {}
@@ -49,6 +49,7 @@ extension Sync: NotedCommand {}
 extension Watch: NotedCommand {}
 extension Status: NotedCommand {}
 extension Export: NotedCommand {}
+extension Import: NotedCommand {}
 extension AccountPassword: NotedCommand {}
 extension AccountDevices: NotedCommand {}
 extension AccountSignOut: NotedCommand {}

@@ -234,6 +234,26 @@ public final class NotedClient: Sendable {
         }
     }
 
+    // MARK: Import
+
+    /// Writes imported notes under the ids given (``LocalStore/importNotes(_:dryRun:)``), in
+    /// local transactions of `batch` notes, then syncs them like any edit. `progress` hears how
+    /// many are done after each batch.
+    public func importNotes(
+        _ notes: [(id: String, fields: NoteFields)], dryRun: Bool = false, batch: Int = 500, progress: (@Sendable (Int) -> Void)? = nil
+    ) async throws -> [ImportOutcome] {
+        var outcomes: [ImportOutcome] = []
+        outcomes.reserveCapacity(notes.count)
+        for start in stride(from: 0, to: notes.count, by: max(1, batch)) {
+            let chunk = Array(notes[start..<min(start + max(1, batch), notes.count)])
+            let (done, effect) = try await store.importNotes(chunk, dryRun: dryRun)
+            outcomes += done
+            if !dryRun { await edited(effect) }
+            progress?(outcomes.count)
+        }
+        return outcomes
+    }
+
     // MARK: The account
 
     /// Changes the password; every other device of the account is signed out (this one stays).

@@ -40,7 +40,7 @@ public enum Exporter {
         }
     }
 
-    /// A note as a Markdown file: front matter, a blank line, the body.
+    /// A note as a Markdown file: front matter, a blank line, the body, a newline.
     public static func markdownText(_ note: PortableNote) -> String {
         var lines = ["---"]
         lines.append("title: \(yamlString(note.title))")
@@ -52,7 +52,9 @@ public enum Exporter {
         lines.append("updated: \(timestamp(note.updated))")
         lines.append("id: \(note.id)")
         lines.append("---")
-        return lines.joined(separator: "\n") + "\n\n" + note.body + (note.body.hasSuffix("\n") || note.body.isEmpty ? "" : "\n")
+        // Exactly one blank line before the body and one newline after it, so that an import
+        // gives the body back byte for byte (trailing newlines and leading blank lines too).
+        return lines.joined(separator: "\n") + "\n\n" + note.body + "\n"
     }
 
     /// A YAML double-quoted scalar that is also a JSON string.

@@ -213,49 +213,62 @@ extension LocalStore {
         try await writer.write { db in
             var result: [OutboxChange] = []
             var effect = StoreEffect()
-            let inflight = try RecordRow.filter(sql: RecordRow.inflight).order(RecordRow.Columns.rowKey).fetchAll(db)
-            // A record of a collection this store no longer declares (opened without it) waits:
-            // sent now, it would go without its fields and come back empty.
-            for row in inflight where !sent.contains(row.id) && result.count < limit && schemas[row.collection] != nil {
+            // Only as many rows as can be taken are read and decoded, those in `sent` left out
+            // by the query: with 10,000 notes waiting (an import), reading every one (or every
+            // one already sent) for each batch of 100 made a sync of them quadratic, minutes of
+            // CPU. A record of a collection this store no longer declares (opened without it)
+            // waits: sent now, it would go without its fields and come back empty.
+            let declared = Array(schemas.schemas.keys)
+            let unsent = Array(sent)
+            let inflight = try RecordRow.filter(sql: RecordRow.inflight).filter(declared.contains(Column("collection")))
+                .filter(!unsent.contains(RecordRow.Columns.id))
+                .order(RecordRow.Columns.rowKey).limit(limit).fetchAll(db)
+            for row in inflight where result.count < limit {
                 guard let change = row.state.inflight, let value = try? JSONValue.parse(change.body) else { continue }
                 result.append(OutboxChange(recordID: row.id, ccid: change.ccid, body: value))
             }
-            guard result.count < limit else { return (result, effect) }
-            let dirty = try RecordRow.filter(sql: "json_extract(sync, '$.edited') AND NOT (\(RecordRow.inflight))")
-                .order(RecordRow.Columns.rowKey).fetchAll(db)
-            for var row in dirty where !sent.contains(row.id) && schemas[row.collection] != nil {
-                guard result.count < limit else { break }
-                let ccid = UUID().uuidString.lowercased()
-                let baseRev = row.state.nextBaseRev(shadowRev: row.rev)
-                var change: [String: JSONValue] = [
-                    "ccid": .string(ccid), "collection": .string(row.collection), "id": .string(row.id), "baseRev": .int(baseRev),
-                ]
-                var sentFields: [String: JSONValue]?
-                if row.state.purging {
-                    if row.rev == 0 {
-                        try row.delete(db)
-                        effect.remove(row.id, in: row.collection)
-                        continue
+            // Every dirty row handled below leaves the dirty set (sent, deleted, or found to
+            // have nothing to send), so pages are read until the batch is full or none is left.
+            while result.count < limit {
+                let handled = try RecordRow.filter(sql: "json_extract(sync, '$.edited') AND NOT (\(RecordRow.inflight))")
+                    .filter(declared.contains(Column("collection")))
+                    .filter(!unsent.contains(RecordRow.Columns.id))
+                    .order(RecordRow.Columns.rowKey).limit(limit - result.count).fetchAll(db)
+                guard !handled.isEmpty else { break }
+                for var row in handled {
+                    guard result.count < limit else { break }
+                    let ccid = UUID().uuidString.lowercased()
+                    let baseRev = row.state.nextBaseRev(shadowRev: row.rev)
+                    var change: [String: JSONValue] = [
+                        "ccid": .string(ccid), "collection": .string(row.collection), "id": .string(row.id), "baseRev": .int(baseRev),
+                    ]
+                    var sentFields: [String: JSONValue]?
+                    if row.state.purging {
+                        if row.rev == 0 {
+                            try row.delete(db)
+                            effect.remove(row.id, in: row.collection)
+                            continue
+                        }
+                        change["op"] = "delete"
+                        change["fields"] = .object([:])
+                    } else {
+                        let math = recordMath(row.collection)
+                        let ops = math.ops(from: row.shadowFields, to: row.localFields, textAsSet: row.rev == 0 || row.state.sendsTextAsSet)
+                        guard !ops.isEmpty || row.rev == 0 else {
+                            row.state.nothingToSend()
+                            try row.update(db)
+                            effect.change(row.id, in: row.collection)
+                            continue
+                        }
+                        change["op"] = "upsert"
+                        change["fields"] = .object(ops)
+                        sentFields = math.applyExactly(ops: ops, to: row.shadowFields)
                     }
-                    change["op"] = "delete"
-                    change["fields"] = .object([:])
-                } else {
-                    let math = recordMath(row.collection)
-                    let ops = math.ops(from: row.shadowFields, to: row.localFields, textAsSet: row.rev == 0 || row.state.sendsTextAsSet)
-                    guard !ops.isEmpty || row.rev == 0 else {
-                        row.state.nothingToSend()
-                        try row.update(db)
-                        effect.change(row.id, in: row.collection)
-                        continue
-                    }
-                    change["op"] = "upsert"
-                    change["fields"] = .object(ops)
-                    sentFields = math.applyExactly(ops: ops, to: row.shadowFields)
+                    let body = JSONValue.object(change)
+                    row.state.send(SyncState.Inflight(ccid: ccid, baseRev: baseRev, body: body.jsonString, sent: sentFields))
+                    try row.update(db)
+                    result.append(OutboxChange(recordID: row.id, ccid: ccid, body: body))
                 }
-                let body = JSONValue.object(change)
-                row.state.send(SyncState.Inflight(ccid: ccid, baseRev: baseRev, body: body.jsonString, sent: sentFields))
-                try row.update(db)
-                result.append(OutboxChange(recordID: row.id, ccid: ccid, body: body))
             }
             return (result, effect)
         }

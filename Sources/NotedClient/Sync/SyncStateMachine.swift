@@ -242,6 +242,12 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
             pushDue = now.advanced(by: backoffDelay(attempt: 2))
             return actions + status(.syncing)
         }
+        // While a full push's worth of changes is still in flight, the next batch waits for
+        // more answers: composing after every ack read the outbox (every waiting record) once
+        // per change, and an import of 10,000 notes then synced at a few notes a second.
+        if requests.inFlight.count >= max(1, limits.maxChangesPerPush) {
+            return actions + currentStatus()
+        }
         return actions + compose()
     }
 

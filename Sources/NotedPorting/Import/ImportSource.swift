@@ -1,0 +1,136 @@
+import Foundation
+import ZIPFoundation
+
+/// What a person picked to import, read into memory as a tree of files: a folder, a `.zip`, a
+/// `.jex`/`.tar`, or one file. Paths are `/`-separated and relative to what was picked.
+public struct ImportSource: Sendable {
+    public struct File: Sendable, Hashable {
+        public var path: String
+        public var data: Data
+    }
+
+    /// Where it came from, for messages.
+    public var origin: String
+    public var files: [File]
+
+    public init(origin: String, files: [File]) {
+        self.origin = origin
+        self.files = files
+    }
+
+    /// At most this many bytes are read (an export of a large account is well under it; a wrong
+    /// pick, a disk image, is refused before it fills memory).
+    public static let maxBytes = 2 * 1024 * 1024 * 1024
+
+    /// Reads `path`: a folder (recursively, hidden files left out), an archive, or one file.
+    public static func load(_ path: String) throws -> ImportSource {
+        let manager = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard manager.fileExists(atPath: path, isDirectory: &isDirectory) else { throw ImportError(path, "no such file or folder") }
+        if isDirectory.boolValue {
+            var files: [File] = []
+            var total = 0
+            guard let walker = manager.enumerator(atPath: path) else { throw ImportError(path, "cannot read the folder") }
+            for case let relative as String in walker {
+                if relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }) { continue }
+                var isFolder: ObjCBool = false
+                let full = path + "/" + relative
+                guard manager.fileExists(atPath: full, isDirectory: &isFolder), !isFolder.boolValue else { continue }
+                guard let data = manager.contents(atPath: full) else { throw ImportError(full, "cannot read the file") }
+                total += data.count
+                guard total <= maxBytes else { throw ImportError(path, "more than 2 GiB of files; pick the export itself") }
+                files.append(File(path: relative, data: data))
+            }
+            return ImportSource(origin: path, files: files.sorted { $0.path < $1.path })
+        }
+        guard let data = manager.contents(atPath: path) else { throw ImportError(path, "cannot read the file") }
+        guard data.count <= maxBytes else { throw ImportError(path, "larger than 2 GiB; pick the export itself") }
+        let name = (path as NSString).lastPathComponent
+        let lower = name.lowercased()
+        if data.starts(with: [0x50, 0x4b, 0x03, 0x04]) || lower.hasSuffix(".zip") {
+            return ImportSource(origin: path, files: try unzip(path))
+        }
+        if lower.hasSuffix(".jex") || lower.hasSuffix(".tar") {
+            return ImportSource(origin: path, files: try Tar.files(data, origin: path))
+        }
+        return ImportSource(origin: path, files: [File(path: name, data: data)])
+    }
+
+    private static func unzip(_ path: String) throws -> [File] {
+        let archive: Archive
+        do {
+            archive = try Archive(url: URL(fileURLWithPath: path), accessMode: .read)
+        } catch {
+            throw ImportError(path, "not a readable zip archive")
+        }
+        var files: [File] = []
+        var total = 0
+        for entry in archive where entry.type == .file {
+            let name = entry.path
+            if name.split(separator: "/").contains(where: { $0.hasPrefix(".") || $0 == "__MACOSX" }) { continue }
+            var data = Data()
+            do {
+                _ = try archive.extract(entry, skipCRC32: false) { chunk in
+                    data.append(chunk)
+                    total += chunk.count
+                    if total > maxBytes { throw ImportError(path, "more than 2 GiB uncompressed; pick the export itself") }
+                }
+            } catch let error as ImportError {
+                throw error
+            } catch {
+                throw ImportError(path, "the archive is damaged at \(name)")
+            }
+            files.append(File(path: name, data: data))
+        }
+        return files.sorted { $0.path < $1.path }
+    }
+}
+
+/// Why an import could not read something: the file (and, when known, the position) and
+/// what is wrong, as one line.
+public struct ImportError: Error, Sendable, CustomStringConvertible, Equatable {
+    public var file: String
+    public var reason: String
+
+    public init(_ file: String, _ reason: String) {
+        self.file = file
+        self.reason = reason
+    }
+
+    public var description: String { "\(file): \(reason)" }
+}
+
+/// The few tar features Joplin's `.jex` uses: regular files in ustar or old-style headers.
+enum Tar {
+    static func files(_ data: Data, origin: String) throws -> [ImportSource.File] {
+        let bytes = [UInt8](data)
+        var files: [ImportSource.File] = []
+        var offset = 0
+        while offset + 512 <= bytes.count {
+            let header = bytes[offset..<(offset + 512)]
+            if header.allSatisfy({ $0 == 0 }) { break }
+            func text(_ start: Int, _ length: Int) -> String {
+                let field = header[(offset + start)..<(offset + start + length)]
+                return String(decoding: field.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            // The header's checksum: the sum of its bytes with the checksum field as spaces.
+            let stored = Int(text(148, 8).trimmingCharacters(in: .whitespaces), radix: 8)
+            let sum = header.enumerated().reduce(0) { $0 + ((148..<156).contains($1.offset) ? 32 : Int($1.element)) }
+            guard stored == sum else { throw ImportError(origin, "not a tar archive (bad header at byte \(offset))") }
+            var name = text(0, 100)
+            let prefix = text(345, 155)
+            if text(257, 5) == "ustar", !prefix.isEmpty { name = prefix + "/" + name }
+            guard let size = Int(text(124, 12).trimmingCharacters(in: .whitespaces), radix: 8) else {
+                throw ImportError(origin, "not a tar archive (bad size at byte \(offset + 124))")
+            }
+            let type = header[offset + 156]
+            let start = offset + 512
+            guard start + size <= bytes.count else { throw ImportError(origin, "the archive ends inside \(name)") }
+            if type == UInt8(ascii: "0") || type == 0 {
+                files.append(ImportSource.File(path: name, data: Data(bytes[start..<(start + size)])))
+            }
+            offset = start + (size + 511) / 512 * 512
+        }
+        return files.sorted { $0.path < $1.path }
+    }
+}

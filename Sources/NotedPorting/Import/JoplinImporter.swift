@@ -1,0 +1,116 @@
+import Foundation
+import NotedCore
+
+/// Joplin's RAW export (a folder of `<id>.md` items) and `.jex` (a tar of the same). Each item is
+/// its title line, a blank line, its body, a blank line, then `key: value` lines (`id`,
+/// `parent_id`, `created_time`, `updated_time`, `type_` …): notes are `type_: 1`, notebooks
+/// `2` (nested through `parent_id`, becoming the folder path), resources `4` (attachments,
+/// reported as not imported), tags `5`, and note–tag links `6`. A to-do (`is_todo: 1`) is tagged
+/// `todo` (and `done` when completed); `deleted_time` other than 0 puts the note in the trash.
+enum JoplinImporter {
+    struct Item {
+        var path: String
+        var title: String
+        var body: String
+        var fields: [String: String]
+        var type: Int { Int(fields["type_"] ?? "") ?? 0 }
+        var id: String { fields["id"] ?? "" }
+    }
+
+    /// Whether a file ends with Joplin's metadata block.
+    static func looksLikeItem(_ data: Data) -> Bool {
+        guard let text = String(data: data.suffix(4096), encoding: .utf8) else { return false }
+        let fields = metadata(text.split(separator: "\n", omittingEmptySubsequences: false)).fields
+        return fields["type_"] != nil && (fields["id"]?.count ?? 0) == 32
+    }
+
+    /// The trailing `key: value` lines of an item, and where they start.
+    static func metadata(_ lines: [Substring]) -> (fields: [String: String], start: Int) {
+        var fields: [String: String] = [:]
+        var index = lines.count
+        while index > 0, lines[index - 1].isEmpty { index -= 1 }
+        while index > 0 {
+            let line = lines[index - 1]
+            guard let colon = line.firstIndex(of: ":"), line[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }),
+                  !line[..<colon].isEmpty else { break }
+            var value = line[line.index(after: colon)...]
+            if value.first == " " { value = value.dropFirst() }
+            fields[String(line[..<colon])] = String(value)
+            index -= 1
+        }
+        return (fields, index)
+    }
+
+    static func item(_ file: ImportSource.File) -> Item? {
+        guard let text = String(data: file.data, encoding: .utf8) else { return nil }
+        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false)
+        let (fields, start) = metadata(lines)
+        guard fields["type_"] != nil, fields["id"] != nil else { return nil }
+        var content = lines[..<start]
+        if content.last?.isEmpty == true { content = content.dropLast() }  // the blank line before the metadata
+        let title = content.first.map(String.init) ?? ""
+        var body = content.dropFirst()
+        if body.first?.isEmpty == true { body = body.dropFirst() }
+        return Item(path: file.path, title: title, body: body.joined(separator: "\n"), fields: fields)
+    }
+
+    static func read(_ source: ImportSource) throws -> Importer.Result {
+        var items: [Item] = []
+        var skipped: [Importer.Skipped] = []
+        for file in source.files {
+            guard file.path.lowercased().hasSuffix(".md") else {
+                if !file.path.contains("resources/") {
+                    skipped.append(Importer.Skipped(source: file.path, reason: "not a Joplin item"))
+                }
+                continue
+            }
+            guard let item = item(file) else {
+                skipped.append(Importer.Skipped(source: file.path, reason: "not a Joplin item (no metadata block with id and type_)"))
+                continue
+            }
+            items.append(item)
+        }
+        guard !items.isEmpty else { throw ImportError(source.origin, "no Joplin items in it") }
+        let folders = Dictionary(items.filter { $0.type == 2 }.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let tagTitles = Dictionary(items.filter { $0.type == 5 }.map { ($0.id, $0.title) }, uniquingKeysWith: { first, _ in first })
+        var tagsOf: [String: [String]] = [:]
+        for link in items where link.type == 6 {
+            if let note = link.fields["note_id"], let tag = link.fields["tag_id"].flatMap({ tagTitles[$0] }) { tagsOf[note, default: []].append(tag) }
+        }
+        func path(of folderID: String?) -> String? {
+            var names: [String] = []
+            var current = folderID
+            var seen: Set<String> = []
+            while let id = current, !id.isEmpty, let folder = folders[id], seen.insert(id).inserted {
+                names.insert(folder.title.replacingOccurrences(of: "/", with: "-"), at: 0)
+                current = folder.fields["parent_id"]
+            }
+            return names.isEmpty ? nil : names.joined(separator: "/")
+        }
+        var notes: [Importer.Imported] = []
+        for item in items {
+            switch item.type {
+            case 1:
+                var tags = tagsOf[item.id] ?? []
+                if item.fields["is_todo"] == "1" {
+                    tags.append("todo")
+                    if let done = item.fields["todo_completed"], done != "0", !done.isEmpty { tags.append("done") }
+                }
+                let created = Importer.isoDate(item.fields["user_created_time"]) ?? Importer.isoDate(item.fields["created_time"])
+                let updated = Importer.isoDate(item.fields["user_updated_time"]) ?? Importer.isoDate(item.fields["updated_time"]) ?? created
+                    ?? Date(timeIntervalSince1970: 0)
+                let deleted = item.fields["deleted_time"].map { $0 != "0" && !$0.isEmpty } ?? false
+                notes.append(Importer.Imported(
+                    note: PortableNote(
+                        id: Importer.noteID(format: .joplin, sourceID: item.id), title: item.title, body: item.body, tags: tags,
+                        folder: path(of: item.fields["parent_id"]), pinned: false, trashed: deleted, created: created ?? updated, updated: updated),
+                    source: item.path))
+            case 4:
+                skipped.append(Importer.Skipped(source: item.path, reason: "attachments are not imported yet (\(item.title))"))
+            default:
+                continue
+            }
+        }
+        return Importer.Result(format: .joplin, notes: notes, skipped: skipped)
+    }
+}

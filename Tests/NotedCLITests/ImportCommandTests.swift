@@ -1,0 +1,93 @@
+import Foundation
+import NotedClient
+import NotedCore
+import Testing
+import TestSupport
+
+/// `noted import` as a user runs it (issue 16): offline into this device's copy, synced like
+/// any edit, safe to repeat, a dry run writing nothing, and Noted's own export read back.
+@Suite(.serialized) struct ImportCommandTests {
+    static let password = "correct horse battery\n"
+
+    @Test func exportThenImportIntoAFreshAccountGivesTheSameNotesAndAgainChangesNothing() async throws {
+        try await withTemporaryDirectory { dir in
+            let server = try await ServerProcess(directory: dir + "/server")
+            defer { server.stop() }
+            let old = Home(path: dir + "/old", server: server.url)
+            try await old.noted("new", "--offline", "--title", "Groceries 🛒", "--body=- [ ] milk\n\n- [x] eggs\n", "--tag", "home", "--folder", "Home/Lists", "--pin")
+            let trashed = try await old.noted("new", "--offline", "--title", "Old idea", "--body", "gone soon")
+            try await old.noted("trash", "--offline", trashed)
+            try await old.noted("new", "--offline", "--title", "", "--body", "")
+            try await old.noted("--offline", "export", dir + "/export.zip")
+            let before = try await old.notes(trashed: false).merging(try await old.notes(trashed: true)) { a, _ in a }
+
+            let new = Home(path: dir + "/new", server: server.url)
+            try await new.noted("register", "--username", "mover", "--password-stdin", stdin: Self.password)
+            let dry = try JSONValue.parse(try await new.noted("--json", "import", "--dry-run", dir + "/export.zip"))
+            #expect(dry["imported"] == 3 && dry["dryRun"] == true && dry["format"] == "markdown")
+            #expect(try await new.notes().isEmpty, "a dry run writes nothing")
+
+            #expect(try await new.noted("import", dir + "/export.zip") == "imported 3 new note(s) from markdown, updated 0, 0 unchanged, 0 skipped")
+            let after = try await new.notes(trashed: false).merging(try await new.notes(trashed: true)) { a, _ in a }
+            func content(_ notes: [String: JSONValue]) -> [String: [String: JSONValue]] {
+                notes.mapValues { note in
+                    var object = note.objectValue ?? [:]
+                    for key in ["pending", "rev", "refusal"] { object[key] = nil }
+                    return object
+                }
+            }
+            #expect(content(after) == content(before))
+            // On the server too: another device of the account gets them.
+            let other = Home(path: dir + "/other", server: server.url)
+            try await other.noted("login", "--username", "mover", "--password-stdin", stdin: Self.password)
+            try await other.noted("sync")
+            let live = try await other.notes()
+            let inTrash = try await other.notes(trashed: true)
+            #expect(live.count == 2 && inTrash.count == 1)
+
+            // Again: nothing new, nothing changed; then an edited note is updated, not duplicated.
+            let again = try JSONValue.parse(try await new.noted("--json", "import", dir + "/export.zip"))
+            #expect(again["imported"] == 0 && again["updated"] == 0 && again["unchanged"] == 3)
+            let groceries = try #require(before.first { $0.value["title"] == "Groceries 🛒" }?.key)
+            try await new.noted("edit", groceries, "--append", "bread")
+            let updated = try JSONValue.parse(try await new.noted("--json", "import", dir + "/export.zip"))
+            #expect(updated["updated"] == 1 && updated["unchanged"] == 2)
+            #expect(try await new.notes().count == 2)
+
+            // A damaged export: one line naming the file and place, non-zero exit, nothing written.
+            try Data("{\"activeNotes\": [ {\"id\": 1,, } ]}".utf8).write(to: URL(fileURLWithPath: dir + "/notes.json"))
+            let broken = try await run("noted", ["--home", new.path, "--offline", "import", dir + "/notes.json"])
+            #expect(broken.status != 0)
+            #expect(broken.stderr.contains("notes.json: line 1, column") && broken.stderr.contains("not valid JSON"), "\(broken.stderr)")
+            let missing = try await run("noted", ["--home", new.path, "--offline", "import", dir + "/nothing-here"])
+            #expect(missing.status != 0 && missing.stderr.contains("no such file or folder"))
+        }
+    }
+
+    /// At the size people bring: a Simplenote export of 10,000 notes, imported and synced to
+    /// the real server. Prints the time (issue 16's benchmark: under 10 s); no limit asserted.
+    @Test func aTenThousandNoteSimplenoteExportIsImportedAndSynced() async throws {
+        try await withTemporaryDirectory { dir in
+            let server = try await ServerProcess(directory: dir + "/server")
+            defer { server.stop() }
+            let paragraph = String(String(repeating: "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", count: 36).prefix(2_000))
+            let notes: [JSONValue] = (0..<10_000).map { index in
+                ["id": .string("sn-\(index)"), "content": .string("Note \(index)\n\(paragraph)"), "creationDate": "2024-01-05T10:11:12.345Z",
+                 "lastModified": "2024-02-01T00:00:00.000Z", "tags": .array([.string("t\(index % 7)")])]
+            }
+            let export: JSONValue = ["activeNotes": .array(notes), "trashedNotes": []]
+            try FileManager.default.createDirectory(atPath: dir + "/simplenote/source", withIntermediateDirectories: true)
+            try Data(export.jsonString.utf8).write(to: URL(fileURLWithPath: dir + "/simplenote/source/notes.json"))
+            let home = Home(path: dir + "/home", server: server.url)
+            try await home.noted("register", "--username", "bulk", "--password-stdin", stdin: Self.password)
+            let started = ContinuousClock.now
+            let summary = try JSONValue.parse(try await home.noted("--json", "import", dir + "/simplenote"))
+            let imported = ContinuousClock.now - started
+            #expect(summary["imported"] == 10_000 && summary["format"] == "simplenote")
+            try await home.noted("sync", "--timeout", "120")
+            print("import of a 10,000-note Simplenote export: \(imported); with the sync to the server: \(ContinuousClock.now - started)")
+            let status = try JSONValue.parse(try await home.noted("--json", "status"))
+            #expect(status["pending"] == 0, "\(status)")
+        }
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import NotedCore
+import Testing
+@testable import NotedPorting
+
+/// The importers' shared rules (issue 16): stable ids, Noted's own export read back exactly,
+/// malformed input named with its position, archives read.
+@Suite struct ImporterTests {
+    func source(_ files: [String: String]) -> ImportSource {
+        ImportSource(origin: "test", files: files.map { ImportSource.File(path: $0.key, data: Data($0.value.utf8)) }.sorted { $0.path < $1.path })
+    }
+
+    @Test func idsAreVersion5UUIDsStableAcrossRunsAndDistinctAcrossSources() {
+        let a = Importer.noteID(format: .simplenote, sourceID: "abc")
+        #expect(a == Importer.noteID(format: .simplenote, sourceID: "abc"))
+        #expect(a != Importer.noteID(format: .keep, sourceID: "abc"))
+        #expect(a != Importer.noteID(format: .simplenote, sourceID: "abd"))
+        #expect(UUIDText.isCanonical(a))
+        let characters = Array(a)
+        #expect(characters[14] == "5", "version 5")
+        #expect("89ab".contains(characters[19]), "RFC 9562 variant")
+    }
+
+    @Test func noteDsOwnMarkdownExportReadsBackExactly() throws {
+        let created = Date(timeIntervalSince1970: 1_700_000_000.123)
+        let notes = [
+            PortableNote(id: UUID().uuidString.lowercased(), title: "Quote \" colon: # x\nline", body: "\n\nstarts with blank lines\n\nends with two\n\n",
+                         tags: ["a b", "ü"], folder: "Work/Deep", pinned: true, trashed: false, created: created, updated: created.addingTimeInterval(60)),
+            PortableNote(id: UUID().uuidString.lowercased(), title: "", body: "", created: created, updated: created),
+            PortableNote(id: UUID().uuidString.lowercased(), title: "Trashed", body: "---\nnot front matter\n---", trashed: true, created: created, updated: created),
+        ]
+        let files = Exporter.markdown(notes)
+        let result = try Importer.read(ImportSource(origin: "export", files: files.map { ImportSource.File(path: "noted-export/" + $0.path, data: $0.data) }))
+        #expect(result.format == .markdown)
+        #expect(result.skipped.isEmpty)
+        let read = Dictionary(uniqueKeysWithValues: result.notes.map { ($0.note.id, $0.note) })
+        for note in notes {
+            #expect(read[note.id] == note, "\(note.title)")
+        }
+    }
+
+    @Test func plainMarkdownTakesItsTitleFromTheHeadingOrTheFileName() throws {
+        let result = try Importer.read(source([
+            "notes/Trips/Lisbon.md": "# Lisbon in May\n\nTram 28.\n",
+            "notes/Trips/no heading.txt": "Just text\n",
+            "notes/with matter.md": "---\ntitle: 'It''s here'\ntags: trips, food\ncreated: 2024-01-05\npinned: yes\n---\nBody\n",
+            "notes/picture.png": "\u{89}PNG",
+        ]), as: .markdown)
+        let byTitle = Dictionary(uniqueKeysWithValues: result.notes.map { ($0.note.title, $0.note) })
+        #expect(byTitle["Lisbon in May"]?.body == "Tram 28.")
+        #expect(byTitle["Lisbon in May"]?.folder == "Trips")
+        #expect(byTitle["no heading"]?.body == "Just text")
+        let matter = try #require(byTitle["It's here"])
+        #expect(matter.tags == ["trips", "food"] && matter.pinned && matter.body == "Body" && matter.folder == nil)
+        #expect(matter.created == Date(timeIntervalSince1970: 1_704_412_800))
+        #expect(result.skipped.map(\.source) == ["notes/picture.png"])
+    }
+
+    @Test func simplenoteNotesAndTrashAreRead() throws {
+        let json = """
+            {"activeNotes":[{"id":"n1","content":"Shopping\\r\\nmilk\\neggs","creationDate":"2024-01-05T10:11:12.345Z",
+              "lastModified":"2024-02-01T00:00:00.000Z","tags":["home"],"pinned":true},{"content":"no id"}],
+             "trashedNotes":[{"id":"n2","content":"Old","creationDate":"2023-01-01T00:00:00Z","lastModified":"2023-01-02T00:00:00Z"}]}
+            """
+        let result = try Importer.read(source(["source/notes.json": json, "source/notes/Shopping.txt": "Shopping"]))
+        #expect(result.format == .simplenote)
+        #expect(result.notes.count == 2)
+        let shopping = try #require(result.notes.first { $0.note.title == "Shopping" }?.note)
+        #expect(shopping.body == "milk\neggs" && shopping.tags == ["home"] && shopping.pinned && !shopping.trashed)
+        #expect(shopping.id == Importer.noteID(format: .simplenote, sourceID: "n1"))
+        #expect(result.notes.first { $0.note.title == "Old" }?.note.trashed == true)
+        #expect(result.skipped.count == 1 && result.skipped[0].reason == "no id")
+    }
+
+    @Test func malformedInputIsNamedWithItsPosition() {
+        #expect(throws: ImportError("source/notes.json", "line 2, column 16: not valid JSON (expected a key)")) {
+            try Importer.read(source(["source/notes.json": "{\"activeNotes\":\n  [{\"id\": \"x\", ]}"]), as: .simplenote)
+        }
+        #expect(throws: ImportError.self) { try Importer.read(source(["a.enex": "<en-export><note><title>x</title></note"]), as: .evernote) }
+        #expect(throws: ImportError.self) { try Importer.read(source(["a.enex": "<en-export><note><title>x</title>"]), as: .evernote) }
+        #expect(throws: ImportError.self) { try Importer.read(source(["a.enex": "<html><body>not it</body></html>"]), as: .evernote) }
+        #expect(throws: ImportError.self) { try Importer.read(source(["picture.png": "\u{89}PNG"])) }
+        #expect(throws: ImportError.self) { try Importer.read(ImportSource(origin: "empty", files: [])) }
+    }
+
+    @Test func aTarArchiveIsRead() throws {
+        // A ustar archive of two files, as `tar` (and Joplin's .jex) writes it.
+        func header(_ name: String, size: Int) -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: 512)
+            func put(_ text: String, at offset: Int) { for (i, b) in text.utf8.enumerated() { bytes[offset + i] = b } }
+            put(name, at: 0)
+            put("0000644", at: 100)
+            put(String(format: "%011o", size), at: 124)
+            put("00000000000", at: 136)
+            bytes[156] = UInt8(ascii: "0")
+            put("ustar", at: 257)
+            put("00", at: 263)
+            for i in 148..<156 { bytes[i] = 32 }
+            let sum = bytes.reduce(0) { $0 + Int($1) }
+            put(String(format: "%06o", sum) + "\0 ", at: 148)
+            return bytes
+        }
+        var tar: [UInt8] = []
+        for (name, text) in [("a.md", "first"), ("dir/b.md", String(repeating: "x", count: 600))] {
+            tar += header(name, size: text.utf8.count) + Array(text.utf8)
+            tar += [UInt8](repeating: 0, count: (512 - text.utf8.count % 512) % 512)
+        }
+        tar += [UInt8](repeating: 0, count: 1024)
+        let files = try Tar.files(Data(tar), origin: "t.tar")
+        #expect(files.map(\.path) == ["a.md", "dir/b.md"])
+        #expect(files[1].data.count == 600)
+        var broken = tar
+        broken[148] = UInt8(ascii: "7")
+        #expect(throws: ImportError.self) { try Tar.files(Data(broken), origin: "t.tar") }
+    }
+}
