@@ -75,3 +75,21 @@ export async function openFor(account, options) {
   localStorage.setItem(CURRENT, store.name);
   return store;
 }
+
+/**
+ * Deletes an account's database in this browser (its notes, outbox, cursor and session) once the
+ * account itself is deleted on the server, and the entry naming it as the one opened at start:
+ * the page then starts signed out. `store` (that account's, open) is closed first.
+ */
+export async function removeAccountDatabase(store, options) {
+  const name = store.name;
+  store.close();
+  await LocalStore.remove(name, options);
+  if (remembered() === name) {
+    try {
+      localStorage.removeItem(CURRENT);
+    } catch {
+      // No storage: nothing names it.
+    }
+  }
+}

@@ -10,7 +10,8 @@
 
 import { newRecord, normalizeFields } from "./db.js";
 import { Auth } from "./auth.js";
-import { accountOf, openCurrent, openFor, ownerOf } from "./accounts.js";
+import { accountOf, openCurrent, openFor, ownerOf, removeAccountDatabase } from "./accounts.js";
+import { AccountPanel, deleteAccount as deleteServerAccount, signOutEverywhere as endEverySignIn } from "./account.js";
 import { SyncEngine, sameFields } from "./sync.js";
 import { hunk, rebase, uuid } from "./text.js";
 import { NoteIndex, firstLine, summarize } from "./notes-index.js";
@@ -22,17 +23,18 @@ const SAVE_DELAY = 200; // ms without a key before typing is written to the stor
 const SAVE_MAX_DELAY = 1000; // typing without a pause is written at least this often
 const PUSH_DELAY = 100; // ms from a written edit to its push (typing is already debounced)
 const PULL_LIST_INTERVAL = 250; // ms between two makings of the list while pulled pages arrive
+const SIGNED_OUT_NOTE = "noted.signed-out"; // sessionStorage: why the page starts signed out (said once)
 
 const $ = (id) => document.getElementById(id);
 const ui = {
-  signedOut: $("signed-out"), app: $("app"), signIn: $("sign-in"), signInError: $("sign-in-error"),
-  newNote: $("new-note"), sync: $("sync-status"), signOut: $("sign-out"), search: $("search"),
+  signedOut: $("signed-out"), app: $("app"), signIn: $("sign-in"), signInError: $("sign-in-error"), signedOutReason: $("signed-out-reason"),
+  newNote: $("new-note"), sync: $("sync-status"), account: $("account"), signOut: $("sign-out"), search: $("search"),
   filter: $("filter"), notes: $("notes"), notesScroll: $("notes-scroll"), empty: $("empty"), editor: $("editor"), back: $("back"),
   pin: $("pin"), trash: $("trash"), restore: $("restore"), purge: $("purge"),
   historyToggle: $("history-toggle"), history: $("history"), revisions: $("revisions"),
   title: $("title"), body: $("body"), folder: $("folder"), tags: $("tags"), toast: $("toast"),
   refusal: $("refusal"), refusalText: $("refusal-text"), discard: $("discard"),
-  signOutDialog: $("sign-out-dialog"), signOutText: $("sign-out-text"), signOutExported: $("sign-out-exported"),
+  signOutDialog: $("sign-out-dialog"), signOutTitle: $("sign-out-title"), signOutText: $("sign-out-text"), signOutExported: $("sign-out-exported"),
   signOutExport: $("sign-out-export"), signOutAnyway: $("sign-out-anyway"), signOutCancel: $("sign-out-cancel"),
 };
 
@@ -41,6 +43,10 @@ let auth;
 let engine;
 let search;
 let list;
+let accountPanel;
+let leaving = false; // signing out: the session ends on purpose
+let deleting = false; // the account is deleted: its database goes, then the page reloads
+let everywhere = false; // what the sign-out dialog's "Sign out anyway" does: sign out every device
 const index = new NoteIndex();
 let selectedId = null; // the note chosen in the list
 let draft = null; // the note the editor shows
@@ -678,15 +684,21 @@ async function flushDrafts() {
   }
 }
 
-async function askSignOut() {
+/**
+ * Signs out (`all`: every device, this one too), asking first when notes are unsynced; the
+ * Account panel's "Sign out everywhere" comes here as the toolbar's "Sign out" does.
+ */
+async function askSignOut(all = false) {
   if (ui.signOutDialog.open) return;
   await flushDrafts();
   const records = await store.pendingRecords();
   const unsynced = records.length;
   if (unsynced === 0) {
-    await signOut();
+    await signOut(all);
     return;
   }
+  everywhere = all;
+  ui.signOutTitle.textContent = all ? "Sign out everywhere?" : "Sign out?";
   const one = unsynced === 1;
   const refused = records.filter((r) => r.refusal).length;
   ui.signOutText.textContent = `${unsynced} note${one ? " is" : "s are"} not synced yet` +
@@ -697,13 +709,104 @@ async function askSignOut() {
   ui.signOutDialog.showModal();
 }
 
-async function signOut() {
+/** Signs out (`all`: every sign-in of the account is ended first, on the server). */
+async function signOut(all = false) {
+  leaving = true;
   engine.stop();
+  if (all) {
+    try {
+      await endEverySignIn(auth);
+    } catch (error) {
+      leaving = false;
+      engine.start();
+      throw error;
+    }
+  }
   await auth.signOut(); // the page reloads when the session is gone
   location.reload();
 }
 
-/** Downloads the unsynced notes as a JSON file; the dialog stays open. */
+function signOutFailed(error, all) {
+  if (all && accountPanel.isOpen) accountPanel.showDevicesError(`Could not sign out everywhere: ${error.message}`);
+  else toast(`Could not sign out: ${error.message}`);
+}
+
+/** Unsynced notes (typing written first), for the delete-account dialog. */
+async function unsyncedCount() {
+  await flushDrafts();
+  return (await store.pendingRecords()).length;
+}
+
+/**
+ * Deletes the account (the server checks `password`), then this browser's database of it (its
+ * notes, unsynced ones too, and its session): the page starts again signed out and says so.
+ * Nothing syncs meanwhile; a refusal leaves everything as it was and rejects.
+ */
+async function deleteAccount(password, { onBlocked } = {}) {
+  engine.stop();
+  try {
+    await deleteServerAccount(auth, password);
+  } catch (error) {
+    engine.start();
+    throw error;
+  }
+  deleting = true;
+  await auth.forget();
+  let note = "Your account was deleted.";
+  try {
+    await removeAccountDatabase(store, { onBlocked });
+  } catch (error) {
+    note += ` This browser's copy of its notes could not be removed (${error.message}).`;
+  }
+  rememberSignedOutNote(note);
+  location.reload();
+}
+
+// ---------------------------------------------------------------------------------------------
+// A lost session (signed out on another device, the password changed, the account deleted):
+// the welcome page says why. The account's database stays, unsynced notes included.
+
+function rememberSignedOutNote(note) {
+  try {
+    sessionStorage.setItem(SIGNED_OUT_NOTE, note);
+  } catch {
+    // No storage: the welcome page says nothing more.
+  }
+}
+
+/** What the welcome page says after the session was lost (`said`: the server's reason, if it gave one). */
+async function sessionLost(said) {
+  let note;
+  if (/account was deleted/i.test(said || "")) {
+    note = "Signed out: the account was deleted.";
+  } else {
+    note = /session was revoked/i.test(said || "")
+      ? "Signed out: this browser was signed out on another device, or the password was changed."
+      : "Signed out: this browser's sign-in has ended (signed out on another device, the password changed or the account deleted).";
+    const unsynced = await store.pendingRecords().then((records) => records.length, () => 0);
+    if (unsynced) {
+      const one = unsynced === 1;
+      note += ` ${unsynced} note${one ? "" : "s"} not synced yet ${one ? "is" : "are"} kept in this browser: ` +
+        `${one ? "it syncs" : "they sync"} when you sign in again.`;
+    }
+  }
+  rememberSignedOutNote(note);
+}
+
+/** The welcome page says once why it is shown (after a lost session or a deleted account). */
+function showSignedOutNote() {
+  let note = null;
+  try {
+    note = sessionStorage.getItem(SIGNED_OUT_NOTE);
+    sessionStorage.removeItem(SIGNED_OUT_NOTE);
+  } catch {
+    return;
+  }
+  // Written once the page is shown: a live region announces changes, not what it held at first.
+  if (note) setTimeout(() => (ui.signedOutReason.textContent = note), 100);
+}
+
+/** Downloads the unsynced notes as a JSON file (a dialog stays open): the sentence saying so. */
 async function exportUnsynced() {
   const records = await store.pendingRecords();
   const notes = records.map((r) => ({
@@ -717,16 +820,25 @@ async function exportUnsynced() {
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(link.href), 60000);
-  ui.signOutExported.textContent = `Exported ${notes.length} note${notes.length === 1 ? "" : "s"} to ${file}.`;
+  return `Exported ${notes.length} note${notes.length === 1 ? "" : "s"} to ${file}.`;
 }
 
 function wireApp() {
-  ui.signOut.addEventListener("click", () => askSignOut().catch((error) => toast(`Could not sign out: ${error.message}`)));
-  ui.signOutExport.addEventListener("click", () => exportUnsynced().catch((error) => toast(`Could not export: ${error.message}`)));
+  ui.signOut.addEventListener("click", () => askSignOut().catch((error) => signOutFailed(error, false)));
+  ui.signOutExport.addEventListener("click", () => exportUnsynced()
+    .then((said) => (ui.signOutExported.textContent = said), (error) => toast(`Could not export: ${error.message}`)));
   ui.signOutAnyway.addEventListener("click", () => {
     ui.signOutDialog.close();
-    signOut().catch((error) => toast(`Could not sign out: ${error.message}`));
+    const all = everywhere;
+    signOut(all).catch((error) => signOutFailed(error, all));
   });
+  accountPanel = new AccountPanel(auth, {
+    signOutEverywhere: () => askSignOut(true),
+    deleteAccount,
+    unsynced: unsyncedCount,
+    exportUnsynced,
+  });
+  ui.account.addEventListener("click", () => accountPanel.open(ui.account));
   ui.signOutCancel.addEventListener("click", () => ui.signOutDialog.close());
   ui.discard.addEventListener("click", () => discard().catch((error) => toast(`Could not discard: ${error.message}`)));
   ui.newNote.addEventListener("click", () => createNote());
@@ -790,7 +902,13 @@ async function main() {
   }
   if (!auth.signedIn) {
     ui.signedOut.hidden = false;
+    showSignedOutNote();
     return;
+  }
+  try {
+    sessionStorage.removeItem(SIGNED_OUT_NOTE); // signed in again meanwhile: old news
+  } catch {
+    // No storage.
   }
   ui.app.hidden = false;
   search = new Search(store, { onError: (message) => toast(`Search: ${message}`) });
@@ -804,8 +922,13 @@ async function main() {
   engine.addEventListener("error", (e) => toast(e.detail.message));
   auth.addEventListener("change", () => {
     // Signed out, or the session lost: typing not yet written is written first (the
-    // account's database keeps it for its next sign-in).
-    if (!auth.signedIn) flushDrafts().finally(() => location.reload());
+    // account's database keeps it for its next sign-in); a lost session is explained on the
+    // welcome page. A deleted account's database is being removed: nothing to keep.
+    if (auth.signedIn || deleting) return;
+    const lost = leaving ? null : auth.lost;
+    flushDrafts()
+      .then(() => lost && sessionLost(lost.said))
+      .finally(() => location.reload());
   });
   window.noted = { store, auth, engine, index }; // for tests and the curious
   engine.start();

@@ -26,6 +26,8 @@ export class Auth extends EventTarget {
     this.store = store;
     this.session = null; // { accessToken, refreshToken, expiresAt, user, issuer }
     this.refreshing = null;
+    this.serverSaid = null; // why the server last refused this session (a sync `error` `unauthenticated`)
+    this.lost = null; // { said } once the session was lost (the refresh answered invalid_grant)
   }
 
   get redirectURI() {
@@ -99,6 +101,7 @@ export class Auth extends EventTarget {
       issuer: claimed.iss || location.origin,
     };
     this.session = session;
+    this.serverSaid = null; // still signed in, whatever was said before
     if (this.store) await this.store.setMeta("session", session);
     this.dispatchEvent(new Event("change"));
     return session;
@@ -125,7 +128,10 @@ export class Auth extends EventTarget {
         refresh_token: this.session.refreshToken,
         client_id: CLIENT_ID,
       }).catch(async (error) => {
-        if (error.code === "invalid_grant") await this.forget();
+        if (error.code === "invalid_grant") {
+          this.lost = { said: this.serverSaid };
+          await this.forget();
+        }
         return null;
       }).finally(() => {
         this.refreshing = null;
@@ -136,6 +142,16 @@ export class Auth extends EventTarget {
 
   invalidateAccessToken() {
     if (this.session) this.session = { ...this.session, expiresAt: 0 };
+  }
+
+  /**
+   * The server refused this session, saying why (a sync `error` `unauthenticated`: "the sign-in
+   * session was revoked", "the account was deleted"): kept to tell the user, should the refresh
+   * that follows fail.
+   */
+  refusedBecause(message) {
+    this.serverSaid = message || null;
+    this.invalidateAccessToken();
   }
 
   async signOut() {
@@ -153,8 +169,30 @@ export class Auth extends EventTarget {
   /** Forgets the session (signed out, or lost): the account's database keeps everything else. */
   async forget() {
     this.session = null;
-    if (this.store) await this.store.deleteMeta("session");
+    // The database may be gone (the account deleted in another tab): forgotten all the same.
+    if (this.store) await this.store.deleteMeta("session").catch(() => {});
     this.dispatchEvent(new Event("change"));
+  }
+
+  /**
+   * A request to the API with the access token (JSON `body`, if any): { status, ok, body } with
+   * the answer's JSON (null for 204). A token the server no longer takes (401) is refreshed and
+   * the request made once more; a session that cannot be refreshed is lost (see `refresh`).
+   */
+  async request(method, path, body = undefined) {
+    for (let attempt = 0; ; attempt++) {
+      const token = await this.accessToken();
+      if (!token) throw Object.assign(new Error("not signed in"), { code: "unauthenticated", status: 401 });
+      const headers = { Authorization: `Bearer ${token}` };
+      if (body !== undefined) headers["Content-Type"] = "application/json";
+      const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      if (response.status === 401 && attempt === 0) {
+        this.invalidateAccessToken();
+        continue;
+      }
+      const json = response.status === 204 ? null : await response.json().catch(() => ({}));
+      return { status: response.status, ok: response.ok, body: json };
+    }
   }
 
   async fetchJSON(path) {

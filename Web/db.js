@@ -120,6 +120,20 @@ export class LocalStore {
     });
   }
 
+  /**
+   * Deletes the database `name` (close this page's LocalStore on it first): resolves once it is
+   * gone. Other connections to it (the search worker, other tabs) close themselves on
+   * `versionchange`; `onBlocked` is called while one has not yet.
+   */
+  static remove(name, { onBlocked } = {}) {
+    return new Promise((resolve, reject) => {
+      const req = indexedDB.deleteDatabase(name);
+      req.onblocked = () => onBlocked && onBlocked();
+      req.onsuccess = () => resolve();
+      req.onerror = () => reject(req.error);
+    });
+  }
+
   constructor(db) {
     this.db = db;
   }

@@ -1,8 +1,9 @@
 // The service worker: keeps the app shell so that Noted opens with no network.
 // The shell is served from the cache and refreshed in the background; API calls never are.
 
-const CACHE = "noted-shell-v2";
-const SHELL = ["./", "index.html", "app.js", "accounts.js", "auth.js", "db.js", "sync.js", "text.js", "style.css",
+// A new file in SHELL, or one dropped from it: bump CACHE (the old cache is deleted on activate).
+const CACHE = "noted-shell-v3";
+const SHELL = ["./", "index.html", "app.js", "account.js", "accounts.js", "auth.js", "db.js", "sync.js", "text.js", "style.css",
   "notes-index.js", "list.js", "search.js", "search-client.js", "search-worker.js", "search-text.js",
   "manifest.webmanifest", "icon.svg", "icon-192.png", "icon-512.png"];
 

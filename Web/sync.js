@@ -203,7 +203,8 @@ export class SyncEngine extends EventTarget {
       case "error":
         if (message.rid !== undefined) this.pending.delete(String(message.rid));
         this.emit("error", { message: message.message || message.code });
-        if (message.code === "token_expired" || message.code === "unauthenticated") this.auth.invalidateAccessToken();
+        if (message.code === "unauthenticated") this.auth.refusedBecause(message.message);
+        else if (message.code === "token_expired") this.auth.invalidateAccessToken();
         break;
     }
   }

@@ -1,0 +1,450 @@
+"""The web app's Account panel in a real browser (headless Chromium driven by Selenium against
+a real noted-server): changing the password, the signed-in devices (signing one out, signing out
+everywhere), deleting the account, what another browser of the account sees then, and axe-core
+over the panel and the delete dialog. Skipped with a printed notice where Chromium cannot be
+found (as test_webapp.py, whose helpers these are)."""
+import re
+import time
+import uuid
+
+import pytest
+import requests
+
+from test_webapp import (  # noqa: F401 (skips this module, as that one, without Chromium)
+    By, Keys, WebDriverException, axe_violations, browser, button, dialog_open, field, new_note, register, run_server,
+    row_state, set_body, set_offline, sign_in, signed_out, status, titles, wait, write_offline_note,
+)
+
+NEW_PASSWORD = "a brand new passphrase"
+
+
+@pytest.fixture(scope="module")
+def account_server():
+    # Its own server: these tests sign in, out and in again many times, and check passwords.
+    yield from run_server("--auth-attempts-per-minute", "1000")
+
+
+# --- The API beside the browser -------------------------------------------------------------
+
+def api_sign_in(base, account, device=None):
+    """A first-party sign-in (client `noted`) over the API: its tokens."""
+    body = {"username": account[0], "password": account[1]}
+    if device:
+        body["device"] = device
+    r = requests.post(base + "/v1/sessions", json=body)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def refreshed(base, tokens):
+    """Refreshes a sign-in's tokens: the answer (the new tokens are kept in `tokens`)."""
+    r = requests.post(base + "/oauth/token", data={"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]})
+    if r.status_code == 200:
+        tokens.update(r.json())
+    return r
+
+
+def changes_status(base, tokens):
+    return requests.get(base + "/v1/changes?since=0", headers={"Authorization": "Bearer " + tokens["access_token"]}).status_code
+
+
+_readers = {}
+
+
+def server_titles(base, account):
+    """The titles of the account's notes on the server (read with one API sign-in per account
+    and password, made again if it was signed out)."""
+    r = None
+    if account in _readers:
+        r = requests.get(base + "/v1/changes?since=0", headers={"Authorization": "Bearer " + _readers[account]})
+    if r is None or r.status_code == 401:
+        _readers[account] = api_sign_in(base, account)["access_token"]
+        r = requests.get(base + "/v1/changes?since=0", headers={"Authorization": "Bearer " + _readers[account]})
+    assert r.status_code == 200, r.text
+    return [rec["fields"].get("title") for rec in r.json()["records"] if not rec.get("deleted")]
+
+
+# --- The panel ------------------------------------------------------------------------------
+
+def panel_open(driver):
+    return driver.execute_script("const d = document.getElementById('account-dialog'); return d.open && d.matches(':modal')")
+
+
+def devices(driver):
+    """The device rows as shown: their text and their "Sign out" button's accessible name."""
+    return driver.execute_script("""
+      return [...document.querySelectorAll('#devices li')].map(li => {
+        const b = li.querySelector('button');
+        return { text: li.textContent, signOut: b ? b.getAttribute('aria-label') : null,
+                 seen: li.querySelector('time') ? li.querySelector('time').getAttribute('datetime') : null };
+      })""")
+
+
+def open_account(driver, rows=None):
+    """Opens the Account panel from the toolbar; returns once it lists its devices (`rows` of them)."""
+    driver.find_element(By.ID, "account").click()
+    wait(driver, panel_open, message="the Account panel")
+    wait(driver, lambda d: len(devices(d)) == (rows or len(devices(d)) or -1) and not d.find_element(By.ID, "devices").get_attribute("aria-busy"),
+         message=f"{rows or 'the'} devices listed")
+
+
+def text_of(driver, element_id):
+    try:
+        return driver.execute_script("const e = document.getElementById(arguments[0]); return e ? e.textContent : ''", element_id)
+    except WebDriverException:
+        return ""
+
+
+def fill(driver, values):
+    for label, value in values.items():
+        box = field(driver, label)
+        box.clear()
+        box.send_keys(value)
+
+
+def change_password(driver, current, new, confirm):
+    fill(driver, {"Current password": current, "New password": new, "Confirm new password": confirm})
+    button(driver, "Change password").click()
+
+
+def open_delete(driver):
+    """Opens the delete-account dialog from the panel (it counts the unsynced notes first)."""
+    button(driver, "Delete account…").click()
+    wait(driver, lambda d: d.execute_script("const d = document.getElementById('delete-account-dialog'); return d.open && d.matches(':modal')"),
+         message="the delete dialog")
+
+
+def signed_out_reason(driver):
+    return text_of(driver, "signed-out-reason")
+
+
+def database_names(driver):
+    return driver.execute_script("return indexedDB.databases().then(list => list.map(d => d.name))")
+
+
+# --- Changing the password ------------------------------------------------------------------
+
+def test_change_password_revokes_the_other_sign_ins_and_keeps_this_one(account_server):
+    base = account_server
+    account = register(base, "pw")
+    other = api_sign_in(base, account)  # another device, signed in before the change
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        open_account(driver, rows=2)
+
+        # The wrong current password: the server's message, in an alert; nothing changes.
+        change_password(driver, "not the password", NEW_PASSWORD, NEW_PASSWORD)
+        wait(driver, lambda d: "the password is not right" in text_of(d, "password-error"), message="the server's message")
+        assert driver.find_element(By.ID, "password-error").get_attribute("role") == "alert"
+        assert field(driver, "Current password").get_attribute("aria-invalid") == "true"
+        assert text_of(driver, "password-done") == ""
+        assert changes_status(base, other) == 200 and refreshed(base, other).status_code == 200
+        assert requests.post(base + "/v1/sessions", json={"username": account[0], "password": NEW_PASSWORD}).status_code == 401
+
+        # New and confirmation differ: said at once, nothing sent.
+        change_password(driver, account[1], NEW_PASSWORD, NEW_PASSWORD + "!")
+        wait(driver, lambda d: "do not match" in text_of(d, "password-error"), message="the mismatch")
+        assert driver.switch_to.active_element.get_attribute("id") == "confirm-password"
+
+        # A password the server refuses (too short, too common): its reason.
+        change_password(driver, account[1], "short", "short")
+        wait(driver, lambda d: "8 to 1024 characters" in text_of(d, "password-error"), message="too short")
+        change_password(driver, account[1], "password123", "password123")
+        wait(driver, lambda d: "most common" in text_of(d, "password-error"), message="too common")
+        assert refreshed(base, other).status_code == 200  # still signed in
+
+        # The change: one other device signed out; this browser stays signed in.
+        change_password(driver, account[1], NEW_PASSWORD, NEW_PASSWORD)
+        wait(driver, lambda d: text_of(d, "password-done") == "Password changed; 1 other device signed out.", message="changed")
+        assert text_of(driver, "password-error") == ""
+        assert [field(driver, label).get_attribute("value") for label in ("Current password", "New password", "Confirm new password")] == ["", "", ""]
+        r = refreshed(base, other)
+        assert r.status_code == 400 and r.json()["error"] == "invalid_grant", r.text
+        assert changes_status(base, other) == 401
+        wait(driver, lambda d: len(devices(d)) == 1, message="the other device gone from the list")
+
+        # Escape closes the panel (focus back on "Account"); the app still syncs.
+        driver.switch_to.active_element.send_keys(Keys.ESCAPE)
+        wait(driver, lambda d: not panel_open(d), message="closed by Escape")
+        assert driver.switch_to.active_element.get_attribute("id") == "account"
+        new_note(driver, "After the change", "still syncing")
+        changed = (account[0], NEW_PASSWORD)
+        wait(driver, lambda d: "After the change" in server_titles(base, changed), timeout=15, message="the note synced")
+        wait(driver, lambda d: status(d) == "online", message="online")
+        assert driver.find_element(By.ID, "app").is_displayed()
+
+        # The old password no longer signs in; the new one does.
+        assert requests.post(base + "/v1/sessions", json={"username": account[0], "password": account[1]}).status_code == 401
+        assert requests.post(base + "/v1/sessions", json={"username": account[0], "password": NEW_PASSWORD}).status_code == 200
+    finally:
+        driver.quit()
+
+
+# --- Devices --------------------------------------------------------------------------------
+
+def test_devices_lists_this_browser_and_signs_one_or_all_out(account_server):
+    base = account_server
+    account = register(base, "dev")
+    laptop_id = str(uuid.uuid4())
+    laptop = api_sign_in(base, account, device=laptop_id)
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        open_account(driver, rows=2)
+        rows = devices(driver)
+        # This browser first, "This device", no button; the other with its client and device.
+        assert "noted-web" in rows[0]["text"] and "This device" in rows[0]["text"] and "unknown device" in rows[0]["text"], rows
+        assert rows[0]["signOut"] is None
+        assert "This device" not in rows[1]["text"] and "noted" in rows[1]["text"] and f"device {laptop_id[:8]}" in rows[1]["text"], rows
+        assert re.match(rf"Sign out noted \(device {laptop_id[:8]}\), last seen .+", rows[1]["signOut"]), rows[1]
+        # Last seen: a local date and time, not a number of milliseconds.
+        assert "Last seen" in rows[1]["text"] and not re.search(r"\d{12}", rows[1]["text"]), rows[1]
+        assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d", rows[1]["seen"]), rows[1]
+
+        # Signing it out: its token is refused, its row goes, focus goes to the list's heading.
+        driver.find_element(By.CSS_SELECTOR, f'#devices button[aria-label^="Sign out noted (device {laptop_id[:8]})"]').click()
+        wait(driver, lambda d: len(devices(d)) == 1, message="the laptop gone from the list")
+        assert changes_status(base, laptop) == 401
+        assert refreshed(base, laptop).json().get("error") == "invalid_grant"
+        assert "Signed out noted" in text_of(driver, "devices-status")
+        assert driver.switch_to.active_element.get_attribute("id") == "devices-title"
+
+        # Sign out everywhere: another API sign-in is revoked, and this browser is signed out as
+        # by its own "Sign out" (the welcome page).
+        phone = api_sign_in(base, account)
+        driver.find_element(By.ID, "account-close").click()
+        open_account(driver, rows=2)
+        button(driver, "Sign out everywhere").click()
+        wait(driver, signed_out, message="signed out everywhere")
+        assert changes_status(base, phone) == 401
+        assert refreshed(base, phone).json().get("error") == "invalid_grant"
+        assert signed_out_reason(driver) == ""  # signed out on purpose: nothing to explain
+        session = driver.execute_script("return window.noted ? window.noted.auth.session : null")
+        assert session is None
+    finally:
+        driver.quit()
+
+
+def test_sign_out_everywhere_with_an_unsynced_note_asks_first_and_keeps_it(account_server):
+    base = account_server
+    account = register(base, "every")
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        write_offline_note(driver, "Unsynced before everywhere", "kept")
+        driver.find_element(By.ID, "account").click()
+        wait(driver, panel_open, message="the Account panel")
+        wait(driver, lambda d: "Could not list the devices" in text_of(d, "devices-error"), message="offline: the list cannot be read")
+        # The sign-out dialog, as for "Sign out": offline, the server cannot end the sign-ins.
+        button(driver, "Sign out everywhere").click()
+        wait(driver, dialog_open, message="the sign-out dialog")
+        assert text_of(driver, "sign-out-title") == "Sign out everywhere?"
+        assert "1 note is not synced" in text_of(driver, "sign-out-text")
+        button(driver, "Sign out anyway").click()
+        wait(driver, lambda d: "Could not sign out everywhere" in text_of(d, "devices-error"), message="the failure, in the panel")
+        assert not signed_out(driver) and panel_open(driver)
+        # Online: the note syncs. A note the server refuses stays unsynced: asked again, then
+        # signed out; the refused note is kept for the next sign-in.
+        set_offline(driver, False)
+        wait(driver, lambda d: "Unsynced before everywhere" in server_titles(base, account), timeout=15, message="the note synced")
+        driver.find_element(By.ID, "account-close").click()
+        new_note(driver, "Refused before everywhere", "")
+        set_body(driver, "x" * 250000)
+        wait(driver, lambda d: "1 refused" in status(d), timeout=15, message="refused")
+        open_account(driver)
+        button(driver, "Sign out everywhere").click()
+        wait(driver, dialog_open, message="the sign-out dialog again")
+        assert "1 note is not synced yet (the server refused its version)" in text_of(driver, "sign-out-text")
+        button(driver, "Sign out anyway").click()
+        wait(driver, signed_out, message="signed out")
+        sign_in(driver, base, account, sync_timeout=15)
+        wait(driver, lambda d: (row_state(d, "Refused before everywhere") or {}).get("mark") == "refused by the server",
+             message="the refused note after signing in again")
+        assert "Unsynced before everywhere" in " ".join(titles(driver))
+        # The toolbar's "Sign out" asks with its own title again.
+        driver.find_element(By.ID, "sign-out").click()
+        wait(driver, dialog_open, message="the sign-out dialog")
+        assert text_of(driver, "sign-out-title") == "Sign out?"
+        button(driver, "Cancel").click()
+    finally:
+        driver.quit()
+
+
+# --- Deleting the account -------------------------------------------------------------------
+
+def test_delete_account_needs_the_password_then_removes_everything(account_server):
+    base = account_server
+    account = register(base, "del")
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        new_note(driver, "Of the old account", "deleted with it")
+        wait(driver, lambda d: "Of the old account" in server_titles(base, account), timeout=15, message="synced")
+        user = driver.execute_script("return window.noted.auth.session.user")
+        assert any(n.endswith(":" + user) for n in database_names(driver))
+        open_account(driver)
+        open_delete(driver)
+        dialog_text = text_of(driver, "delete-account-dialog")
+        assert "deleted for good" in dialog_text, dialog_text
+        assert driver.switch_to.active_element.get_attribute("id") == "delete-password"
+
+        # The wrong password: the server's message; nothing deleted.
+        fill(driver, {"Password": "not the password"})
+        button(driver, "Delete account").click()
+        wait(driver, lambda d: "the password is not right" in text_of(d, "delete-account-error"), message="refused")
+        assert not signed_out(driver)
+        assert "Of the old account" in server_titles(base, account)
+        wait(driver, lambda d: status(d) == "online", message="syncing again")
+
+        # Cancel, then again with the right password.
+        driver.find_element(By.ID, "delete-account-cancel").click()
+        wait(driver, lambda d: not d.execute_script("return document.getElementById('delete-account-dialog').open"))
+        assert driver.switch_to.active_element.get_attribute("id") == "delete-account-open"
+        open_delete(driver)
+        fill(driver, {"Password": account[1]})
+        button(driver, "Delete account").click()
+        wait(driver, signed_out, message="the welcome page")
+        wait(driver, lambda d: signed_out_reason(d) == "Your account was deleted.", message="said so")
+        assert not any(n.endswith(":" + user) for n in database_names(driver)), database_names(driver)
+        assert driver.execute_script("return localStorage.getItem('noted.account')") is None
+
+        # On the server: gone, and the username free again.
+        assert requests.post(base + "/v1/sessions", json={"username": account[0], "password": account[1]}).status_code == 401
+        again = requests.post(base + "/v1/accounts", json={"username": account[0], "password": account[1]})
+        assert again.status_code == 201, again.text
+
+        # Signing in again in this browser: the new account, none of the old one's notes.
+        sign_in(driver, base, account)
+        assert driver.execute_script("return window.noted.auth.session.user") != user
+        time.sleep(0.5)
+        assert titles(driver) == []
+        assert driver.find_element(By.ID, "empty").is_displayed()
+        assert signed_out_reason(driver) == ""
+    finally:
+        driver.quit()
+
+
+def test_another_browser_says_why_it_was_signed_out(account_server):
+    """A second browser of the account: signed out with the reason, within a few seconds, when
+    the first changes the password, and when it deletes the account."""
+    base = account_server
+    account = register(base, "two")
+    first, second = browser(), browser()
+    try:
+        sign_in(first, base, account)
+        sign_in(second, base, account)
+        open_account(first, rows=2)
+        change_password(first, account[1], NEW_PASSWORD, NEW_PASSWORD)
+        wait(first, lambda d: "1 other device signed out" in text_of(d, "password-done"), message="changed")
+        wait(second, signed_out, timeout=5, message="the second browser signed out")
+        wait(second, lambda d: "signed out on another device, or the password was changed" in signed_out_reason(d), message="why")
+        assert signed_out_reason(second).startswith("Signed out:")
+
+        account = (account[0], NEW_PASSWORD)
+        sign_in(second, base, account)
+        first.find_element(By.ID, "account-close").click()
+        open_account(first, rows=2)
+        open_delete(first)
+        fill(first, {"Password": NEW_PASSWORD})
+        button(first, "Delete account").click()
+        wait(first, lambda d: signed_out_reason(d) == "Your account was deleted.", message="deleted")
+        wait(second, signed_out, timeout=5, message="the second browser signed out")
+        wait(second, lambda d: signed_out_reason(d) == "Signed out: the account was deleted.", message="why")
+        assert second.find_element(By.ID, "signed-out-reason").get_attribute("role") == "status"
+        # Said once: a reload shows the welcome page alone.
+        second.refresh()
+        wait(second, signed_out)
+        time.sleep(0.3)
+        assert signed_out_reason(second) == ""
+    finally:
+        first.quit()
+        second.quit()
+
+
+# --- Accessibility --------------------------------------------------------------------------
+
+def test_account_panel_and_delete_dialog_pass_axe_core(account_server):
+    pytest.importorskip("axe_selenium_python")
+    base = account_server
+    account = register(base, "a11y")
+    api_sign_in(base, account, device=str(uuid.uuid4()))  # a device with a "Sign out" button
+    found = []
+
+    def check(driver, view):
+        for scheme in ("light", "dark"):
+            driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+            violations, report = axe_violations(driver)
+            if violations:
+                found.append(f"{view} ({scheme} colour scheme): {report}")
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+    for width, height in ((1280, 800), (390, 844)):
+        driver = browser(width, height)
+        try:
+            sign_in(driver, base, account)
+            open_account(driver, rows=2 if width > 400 else 3)
+            check(driver, f"Account panel at {width}px")
+            # Its size: within the window, nothing wider than the panel.
+            fits = driver.execute_script("""
+              const d = document.getElementById('account-dialog'), r = d.getBoundingClientRect();
+              return r.left >= 0 && r.right <= innerWidth && d.scrollWidth <= d.clientWidth""")
+            assert fits, f"the Account panel does not fit at {width}px"
+            change_password(driver, "wrong password", NEW_PASSWORD, NEW_PASSWORD + "?")
+            wait(driver, lambda d: "do not match" in text_of(d, "password-error"))
+            check(driver, f"Account panel with an error at {width}px")
+            driver.find_element(By.ID, "account-close").click()
+            # A note written offline (at phone width the list, with the status, is behind the editor).
+            time.sleep(1)
+            set_offline(driver, True)
+            wait(driver, lambda d: d.execute_script("return document.getElementById('sync-status').textContent") == "offline")
+            new_note(driver, "Unsynced", "for the delete dialog")
+            if driver.find_element(By.ID, "back").is_displayed():
+                driver.find_element(By.ID, "back").click()
+            wait(driver, lambda d: status(d) == "offline · 1 pending", message="1 pending")
+            driver.find_element(By.ID, "account").click()
+            wait(driver, panel_open)
+            open_delete(driver)
+            wait(driver, lambda d: "1 note in this browser is not synced" in text_of(d, "delete-account-unsynced-text"))
+            check(driver, f"delete dialog with an unsynced note at {width}px")
+            button(driver, "Delete account").click()
+            wait(driver, lambda d: "Enter your password" in text_of(d, "delete-account-error"))
+            check(driver, f"delete dialog with an error at {width}px")
+            set_offline(driver, False)
+        finally:
+            driver.quit()
+    # The welcome page saying why it is shown.
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        driver.execute_script("sessionStorage.setItem('noted.signed-out', 'Signed out: the account was deleted.')")
+        driver.find_element(By.ID, "sign-out").click()
+        wait(driver, signed_out)
+        wait(driver, lambda d: signed_out_reason(d) != "", message="the note")
+        check(driver, "welcome page with a note")
+    finally:
+        driver.quit()
+    assert not found, "\n".join(found)
+
+
+def test_a_session_lost_otherwise_says_so_and_keeps_the_unsynced_note(account_server):
+    """A refresh answered invalid_grant with no reason from the server (the sign-in revoked while
+    this browser was offline): the welcome page says the sign-in ended and that the unsynced
+    note is kept; signing in again syncs it."""
+    base = account_server
+    account = register(base, "lost")
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        write_offline_note(driver, "Written before the end", "kept")
+        refresh = driver.execute_script("return window.noted.auth.session.refreshToken")
+        assert requests.post(base + "/oauth/revoke", data={"token": refresh, "token_type_hint": "refresh_token", "client_id": "noted-web"}).status_code == 200
+        driver.execute_script("window.noted.auth.invalidateAccessToken()")
+        set_offline(driver, False)
+        wait(driver, signed_out, timeout=15, message="the session is lost")
+        wait(driver, lambda d: "sign-in has ended" in signed_out_reason(d), message="why")
+        assert "1 note not synced yet is kept in this browser" in signed_out_reason(driver), signed_out_reason(driver)
+        sign_in(driver, base, account)
+        wait(driver, lambda d: "Written before the end" in server_titles(base, account), timeout=15, message="the note synced")
+    finally:
+        driver.quit()
