@@ -118,7 +118,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "NotedPortingTests", dependencies: ["NotedPorting", "NotedCore"]),
+        // Fixtures/ (sample exports of each app) is read from the source tree by path.
+        .testTarget(name: "NotedPortingTests", dependencies: ["NotedPorting", "NotedCore"], exclude: ["Fixtures"]),
         .target(
             name: "NotedCLI",
             dependencies: [

@@ -40,7 +40,7 @@ public enum Exporter {
         }
     }
 
-    /// A note as a Markdown file: front matter, a blank line, the body, a newline.
+    /// A note as a Markdown file: front matter, a blank line, the body.
     public static func markdownText(_ note: PortableNote) -> String {
         var lines = ["---"]
         lines.append("title: \(yamlString(note.title))")
@@ -52,9 +52,10 @@ public enum Exporter {
         lines.append("updated: \(timestamp(note.updated))")
         lines.append("id: \(note.id)")
         lines.append("---")
-        // Exactly one blank line before the body and one newline after it, so that an import
-        // gives the body back byte for byte (trailing newlines and leading blank lines too).
-        return lines.joined(separator: "\n") + "\n\n" + note.body + "\n"
+        // The body exactly as it is after one blank line (an importer drops the blank lines
+        // there, so a body's own leading blank lines do not survive a round trip; nothing else
+        // is lost).
+        return lines.joined(separator: "\n") + "\n\n" + note.body
     }
 
     /// A YAML double-quoted scalar that is also a JSON string.

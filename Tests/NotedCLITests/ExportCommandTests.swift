@@ -18,7 +18,7 @@ import TestSupport
             #expect(try await home.noted("--offline", "export", dir + "/md") == "exported 3 note(s) to \(dir)/md")
             let text = try String(contentsOfFile: dir + "/md/Home/Lists/Groceries 🛒.md", encoding: .utf8)
             #expect(text.contains("title: \"Groceries 🛒\"\n") && text.contains("tags: [\"home\"]\n") && text.contains("pinned: true\n"))
-            #expect(text.contains("id: \(groceries)\n") && text.hasSuffix("---\n\n- [ ] milk\n- [x] eggs\n"))
+            #expect(text.contains("id: \(groceries)\n") && text.hasSuffix("---\n\n- [ ] milk\n- [x] eggs"))
             #expect(try String(contentsOfFile: dir + "/md/Old idea.md", encoding: .utf8).contains("trashed: true\n"))
             #expect(FileManager.default.fileExists(atPath: dir + "/md/Untitled.md"))
 

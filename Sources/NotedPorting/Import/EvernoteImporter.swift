@@ -27,9 +27,13 @@ enum EvernoteImporter {
                     skipped.append(Importer.Skipped(source: "\(place) \(resource.fileName ?? resource.mime ?? "attachment")",
                                                     reason: "attachments are not imported yet"))
                 }
+                guard let content = raw.content else {
+                    skipped.append(Importer.Skipped(source: place, reason: "no content element"))
+                    continue
+                }
                 let body: String
                 do {
-                    body = try ENML.markdown(raw.content, attachmentNames: names)
+                    body = try ENML.markdown(content, attachmentNames: names)
                 } catch {
                     skipped.append(Importer.Skipped(source: place, reason: "its content is not readable ENML: \(error)"))
                     continue
@@ -69,7 +73,8 @@ enum ENEX {
 
     struct RawNote {
         var title = ""
-        var content = ""
+        /// Nil when the note has no `<content>` (a damaged export).
+        var content: String?
         var created: String?
         var updated: String?
         var tags: [String] = []
@@ -102,12 +107,15 @@ enum ENEX {
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
             if open.last == name { open.removeLast() }
+            // A note's own fields are its children; Evernote 10's <task>s inside a note have a
+            // <title>, <created> and <updated> of their own.
+            let ofNote = open.last == "note"
             switch name {
-            case "title" where resource == nil: note?.title = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            case "content": note?.content = text
-            case "created": note?.created = text.trimmingCharacters(in: .whitespaces)
-            case "updated": note?.updated = text.trimmingCharacters(in: .whitespaces)
-            case "tag": if !text.isEmpty { note?.tags.append(text) }
+            case "title" where ofNote: note?.title = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            case "content" where ofNote: note?.content = text
+            case "created" where ofNote: note?.created = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            case "updated" where ofNote: note?.updated = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            case "tag" where ofNote: if !text.isEmpty { note?.tags.append(text) }
             case "data": resource?.data = Data(base64Encoded: text.filter { !$0.isWhitespace }) ?? Data()
             case "mime": resource?.mime = text
             case "file-name": resource?.fileName = text
@@ -186,164 +194,186 @@ enum ENML {
         guard parser.parse(), let root = builder.stack.first else {
             throw ImportError("ENML", "line \(parser.lineNumber), column \(parser.columnNumber)")
         }
-        var renderer = Renderer(attachmentNames: attachmentNames)
-        let text = renderer.blocks(root.2, depth: 0)
-        // At most one blank line between blocks; no space at the ends of lines.
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
-            var line = String(line)
-            while line.last == " " || line.last == "\u{00A0}" { line.removeLast() }
-            return line
-        }
-        var out: [String] = []
-        for line in lines where !(line.isEmpty && (out.last?.isEmpty ?? true)) { out.append(line) }
+        var lines = Lines(attachmentNames: attachmentNames)
+        lines.block(root.2)
+        var out = lines.lines
+        while out.first?.isEmpty == true { out.removeFirst() }
         while out.last?.isEmpty == true { out.removeLast() }
         return out.joined(separator: "\n")
     }
 
-    struct Renderer {
+    /// Evernote's model is lines, not paragraphs: every block is one line (or several, for
+    /// nested blocks and `<br/>`s), and an empty block is an empty line. Inline whitespace
+    /// collapses to one space; each line is trimmed.
+    struct Lines {
         var attachmentNames: [String: String]
+        var lines: [String] = []
+        var current = ""
+        var depth = 0
 
-        static let blockTags: Set<String> = ["div", "p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "table", "tr", "pre", "blockquote", "hr", "en-note"]
+        static let blocks: Set<String> = ["div", "p", "en-note", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "li", "tr", "hr",
+                                          "ul", "ol", "table", "tbody", "thead", "tfoot", "pre"]
 
-        /// Block-level content: each block on its own lines.
-        mutating func blocks(_ nodes: [Node], depth: Int) -> String {
-            var out = ""
-            var pending: [Node] = []
-            func flush(_ renderer: inout Renderer) {
-                let text = renderer.inline(pending)
-                if !text.trimmingCharacters(in: .whitespaces).isEmpty { out += text + "\n" }
-                pending = []
-            }
-            for node in nodes {
-                guard case .element(let tag, let attributes, let children) = node, Self.blockTags.contains(tag) else {
-                    pending.append(node)
-                    continue
-                }
-                flush(&self)
-                switch tag {
-                case "en-note":
-                    out += blocks(children, depth: depth)
-                case "h1", "h2", "h3", "h4", "h5", "h6":
-                    let level: Int = Int(String(tag.dropFirst())) ?? 1
-                    let heading: String = inline(children).trimmingCharacters(in: .whitespaces)
-                    out += "\n" + String(repeating: "#", count: level) + " " + heading + "\n\n"
-                case "p":
-                    out += blocks(children, depth: depth) + "\n"
-                case "div":
-                    let inner = blocks(children, depth: depth)
-                    // An empty line in Evernote is a div holding a <br/>.
-                    out += inner.isEmpty ? "\n" : inner
-                case "ul", "ol":
-                    var number = 0
-                    for child in children {
-                        guard case .element("li", _, let itemChildren) = child else { continue }
-                        number += 1
-                        let marker = tag == "ol" ? "\(number). " : "- "
-                        let item = blocks(itemChildren, depth: depth + 1).trimmingCharacters(in: .newlines)
-                        let indent = String(repeating: "  ", count: depth)
-                        let lines = item.split(separator: "\n", omittingEmptySubsequences: false)
-                        out += indent + marker + (lines.first.map(String.init) ?? "") + "\n"
-                        for line in lines.dropFirst() where !line.isEmpty {
-                            // Nested lists come indented already; other lines continue the item.
-                            out += (line.hasPrefix(" ") ? String(line) : indent + "  " + line) + "\n"
-                        }
-                    }
-                    if depth == 0 { out += "\n" }
-                case "li":
-                    out += "- " + blocks(children, depth: depth + 1)
-                case "table":
-                    out += table(children) + "\n"
-                case "tr":
-                    out += table([node])
-                case "pre":
-                    out += "```\n" + plain(children) + "\n```\n\n"
-                case "blockquote":
-                    out += blocks(children, depth: depth).split(separator: "\n").map { "> " + $0 }.joined(separator: "\n") + "\n\n"
-                case "hr":
-                    out += "---\n\n"
-                default:
-                    _ = attributes
-                    out += blocks(children, depth: depth)
-                }
-            }
-            flush(&self)
-            return out
+        mutating func emit() {
+            lines.append(current.trimmingCharacters(in: .whitespaces))
+            current = ""
         }
 
-        /// Rows of a table (through tbody/thead), cells separated by ` | `.
-        mutating func table(_ nodes: [Node]) -> String {
-            var rows: [String] = []
-            func walk(_ nodes: [Node], _ renderer: inout Renderer) {
-                for node in nodes {
-                    guard case .element(let tag, _, let children) = node else { continue }
-                    if tag == "tr" {
-                        let cells = children.compactMap { cell -> String? in
-                            guard case .element(let name, _, let content) = cell, name == "td" || name == "th" else { return nil }
-                            return renderer.blocks(content, depth: 0).replacingOccurrences(of: "\n", with: " ").trimmingCharacters(in: .whitespaces)
-                        }
-                        rows.append(cells.joined(separator: " | "))
-                    } else {
-                        walk(children, &renderer)
-                    }
-                }
-            }
-            walk(nodes, &self)
-            return rows.joined(separator: "\n") + "\n"
+        /// Ends the line under way, if it has anything.
+        mutating func flush() {
+            if !current.trimmingCharacters(in: .whitespaces).isEmpty { emit() } else { current = "" }
         }
 
-        /// Inline content on one line (a <br/> breaks it).
-        mutating func inline(_ nodes: [Node]) -> String {
-            var out = ""
+        /// The children of a block: its lines; nothing in it at all → one empty line.
+        mutating func block(_ nodes: [Node]) {
+            flush()
+            let before = lines.count
+            content(nodes)
+            flush()
+            if lines.count == before { lines.append("") }
+        }
+
+        mutating func content(_ nodes: [Node]) {
             for node in nodes {
                 switch node {
                 case .text(let text):
-                    // Source line breaks are spaces in HTML.
-                    out += text.replacingOccurrences(of: "\n", with: " ")
+                    append(Self.collapse(text))
                 case .element(let tag, let attributes, let children):
-                    let inner = { (renderer: inout Renderer) in renderer.inline(children) }
-                    switch tag {
-                    case "br": out += "\n"
-                    case "b", "strong": out += wrap(inner(&self), "**")
-                    case "i", "em": out += wrap(inner(&self), "*")
-                    case "s", "strike", "del": out += wrap(inner(&self), "~~")
-                    case "code": out += wrap(inner(&self), "`")
-                    case "a":
-                        let text = inner(&self)
-                        if let href = attributes["href"], !href.isEmpty { out += "[\(text.isEmpty ? href : text)](\(href))" } else { out += text }
-                    case "en-todo":
-                        out += attributes["checked"] == "true" ? "- [x] " : "- [ ] "
-                    case "en-media":
-                        let name = attributes["hash"].flatMap { attachmentNames[$0] } ?? attributes["type"] ?? "attachment"
-                        out += "[attachment skipped: \(name)]"
-                    case "img":
-                        if let src = attributes["src"] { out += "![\(attributes["alt"] ?? "")](\(src))" }
-                    case "en-crypt":
-                        out += "[encrypted text skipped]"
-                    default:
-                        out += Self.blockTags.contains(tag) ? blocks([node], depth: 0) : inner(&self)
-                    }
+                    element(tag, attributes, children)
+                }
+            }
+        }
+
+        mutating func append(_ text: String) {
+            guard !text.isEmpty else { return }
+            if current.hasSuffix(" ") && text.hasPrefix(" ") { current += text.dropFirst() } else { current += text }
+        }
+
+        mutating func element(_ tag: String, _ attributes: [String: String], _ children: [Node]) {
+            switch tag {
+            case "div", "p", "en-note", "blockquote", "pre":
+                block(children)
+            case "h1", "h2", "h3", "h4", "h5", "h6":
+                flush()
+                let level = Int(String(tag.dropFirst())) ?? 1
+                lines.append(String(repeating: "#", count: level) + " " + inline(children))
+            case "hr":
+                flush()
+                lines.append("---")
+            case "ul", "ol":
+                flush()
+                list(ordered: tag == "ol", todo: attributes["style"]?.contains("--en-todo:true") == true, children)
+            case "li":
+                // A list item outside a list.
+                block(children)
+            case "table", "tbody", "thead", "tfoot":
+                flush()
+                for child in children { if case .element(let name, let a, let c) = child { element(name, a, c) } }
+            case "tr":
+                flush()
+                let cells = children.compactMap { cell -> String? in
+                    guard case .element(let name, _, let content) = cell, name == "td" || name == "th" else { return nil }
+                    return inline(content)
+                }
+                lines.append(cells.joined(separator: " | "))
+            case "br":
+                emit()
+            default:
+                append(inlineElement(tag, attributes, children))
+            }
+        }
+
+        /// Items as `- `, `1. ` or `- [ ] ` lines; a list nested beside an item goes two
+        /// spaces further in.
+        mutating func list(ordered: Bool, todo: Bool, _ children: [Node]) {
+            var number = 0
+            let indent = String(repeating: "  ", count: depth)
+            for child in children {
+                guard case .element(let name, let attributes, let content) = child else { continue }
+                if name == "ul" || name == "ol" {
+                    depth += 1
+                    list(ordered: name == "ol", todo: attributes["style"]?.contains("--en-todo:true") == true, content)
+                    depth -= 1
+                    continue
+                }
+                guard name == "li" else { continue }
+                number += 1
+                var item = Lines(attachmentNames: attachmentNames)
+                item.depth = depth + 1
+                item.content(content)
+                item.flush()
+                var itemLines = item.lines
+                if itemLines.isEmpty { itemLines = [""] }
+                var first = itemLines.removeFirst()
+                let marker: String
+                if todo {
+                    marker = attributes["style"]?.contains("--en-checked:true") == true ? "- [x] " : "- [ ] "
+                } else if first.hasPrefix("- [x] ") || first.hasPrefix("- [ ] ") {
+                    marker = ""  // an en-todo already made it a task
+                } else {
+                    marker = ordered ? "\(number). " : "- "
+                }
+                first = indent + marker + first
+                lines.append(first)
+                lines += itemLines
+            }
+        }
+
+        /// Inline content as one line's text.
+        func inline(_ nodes: [Node]) -> String {
+            var sub = Lines(attachmentNames: attachmentNames)
+            sub.content(nodes)
+            sub.flush()
+            return sub.lines.joined(separator: " ").trimmingCharacters(in: .whitespaces)
+        }
+
+        func inlineElement(_ tag: String, _ attributes: [String: String], _ children: [Node]) -> String {
+            switch tag {
+            case "b", "strong": return wrap(children, "**")
+            case "i", "em": return wrap(children, "*")
+            case "a":
+                let text = inline(children)
+                guard let href = attributes["href"], !href.isEmpty else { return text }
+                return "[\(text.isEmpty ? href : text)](\(href))"
+            case "en-todo": return attributes["checked"] == "true" ? "- [x] " : "- [ ] "
+            case "en-media":
+                let name = attributes["hash"].flatMap { attachmentNames[$0] } ?? attributes["type"] ?? "attachment"
+                return "[attachment skipped: \(name)]"
+            case "en-crypt": return "[encrypted text skipped]"
+            case "img":
+                return attributes["src"].map { "![\(attributes["alt"] ?? "")](\($0))" } ?? ""
+            default:
+                // span, font, u, s, sup, sub, code…: their text only.
+                var sub = Lines(attachmentNames: attachmentNames)
+                sub.content(children)
+                return sub.lines.joined(separator: " ") + (sub.lines.isEmpty ? "" : " ") + sub.current
+            }
+        }
+
+        /// `**text**` with the text's outer spaces kept outside the marks.
+        func wrap(_ children: [Node], _ mark: String) -> String {
+            var sub = Lines(attachmentNames: attachmentNames)
+            sub.content(children)
+            let text = (sub.lines + [sub.current]).joined(separator: " ")
+            let core = text.trimmingCharacters(in: .whitespaces)
+            guard !core.isEmpty else { return text }
+            return (text.hasPrefix(" ") ? " " : "") + mark + core + mark + (text.hasSuffix(" ") ? " " : "")
+        }
+
+        /// Runs of spaces, tabs and newlines as one space.
+        static func collapse(_ text: String) -> String {
+            var out = ""
+            var space = false
+            for character in text {
+                if character == " " || character == "\t" || character == "\n" || character == "\r" || character == "\r\n" {
+                    if !space { out.append(" ") }
+                    space = true
+                } else {
+                    out.append(character)
+                    space = false
                 }
             }
             return out
-        }
-
-        func plain(_ nodes: [Node]) -> String {
-            nodes.map { node -> String in
-                switch node {
-                case .text(let text): return text
-                case .element("br", _, _): return "\n"
-                case .element(_, _, let children): return plain(children)
-                }
-            }.joined()
-        }
-
-        /// `text` between `mark`s, with its outer spaces kept outside (Markdown needs them so).
-        func wrap(_ text: String, _ mark: String) -> String {
-            let core = text.trimmingCharacters(in: .whitespaces)
-            guard !core.isEmpty else { return text }
-            let leading = text.prefix { $0 == " " }
-            let trailing = String(text.reversed().prefix { $0 == " " })
-            return leading + mark + core + mark + trailing
         }
     }
 }

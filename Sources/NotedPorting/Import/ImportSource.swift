@@ -47,11 +47,14 @@ public struct ImportSource: Sendable {
         guard data.count <= maxBytes else { throw ImportError(path, "larger than 2 GiB; pick the export itself") }
         let name = (path as NSString).lastPathComponent
         let lower = name.lowercased()
+        if lower.hasSuffix(".jex") || lower.hasSuffix(".tar") {
+            if data.starts(with: [0x50, 0x4b, 0x03, 0x04]) {
+                throw ImportError(path, "a zip archive, not the tar a .jex is: pick Joplin's own export (File, Export all, JEX)")
+            }
+            return ImportSource(origin: path, files: try Tar.files(data, origin: path))
+        }
         if data.starts(with: [0x50, 0x4b, 0x03, 0x04]) || lower.hasSuffix(".zip") {
             return ImportSource(origin: path, files: try unzip(path))
-        }
-        if lower.hasSuffix(".jex") || lower.hasSuffix(".tar") {
-            return ImportSource(origin: path, files: try Tar.files(data, origin: path))
         }
         return ImportSource(origin: path, files: [File(path: name, data: data)])
     }
@@ -106,9 +109,13 @@ enum Tar {
         let bytes = [UInt8](data)
         var files: [ImportSource.File] = []
         var offset = 0
+        var ended = false
         while offset + 512 <= bytes.count {
             let header = bytes[offset..<(offset + 512)]
-            if header.allSatisfy({ $0 == 0 }) { break }
+            if header.allSatisfy({ $0 == 0 }) {
+                ended = true
+                break
+            }
             func text(_ start: Int, _ length: Int) -> String {
                 let field = header[(offset + start)..<(offset + start + length)]
                 return String(decoding: field.prefix { $0 != 0 }, as: UTF8.self)
@@ -131,6 +138,8 @@ enum Tar {
             }
             offset = start + (size + 511) / 512 * 512
         }
+        // A tar ends with empty blocks; without them the copy was cut short.
+        guard ended else { throw ImportError(origin, "the archive ends early (cut short?): no end-of-archive blocks") }
         return files.sorted { $0.path < $1.path }
     }
 }

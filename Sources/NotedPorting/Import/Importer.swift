@@ -138,15 +138,15 @@ public enum Importer {
         return formatter.date(from: text)
     }
 
-    /// The first line of a text as a title (at most 200 characters), and the rest as the body.
+    /// The first line that is not blank, trimmed, as a title (at most 200 characters), and the
+    /// lines after it, leading blank lines dropped, the rest as written (line ends as LF).
     static func splitFirstLine(_ content: String) -> (title: String, body: String) {
-        let trimmed = content.drop { $0 == "\n" || $0 == "\r" }
-        guard let end = trimmed.firstIndex(where: { $0 == "\n" || $0 == "\r\n" }) else {
-            return (String(trimmed.prefix(200)).trimmingCharacters(in: .whitespaces), "")
-        }
-        let title = String(trimmed[..<end]).trimmingCharacters(in: .whitespaces)
-        var body = trimmed[trimmed.index(after: end)...]
-        while body.first == "\n" || body.first == "\r\n" { body = body.dropFirst() }
-        return (String(title.prefix(200)), String(body))
+        let lines = content.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n")
+            .split(separator: "\n", omittingEmptySubsequences: false)
+        guard let first = lines.firstIndex(where: { !$0.trimmingCharacters(in: .whitespaces).isEmpty }) else { return ("", "") }
+        let title = lines[first].trimmingCharacters(in: .whitespaces)
+        var rest = lines[(first + 1)...]
+        while let line = rest.first, line.trimmingCharacters(in: .whitespaces).isEmpty, rest.count > 1 { rest = rest.dropFirst() }
+        return (String(title.prefix(200)), rest.joined(separator: "\n"))
     }
 }

@@ -5,8 +5,8 @@ import NotedCore
 /// its title line, a blank line, its body, a blank line, then `key: value` lines (`id`,
 /// `parent_id`, `created_time`, `updated_time`, `type_` …): notes are `type_: 1`, notebooks
 /// `2` (nested through `parent_id`, becoming the folder path), resources `4` (attachments,
-/// reported as not imported), tags `5`, and note–tag links `6`. A to-do (`is_todo: 1`) is tagged
-/// `todo` (and `done` when completed); `deleted_time` other than 0 puts the note in the trash.
+/// reported as not imported), tags `5`, and note–tag links `6`. A to-do (`is_todo: 1`) is an
+/// ordinary note; `deleted_time` other than 0 puts the note in the trash.
 enum JoplinImporter {
     struct Item {
         var path: String
@@ -91,11 +91,8 @@ enum JoplinImporter {
         for item in items {
             switch item.type {
             case 1:
-                var tags = tagsOf[item.id] ?? []
-                if item.fields["is_todo"] == "1" {
-                    tags.append("todo")
-                    if let done = item.fields["todo_completed"], done != "0", !done.isEmpty { tags.append("done") }
-                }
+                // To-dos come in as ordinary notes (their due and completed times are dropped).
+                let tags = tagsOf[item.id] ?? []
                 let created = Importer.isoDate(item.fields["user_created_time"]) ?? Importer.isoDate(item.fields["created_time"])
                 let updated = Importer.isoDate(item.fields["user_updated_time"]) ?? Importer.isoDate(item.fields["updated_time"]) ?? created
                     ?? Date(timeIntervalSince1970: 0)

@@ -16,11 +16,15 @@ enum KeepImporter {
             do {
                 item = try Importer.json(file)
             } catch let error as ImportError {
+                // One file picked on its own is the export: unreadable, it is refused.
+                if files.count == 1 { throw error }
                 skipped.append(Importer.Skipped(source: file.path, reason: error.reason))
                 continue
             }
-            guard item.objectValue != nil, item["userEditedTimestampUsec"] != nil || item["textContent"] != nil || item["listContent"] != nil else {
-                // Takeout puts other JSON beside the notes (e.g. Labels.json is text, not JSON).
+            let keys = ["title", "textContent", "listContent", "userEditedTimestampUsec", "createdTimestampUsec", "isTrashed", "isPinned", "isArchived"]
+            guard let object = item.objectValue, item["kind"] == nil, keys.contains(where: { object[$0] != nil }) else {
+                // Takeout puts other JSON beside the notes (Google Tasks, for one).
+                if files.count == 1 { throw ImportError(file.path, "not a Google Keep note (another Takeout file?)") }
                 skipped.append(Importer.Skipped(source: file.path, reason: "not a Keep note"))
                 continue
             }
@@ -35,10 +39,14 @@ enum KeepImporter {
             let updated = micros(item["userEditedTimestampUsec"]) ?? Date(timeIntervalSince1970: 0)
             let created = micros(item["createdTimestampUsec"]) ?? updated
             let name = (file.path as NSString).lastPathComponent
+            var marks: [String] = []
             for attachment in item["attachments"]?.arrayValue ?? [] {
-                skipped.append(Importer.Skipped(
-                    source: "\(file.path) \(attachment["filePath"]?.stringValue ?? "attachment")", reason: "attachments are not imported yet"))
+                let path = attachment["filePath"]?.stringValue ?? "attachment"
+                marks.append("[attachment skipped: \(path)]")
+                skipped.append(Importer.Skipped(source: "\(file.path) \(path)", reason: "attachments are not imported yet"))
             }
+            // Where an attachment was, the note says so (after a blank line when there is text).
+            if !marks.isEmpty { body += (body.isEmpty ? "" : "\n\n") + marks.joined(separator: "\n") }
             notes.append(Importer.Imported(
                 note: PortableNote(
                     id: Importer.noteID(format: .keep, sourceID: name), title: item["title"]?.stringValue ?? "", body: body, tags: tags,
@@ -50,13 +58,14 @@ enum KeepImporter {
 
     static func micros(_ value: JSONValue?) -> Date? {
         guard let value else { return nil }
-        let number: Double?
+        // Whole milliseconds (truncated), as every other date here.
+        let micros: Int64?
         switch value {
-        case .int(let micros): number = Double(micros)
-        case .double(let micros): number = micros
-        case .string(let text): number = Double(text)
-        default: number = nil
+        case .int(let number): micros = number
+        case .double(let number): micros = Int64(exactly: number.rounded(.towardZero))
+        case .string(let text): micros = Int64(text)
+        default: micros = nil
         }
-        return number.map { Date(timeIntervalSince1970: $0 / 1_000_000) }
+        return micros.map { Date(timeIntervalSince1970: Double($0 / 1000) / 1000) }
     }
 }

@@ -18,13 +18,15 @@ enum MarkdownImporter {
                 skipped.append(Importer.Skipped(source: file.path, reason: "not a Markdown or text file"))
                 continue
             }
-            guard var text = String(data: file.data, encoding: .utf8) else {
-                skipped.append(Importer.Skipped(source: file.path, reason: "not UTF-8 text"))
+            // UTF-8, else (a file from an older editor) Windows-1252, which every byte decodes.
+            guard var text = String(data: file.data, encoding: .utf8) ?? String(data: file.data, encoding: .windowsCP1252) else {
+                skipped.append(Importer.Skipped(source: file.path, reason: "not text"))
                 continue
             }
             if text.hasPrefix("\u{FEFF}") { text.removeFirst() }
             text = text.replacingOccurrences(of: "\r\n", with: "\n")
-            let (matter, body) = frontMatter(text)
+            let isText = [".txt", ".text"].contains(where: file.path.lowercased().hasSuffix)
+            let (matter, body) = isText ? ([:], text) : frontMatter(text)
             let relative = String(file.path.dropFirst(root.count))
             let components = relative.split(separator: "/").map(String.init)
             let name = components.last.map { ($0 as NSString).deletingPathExtension } ?? relative
@@ -32,7 +34,7 @@ enum MarkdownImporter {
             if let given = matter["folder"]?.stringValue { folder = given.isEmpty ? nil : given }
             var bodyText = body
             var title = matter["title"]?.stringValue
-            if title == nil, let heading = firstHeading(body) {
+            if title == nil, !isText, let heading = firstHeading(body) {
                 title = heading.title
                 bodyText = heading.rest
             }
@@ -67,13 +69,14 @@ enum MarkdownImporter {
         return paths.allSatisfy { $0.hasPrefix(prefix) } ? prefix : ""
     }
 
-    /// The first line when it is a `# heading`: its text, and the body after it.
+    /// The first line when it is a `# heading`: its text, and the body after it and the empty
+    /// lines that follow it.
     static func firstHeading(_ body: String) -> (title: String, rest: String)? {
         let lines = body.split(separator: "\n", omittingEmptySubsequences: false)
-        guard let index = lines.firstIndex(where: { !$0.trimmingCharacters(in: .whitespaces).isEmpty }), lines[index].hasPrefix("# ") else { return nil }
-        let title = lines[index].dropFirst(2).trimmingCharacters(in: .whitespaces)
-        var rest = lines[(index + 1)...]
-        while rest.first?.trimmingCharacters(in: .whitespaces).isEmpty == true { rest = rest.dropFirst() }
+        guard let first = lines.first, first.hasPrefix("# ") else { return nil }
+        let title = first.dropFirst(2).trimmingCharacters(in: .whitespaces)
+        var rest = lines.dropFirst()
+        while rest.count > 1, rest.first?.trimmingCharacters(in: .whitespaces).isEmpty == true { rest = rest.dropFirst() }
         return (title, rest.joined(separator: "\n"))
     }
 
@@ -92,48 +95,61 @@ enum MarkdownImporter {
     }
 
     /// YAML front matter (the subset notes apps write: `key: value` with plain, quoted or
-    /// JSON-style scalars, flow `[a, b]` and block `- a` lists) and the text after it.
+    /// JSON-style scalars, flow `[a, b]` and block `- a` lists) and the text after it. A front
+    /// matter that never closes, or that is not such a mapping, is no front matter: the whole
+    /// file is the body. After it, the body is the rest with leading empty lines dropped.
     static func frontMatter(_ text: String) -> ([String: JSONValue], String) {
-        let plain = text.hasSuffix("\n") ? String(text.dropLast()) : text
-        guard text.hasPrefix("---\n") else { return ([:], plain) }
+        guard text.hasPrefix("---\n") else { return ([:], text) }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        guard let end = lines.dropFirst().firstIndex(where: { $0 == "---" || $0 == "..." }) else { return ([:], plain) }
+        guard let end = lines.dropFirst().firstIndex(where: { $0 == "---" }) else { return ([:], text) }
         var result: [String: JSONValue] = [:]
         var listKey: String?
         for line in lines[1..<end] {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if let key = listKey, trimmed.hasPrefix("- ") {
+            if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
+            if let key = listKey, trimmed.hasPrefix("- ") || trimmed == "-" {
+                guard let item = scalar(String(trimmed.dropFirst(2))) else { return ([:], text) }
                 var list = result[key]?.arrayValue ?? []
-                list.append(scalar(String(trimmed.dropFirst(2))))
+                list.append(item)
                 result[key] = .array(list)
                 continue
             }
             listKey = nil
-            guard !line.hasPrefix(" "), let colon = line.firstIndex(of: ":") else { continue }
+            // Anything but `key: value` at the left margin is not the YAML read here.
+            guard !line.hasPrefix(" "), !line.hasPrefix("\t"), let colon = line.firstIndex(of: ":") else { return ([:], text) }
             let key = line[..<colon].trimmingCharacters(in: .whitespaces)
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            guard !key.isEmpty, !key.contains(" ") || key.hasPrefix("\"") else { return ([:], text) }
             if value.isEmpty {
                 listKey = key
                 result[key] = .array([])
-            } else if value.hasPrefix("["), value.hasSuffix("]") {
-                result[key] = (try? JSONValue.parse(value)).flatMap { $0.arrayValue != nil ? $0 : nil }
-                    ?? .array(value.dropFirst().dropLast().split(separator: ",").map { scalar($0.trimmingCharacters(in: .whitespaces)) })
+            } else if value.hasPrefix("[") {
+                guard value.hasSuffix("]") else { return ([:], text) }
+                if let parsed = try? JSONValue.parse(value), parsed.arrayValue != nil {
+                    result[key] = parsed
+                } else {
+                    let items = value.dropFirst().dropLast().split(separator: ",").map { scalar($0.trimmingCharacters(in: .whitespaces)) }
+                    guard !items.contains(where: { $0 == nil }) else { return ([:], text) }
+                    result[key] = .array(items.compactMap { $0 })
+                }
             } else {
-                result[key] = scalar(value)
+                guard let parsed = scalar(value) else { return ([:], text) }
+                result[key] = parsed
             }
         }
-        // One blank line after the front matter and one final newline belong to the file, not
-        // the body (as Noted's export writes them).
         var body = lines[(end + 1)...]
-        if body.first?.isEmpty == true { body = body.dropFirst() }
-        var text = body.joined(separator: "\n")
-        if text.hasSuffix("\n") { text.removeLast() }
-        return (result, text)
+        while body.count > 1, body.first?.isEmpty == true { body = body.dropFirst() }
+        return (result, body.joined(separator: "\n"))
     }
 
-    static func scalar(_ text: String) -> JSONValue {
-        if text.hasPrefix("\""), let value = try? JSONValue.parse(text), value.stringValue != nil { return value }
-        if text.hasPrefix("'"), text.hasSuffix("'"), text.count >= 2 {
+    /// A YAML scalar; nil for an unclosed quote.
+    static func scalar(_ text: String) -> JSONValue? {
+        if text.hasPrefix("\"") {
+            guard let value = try? JSONValue.parse(text), value.stringValue != nil else { return nil }
+            return value
+        }
+        if text.hasPrefix("'") {
+            guard text.hasSuffix("'"), text.count >= 2 else { return nil }
             return .string(String(text.dropFirst().dropLast()).replacingOccurrences(of: "''", with: "'"))
         }
         switch text {

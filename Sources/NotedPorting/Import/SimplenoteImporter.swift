@@ -24,14 +24,13 @@ enum SimplenoteImporter {
             guard let items = list.arrayValue else { throw ImportError(file.path, "\(key) is not a list") }
             for (index, item) in items.enumerated() {
                 let place = "\(file.path) \(key)[\(index)]"
-                guard let id = item["id"]?.stringValue, !id.isEmpty else {
-                    skipped.append(Importer.Skipped(source: place, reason: "no id"))
-                    continue
-                }
                 guard let content = item["content"]?.stringValue else {
                     skipped.append(Importer.Skipped(source: place, reason: "no content"))
                     continue
                 }
+                // A note without an id (a damaged file) still comes in, named by where it is
+                // and what it says.
+                let id = item["id"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } ?? "\(key)[\(index)]:\(content)"
                 let (title, body) = Importer.splitFirstLine(content)
                 let created = Importer.isoDate(item["creationDate"]?.stringValue)
                 let updated = Importer.isoDate(item["lastModified"]?.stringValue) ?? created ?? Date(timeIntervalSince1970: 0)
