@@ -53,6 +53,7 @@ let package = Package(
             name: "NotedServer",
             dependencies: [
                 "NotedCore",
+                "NotedPorting",
                 "DiffMatchPatch",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

@@ -59,6 +59,33 @@ export async function deleteAccount(auth, password) {
   await call(auth, "DELETE", "/v1/account", { password });
 }
 
+/**
+ * Downloads every note of the account from the server as a zip (`format`: "markdown" or
+ * "json"), saved by the browser: the file's name. The server makes the zip from what it holds,
+ * so notes not yet synced from this browser are not in it.
+ */
+export async function downloadAll(auth, format) {
+  let response;
+  try {
+    response = await auth.download(`/v1/export?format=${encodeURIComponent(format)}`);
+  } catch (error) {
+    if (error instanceof TypeError) throw new AccountError("the server could not be reached; check the connection", { code: "offline" });
+    throw error;
+  }
+  if (!response.ok) {
+    const said = await response.json().catch(() => ({}));
+    throw new AccountError(said.message || said.error || `the server answered ${response.status}`, { code: said.error || null, status: response.status });
+  }
+  const name = (/filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "") || [])[1] || "noted-export.zip";
+  const blob = await response.blob();
+  const link = Object.assign(document.createElement("a"), { href: URL.createObjectURL(blob), download: name });
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 60000);
+  return name;
+}
+
 /** A time in Unix milliseconds as a local date and time. */
 function when(ms) {
   const date = new Date(Number(ms));
@@ -111,9 +138,14 @@ export class AccountPanel {
       deleteError: $("delete-account-error"), deleteConfirm: $("delete-account-confirm"), deleteCancel: $("delete-account-cancel"),
       unsynced: $("delete-account-unsynced"), unsyncedText: $("delete-account-unsynced-text"),
       exportUnsynced: $("delete-account-export"), exported: $("delete-account-exported"),
+      downloadMarkdown: $("download-markdown"), downloadJSON: $("download-json"),
+      downloadError: $("download-error"), downloadDone: $("download-done"),
     };
     const ui = this.ui;
     ui.close.addEventListener("click", () => ui.dialog.close());
+    for (const [button, format] of [[ui.downloadMarkdown, "markdown"], [ui.downloadJSON, "json"]]) {
+      button.addEventListener("click", () => busy(button, () => this.download(format)));
+    }
     ui.dialog.addEventListener("close", () => this.closed());
     ui.passwordForm.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -279,6 +311,20 @@ export class AccountPanel {
       await this.actions.signOutEverywhere(); // the page reloads signed out (or a dialog asks first)
     } catch (error) {
       this.showDevicesError(`Could not sign out everywhere: ${error.message}`);
+    }
+  }
+
+  // --- Downloading every note ------------------------------------------------------------------
+
+  async download(format) {
+    const ui = this.ui;
+    ui.downloadError.textContent = "";
+    ui.downloadDone.textContent = "";
+    try {
+      const name = await downloadAll(this.auth, format);
+      ui.downloadDone.textContent = `Downloaded ${name}. It holds what the server has: notes not yet synced from here are not in it.`;
+    } catch (error) {
+      ui.downloadError.textContent = `Could not download the notes: ${error.message}`;
     }
   }
 

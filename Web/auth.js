@@ -195,6 +195,20 @@ export class Auth extends EventTarget {
     }
   }
 
+  /** A GET whose answer is a file: the response as it came (a 401 retried once after a refresh). */
+  async download(path) {
+    for (let attempt = 0; ; attempt++) {
+      const token = await this.accessToken();
+      if (!token) throw Object.assign(new Error("not signed in"), { code: "unauthenticated", status: 401 });
+      const response = await fetch(path, { headers: { Authorization: `Bearer ${token}` } });
+      if (response.status === 401 && attempt === 0) {
+        this.invalidateAccessToken();
+        continue;
+      }
+      return response;
+    }
+  }
+
   async fetchJSON(path) {
     const token = await this.accessToken();
     const response = await fetch(path, { headers: { Authorization: `Bearer ${token}` } });

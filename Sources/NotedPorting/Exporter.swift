@@ -136,6 +136,17 @@ public enum Exporter {
         }
     }
 
+    /// `files` as a zip archive in memory (what a server sends for "Download all notes").
+    public static func zip(_ files: [File]) throws -> Data {
+        do {
+            return try Zip.data(files)
+        } catch let error as ExportError {
+            throw error
+        } catch {
+            throw ExportError("cannot make the zip archive: \(error)")
+        }
+    }
+
     static func timestamp(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

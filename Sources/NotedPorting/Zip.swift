@@ -16,6 +16,21 @@ enum Zip {
         }
     }
 
+    /// A new archive of `files`, deflated, in memory.
+    static func data(_ files: [Exporter.File]) throws -> Data {
+        let archive = try Archive(data: Data(), accessMode: .create)
+        for file in files {
+            let data = file.data
+            try archive.addEntry(
+                with: file.path, type: .file, uncompressedSize: Int64(data.count), compressionMethod: .deflate
+            ) { position, size in
+                data.subdata(in: Int(position)..<(Int(position) + size))
+            }
+        }
+        guard let data = archive.data else { throw ExportError("the archive could not be made in memory") }
+        return data
+    }
+
     /// The files of an archive, each path with its bytes (directories left out).
     static func read(_ path: String) throws -> [Exporter.File] {
         let archive = try Archive(url: URL(fileURLWithPath: path), accessMode: .read)

@@ -1,5 +1,6 @@
 import Foundation
 import NotedCore
+import NotedPorting
 
 /// What a signed-in user does to their own account: change the password, see and end their
 /// sign-in sessions, delete the account (docs/protocol.md, "Accounts").
@@ -54,5 +55,17 @@ extension SignInSession {
     func json(current: String?) -> JSONValue {
         ["id": .string(id), "client": .string(clientID), "device": device.map(JSONValue.string) ?? .null,
          "signed_in_at": .int(signedInAt.millis), "last_seen": .int(lastSeen.millis), "current": .bool(id == current)]
+    }
+}
+
+extension PortableNote {
+    /// A stored note as an export writes it.
+    init(_ record: Record) {
+        let fields = CollectionSchema.notes.completed(record.fields)
+        self.init(
+            id: record.id, title: fields["title"]?.stringValue ?? "", body: fields["body"]?.stringValue ?? "",
+            tags: (fields["tags"]?.arrayValue ?? []).compactMap(\.stringValue), folder: fields["folder"]?.stringValue,
+            pinned: fields["pinned"]?.boolValue ?? false, trashed: fields["trashed"]?.boolValue ?? false,
+            created: record.createdAt, updated: record.updatedAt)
     }
 }

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdWebSocket
 import Logging
 import NotedCore
+import NotedPorting
 
 /// The HTTP routes and the sync WebSocket route.
 struct Routes: Sendable {
@@ -262,6 +263,40 @@ struct Routes: Sendable {
             let user = try await authenticate(request)
             let ended = try await accounts.signOut(userID: user.userID, only: nil)
             return .json(["signed_out": .int(Int64(ended.count))])
+        }
+        // "Download all notes": every note of the account (the trash too) as the CLI's
+        // `noted export` writes it, in one zip (docs/import-export.md).
+        let exportLimiter = RateLimiter(limit: 10, window: 60)
+        router.get("/v1/export") { request, _ -> Response in
+            let user = try await authenticate(request)
+            guard let format = Exporter.Format(rawValue: request.uri.queryParameters.get("format") ?? "markdown") else {
+                throw APIError(.badRequest, "bad_request", "format is markdown or json")
+            }
+            do throws(AuthError) {
+                try exportLimiter.check(keys: ["export:\(user.userID)"])
+            } catch {
+                throw APIError(error)
+            }
+            var notes: [PortableNote] = []
+            var since: Int64 = 0
+            while true {
+                let page = try await sync.store.changes(userID: user.userID, since: since, limit: 1000)
+                for record in page.records where record.collection == CollectionSchema.notes.name && !record.deleted {
+                    notes.append(PortableNote(record))
+                }
+                guard page.more, page.cursor > since else { break }
+                since = page.cursor
+            }
+            let files = format == .markdown ? Exporter.markdown(notes) : [Exporter.json(notes)]
+            let data = try Exporter.zip(files)
+            let day = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: "application/zip", .cacheControl: "no-store",
+                    .contentDisposition: "attachment; filename=\"noted-export-\(day).zip\"",
+                ],
+                body: .init(byteBuffer: ByteBuffer(bytes: data)))
         }
         router.delete("/v1/account") { request, context -> Response in
             let user = try await authenticate(request)
