@@ -5,15 +5,7 @@ import ZIPFoundation
 enum Zip {
     /// Writes `files` into a new archive at `path`, deflated.
     static func write(_ files: [Exporter.File], to path: String) throws {
-        let archive = try Archive(url: URL(fileURLWithPath: path), accessMode: .create)
-        for file in files {
-            let data = file.data
-            try archive.addEntry(
-                with: file.path, type: .file, uncompressedSize: Int64(data.count), compressionMethod: .deflate
-            ) { position, size in
-                data.subdata(in: Int(position)..<(Int(position) + size))
-            }
-        }
+        try data(files).write(to: URL(fileURLWithPath: path))
     }
 
     /// A new archive of `files`, deflated, in memory.
