@@ -54,6 +54,13 @@ import TestSupport
             #expect(updated["updated"] == 1 && updated["unchanged"] == 2)
             #expect(try await new.notes().count == 2)
 
+            // A note deleted for good here is not brought back by importing the export again.
+            try await new.noted("purge", groceries)
+            let afterPurge = try JSONValue.parse(try await new.noted("--json", "import", dir + "/export.zip"))
+            #expect(afterPurge["imported"] == 0 && afterPurge["unchanged"] == 2, "\(afterPurge)")
+            #expect(afterPurge["skipped"]?.arrayValue?.first?["reason"] == "deleted on this device", "\(afterPurge)")
+            #expect(try await new.notes()[groceries] == nil)
+
             // A damaged export: one line naming the file and place, non-zero exit, nothing written.
             try Data("{\"activeNotes\": [ {\"id\": 1,, } ]}".utf8).write(to: URL(fileURLWithPath: dir + "/notes.json"))
             let broken = try await run("noted", ["--home", new.path, "--offline", "import", dir + "/notes.json"])

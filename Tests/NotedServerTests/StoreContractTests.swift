@@ -202,6 +202,45 @@ import Testing
         }
     }
 
+    /// A new device's first sync of an account larger than a page, after a tombstone was swept:
+    /// every page of the snapshot follows the one before, never a reset back to 0 (before, the
+    /// second page was a reset, for ever), and every live note comes exactly once.
+    @Test(arguments: backends) func aSnapshotAfterASweepEndsWithEveryNoteOnce(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            let user = try await makeUser(store)
+            var ids: [String] = []
+            for index in 0..<30 {
+                let id = UUID().uuidString.lowercased()
+                ids.append(id)
+                _ = try await push(store, user: user, create(id, title: "n\(index)"))
+            }
+            let delete: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(ids[4]),
+                                     "baseRev": 1, "op": "delete", "fields": [:]]
+            #expect(try await push(store, user: user, delete)["status"] == "applied")
+            for index in 30..<40 {
+                let id = UUID().uuidString.lowercased()
+                ids.append(id)
+                _ = try await push(store, user: user, create(id, title: "n\(index)"))
+            }
+            try await store.sweep(tombstonesBefore: Date().addingTimeInterval(1), appliedChangesBefore: Date.distantPast)
+            var seen: [String] = []
+            var since: Int64 = 0
+            var pages = 0
+            while true {
+                let page = try await store.changes(userID: user, since: since, limit: 10)
+                #expect(!page.reset, "page \(pages + 1) from \(since) is a reset")
+                if page.reset { break }
+                seen += page.records.map(\.id)
+                pages += 1
+                guard page.more, pages < 20 else { break }
+                since = page.cursor
+            }
+            #expect(seen.count == 39 && Set(seen) == Set(ids).subtracting([ids[4]]), "\(seen.count) seen in \(pages) pages")
+            // Past the purge point, pages are bounded again.
+            #expect(pages == 2)
+        }
+    }
+
     @Test(arguments: backends) func oldRevisionsArePrunedButConflictsAreKept(backend: Backend) async throws {
         try await withStore(backend, revisionsKept: 2) { (store: any NotedStore) async throws in
             let user = try await makeUser(store)

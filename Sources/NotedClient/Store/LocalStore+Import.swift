@@ -22,10 +22,9 @@ extension LocalStore {
     /// earlier batches in place (importing again goes on from there). With `dryRun`, only reads.
     public func importNotes(_ notes: [(id: String, fields: NoteFields)], dryRun: Bool = false) async throws -> (outcomes: [ImportOutcome], effect: StoreEffect) {
         if dryRun {
-            var outcomes: [ImportOutcome] = []
-            for (id, fields) in notes {
-                let existing = try await record(Self.collection, id: id)
-                outcomes.append(existing.map { Self.sameContent(NoteFields(json: $0.fields), fields) ? .unchanged : .updated } ?? .created)
+            // The same decisions as below, from reads only.
+            let outcomes = try await writer.read { db in
+                try notes.map { id, fields in try Self.importOutcome(db, id: id, fields: fields) ?? .created }
             }
             return (outcomes, StoreEffect())
         }
@@ -35,25 +34,15 @@ extension LocalStore {
                 // A note the schema refuses (checked before anything of it is written) is
                 // reported and the others go on.
                 do {
-                    guard let row = try RecordRow.find(transaction.db, id: id) else {
+                    switch try Self.importOutcome(transaction.db, id: id, fields: fields) {
+                    case nil:
                         try transaction.create(Self.collection, fields: fields.json, id: id)
                         outcomes.append(.created)
-                        continue
-                    }
-                    guard row.collection == Self.collection else {
-                        outcomes.append(.refused("the id belongs to a record of another collection"))
-                        continue
-                    }
-                    guard !row.state.purging else {
-                        outcomes.append(.refused("deleted on this device"))
-                        continue
-                    }
-                    let current = NoteFields(json: CollectionSchema.notes.completed(row.localFields))
-                    if Self.sameContent(current, fields) {
-                        outcomes.append(.unchanged)
-                    } else {
+                    case .updated:
                         try transaction.update(Self.collection, id: id) { $0 = fields.json }
                         outcomes.append(.updated)
+                    case let outcome?:
+                        outcomes.append(outcome)
                     }
                 } catch let error as NotedClientError where error.kind == .invalidInput {
                     outcomes.append(.refused(error.message))
@@ -62,6 +51,19 @@ extension LocalStore {
             return outcomes
         }
         return (outcomes, effect)
+    }
+
+    /// What importing `fields` under `id` would do: nil to create it. A note deleted on this
+    /// device (purging, or gone with its tombstone kept) is refused: creating it again would
+    /// bring back what the person deleted, as a copy.
+    static func importOutcome(_ db: Database, id: String, fields: NoteFields) throws -> ImportOutcome? {
+        guard let row = try RecordRow.find(db, id: id) else {
+            let buried = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM tombstone WHERE id = ?)", arguments: [id]) ?? false
+            return buried ? .refused("deleted on this device") : nil
+        }
+        guard row.collection == Self.collection else { return .refused("the id belongs to a record of another collection") }
+        guard !row.state.purging else { return .refused("deleted on this device") }
+        return sameContent(NoteFields(json: CollectionSchema.notes.completed(row.localFields)), fields) ? .unchanged : .updated
     }
 
     static func sameContent(_ a: NoteFields, _ b: NoteFields) -> Bool {

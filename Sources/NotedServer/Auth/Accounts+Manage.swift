@@ -43,10 +43,13 @@ extension Accounts {
         _ = try await checkPassword(userID: userID, password: password, address: address)
         let families = try await store.deleteUser(id: userID)
         closeConnections()
-        try await store.announceAccountDeletion(userID: userID)
-        // Their access tokens name a user who no longer exists and are refused for that alone;
-        // revoked all the same, as every ended sign-in is.
-        for family in families { try await revoked(family) }
+        // Committed: what follows is best effort and cannot make the answer a failure. The
+        // tokens name a user who no longer exists and are refused for that alone; revoked all
+        // the same, as every ended sign-in is; other nodes that miss the notice find the user
+        // gone when they next check (their listener's catch-up, or any request).
+        for family in families { tokens.revoked.insert(family) }
+        try? await store.announceAccountDeletion(userID: userID)
+        for family in families { try? await store.announceRevocation(familyID: family) }
     }
 }
 

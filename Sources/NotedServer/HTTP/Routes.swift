@@ -277,17 +277,27 @@ struct Routes: Sendable {
             } catch {
                 throw APIError(error)
             }
-            var notes: [PortableNote] = []
+            // Paged like any pull from 0; a note changed while the pages are read comes again
+            // in a later page (the newer version wins) and one deleted meanwhile as a tombstone.
+            var notes: [String: PortableNote] = [:]
+            var order: [String] = []
             var since: Int64 = 0
             while true {
                 let page = try await sync.store.changes(userID: user.userID, since: since, limit: 1000)
-                for record in page.records where record.collection == CollectionSchema.notes.name && !record.deleted {
-                    notes.append(PortableNote(record))
+                guard !page.reset else { throw APIError(.serviceUnavailable, "unavailable", "the notes changed too much while being read; try again") }
+                for record in page.records where record.collection == CollectionSchema.notes.name {
+                    if record.deleted {
+                        notes[record.id] = nil
+                    } else {
+                        if notes[record.id] == nil { order.append(record.id) }
+                        notes[record.id] = PortableNote(record)
+                    }
                 }
                 guard page.more, page.cursor > since else { break }
                 since = page.cursor
             }
-            let files = format == .markdown ? Exporter.markdown(notes) : [Exporter.json(notes)]
+            let all = order.compactMap { notes[$0] }
+            let files = format == .markdown ? Exporter.markdown(all) : [Exporter.json(all)]
             let data = try Exporter.zip(files)
             let day = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
             return Response(

@@ -10,18 +10,28 @@ import NotedCore
 /// client pulls on from 0 and those pages, paged like any pull, are the snapshot
 /// (docs/protocol.md). (It used to hold every live record up to the purge point in one page,
 /// however many: a page of unbounded size.)
+///
+/// A snapshot (a pull from 0) must not hand out a cursor below the purge point: the next page
+/// would be a reset, sending the client back to 0 for ever (an account with more than a page
+/// of notes and one tombstone swept found no end to its first sync). So the first page of a
+/// snapshot holds every live record up to the purge point (`floorCount` of them, counted by
+/// the store), however many, and only the pages after it are bounded.
 struct ChangesQuery {
     var since: Int64
     var limit: Int
     var latest: Int64
     var purgedSeq: Int64
+    /// For a pull from 0: how many live records have a `seq` at or below `purgedSeq`.
+    var floorCount = 0
 
     var reset: Bool { since > 0 && since < purgedSeq }
     var lowerBound: Int64 { since }
     var upperBound: Int64 { latest }
     var includeTombstones: Bool { since != 0 }
+    /// Whether the store must count `floorCount` first.
+    var needsFloorCount: Bool { since == 0 && purgedSeq > 0 }
     /// A reset reads no records.
-    var fetchLimit: Int { reset ? 0 : limit + 1 }
+    var fetchLimit: Int { reset ? 0 : limit + 1 + (since == 0 ? floorCount : 0) }
 
     /// A page holds at most `limit` records and about `maxPageBytes` of them (at least one),
     /// so that a page of large notes cannot be a message of hundreds of megabytes
@@ -38,9 +48,15 @@ struct ChangesQuery {
             if count > 0 && bytes > Self.maxPageBytes { break }
             count += 1
         }
+        // A snapshot's first page reaches past the purge point (see above).
+        if since == 0 { count = max(count, min(floorCount, records.count)) }
         if records.count > count {
             let page = Array(records.prefix(count))
-            return ChangesPage(records: page, cursor: page.last?.seq ?? since, more: true, reset: false)
+            var cursor = page.last?.seq ?? since
+            // Every live record up to the purge point is in this page, and no tombstone at or
+            // below it is left: the next page may start there (a cursor below it would reset).
+            if since == 0 { cursor = max(cursor, purgedSeq) }
+            return ChangesPage(records: page, cursor: cursor, more: true, reset: false)
         }
         return ChangesPage(records: records, cursor: max(since, latest), more: false, reset: false)
     }
