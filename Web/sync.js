@@ -213,7 +213,10 @@ export class SyncEngine extends EventTarget {
     this.resetIds = null;
     const cursor = (await this.store.getMeta("cursor")) || 0;
     this.progress = { from: cursor, to: Math.max(this.latestSeq, cursor), cursor, notes: 0 };
-    this.request({ type: "pull", since: cursor, limit: PAGE }, "pull");
+    // A pull from 0 starts a snapshot and its pages continue it: the server answers them
+    // bounded and never with a reset (docs/protocol.md, section 8, "Pull").
+    this.snapshot = cursor === 0;
+    this.request({ type: "pull", since: cursor, limit: PAGE, ...(this.snapshot ? { snapshot: true } : {}) }, "pull");
   }
 
   async onChanges(message, since) {
@@ -229,7 +232,9 @@ export class SyncEngine extends EventTarget {
     // created here, in message order), and a page is stored only onto the cursor it was
     // asked from: if one fails, the ones after it fail too and the pull starts again.
     const ws = this.ws;
-    if (message.more) this.request({ type: "pull", since: message.cursor, limit: PAGE }, "pull");
+    if (message.reset) this.snapshot = true;
+    if (!message.more) this.snapshot = false;
+    if (message.more) this.request({ type: "pull", since: message.cursor, limit: PAGE, ...(this.snapshot ? { snapshot: true } : {}) }, "pull");
     let written;
     try {
       written = await this.store.storePage(apply, message.cursor, since);

@@ -147,6 +147,39 @@ import Testing
         }
     }
 
+    /// A new device's first sync of an account larger than its page, after a tombstone was
+    /// swept: every note arrives and the sync ends (before, the second page of the snapshot
+    /// was a reset back to 0, for ever).
+    @Test func aNewDeviceSyncsAnAccountOfManyPagesAfterASweep() async throws {
+        try await LiveServer.with(configure: {
+            $0.tombstoneRetention = .milliseconds(1)
+            $0.sweepInterval = .milliseconds(100)
+        }) { server in
+            let user = try await server.makeUser()
+            let a = try server.client(user)
+            var ids: [String] = []
+            for index in 0..<25 { ids.append(try await a.create(NoteFields(title: "n\(index)")).id) }
+            await a.startSync()
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
+            try await a.purge(ids[2])
+            for index in 25..<35 { ids.append(try await a.create(NoteFields(title: "n\(index)")).id) }
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
+            await a.stopSync()
+            var request = URLRequest(url: URL(string: server.url.absoluteString + "/v1/changes?since=1")!)
+            request.setValue("Bearer \(user.accessToken)", forHTTPHeaderField: "Authorization")
+            try await eventually("the server swept the tombstone") {
+                let (data, _) = try await URLSession.shared.data(for: request)
+                return try JSONValue.parse(Array(data))["reset"] == true
+            }
+            let fresh = try server.client(user) { $0.sync.pullLimit = 5 }
+            await fresh.startSync()
+            try await eventually("the new device synced", timeout: .seconds(60)) { await fresh.waitUntilSynced(timeout: .milliseconds(100)) }
+            let notes = try await fresh.list()
+            #expect(Set(notes.map(\.id)) == Set(ids).subtracting([ids[2]]))
+            await fresh.stopSync()
+        }
+    }
+
     @Test func syncResumesAfterTheServerRestarts() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("noted-client-test-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -223,21 +223,27 @@ import Testing
                 _ = try await push(store, user: user, create(id, title: "n\(index)"))
             }
             try await store.sweep(tombstonesBefore: Date().addingTimeInterval(1), appliedChangesBefore: Date.distantPast)
-            var seen: [String] = []
-            var since: Int64 = 0
-            var pages = 0
-            while true {
-                let page = try await store.changes(userID: user, since: since, limit: 10)
-                #expect(!page.reset, "page \(pages + 1) from \(since) is a reset")
-                if page.reset { break }
-                seen += page.records.map(\.id)
-                pages += 1
-                guard page.more, pages < 20 else { break }
-                since = page.cursor
+            for snapshot in [true, false] {
+                var seen: [String] = []
+                var since: Int64 = 0
+                var pages = 0
+                while true {
+                    let page = try await store.changes(userID: user, since: since, limit: 10, snapshot: snapshot)
+                    #expect(!page.reset, "snapshot \(snapshot): page \(pages + 1) from \(since) is a reset")
+                    if page.reset { break }
+                    #expect(!snapshot || page.records.count <= 10, "a client that says snapshot gets bounded pages")
+                    seen += page.records.map(\.id)
+                    pages += 1
+                    guard page.more, pages < 20 else { break }
+                    since = page.cursor
+                }
+                #expect(seen.count == 39 && Set(seen) == Set(ids).subtracting([ids[4]]), "\(seen.count) seen in \(pages) pages")
+                // Saying snapshot: pages of 10. Not saying it (an earlier client): the first page
+                // reaches past the purge point, bounded again after it.
+                #expect(pages == (snapshot ? 4 : 2))
             }
-            #expect(seen.count == 39 && Set(seen) == Set(ids).subtracting([ids[4]]), "\(seen.count) seen in \(pages) pages")
-            // Past the purge point, pages are bounded again.
-            #expect(pages == 2)
+            // A cursor from before the sweep, not in a snapshot, is still reset.
+            #expect(try await store.changes(userID: user, since: 3, limit: 10, snapshot: false).reset)
         }
     }
 

@@ -78,6 +78,8 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     private(set) var limits = Limits()
     /// The stored pull cursor, as the driver last reported it.
     private(set) var cursor: Int64 = 0
+    /// The pulls under way are a snapshot: from 0 (or a reset), until its last page.
+    private var inSnapshot = false
     private var lastStatus: SyncStatus = .stopped
 
     enum RequestKind: Sendable, Hashable { case hello, pull, push, reauth }
@@ -224,6 +226,7 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         let again = requests.pulling == .runningAgain
         requests.pulling = .idle
         self.cursor = cursor
+        if !more { inSnapshot = false }
         if more || again {
             return pull(since: cursor, now: now)
         }
@@ -346,6 +349,9 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
 
     private mutating func reset() {
         requests = Requests()
+        // A new connection pulls from the stored cursor: a snapshot left half-way is not
+        // continued as one (the server may answer a reset, and the snapshot starts again).
+        inSnapshot = false
     }
 
     private mutating func backOff(now: Instant) -> [Action] {
@@ -432,8 +438,11 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
 
     private mutating func pull(since cursor: Int64, now: Instant) -> [Action] {
         requests.pulling = .running
+        // A pull from 0 starts a snapshot, and its pages continue it: the server answers them
+        // bounded and never with a reset (docs/protocol.md, section 8, "Pull").
+        if cursor == 0 { inSnapshot = true }
         let rid = request(.pull, now: now)
-        return [.send(.pull(since: cursor, limit: configuration.pullLimit), rid: rid)]
+        return [.send(.pull(since: cursor, limit: configuration.pullLimit, snapshot: inSnapshot), rid: rid)]
     }
 
     private mutating func compose() -> [Action] {

@@ -15,7 +15,9 @@ public enum RequestID: Sendable, Hashable {
 public enum ClientMessage: Sendable, Hashable {
     case hello(protocol: Int64, token: String?, device: String?, client: String?)
     case reauth(token: String)
-    case pull(since: Int64, limit: Int)
+    /// `snapshot`: this pull starts (`since` 0) or continues a snapshot (docs/protocol.md,
+    /// section 8, "Pull"): its pages are bounded and a cursor below the purge point is no reset.
+    case pull(since: Int64, limit: Int, snapshot: Bool = false)
     /// The raw changes: each is validated on its own so that one bad change gets its own reject.
     case push(changes: [JSONValue])
 
@@ -34,8 +36,9 @@ public enum ClientMessage: Sendable, Hashable {
             object["client"] = client.map(JSONValue.string)
         case .reauth(let token):
             object = ["type": "reauth", "token": .string(token)]
-        case .pull(let since, let limit):
+        case .pull(let since, let limit, let snapshot):
             object = ["type": "pull", "since": .int(since), "limit": .int(Int64(limit))]
+            if snapshot { object["snapshot"] = true }
         case .push(let changes):
             object = ["type": "push", "changes": .array(changes)]
         }
@@ -97,7 +100,12 @@ public enum ClientMessage: Sendable, Hashable {
                 }
                 limit = Int(number)
             }
-            return .pull(since: since, limit: limit)
+            var snapshot = false
+            if let flag = object["snapshot"] {
+                guard let value = flag.boolValue else { throw ProtocolError(.badRequest, "snapshot must be true or false") }
+                snapshot = value
+            }
+            return .pull(since: since, limit: limit, snapshot: snapshot)
         case "push":
             guard let changes = object["changes"]?.arrayValue else {
                 throw ProtocolError(.badRequest, "push needs a \"changes\" array")

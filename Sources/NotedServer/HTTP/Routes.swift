@@ -129,7 +129,8 @@ struct Routes: Sendable {
                 }
                 limit = value
             }
-            var page = try await sync.pull(userID: user.userID, since: since, limit: limit, rid: nil).objectValue ?? [:]
+            let snapshot = query.get("snapshot") == "true"
+            var page = try await sync.pull(userID: user.userID, since: since, limit: limit, snapshot: snapshot, rid: nil).objectValue ?? [:]
             page["type"] = nil
             return .json(.object(page))
         }
@@ -283,7 +284,7 @@ struct Routes: Sendable {
             var order: [String] = []
             var since: Int64 = 0
             while true {
-                let page = try await sync.store.changes(userID: user.userID, since: since, limit: 1000)
+                let page = try await sync.store.changes(userID: user.userID, since: since, limit: 1000, snapshot: true)
                 guard !page.reset else { throw APIError(.serviceUnavailable, "unavailable", "the notes changed too much while being read; try again") }
                 for record in page.records where record.collection == CollectionSchema.notes.name {
                     if record.deleted {

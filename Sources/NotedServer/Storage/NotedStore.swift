@@ -68,7 +68,9 @@ public protocol NotedStore: OAuthStore {
     func latestSeq(userID: String) async throws -> Int64
     /// What the user stores, as ``StorageQuota`` counts it.
     func usage(userID: String) async throws -> StorageUsage
-    func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage
+    /// A page of the user's changes (``ChangesQuery``); `snapshot`: the client says this pull
+    /// starts or continues a snapshot.
+    func changes(userID: String, since: Int64, limit: Int, snapshot: Bool) async throws -> ChangesPage
     func record(userID: String, collection: String, id: String) async throws -> Record?
     /// The revision list of a record; nil when the user has no such record.
     func revisions(userID: String, collection: String, id: String) async throws -> [RevisionInfo]?
@@ -85,6 +87,13 @@ public protocol NotedStore: OAuthStore {
         onListening: @escaping @Sendable () async -> Void,
         _ handler: @escaping @Sendable (CommitNotice) async -> Void
     ) async throws
+}
+
+extension NotedStore {
+    /// A page of changes for a pull that does not say it is part of a snapshot.
+    public func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage {
+        try await changes(userID: userID, since: since, limit: limit, snapshot: false)
+    }
 }
 
 /// "User U committed `seq` S", as one server node tells the others; or, with

@@ -345,7 +345,7 @@ public struct PostgresStore: NotedStore {
         return StorageUsage()
     }
 
-    public func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage {
+    public func changes(userID: String, since: Int64, limit: Int, snapshot: Bool) async throws -> ChangesPage {
         try await client.withTransaction(logger: logger) { connection in
             // The seq, the purge point and the records from one snapshot.
             try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
@@ -356,7 +356,7 @@ public struct PostgresStore: NotedStore {
                 latest = seq
                 purged = purgedSeq
             }
-            var query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged)
+            var query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged, snapshot: snapshot)
             if query.needsFloorCount {
                 for try await count in try await connection.query(
                     "SELECT COUNT(*) FROM records WHERE user_id = \(userID) AND seq <= \(purged) AND NOT deleted", logger: logger

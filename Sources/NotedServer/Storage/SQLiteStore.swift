@@ -254,12 +254,12 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
-    public func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage {
+    public func changes(userID: String, since: Int64, limit: Int, snapshot: Bool) async throws -> ChangesPage {
         try await pool.read { db in
             let seqRow = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, purged_seq FROM user_seq WHERE user_id = ?"), arguments: [userID])
             let latest: Int64 = seqRow?["seq"] ?? 0
             let purged: Int64 = seqRow?["purged_seq"] ?? 0
-            var query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged)
+            var query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged, snapshot: snapshot)
             if query.needsFloorCount {
                 query.floorCount = try Int.fetchOne(db.cachedStatement(sql: """
                     SELECT COUNT(*) FROM records WHERE user_id = ? AND seq <= ? AND deleted = 0

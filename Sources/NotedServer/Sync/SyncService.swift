@@ -17,8 +17,8 @@ struct SyncService: Sendable {
 
     var limits: Limits { parser.limits }
 
-    func pull(userID: String, since: Int64, limit: Int, rid: RequestID?) async throws -> JSONValue {
-        var page = try await pullTurns.run(userID) { try await store.changes(userID: userID, since: since, limit: limit) }
+    func pull(userID: String, since: Int64, limit: Int, snapshot: Bool = false, rid: RequestID?) async throws -> JSONValue {
+        var page = try await pullTurns.run(userID) { try await store.changes(userID: userID, since: since, limit: limit, snapshot: snapshot) }
         page.rid = rid
         return ServerMessage.changes(page).json
     }

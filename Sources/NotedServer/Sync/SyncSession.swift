@@ -203,8 +203,8 @@ struct SyncSession {
             return replies.fail(ProtocolError(.badRequest, "already authenticated"), rid: rid, &state)
         case .reauth(let token):
             return try await reauth(token: token, userID: userID, rid: rid, state: &state, shared: shared, replies: replies)
-        case .pull(let since, let limit):
-            replies.send(try await sync.pull(userID: userID, since: since, limit: limit, rid: rid))
+        case .pull(let since, let limit, let snapshot):
+            replies.send(try await sync.pull(userID: userID, since: since, limit: limit, snapshot: snapshot, rid: rid))
             return true
         case .push(let changes):
             do {
