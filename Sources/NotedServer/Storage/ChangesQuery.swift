@@ -14,29 +14,23 @@ import NotedCore
 /// A snapshot (a pull from 0) continued from a cursor below the purge point must not be answered
 /// with a reset, which sends the client back to 0 for ever (an account with more than a page of
 /// notes and one tombstone swept found no end to its first sync). A client says a pull starts
-/// or continues a snapshot (`snapshot: true`): then no reset, and every page is bounded. For a
-/// client that does not say so (earlier versions), the first page of a snapshot holds every live
-/// record up to the purge point (`floorCount` of them, counted by the store), however many,
-/// and its cursor starts past it.
+/// or continues a snapshot (`snapshot: true`): then no reset. Every page stays bounded: a
+/// first page reaching to the purge point for clients that do not say it was tried and left
+/// out, since any account could make it as large as everything it stores.
 struct ChangesQuery {
     var since: Int64
     var limit: Int
     var latest: Int64
     var purgedSeq: Int64
-    /// The client says this pull starts or continues a snapshot: no reset, and no first page
-    /// reaching to the purge point (the pages are bounded like any).
+    /// The client says this pull starts or continues a snapshot: no reset.
     var snapshot = false
-    /// For a pull from 0: how many live records have a `seq` at or below `purgedSeq`.
-    var floorCount = 0
 
     var reset: Bool { since > 0 && since < purgedSeq && !snapshot }
     var lowerBound: Int64 { since }
     var upperBound: Int64 { latest }
     var includeTombstones: Bool { since != 0 }
-    /// Whether the store must count `floorCount` first.
-    var needsFloorCount: Bool { since == 0 && purgedSeq > 0 && !snapshot }
     /// A reset reads no records.
-    var fetchLimit: Int { reset ? 0 : limit + 1 + (since == 0 ? floorCount : 0) }
+    var fetchLimit: Int { reset ? 0 : limit + 1 }
 
     /// A page holds at most `limit` records and about `maxPageBytes` of them (at least one),
     /// so that a page of large notes cannot be a message of hundreds of megabytes
@@ -53,15 +47,9 @@ struct ChangesQuery {
             if count > 0 && bytes > Self.maxPageBytes { break }
             count += 1
         }
-        // A snapshot's first page reaches past the purge point (see above).
-        if needsFloorCount { count = max(count, min(floorCount, records.count)) }
         if records.count > count {
             let page = Array(records.prefix(count))
-            var cursor = page.last?.seq ?? since
-            // Every live record up to the purge point is in this page, and no tombstone at or
-            // below it is left: the next page may start there (a cursor below it would reset).
-            if needsFloorCount { cursor = max(cursor, purgedSeq) }
-            return ChangesPage(records: page, cursor: cursor, more: true, reset: false)
+            return ChangesPage(records: page, cursor: page.last?.seq ?? since, more: true, reset: false)
         }
         return ChangesPage(records: records, cursor: max(since, latest), more: false, reset: false)
     }

@@ -356,14 +356,7 @@ public struct PostgresStore: NotedStore {
                 latest = seq
                 purged = purgedSeq
             }
-            var query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged, snapshot: snapshot)
-            if query.needsFloorCount {
-                for try await count in try await connection.query(
-                    "SELECT COUNT(*) FROM records WHERE user_id = \(userID) AND seq <= \(purged) AND NOT deleted", logger: logger
-                ).decode(Int64.self) {
-                    query.floorCount = Int(count)
-                }
-            }
+            let query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged, snapshot: snapshot)
             let rows = try await connection.query("""
                 SELECT collection, id, rev, seq, deleted, fields, created_at, updated_at FROM records
                 WHERE user_id = \(userID) AND seq > \(query.lowerBound) AND seq <= \(query.upperBound)

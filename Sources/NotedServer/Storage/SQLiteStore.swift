@@ -259,12 +259,7 @@ public struct SQLiteStore: NotedStore {
             let seqRow = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, purged_seq FROM user_seq WHERE user_id = ?"), arguments: [userID])
             let latest: Int64 = seqRow?["seq"] ?? 0
             let purged: Int64 = seqRow?["purged_seq"] ?? 0
-            var query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged, snapshot: snapshot)
-            if query.needsFloorCount {
-                query.floorCount = try Int.fetchOne(db.cachedStatement(sql: """
-                    SELECT COUNT(*) FROM records WHERE user_id = ? AND seq <= ? AND deleted = 0
-                    """), arguments: [userID, purged]) ?? 0
-            }
+            let query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged, snapshot: snapshot)
             let rows = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT collection, id, rev, seq, deleted, fields, created_at, updated_at FROM records
                 WHERE user_id = ? AND seq > ? AND seq <= ? AND (deleted = 0 OR ?)
