@@ -61,8 +61,7 @@ public enum Importer {
         let paths = source.files.map { $0.path.lowercased() }
         func head(_ file: ImportSource.File) -> String { String(decoding: file.data.prefix(4096), as: UTF8.self) }
         if paths.contains(where: { $0.hasSuffix(".enex") }) { return .evernote }
-        if let notes = source.files.first(where: { $0.path.lowercased().hasSuffix(".json") && head($0).contains("\"activeNotes\"") }) {
-            _ = notes
+        if source.files.contains(where: { $0.path.lowercased().hasSuffix(".json") && head($0).contains("\"activeNotes\"") }) {
             return .simplenote
         }
         if source.files.contains(where: { $0.path.lowercased().hasSuffix(".json") && head($0).contains("\"userEditedTimestampUsec\"") }) {
