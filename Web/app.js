@@ -364,6 +364,8 @@ async function save(d) {
       for (const name of TEXT) {
         local[name] = (current.lv || 0) === lv ? value[name] : rebase(base[name], value[name], current.local[name]);
       }
+      // An imported note's modification date stands until its content is edited here.
+      if (local.title !== current.local.title || local.body !== current.local.body) local.modified = null;
       return { ...current, local, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
     });
   } catch (error) {
@@ -541,6 +543,7 @@ async function edit(id, change) {
   const written = await store.update(id, (current) => {
     if (!current) return undefined;
     const local = normalizeFields(change({ ...current.local, tags: [...current.local.tags] }));
+    if (local.folder !== current.local.folder || local.tags.join("\u0001") !== current.local.tags.join("\u0001")) local.modified = null;
     return { ...current, local, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
   });
   if (written) {

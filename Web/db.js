@@ -29,7 +29,17 @@ export function normalizeFields(fields) {
     folder: typeof f.folder === "string" ? f.folder : null,
     pinned: f.pinned === true,
     trashed: f.trashed === true,
+    // The dates an imported note brought (milliseconds), null for notes written here.
+    created: dateField(f.created),
+    modified: dateField(f.modified),
   };
+}
+
+/** The scalar fields of a note (docs/protocol.md section 1): replaced whole, the later change wins. */
+export const SCALAR_FIELDS = ["folder", "pinned", "trashed", "created", "modified"];
+
+function dateField(value) {
+  return typeof value === "number" && Number.isFinite(value) ? value : null;
 }
 
 function request(req) {

@@ -33,7 +33,8 @@ export function summarize(record) {
     folder: f.folder,
     pinned: f.pinned,
     trashed: f.trashed,
-    updatedAt: Date.parse(record.updatedAt) || 0,
+    // An imported note's own modification date until it is edited here (its `modified`).
+    updatedAt: typeof f.modified === "number" ? f.modified : Date.parse(record.updatedAt) || 0,
     pending: isPending(record),
     refusal: record.refusal || null, // { code, message } of a change the server refused for good
     purged: Boolean(record.purged),

@@ -2,7 +2,7 @@
 // notes with at most one change in flight per note, apply broadcasts, reconnect with backoff.
 
 import { applyDelta, makeDelta, rebase, uuid } from "./text.js";
-import { isPending, isUnsynced, newRecord, normalizeFields } from "./db.js";
+import { SCALAR_FIELDS, isPending, isUnsynced, newRecord, normalizeFields } from "./db.js";
 
 const TEXT_FIELDS = ["title", "body"];
 const CLIENT = "noted-web/0.1.0";
@@ -472,7 +472,7 @@ function buildChange(record) {
       fields.tags = { set: local.tags };
     }
   }
-  for (const name of ["folder", "pinned", "trashed"]) {
+  for (const name of SCALAR_FIELDS) {
     if (!base ? local[name] !== normalizeFields({})[name] : local[name] !== base[name]) fields[name] = { set: local[name] };
   }
   if (base && Object.keys(fields).length === 0) return null;
@@ -509,7 +509,7 @@ function rebaseFields(base, mine, theirs) {
   const added = mine.tags.filter((t) => !base.tags.includes(t));
   const removed = base.tags.filter((t) => !mine.tags.includes(t));
   out.tags = [...new Set([...theirs.tags.filter((t) => !removed.includes(t)), ...added])];
-  for (const name of ["folder", "pinned", "trashed"]) {
+  for (const name of SCALAR_FIELDS) {
     if (mine[name] !== base[name]) out[name] = mine[name];
   }
   return out;
@@ -520,6 +520,5 @@ function sameSet(a, b) {
 }
 
 export function sameFields(a, b) {
-  return a.title === b.title && a.body === b.body && sameSet(a.tags, b.tags) && a.folder === b.folder &&
-    a.pinned === b.pinned && a.trashed === b.trashed;
+  return a.title === b.title && a.body === b.body && sameSet(a.tags, b.tags) && SCALAR_FIELDS.every((name) => a[name] === b[name]);
 }

@@ -37,6 +37,8 @@ import TestSupport
                 }
             }
             #expect(content(after) == content(before))
+            // And their dates: the export's `created` and `updated` become the notes' own.
+            #expect(try await old.dates() == new.dates())
             // On the server too: another device of the account gets them.
             let other = Home(path: dir + "/other", server: server.url)
             try await other.noted("login", "--username", "mover", "--password-stdin", stdin: Self.password)
@@ -73,6 +75,52 @@ import TestSupport
 
     /// At the size people bring: a Simplenote export of 10,000 notes, imported and synced to
     /// the real server. Prints the time (issue 16's benchmark: under 10 s); no limit asserted.
+    /// A Simplenote export's dates are the notes' dates, on every device, and the list sorts
+    /// by them; editing a note here makes its modification date today's.
+    @Test func importedNotesKeepTheirDatesUntilEditedHere() async throws {
+        try await withTemporaryDirectory { dir in
+            let server = try await ServerProcess(directory: dir + "/server")
+            defer { server.stop() }
+            let export = """
+                {"activeNotes": [
+                  {"id": "a1", "content": "Oldest written\\nin 2015", "creationDate": "2015-03-01T10:00:00.123Z", "lastModified": "2024-06-01T08:30:00.000Z", "tags": []},
+                  {"id": "b2", "content": "Newest written\\nin 2020", "creationDate": "2020-01-02T00:00:00.000Z", "lastModified": "2021-01-01T00:00:00.000Z", "tags": []}
+                ], "trashedNotes": []}
+                """
+            try Data(export.utf8).write(to: URL(fileURLWithPath: dir + "/notes.json"))
+            let home = Home(path: dir + "/home", server: server.url)
+            try await home.noted("register", "--username", "dated", "--password-stdin", stdin: Self.password)
+            try await home.noted("import", dir + "/notes.json")
+            func listed(_ home: Home, _ arguments: String...) async throws -> [JSONValue] {
+                try JSONValue.parse(try await home.noted(["list", "--json"] + arguments)).arrayValue ?? []
+            }
+            let byUpdate = try await listed(home)
+            #expect(byUpdate.map { $0["title"] } == ["Oldest written", "Newest written"])
+            #expect(byUpdate.first?["createdAt"] == "2015-03-01T10:00:00.123Z" && byUpdate.first?["updatedAt"] == "2024-06-01T08:30:00.000Z")
+            #expect(try await listed(home, "--sort", "created").map { $0["title"] } == ["Newest written", "Oldest written"])
+
+            // Another device of the account gets the same dates from the server.
+            let other = Home(path: dir + "/other", server: server.url)
+            try await other.noted("login", "--username", "dated", "--password-stdin", stdin: Self.password)
+            try await other.noted("sync")
+            #expect(try await other.dates() == home.dates())
+
+            // Edited here: written in 2020 still, changed now.
+            let newest = try #require(byUpdate.last?["id"]?.stringValue)
+            try await other.noted("edit", newest, "--append", "more")
+            try await other.noted("sync")
+            try await home.noted("sync")
+            let edited = try #require(try await listed(home).first)
+            #expect(edited["id"]?.stringValue == newest && edited["createdAt"] == "2020-01-02T00:00:00.000Z")
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let changed = try #require(edited["updatedAt"]?.stringValue.flatMap(formatter.date(from:)))
+            #expect(abs(changed.timeIntervalSinceNow) < 120, "\(edited)")
+            let bogus = try await run("noted", ["--home", home.path, "list", "--sort", "bogus"])
+            #expect(bogus.status != 0 && bogus.stderr.contains("--sort"), "\(bogus.stderr)")
+        }
+    }
+
     @Test func aTenThousandNoteSimplenoteExportIsImportedAndSynced() async throws {
         try await withTemporaryDirectory { dir in
             let server = try await ServerProcess(directory: dir + "/server")

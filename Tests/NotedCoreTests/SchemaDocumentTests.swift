@@ -64,7 +64,9 @@ import Testing
               "tags": {"kind": "set"},
               "folder": {"kind": "scalar", "types": ["string", "null"], "default": null, "indexed": true},
               "pinned": {"kind": "scalar", "types": ["bool"], "default": false, "indexed": true},
-              "trashed": {"kind": "scalar", "types": ["bool"], "default": false, "indexed": true}}}
+              "trashed": {"kind": "scalar", "types": ["bool"], "default": false, "indexed": true},
+              "created": {"kind": "scalar", "types": ["number", "null"], "default": null, "min": 0, "max": 253402300799999},
+              "modified": {"kind": "scalar", "types": ["number", "null"], "default": null, "min": 0, "max": 253402300799999}}}
             """)
         #expect(notes == .notes)
     }

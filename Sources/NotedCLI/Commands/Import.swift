@@ -29,7 +29,8 @@ struct Import: AsyncParsableCommand {
         let notes = result.notes.map { item in
             (id: item.note.id, fields: NoteFields(
                 title: item.note.title, body: item.note.body, tags: Array(NSOrderedSet(array: item.note.tags)).compactMap { $0 as? String },
-                folder: item.note.folder, pinned: item.note.pinned, trashed: item.note.trashed))
+                folder: item.note.folder, pinned: item.note.pinned, trashed: item.note.trashed,
+                created: item.note.created, modified: item.note.updated))
         }
         let bar = ProgressBar(total: notes.count, enabled: isatty(STDERR_FILENO) == 1 && !options.json)
         let outcomes = try await cli { try await client.importNotes(notes, dryRun: dryRun) { bar.show($0) } }

@@ -32,15 +32,17 @@ struct New: AsyncParsableCommand {
 }
 
 struct List: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List notes: pinned first, then the most recently updated.")
+    static let configuration = CommandConfiguration(abstract: "List notes: pinned first, then the most recently updated (or created).")
     @OptionGroup var options: GlobalOptions
     @Option(help: "Only notes in this folder.") var folder: String?
     @Option(help: "Only notes with this tag.") var tag: String?
     @Flag(help: "List the trash instead.") var trashed = false
+    @Option(help: "updated (the latest changed first) or created (the latest written first); an imported note's dates are its own.")
+    var sort: NoteFilter.Order = .updated
 
     func execute() async throws {
         let client = try await options.openClient()
-        let notes = try await cli { try await client.list(NoteFilter(folder: folder, tag: tag, trashed: trashed)) }
+        let notes = try await cli { try await client.list(NoteFilter(folder: folder, tag: tag, trashed: trashed, order: sort)) }
         printNotes(notes, json: options.json)
     }
 }
@@ -296,3 +298,5 @@ struct History: AsyncParsableCommand {
         }
     }
 }
+
+extension NoteFilter.Order: ExpressibleByArgument {}

@@ -14,9 +14,15 @@ public struct Note: Sendable, Hashable, Identifiable {
     public var trashed: Bool
     /// The server revision the local state is based on; 0 until the server first acknowledged it.
     public var rev: Int64
+    /// When the note was written: its `created` field when it came from another app, else
+    /// when it was first stored.
     public var createdAt: Date
-    /// When the note last changed, locally or on the server.
+    /// When the note last changed, locally or on the server (or in the app it was imported
+    /// from, until it is edited here: its `modified` field).
     public var updatedAt: Date
+    /// The `created` and `modified` fields themselves (nil for notes written here).
+    public var created: Date? = nil
+    public var modified: Date? = nil
     /// True while local edits are not yet acknowledged by the server.
     public var pending: Bool
     /// Why the server refused this device's last change for good: the local version stays
@@ -26,7 +32,7 @@ public struct Note: Sendable, Hashable, Identifiable {
 
     /// The wire fields of the note.
     public var fields: [String: JSONValue] {
-        NoteFields(title: title, body: body, tags: tags, folder: folder, pinned: pinned, trashed: trashed).json
+        NoteFields(title: title, body: body, tags: tags, folder: folder, pinned: pinned, trashed: trashed, created: created, modified: modified).json
     }
 
     /// A JSON object for the command line and for apps: id, title, body, tags, folder, pinned,
@@ -51,13 +57,22 @@ public struct NoteFields: Sendable, Hashable {
     public var pinned: Bool = false
     public var trashed: Bool = false
 
-    public init(title: String = "", body: String = "", tags: [String] = [], folder: String? = nil, pinned: Bool = false, trashed: Bool = false) {
+    /// When the note was written and last changed in the app it was imported from (the
+    /// `created` and `modified` fields); nil for notes written here, whose dates are the
+    /// record's. An edit of the note's content here clears `modified`.
+    public var created: Date? = nil
+    public var modified: Date? = nil
+
+    public init(title: String = "", body: String = "", tags: [String] = [], folder: String? = nil, pinned: Bool = false, trashed: Bool = false,
+                created: Date? = nil, modified: Date? = nil) {
         self.title = title
         self.body = body
         self.tags = tags
         self.folder = folder
         self.pinned = pinned
         self.trashed = trashed
+        self.created = created
+        self.modified = modified
     }
 
     /// Reads fields as the server sends them; missing or mistyped fields read as their defaults.
@@ -68,6 +83,25 @@ public struct NoteFields: Sendable, Hashable {
         folder = json["folder"]?.stringValue
         pinned = json["pinned"]?.boolValue ?? false
         trashed = json["trashed"]?.boolValue ?? false
+        created = Self.date(json["created"])
+        modified = Self.date(json["modified"])
+    }
+
+    /// A date field (milliseconds since 1970) as a date; nil when missing or not a number.
+    static func date(_ value: JSONValue?) -> Date? {
+        guard let millis = value?.numberValue else { return nil }
+        return Date(timeIntervalSince1970: millis / 1000)
+    }
+
+    /// A date as a date field holds it: whole milliseconds since 1970.
+    static func millis(_ date: Date?) -> JSONValue {
+        guard let date else { return .null }
+        return .int(Int64((date.timeIntervalSince1970 * 1000).rounded(.down)))
+    }
+
+    /// Whether `other` has the same content: text, tags (in any order), folder.
+    func sameContent(as other: NoteFields) -> Bool {
+        title == other.title && body == other.body && Set(tags) == Set(other.tags) && folder == other.folder
     }
 
     /// Every field of the `notes` schema.
@@ -75,6 +109,7 @@ public struct NoteFields: Sendable, Hashable {
         [
             "title": .string(title), "body": .string(body), "tags": .array(tags.map(JSONValue.string)),
             "folder": folder.map(JSONValue.string) ?? .null, "pinned": .bool(pinned), "trashed": .bool(trashed),
+            "created": Self.millis(created), "modified": Self.millis(modified),
         ]
     }
 }

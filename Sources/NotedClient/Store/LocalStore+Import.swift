@@ -67,6 +67,11 @@ extension LocalStore {
     }
 
     static func sameContent(_ a: NoteFields, _ b: NoteFields) -> Bool {
-        a.title == b.title && a.body == b.body && Set(a.tags) == Set(b.tags) && a.folder == b.folder && a.pinned == b.pinned && a.trashed == b.trashed
+        a.sameContent(as: b) && a.pinned == b.pinned && a.trashed == b.trashed && sameDate(a.created, b.created) && sameDate(a.modified, b.modified)
+    }
+
+    /// Dates as the fields hold them, to the millisecond.
+    private static func sameDate(_ a: Date?, _ b: Date?) -> Bool {
+        NoteFields.millis(a) == NoteFields.millis(b)
     }
 }

@@ -8,11 +8,19 @@ public struct NoteFilter: Sendable, Hashable {
     public var tag: String?
     /// False: notes outside the trash; true: only notes in the trash.
     public var trashed: Bool
+    /// After the pinned notes, the latest changed first (`updated`) or the latest written
+    /// first (`created`); dates brought by an import count as the note's.
+    public var order: Order
 
-    public init(folder: String? = nil, tag: String? = nil, trashed: Bool = false) {
+    public enum Order: String, Sendable, Hashable, CaseIterable {
+        case updated, created
+    }
+
+    public init(folder: String? = nil, tag: String? = nil, trashed: Bool = false, order: Order = .updated) {
         self.folder = folder
         self.tag = tag
         self.trashed = trashed
+        self.order = order
     }
 }
 
@@ -35,8 +43,12 @@ extension LocalStore {
     public func update(_ id: String, now: Date = Date(), _ edit: @Sendable (inout NoteFields) throws -> Void) async throws -> Note {
         try await transaction(now: now) { transaction in
             try transaction.update(Self.collection, id: id) { json in
-                var fields = NoteFields(json: json)
+                let before = NoteFields(json: json)
+                var fields = before
                 try edit(&fields)
+                // The imported modification date stands until the content is edited here; then
+                // the record's own date is the note's.
+                if fields.modified == before.modified, !fields.sameContent(as: before) { fields.modified = nil }
                 json = fields.json
             }
         }.value.note
@@ -76,7 +88,11 @@ extension LocalStore {
     }
 
     static func notesQuery(_ filter: NoteFilter) -> RecordQuery {
-        var query = RecordQuery(equal: ["trashed": .bool(filter.trashed)], order: [.field("pinned", descending: true), .updatedAt])
+        let date: RecordQuery.Order = switch filter.order {
+        case .updated: .date("modified", else: .updatedAt)
+        case .created: .date("created", else: .createdAt)
+        }
+        var query = RecordQuery(equal: ["trashed": .bool(filter.trashed)], order: [.field("pinned", descending: true), date])
         if let folder = filter.folder { query.equal["folder"] = .string(folder) }
         if let tag = filter.tag { query.contains["tags"] = tag }
         return query

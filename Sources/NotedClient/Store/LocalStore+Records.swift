@@ -33,6 +33,14 @@ public struct RecordQuery: Sendable, Hashable {
         case field(String, descending: Bool)
         /// The best matches of `search` first (ignored without a search).
         case relevance
+        /// The latest first by a date field holding milliseconds since 1970 (as the notes'
+        /// `created` and `modified`), the record's own date where the field is null.
+        case date(String, else: RecordDate)
+    }
+
+    /// The dates every record has.
+    public enum RecordDate: String, Sendable, Hashable {
+        case createdAt, updatedAt
     }
 
     /// Fields that must equal a value (`indexed` scalars), all of them.
@@ -151,7 +159,8 @@ extension StoredRecord {
     var note: Note {
         let fields = NoteFields(json: fields)
         return Note(id: id, title: fields.title, body: fields.body, tags: fields.tags, folder: fields.folder, pinned: fields.pinned,
-                    trashed: fields.trashed, rev: rev, createdAt: createdAt, updatedAt: updatedAt, pending: pending, refusal: refusal)
+                    trashed: fields.trashed, rev: rev, createdAt: fields.created ?? createdAt, updatedAt: fields.modified ?? updatedAt,
+                    created: fields.created, modified: fields.modified, pending: pending, refusal: refusal)
     }
 
     init(_ row: RecordRow, schema: CollectionSchema) {
@@ -242,6 +251,10 @@ extension LocalStore {
                 orderings.append("record.updatedAt DESC")
             case .relevance:
                 if query.search != nil { orderings.append("bm25(record_fts)") }
+            case .date(let name, let fallback):
+                _ = try self.field(name, of: schema, kind: .scalar)
+                // SQLite keeps the record's dates as UTC text; julianday() reads them.
+                orderings.append("coalesce(json_extract(record.local, '$.\(name)'), (julianday(record.\(fallback.rawValue)) - 2440587.5) * 86400000.0) DESC")
             case .field(let name, let descending):
                 let spec = try self.field(name, of: schema, kind: .scalar)
                 orderings.append("coalesce(json_extract(record.local, '$.\(name)'), ?) \(descending ? "DESC" : "ASC")")

@@ -99,13 +99,25 @@ public struct CollectionSchema: Sendable, Hashable {
                 "folder": .scalar([.string, .null], default: .null),
                 "pinned": .scalar(.bool, default: false),
                 "trashed": .scalar(.bool, default: false),
+                // The dates a note brought from the app it was imported from (milliseconds
+                // since 1970), null for notes written here: docs/protocol.md section 1.
+                "created": .scalar([.number, .null], default: .null),
+                "modified": .scalar([.number, .null], default: .null),
             ]
         )
+        for name in ["created", "modified"] {
+            schema.fields[name]?.minimum = 0
+            schema.fields[name]?.maximum = Double(Self.latestDate)
+        }
         schema.fields["title"]?.searchable = true
         schema.fields["body"]?.searchable = true
         for name in ["folder", "pinned", "trashed"] { schema.fields[name]?.indexed = true }
         return schema
     }()
+
+    /// 9999-12-31T23:59:59.999Z in milliseconds: the latest date a `created` or `modified`
+    /// field may hold.
+    public static let latestDate: Int64 = 253_402_300_799_999
 
     /// Every field with its value in `fields` or its default when missing.
     public func completed(_ fields: [String: JSONValue]) -> [String: JSONValue] {

@@ -69,6 +69,11 @@ extension PortableNote {
             id: record.id, title: fields["title"]?.stringValue ?? "", body: fields["body"]?.stringValue ?? "",
             tags: (fields["tags"]?.arrayValue ?? []).compactMap(\.stringValue), folder: fields["folder"]?.stringValue,
             pinned: fields["pinned"]?.boolValue ?? false, trashed: fields["trashed"]?.boolValue ?? false,
-            created: record.createdAt, updated: record.updatedAt)
+            created: Self.date(fields["created"]) ?? record.createdAt, updated: Self.date(fields["modified"]) ?? record.updatedAt)
+    }
+
+    /// A date field of a note (milliseconds since 1970, or null).
+    private static func date(_ value: JSONValue?) -> Date? {
+        value?.numberValue.map { Date(timeIntervalSince1970: $0 / 1000) }
     }
 }

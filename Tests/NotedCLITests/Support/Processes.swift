@@ -150,6 +150,17 @@ struct Home {
     }
 
     /// The notes as `list --json` prints them, without local-only fields.
+    /// Every note's (trash included) `createdAt` and `updatedAt` by id.
+    func dates() async throws -> [String: [JSONValue?]] {
+        var result: [String: [JSONValue?]] = [:]
+        for text in [try await noted("list", "--json"), try await noted("list", "--json", "--trashed")] {
+            for note in try JSONValue.parse(text).arrayValue ?? [] {
+                if let id = note["id"]?.stringValue { result[id] = [note["createdAt"], note["updatedAt"]] }
+            }
+        }
+        return result
+    }
+
     func notes(trashed: Bool = false) async throws -> [String: JSONValue] {
         let text = try await trashed ? noted("list", "--json", "--trashed") : noted("list", "--json")
         var result: [String: JSONValue] = [:]
