@@ -130,10 +130,14 @@ extension GlobalOptions {
             }
         }
         guard !leading.isEmpty, index < arguments.count else { return arguments }
-        // A group (`account password`): after the subcommand's name, where its options are read.
-        if arguments[index] == AccountCommand.configuration.commandName, index + 1 < arguments.count, !arguments[index + 1].hasPrefix("-") {
-            return Array(arguments[index...(index + 1)]) + leading + arguments[(index + 2)...]
+        // After the whole subcommand path (`account 2fa enable`), where its options are read.
+        var command: any ParsableCommand.Type = Noted.self
+        var end = index
+        while end < arguments.count, let next = command.configuration.subcommands.first(where: { $0._commandName == arguments[end] }) {
+            command = next
+            end += 1
         }
-        return [arguments[index]] + leading + arguments[(index + 1)...]
+        end = max(end, index + 1)
+        return Array(arguments[index..<end]) + leading + arguments[end...]
     }
 }

@@ -54,3 +54,6 @@ extension AccountPassword: NotedCommand {}
 extension AccountDevices: NotedCommand {}
 extension AccountSignOut: NotedCommand {}
 extension AccountDelete: NotedCommand {}
+extension AccountTwoFactor.Status: NotedCommand {}
+extension AccountTwoFactor.Enable: NotedCommand {}
+extension AccountTwoFactor.Disable: NotedCommand {}

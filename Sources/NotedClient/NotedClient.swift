@@ -277,6 +277,30 @@ public final class NotedClient: Sendable {
         return try await api.signOut(device: device, token: token)
     }
 
+    /// The account: username, and whether two-factor sign-in is on.
+    public func account() async throws -> AccountInfo {
+        let (api, token) = try await authorized()
+        return try await api.account(token: token)
+    }
+
+    /// Starts two-factor sign-in: the secret and `otpauth://` URI to give an authenticator app.
+    public func beginTwoFactor(password: String) async throws -> (secret: String, uri: String) {
+        let (api, token) = try await authorized()
+        return try await api.beginTwoFactor(password: password, token: token)
+    }
+
+    /// Turns two-factor sign-in on with the app's first code; returns the recovery codes.
+    public func enableTwoFactor(code: String) async throws -> [String] {
+        let (api, token) = try await authorized()
+        return try await api.enableTwoFactor(code: code, token: token)
+    }
+
+    /// Turns two-factor sign-in off.
+    public func disableTwoFactor(password: String, code: String) async throws {
+        let (api, token) = try await authorized()
+        try await api.disableTwoFactor(password: password, code: code, token: token)
+    }
+
     /// Deletes the account on the server, with everything in it.
     public func deleteAccount(password: String) async throws {
         let (api, token) = try await authorized()

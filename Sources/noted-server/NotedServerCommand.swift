@@ -13,7 +13,7 @@ struct NotedServerCommand: AsyncParsableCommand {
         commandName: "noted-server",
         abstract: "The Noted sync server.",
         discussion: "Every option also reads an environment variable (shown in brackets); a flag wins over the environment.",
-        subcommands: [Serve.self, Keys.self],
+        subcommands: [Serve.self, Keys.self, Users.self, Backup.self, Restore.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -63,6 +63,156 @@ struct Keys: AsyncParsableCommand {
             print("new signing key \(result.kid)")
             for kid in result.dropped { print("dropped retired key \(kid)") }
             print("the JWKS lists \(result.listed.joined(separator: ", "))")
+        }
+    }
+}
+
+/// The operator's tools work on the configured database, beside a running server or without one.
+private func operators(_ store: StoreOptions) throws -> Operators {
+    umask(0o077)
+    var configuration = ServerConfiguration()
+    try store.apply(to: &configuration, environment: ProcessInfo.processInfo.environment)
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = .warning
+        return handler
+    }
+    return Operators(configuration, logger: Logger(label: "noted-server"))
+}
+
+/// Runs an operator's command: its refusals are one line on standard error and exit 1.
+private func refusing(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let failure as Operators.Failure {
+        FileHandle.standardError.write(Data("Error: \(failure.description)\n".utf8))
+        throw ExitCode.failure
+    }
+}
+
+/// `noted-server users list|disable|enable|delete|reset-password`.
+struct Users: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage accounts: list, disable, enable, delete, reset a password.",
+        discussion: "Works on the configured database, also while servers run on it: they close a disabled or deleted account's connections within seconds.",
+        subcommands: [List.self, Disable.self, Enable.self, Delete.self, ResetPassword.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List every account: username, id, created, last seen, notes and bytes stored, disabled, two-factor.")
+        @OptionGroup var store: StoreOptions
+        @Flag(help: "JSON lines, one per account.") var json = false
+
+        func run() async throws {
+            let formatter = ISO8601DateFormatter()
+            let users = try await operators(store).users()
+            for user in users {
+                if json {
+                    let line: JSONValue = [
+                        "id": .string(user.id), "username": .string(user.username), "createdAt": .string(formatter.string(from: user.createdAt)),
+                        "lastSeen": user.lastSeen.map { .string(formatter.string(from: $0)) } ?? .null, "records": .int(user.records),
+                        "storedBytes": .int(user.storedBytes), "disabled": .bool(user.disabled), "twoFactor": .bool(user.twoFactor),
+                    ]
+                    print(line.jsonString)
+                } else {
+                    let flags = [user.disabled ? "disabled" : nil, user.twoFactor ? "2fa" : nil].compactMap { $0 }.joined(separator: ",")
+                    print([user.username, user.id, "created " + formatter.string(from: user.createdAt),
+                           "last seen " + (user.lastSeen.map(formatter.string(from:)) ?? "never"), "\(user.records) records",
+                           "\(user.storedBytes) bytes", flags].filter { !$0.isEmpty }.joined(separator: "\t"))
+                }
+            }
+            if !json { FileHandle.standardError.write(Data("\(users.count) account(s)\n".utf8)) }
+        }
+    }
+
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Disable an account: every sign-in ends, every connection closes, no new sign-in until enabled.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The username (or the account's id).") var user: String
+
+        func run() async throws {
+            try await refusing {
+                let (name, ended) = try await operators(store).setDisabled(user, true)
+                print("\(name) disabled; \(ended) sign-in(s) ended")
+            }
+        }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Enable a disabled account again.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The username (or the account's id).") var user: String
+
+        func run() async throws {
+            try await refusing {
+                let (name, _) = try await operators(store).setDisabled(user, false)
+                print("\(name) enabled")
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete an account and everything kept for it (notes, history, sign-ins); the username is free again.")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The username (or the account's id).") var user: String
+        @Flag(help: "Confirm: this cannot be undone.") var yes = false
+
+        func run() async throws {
+            guard yes else { throw ValidationError("deleting an account cannot be undone: give --yes to confirm") }
+            try await refusing {
+                let name = try await operators(store).delete(user)
+                print("\(name) deleted")
+            }
+        }
+    }
+
+    struct ResetPassword: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset-password",
+            abstract: "Give an account a new random password, printed once; every sign-in of it ends.",
+            discussion: "Pass the password on to its owner by a safe way; they should change it (noted account password, or the web app's Account panel).")
+        @OptionGroup var store: StoreOptions
+        @Argument(help: "The username (or the account's id).") var user: String
+        @Flag(name: .customLong("turn-off-2fa"), help: "Turn off two-factor sign-in too (the owner lost their authenticator).") var turnOffTwoFactor = false
+
+        func run() async throws {
+            try await refusing {
+                let (name, password) = try await operators(store).resetPassword(user, turnOffTwoFactor: turnOffTwoFactor)
+                print(password)
+                FileHandle.standardError.write(Data("new password of \(name) printed above; every sign-in of it ended\(turnOffTwoFactor ? ", two-factor sign-in is off" : "")\n".utf8))
+            }
+        }
+    }
+}
+
+/// `noted-server backup PATH`: an online, consistent copy of the SQLite database.
+struct Backup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy the SQLite database to a new file, consistently, while the server runs (SQLite's backup API).",
+        discussion: "PostgreSQL: use pg_dump (docs/deploy.md, \"Backups\"). The copy holds every password hash and signing key: keep it as safe as the data directory.")
+    @OptionGroup var store: StoreOptions
+    @Argument(help: "The backup file to create (never overwritten).") var path: String
+
+    func run() async throws {
+        try await refusing {
+            let (bytes, users) = try await operators(store).backup(to: path)
+            print("backed up \(users) account(s), \(bytes) bytes, to \(path)")
+        }
+    }
+}
+
+/// `noted-server restore PATH`: the backup becomes the database (with the server stopped).
+struct Restore: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Make a backup the SQLite database of --data (or --database); run it with the server stopped.",
+        discussion: "Refused when a database is there, unless --replace: then that one is kept beside it, renamed. A backup of an earlier version is upgraded.")
+    @OptionGroup var store: StoreOptions
+    @Argument(help: "A file written by noted-server backup.") var path: String
+    @Flag(help: "Replace the database there (kept beside it, renamed, never deleted).") var replace = false
+
+    func run() async throws {
+        try await refusing {
+            let (users, keptAs) = try await operators(store).restore(from: path, replace: replace)
+            print("restored \(users) account(s) from \(path)" + (keptAs.map { "; the database that was there is now \($0)" } ?? ""))
         }
     }
 }

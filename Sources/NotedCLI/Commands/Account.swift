@@ -30,11 +30,13 @@ struct Login: AsyncParsableCommand {
     @Option(help: "The username.") var username: String?
     @Flag(name: .customLong("password-stdin"), help: "Read the password from standard input.") var passwordStdin = false
     @Option(help: "Seconds to wait for the browser sign-in.") var timeout: Int = 300
+    @Option(help: "With two-factor sign-in: the authenticator app's current code, or a recovery code.") var otp: String?
 
     func execute() async throws {
         guard let server = try options.serverURL() else { throw CLIError("no server: give --server URL or set NOTED_SERVER") }
         guard let username else {
             guard !passwordStdin else { throw ValidationError("--password-stdin needs --username") }
+            guard otp == nil else { throw ValidationError("--otp goes with --username and --password-stdin; in a browser the sign-in page asks for the code") }
             guard (1...3600).contains(timeout) else { throw ValidationError("--timeout is 1 to 3600 seconds") }
             try await browserSignIn(options: options, server: server, timeout: .seconds(timeout))
             return
@@ -44,7 +46,7 @@ struct Login: AsyncParsableCommand {
         }
         try validateUsername(username)
         let password = try readPassword()
-        try await signIn(options: options, server: server, username: username, password: password)
+        try await signIn(options: options, server: server, username: username, password: password, otp: otp)
         print("signed in as \(username)")
     }
 }
@@ -59,12 +61,21 @@ func validateUsername(_ username: String) throws {
 
 /// Signs in, remembers the server and the tokens. Each account has its own database in the
 /// home: signing in as someone else switches to theirs and erases nothing.
-func signIn(options: GlobalOptions, server: URL, username: String, password: String) async throws {
+func signIn(options: GlobalOptions, server: URL, username: String, password: String, otp: String? = nil) async throws {
     let home = options.resolvedHome
     try home.create()
     let device = try await cli { try await LocalStore.open(path: try home.databasePath()).deviceID() }
     let api = NotedAPI(server: server)
-    let tokens = try await cli { try await api.signIn(username: username, password: password, device: device) }
+    let tokens: TokenResponse
+    do {
+        tokens = try await api.signIn(username: username, password: password, otp: otp, device: device)
+    } catch let error as NotedClientError where error.message.hasSuffix("(otp_required)") {
+        throw CLIError("\(username) has two-factor sign-in: give --otp CODE, the authenticator app's current code (or a recovery code)")
+    } catch let error as NotedClientError where error.message.hasSuffix("(invalid_otp)") {
+        throw CLIError("the --otp code is not right, or was used already: give the app's current code (or an unused recovery code)")
+    } catch {
+        tokens = try await cli { throw error }
+    }
     try await remember(tokens, options: options, server: server, username: username, device: device)
 }
 

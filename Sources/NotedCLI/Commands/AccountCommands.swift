@@ -7,8 +7,8 @@ import NotedCore
 struct AccountCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account",
-        abstract: "Change the password, list or sign out devices, delete the account.",
-        subcommands: [AccountPassword.self, AccountDevices.self, AccountSignOut.self, AccountDelete.self])
+        abstract: "Change the password, list or sign out devices, two-factor sign-in, delete the account.",
+        subcommands: [AccountPassword.self, AccountDevices.self, AccountSignOut.self, AccountDelete.self, AccountTwoFactor.self])
 }
 
 /// The client of a home signed in to its server, or a clear error.
@@ -115,6 +115,75 @@ struct AccountDelete: AsyncParsableCommand {
             try await cli { try home.accounts.forget(server: credentials.server, userID: credentials.userID) }
         }
         print("account deleted")
+    }
+}
+
+/// One line of standard input, as it comes (an exchange: the next line may answer what this
+/// command prints); nil at its end.
+private func nextLine() -> String? {
+    guard let line = readLine(strippingNewline: true) else { return nil }
+    return line.hasSuffix("\r") ? String(line.dropLast()) : line
+}
+
+/// `noted account 2fa status|enable|disable`: two-factor sign-in (TOTP).
+struct AccountTwoFactor: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "2fa", abstract: "Two-factor sign-in with an authenticator app (TOTP).",
+        subcommands: [Status.self, Enable.self, Disable.self], defaultSubcommand: Status.self)
+
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Say whether two-factor sign-in is on.")
+        @OptionGroup var options: GlobalOptions
+
+        func execute() async throws {
+            let client = try await signedInClient(options, for: "two-factor sign-in")
+            let account = try await cli { try await client.account() }
+            if options.json {
+                printJSON(["enabled": .bool(account.twoFactor), "recoveryCodesLeft": .int(Int64(account.recoveryCodesLeft))])
+            } else {
+                print(account.twoFactor ? "two-factor sign-in is on; \(account.recoveryCodesLeft) recovery code(s) left" : "two-factor sign-in is off")
+            }
+        }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Turn two-factor sign-in on: reads the password from standard input, prints an otpauth:// URI for the authenticator app, then reads the app's first code from the next line.",
+            discussion: "Prints the recovery codes once: keep them somewhere safe; each signs in once without the app.")
+        @OptionGroup var options: GlobalOptions
+
+        func execute() async throws {
+            guard let password = nextLine(), !password.isEmpty else { throw CLIError("give the password on standard input") }
+            let client = try await signedInClient(options, for: "two-factor sign-in")
+            let (secret, uri) = try await cli { try await client.beginTwoFactor(password: password) }
+            print(uri)
+            FileHandle.standardError.write(Data("""
+                Add this to your authenticator app (as a QR code: `qrencode -t ansiutf8 'URI'`; or type the key \(secret)).
+                Then enter the code it shows:\n
+                """.utf8))
+            fflush(nil)
+            guard let code = nextLine(), !code.isEmpty else { throw CLIError("no code on standard input: two-factor sign-in stays off") }
+            let codes = try await cli { try await client.enableTwoFactor(code: code) }
+            if options.json {
+                printJSON(["recoveryCodes": .array(codes.map(JSONValue.string))])
+                return
+            }
+            print("two-factor sign-in is on. Recovery codes (each signs in once; shown only now):")
+            for code in codes { print(code) }
+        }
+    }
+
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Turn two-factor sign-in off: reads the password and a current (or recovery) code from standard input, one per line.")
+        @OptionGroup var options: GlobalOptions
+
+        func execute() async throws {
+            let lines = try readLines(2, naming: "the password and a code")
+            let client = try await signedInClient(options, for: "two-factor sign-in")
+            try await cli { try await client.disableTwoFactor(password: lines[0], code: lines[1]) }
+            print("two-factor sign-in is off")
+        }
     }
 }
 

@@ -56,8 +56,12 @@ public struct NotedAPI: Sendable {
     }
 
     /// `POST /v1/sessions`: first-party sign-in.
-    public func signIn(username: String, password: String, device: String) async throws -> TokenResponse {
-        let response = try await json("POST", "/v1/sessions", body: ["username": .string(username), "password": .string(password), "device": .string(device)])
+    /// With two-factor sign-in on, `otp` is the authenticator app's current code or a recovery
+    /// code; without it such an account answers `otp_required`.
+    public func signIn(username: String, password: String, otp: String? = nil, device: String) async throws -> TokenResponse {
+        var body: [String: JSONValue] = ["username": .string(username), "password": .string(password), "device": .string(device)]
+        if let otp { body["otp"] = .string(otp) }
+        let response = try await json("POST", "/v1/sessions", body: .object(body))
         return try tokens(response)
     }
 
@@ -128,6 +132,35 @@ public struct NotedAPI: Sendable {
         return 1
     }
 
+    /// `GET /v1/account`: the username and whether two-factor sign-in is on.
+    public func account(token: String) async throws -> AccountInfo {
+        let response = try await send("GET", "/v1/account", headers: ["Authorization": "Bearer \(token)"])
+        return AccountInfo(
+            id: response["id"]?.stringValue ?? "", username: response["username"]?.stringValue ?? "",
+            twoFactor: response["two_factor"]?["enabled"]?.boolValue ?? false,
+            recoveryCodesLeft: Int(response["two_factor"]?["recovery_codes_left"]?.intValue ?? 0))
+    }
+
+    /// `POST /v1/account/2fa/setup`: a new authenticator secret and its `otpauth://` URI.
+    public func beginTwoFactor(password: String, token: String) async throws -> (secret: String, uri: String) {
+        let response = try await json("POST", "/v1/account/2fa/setup", body: ["password": .string(password)], token: token)
+        guard let secret = response["secret"]?.stringValue, let uri = response["uri"]?.stringValue else {
+            throw NotedClientError(.server, "the server sent no secret")
+        }
+        return (secret, uri)
+    }
+
+    /// `POST /v1/account/2fa/enable` with the app's first code: the recovery codes.
+    public func enableTwoFactor(code: String, token: String) async throws -> [String] {
+        let response = try await json("POST", "/v1/account/2fa/enable", body: ["code": .string(code)], token: token)
+        return (response["recovery_codes"]?.arrayValue ?? []).compactMap(\.stringValue)
+    }
+
+    /// `POST /v1/account/2fa/disable`: the password and a current or recovery code.
+    public func disableTwoFactor(password: String, code: String, token: String) async throws {
+        _ = try await json("POST", "/v1/account/2fa/disable", body: ["password": .string(password), "code": .string(code)], token: token)
+    }
+
     /// `DELETE /v1/account`: the account and everything in it, on the server.
     public func deleteAccount(password: String, token: String) async throws {
         _ = try await json("DELETE", "/v1/account", body: ["password": .string(password)], token: token)
@@ -175,4 +208,12 @@ extension JSONValue {
     static func parse(_ data: Data) throws -> JSONValue {
         try parse(Array(data))
     }
+}
+
+/// The signed-in account, as `GET /v1/account` describes it.
+public struct AccountInfo: Sendable, Hashable {
+    public var id: String
+    public var username: String
+    public var twoFactor: Bool
+    public var recoveryCodesLeft: Int
 }

@@ -109,7 +109,7 @@ public func buildApplication(
         logger: logger)
 }
 
-private func openStore(_ configuration: ServerConfiguration, logger: Logger) async throws -> any NotedStore {
+func openStore(_ configuration: ServerConfiguration, logger: Logger) async throws -> any NotedStore {
     let store: any NotedStore
     switch configuration.databaseLocation {
     case .sqlite(let path):
@@ -244,6 +244,10 @@ struct RemoteFanout: Service {
             sync.hub.closeUser(user, reason: SessionHub.accountDeleted)
             return
         }
+        if let user = notice.disabledUser {
+            sync.hub.closeUser(user, reason: SessionHub.accountDisabled)
+            return
+        }
         guard let previous = sync.hub.advanceSeenSeq(user: notice.userID, to: notice.seq), previous < notice.seq else { return }
         // The usual case: the next commit, made here, so this node's sessions already have it.
         if notice.fromThisNode && previous == notice.seq - 1 { return }
@@ -259,9 +263,15 @@ struct RemoteFanout: Service {
         for (user, seen) in sync.hub.seenSeqs() {
             // An account deleted on another node meanwhile: its connections here end too.
             do {
-                if try await sync.store.user(id: user) == nil {
+                switch try await sync.store.user(id: user) {
+                case nil:
                     sync.hub.closeUser(user, reason: SessionHub.accountDeleted)
                     continue
+                case let account? where account.disabled:
+                    sync.hub.closeUser(user, reason: SessionHub.accountDisabled)
+                    continue
+                default:
+                    break
                 }
             } catch {
                 // Unknown for now: the next catch-up looks again.

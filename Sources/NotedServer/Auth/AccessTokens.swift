@@ -112,8 +112,8 @@ struct SigningKeySet: Sendable {
 /// Issues and verifies ES256 access tokens with a signing key kept in the store.
 public struct AccessTokens: Sendable {
     private let current: NIOLockedValueBox<SigningKeySet>
-    private var keys: JWTKeyCollection { current.withLockedValue { $0.keys } }
-    private var kid: String { current.withLockedValue { $0.kid } }
+    fileprivate var keys: JWTKeyCollection { current.withLockedValue { $0.keys } }
+    fileprivate var kid: String { current.withLockedValue { $0.kid } }
     public let issuer: String
     public let audience: String
     public let lifetime: Duration
@@ -245,5 +245,47 @@ public struct AccessTokens: Sendable {
     static func json(_ part: Substring) -> JSONValue? {
         guard let data = Data(base64URLEncoded: String(part)) else { return nil }
         return try? JSONValue.parse(Array(data))
+    }
+}
+
+/// A sign-in half done: the password was right and the account asks a second factor. The
+/// sign-in page carries it from the password form to the code form, so the password is not
+/// sent twice and any node can finish the sign-in. Signed with the access-token keys but of
+/// another type and audience: never an access token.
+struct SecondFactorClaims: JWTPayload {
+    var iss: IssuerClaim
+    var sub: SubjectClaim
+    var aud: AudienceClaim
+    var exp: ExpirationClaim
+    var jti: IDClaim
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+extension AccessTokens {
+    static let secondFactorType = "noted-2fa+jwt"
+    /// How long the code form stays valid after the password.
+    static let secondFactorLifetime: TimeInterval = 300
+    var secondFactorAudience: String { issuer + "#second-factor" }
+
+    func issueSecondFactorStep(userID: String, now: Date = Date()) async throws -> String {
+        let claims = SecondFactorClaims(
+            iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: userID), aud: AudienceClaim(value: [secondFactorAudience]),
+            exp: ExpirationClaim(value: now.addingTimeInterval(Self.secondFactorLifetime)), jti: IDClaim(value: UUID().uuidString.lowercased()))
+        var header = JWTHeader()
+        header.typ = Self.secondFactorType
+        header.alg = "ES256"
+        return try await keys.sign(claims, kid: JWKIdentifier(string: kid), header: header)
+    }
+
+    /// The user of a sign-in half done, if `token` is one of this server's and unexpired.
+    func verifySecondFactorStep(_ token: String, now: Date = Date()) async -> String? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard token.utf8.count < 4096, parts.count == 3, let header = Self.json(parts[0]),
+              header["typ"]?.stringValue == Self.secondFactorType, header["alg"]?.stringValue == "ES256",
+              let claims = try? await keys.verify(token, as: SecondFactorClaims.self),
+              claims.iss.value == issuer, claims.aud.value.contains(secondFactorAudience), claims.exp.value > now
+        else { return nil }
+        return claims.sub.value
     }
 }

@@ -14,6 +14,18 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         case invalidGrant
         case unsupportedGrantType
         case rateLimited(retryAfter: Int)
+        /// The password was right but the operator disabled the account.
+        case accountDisabled
+        /// The password was right; the account asks a second factor, not given.
+        case otpRequired
+        /// The password was right; the second factor was not.
+        case invalidOTP
+        /// Two-factor sign-in is on already (a new setup would replace the secret in use).
+        case twoFactorEnabled
+        /// Enabling two-factor sign-in without a setup begun (or it was replaced).
+        case noTwoFactorSetup
+        /// The code that should turn two-factor sign-in on or off is not right.
+        case invalidCode
     }
     let kind: Kind
 
@@ -26,6 +38,12 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         case .invalidGrant: "the refresh token is invalid, expired or revoked"
         case .unsupportedGrantType: "unsupported grant_type"
         case .rateLimited: "too many attempts; try again later"
+        case .accountDisabled: "this account is disabled; ask the server's operator"
+        case .otpRequired: "this account has two-factor sign-in: give the code from the authenticator app (or a recovery code)"
+        case .invalidOTP: "the authentication code is not right (or was used already)"
+        case .twoFactorEnabled: "two-factor sign-in is on already; turn it off first to set up a new authenticator"
+        case .noTwoFactorSetup: "no two-factor setup is under way; start again"
+        case .invalidCode: "the code is not right; check the authenticator app's clock and try the current code"
         }
     }
 }
@@ -85,8 +103,9 @@ public struct Accounts: Sendable {
         return user
     }
 
-    func signIn(username: String, password: String, device: String?, address: String) async throws -> TokenResponse {
+    func signIn(username: String, password: String, otp: String? = nil, device: String?, address: String) async throws -> TokenResponse {
         let user = try await verifyPassword(username: username, password: password, address: address)
+        try await verifySecondFactor(user, code: otp, address: address)
         return try await issueTokens(userID: user.id, clientID: Self.firstPartyClient, device: device).0
     }
 

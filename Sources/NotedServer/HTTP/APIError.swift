@@ -53,6 +53,12 @@ public struct APIError: HTTPResponseError {
         case .rateLimited(let retryAfter):
             self.init(.tooManyRequests, "rate_limited", error.description)
             headers[.retryAfter] = String(retryAfter)
+        case .accountDisabled: self.init(.forbidden, "account_disabled", error.description)
+        case .otpRequired: self.init(.unauthorized, "otp_required", error.description)
+        case .invalidOTP: self.init(.unauthorized, "invalid_otp", error.description)
+        case .twoFactorEnabled: self.init(.conflict, "two_factor_enabled", error.description)
+        case .noTwoFactorSetup: self.init(.conflict, "no_two_factor_setup", error.description)
+        case .invalidCode: self.init(.badRequest, "invalid_code", error.description)
         }
         self.oauth = oauth
     }

@@ -80,8 +80,11 @@ struct Routes: Sendable {
             if let device, !UUIDText.isCanonical(device) {
                 throw APIError(.badRequest, "bad_request", "device must be a lower-case UUID")
             }
+            let otp = body["otp"]?.stringValue
+            guard body["otp"] == nil || otp != nil else { throw APIError(.badRequest, "bad_request", "otp must be a string") }
             do {
-                return .json(try await accounts.signIn(username: username, password: password, device: device, address: accounts.addresses.key(request, context)).json)
+                return .json(try await accounts.signIn(
+                    username: username, password: password, otp: otp, device: device, address: accounts.addresses.key(request, context)).json)
             } catch let error as AuthError {
                 throw APIError(error)
             }
@@ -234,6 +237,51 @@ struct Routes: Sendable {
 
     /// The signed-in user's own account (docs/protocol.md, "Accounts").
     private func addAccountRoutes(to router: Router<NotedRequestContext>) {
+        router.get("/v1/account") { request, _ -> Response in
+            let token = try await authenticate(request)
+            guard let user = try await sync.store.user(id: token.userID), let twoFactor = try await sync.store.twoFactor(userID: token.userID) else {
+                throw APIError(.unauthorized, "unauthenticated", "invalid access token")
+            }
+            return .json([
+                "id": .string(user.id), "username": .string(user.username),
+                "two_factor": ["enabled": .bool(user.twoFactor), "recovery_codes_left": .int(Int64(user.twoFactor ? twoFactor.recoveryCodesLeft : 0))],
+            ])
+        }
+        router.post("/v1/account/2fa/setup") { request, context -> Response in
+            let user = try await authenticate(request)
+            let body = try await jsonBody(request)
+            guard let password = body["password"]?.stringValue else { throw APIError(.badRequest, "bad_request", "password must be a string") }
+            let (secret, uri) = try await Self.passwordChecked {
+                try await accounts.beginTwoFactor(userID: user.userID, password: password, address: accounts.addresses.key(request, context))
+            }
+            var response = Response.json(["secret": .string(secret), "uri": .string(uri)])
+            response.headers[.cacheControl] = "no-store"
+            return response
+        }
+        router.post("/v1/account/2fa/enable") { request, context -> Response in
+            let user = try await authenticate(request)
+            let body = try await jsonBody(request)
+            guard let code = body["code"]?.stringValue else { throw APIError(.badRequest, "bad_request", "code must be a string") }
+            let codes = try await Self.passwordChecked {
+                try await accounts.enableTwoFactor(userID: user.userID, code: code, address: accounts.addresses.key(request, context))
+            }
+            context.logger.info("two-factor sign-in turned on", metadata: ["user": .string(user.userID)])
+            var response = Response.json(["recovery_codes": .array(codes.map(JSONValue.string))])
+            response.headers[.cacheControl] = "no-store"
+            return response
+        }
+        router.post("/v1/account/2fa/disable") { request, context -> Response in
+            let user = try await authenticate(request)
+            let body = try await jsonBody(request)
+            guard let password = body["password"]?.stringValue, let code = body["code"]?.stringValue else {
+                throw APIError(.badRequest, "bad_request", "password and code must be strings")
+            }
+            try await Self.passwordChecked {
+                try await accounts.disableTwoFactor(userID: user.userID, password: password, code: code, address: accounts.addresses.key(request, context))
+            }
+            context.logger.info("two-factor sign-in turned off", metadata: ["user": .string(user.userID)])
+            return .json([:])
+        }
         router.post("/v1/account/password") { request, context -> Response in
             let user = try await authenticate(request)
             let body = try await jsonBody(request)
@@ -345,7 +393,7 @@ struct Routes: Sendable {
         }
         do {
             let verified = try await tokens.verify(token)
-            guard try await sync.store.user(id: verified.userID) != nil else {
+            guard let user = try await sync.store.user(id: verified.userID), !user.disabled else {
                 throw APIError(.unauthorized, "unauthenticated", "invalid access token")
             }
             return verified

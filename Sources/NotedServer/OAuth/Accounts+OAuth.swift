@@ -32,6 +32,8 @@ extension Accounts {
             // A hash of the earlier kind, verified exactly: replaced by one over every byte.
             try await store.setPasswordHash(userID: user.id, hash: try await hashPassword(password))
         }
+        // Said only to whoever knows the password.
+        if user.disabled { throw AuthError(kind: .accountDisabled) }
         return user
     }
 

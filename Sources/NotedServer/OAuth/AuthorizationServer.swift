@@ -69,8 +69,28 @@ struct AuthorizationServer: Sendable {
     }
 
     /// Signs the user in and issues a code; returns where to send the browser.
-    func authorize(_ request: Request, username: String, password: String, address: String) async throws -> String {
+    func authorize(_ request: Request, username: String, password: String, address: String) async throws -> SignInOutcome {
         let user = try await accounts.verifyPassword(username: username, password: password, address: address)
+        if user.twoFactor {
+            return .secondFactor(step: try await accounts.tokens.issueSecondFactorStep(userID: user.id))
+        }
+        return .redirect(try await issueCode(request, userID: user.id))
+    }
+
+    /// What the password form leads to: the client's redirect with a code, or the code form.
+    enum SignInOutcome {
+        case redirect(String)
+        /// The account asks a second factor: the code form, carrying this signed step.
+        case secondFactor(step: String)
+    }
+
+    /// The code form of a sign-in whose password was right: the redirect once `code` is; nil
+    /// when the step is not valid (expired, forged, or the account gone).
+    func finishSecondFactor(_ request: Request, step: String, code: String, address: String) async throws -> String? {
+        guard let userID = await accounts.tokens.verifySecondFactorStep(step), let user = try await store.user(id: userID), !user.disabled else {
+            return nil
+        }
+        try await accounts.verifySecondFactor(user, code: code, address: address)
         return try await issueCode(request, userID: user.id)
     }
 

@@ -111,16 +111,25 @@ struct OAuthRoutes: Sendable {
                 return signIn(authorization, error: "Your sign-in form expired. Please sign in again.", status: .badRequest)
             }
             let username = form["username"] ?? ""
+            let address = server.accounts.addresses.key(request, context)
+            if let step = form["second_factor"] {
+                return try await secondFactor(authorization, step: step, code: form["otp"] ?? "", address: address)
+            }
             do {
-                let location = try await server.authorize(
-                    authorization, username: username, password: form["password"] ?? "", address: server.accounts.addresses.key(request, context))
-                return Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
+                switch try await server.authorize(authorization, username: username, password: form["password"] ?? "", address: address) {
+                case .redirect(let location):
+                    return Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
+                case .secondFactor(let step):
+                    return codeForm(authorization, step: step)
+                }
             } catch let error as AuthError {
                 switch error.kind {
                 case .rateLimited(let retryAfter):
                     var response = signIn(authorization, username: username, error: "Too many attempts. Try again in \(retryAfter) seconds.", status: .tooManyRequests)
                     response.headers[.retryAfter] = String(retryAfter)
                     return response
+                case .accountDisabled:
+                    return signIn(authorization, username: username, error: Self.sentence(error.description), status: .forbidden)
                 default:
                     return signIn(authorization, username: username, error: "Wrong username or password.", status: .unauthorized)
                 }
@@ -138,6 +147,34 @@ struct OAuthRoutes: Sendable {
             }
             return Response(status: .ok, headers: [.cacheControl: "no-store"])
         }
+    }
+
+    /// The code form's answer: signed in, the form again with what was wrong, or the sign-in
+    /// page when the step expired.
+    private func secondFactor(_ authorization: AuthorizationServer.Request, step: String, code: String, address: String) async throws -> Response {
+        do {
+            guard let location = try await server.finishSecondFactor(authorization, step: step, code: code, address: address) else {
+                return signIn(authorization, error: "Your sign-in expired. Please sign in again.", status: .badRequest)
+            }
+            return Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
+        } catch let error as AuthError {
+            switch error.kind {
+            case .rateLimited(let retryAfter):
+                var response = codeForm(authorization, step: step, error: "Too many attempts. Try again in \(retryAfter) seconds.", status: .tooManyRequests)
+                response.headers[.retryAfter] = String(retryAfter)
+                return response
+            default:
+                return codeForm(authorization, step: step, error: "That code is not right, or was used already. Enter the current code from your authenticator app, or a recovery code.", status: .unauthorized)
+            }
+        }
+    }
+
+    /// The second step of a sign-in: the code form, with a fresh CSRF token.
+    func codeForm(_ request: AuthorizationServer.Request, step: String, error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
+        let csrf = Accounts.newRefreshToken()
+        var response = Self.page(SignInPage.secondFactor(request: request, csrf: csrf, step: step, error: error), status: status)
+        response.headers[.setCookie] = csrfCookie(csrf)
+        return response
     }
 
     private func show(_ parameters: [String: String]) -> Response {

@@ -21,6 +21,28 @@ enum SignInPage {
             """)
     }
 
+    /// The second step for an account with two-factor sign-in: a code from the authenticator
+    /// app, or a recovery code.
+    static func secondFactor(request: AuthorizationServer.Request, csrf: String, step: String, error: String? = nil) -> String {
+        let (hidden, alert, described) = formParts(request, error: error)
+        return page(title: "Two-factor sign-in", body: """
+            <main>
+              <h1>Two-factor sign-in</h1>
+              <p>Enter the 6-digit code your authenticator app shows for Noted, or one of your recovery codes.</p>
+              \(alert)
+              <form method="post" action="/oauth/authorize">
+                \(hidden)
+                <input type="hidden" name="csrf" value="\(escape(csrf))">
+                <input type="hidden" name="second_factor" value="\(escape(step))">
+                <label for="otp">Authentication code</label>
+                <input id="otp" name="otp" type="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" required maxlength="64" autofocus\(described)>
+                <button type="submit">Verify</button>
+              </form>
+              <p class="other"><a href="\(escape(link("/oauth/authorize", request)))">Sign in as someone else</a></p>
+            </main>
+            """)
+    }
+
     /// The registration form: the same authorization request, continued signed in as the new
     /// account. With registration switched off, a page saying so instead of the form.
     static func register(request: AuthorizationServer.Request, csrf: String, open: Bool, username: String = "", error: String? = nil) -> String {

@@ -28,6 +28,31 @@ public protocol NotedStore: OAuthStore {
     /// sign-in sessions the user had, to announce as revoked. Empty when there is no such user.
     func deleteUser(id: String) async throws -> [String]
 
+    // MARK: Operators and two-factor sign-in
+
+    /// Every account, by username, with what it stores (`noted-server users list`).
+    func users() async throws -> [UserSummary]
+    /// Disables or enables an account; disabling revokes its sign-in sessions and authorization
+    /// codes in the same transaction and returns the sessions revoked. False in `found` when
+    /// there is no such user.
+    func setUserDisabled(id: String, disabled: Bool, now: Date) async throws -> (found: Bool, revoked: [String])
+    /// The user's two-factor state; nil when there is no such user.
+    func twoFactor(userID: String) async throws -> TwoFactorRecord?
+    /// Stores (or, with nil, forgets) a secret being enrolled, not yet in use.
+    func setTwoFactorPending(userID: String, secret: String?) async throws
+    /// Turns two-factor sign-in on with the pending secret, if it is still `secret`, and
+    /// replaces the recovery codes; false when the pending secret changed or is gone.
+    func enableTwoFactor(userID: String, secret: String, recoveryHashes: [String]) async throws -> Bool
+    /// Turns two-factor sign-in off: the secret, the pending one and the recovery codes go.
+    func disableTwoFactor(userID: String) async throws
+    /// Records that the code of time step `step` was used, if no code of that step or a later
+    /// one was: false for a replayed code.
+    func useTwoFactorStep(userID: String, step: Int64) async throws -> Bool
+    /// Uses up one recovery code by its hash: false when it is not one of the user's unused codes.
+    func useRecoveryCode(userID: String, hash: String) async throws -> Bool
+    /// Tells every node that the account was disabled (its connections close).
+    func announceAccountDisabled(userID: String) async throws
+
     // MARK: Sign-in sessions
 
     /// The user's sign-in sessions (refresh-token families) neither revoked nor past their
@@ -107,13 +132,16 @@ public struct CommitNotice: Sendable, Hashable {
     public var revokedFamily: String?
     /// A user whose account was deleted on some node (then `seq` is 0).
     public var deletedUser: String?
+    /// A user whose account the operator disabled (then `seq` is 0).
+    public var disabledUser: String?
 
-    public init(userID: String, seq: Int64, fromThisNode: Bool, revokedFamily: String? = nil, deletedUser: String? = nil) {
+    public init(userID: String, seq: Int64, fromThisNode: Bool, revokedFamily: String? = nil, deletedUser: String? = nil, disabledUser: String? = nil) {
         self.userID = userID
         self.seq = seq
         self.fromThisNode = fromThisNode
         self.revokedFamily = revokedFamily
         self.deletedUser = deletedUser
+        self.disabledUser = disabledUser
     }
 }
 
@@ -150,13 +178,42 @@ public struct UserAccount: Sendable, Hashable {
     /// The username as compared: lower-cased.
     public var usernameKey: String
     public var passwordHash: String
+    /// Disabled by the server's operator: no sign-in, no token accepted.
+    public var disabled: Bool
+    /// Two-factor sign-in is on: a password alone does not sign in.
+    public var twoFactor: Bool
 
-    public init(id: String, username: String, usernameKey: String, passwordHash: String) {
+    public init(id: String, username: String, usernameKey: String, passwordHash: String, disabled: Bool = false, twoFactor: Bool = false) {
         self.id = id
         self.username = username
         self.usernameKey = usernameKey
         self.passwordHash = passwordHash
+        self.disabled = disabled
+        self.twoFactor = twoFactor
     }
+}
+
+/// An account as `noted-server users list` shows it.
+public struct UserSummary: Sendable, Hashable {
+    public var id: String
+    public var username: String
+    public var createdAt: Date
+    public var disabled: Bool
+    public var twoFactor: Bool
+    /// Live records and the bytes of their fields.
+    public var records: Int64
+    public var storedBytes: Int64
+    /// The last time one of its sign-ins was refreshed or began; nil if never signed in.
+    public var lastSeen: Date?
+}
+
+/// A user's two-factor sign-in (docs/security.md): the secret in use, one being enrolled, the
+/// time step of the last code accepted and how many recovery codes are left.
+public struct TwoFactorRecord: Sendable, Hashable {
+    public var secret: String?
+    public var pending: String?
+    public var lastStep: Int64?
+    public var recoveryCodesLeft: Int
 }
 
 /// A persisted token-signing key.

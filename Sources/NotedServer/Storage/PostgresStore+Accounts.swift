@@ -24,6 +24,7 @@ extension PostgresStore {
                 "DELETE FROM refresh_tokens WHERE family_id IN (SELECT id FROM refresh_families WHERE user_id = \(id))", logger: logger)
             try await connection.query("DELETE FROM refresh_families WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM oauth_codes WHERE user_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM recovery_codes WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM revisions WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM records WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM applied_changes WHERE user_id = \(id)", logger: logger)

@@ -208,7 +208,7 @@ public struct PostgresStore: NotedStore {
             for try await name in try await connection.query("SELECT name FROM noted_migrations", logger: logger).decode(String.self) {
                 done.insert(name)
             }
-            var all = Self.migrations + [Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration]
+            var all = Self.migrations + [Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration, Self.accountAdminMigration]
             if let last, let index = all.firstIndex(where: { $0.0 == last }) { all = Array(all[...index]) }
             for (name, statements) in all where !done.contains(name) {
                 for statement in statements {
@@ -248,12 +248,12 @@ public struct PostgresStore: NotedStore {
 
     public func user(usernameKey: String) async throws -> UserAccount? {
         try await firstUser(client.query(
-            "SELECT id, username, username_key, password_hash FROM users WHERE username_key = \(usernameKey)", logger: logger))
+            "SELECT id, username, username_key, password_hash, disabled_at IS NOT NULL, totp_secret IS NOT NULL FROM users WHERE username_key = \(usernameKey)", logger: logger))
     }
 
     public func user(id: String) async throws -> UserAccount? {
         try await firstUser(client.query(
-            "SELECT id, username, username_key, password_hash FROM users WHERE id = \(id)", logger: logger))
+            "SELECT id, username, username_key, password_hash, disabled_at IS NOT NULL, totp_secret IS NOT NULL FROM users WHERE id = \(id)", logger: logger))
     }
 
     public func setPasswordHash(userID: String, hash: String) async throws {
@@ -261,8 +261,8 @@ public struct PostgresStore: NotedStore {
     }
 
     private func firstUser(_ rows: PostgresRowSequence) async throws -> UserAccount? {
-        for try await (id, username, key, hash) in rows.decode((String, String, String, String).self) {
-            return UserAccount(id: id, username: username, usernameKey: key, passwordHash: hash)
+        for try await (id, username, key, hash, disabled, twoFactor) in rows.decode((String, String, String, String, Bool, Bool).self) {
+            return UserAccount(id: id, username: username, usernameKey: key, passwordHash: hash, disabled: disabled, twoFactor: twoFactor)
         }
         return nil
     }
@@ -567,6 +567,10 @@ public struct PostgresStore: NotedStore {
                             }
                             if parts.count == 3, parts[1] == "deleted" {
                                 await handler(CommitNotice(userID: "", seq: 0, fromThisNode: parts[0] == nodeID, deletedUser: String(parts[2])))
+                                continue
+                            }
+                            if parts.count == 3, parts[1] == "disabled" {
+                                await handler(CommitNotice(userID: "", seq: 0, fromThisNode: parts[0] == nodeID, disabledUser: String(parts[2])))
                                 continue
                             }
                             guard parts.count == 3, let seq = Int64(parts[2]) else { continue }

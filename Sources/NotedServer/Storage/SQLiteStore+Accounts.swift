@@ -12,6 +12,7 @@ extension SQLiteStore {
                 "DELETE FROM refresh_tokens WHERE family_id IN (SELECT id FROM refresh_families WHERE user_id = ?)",
                 "DELETE FROM refresh_families WHERE user_id = ?",
                 "DELETE FROM oauth_codes WHERE user_id = ?",
+                "DELETE FROM recovery_codes WHERE user_id = ?",
                 "DELETE FROM revisions WHERE user_id = ?",
                 "DELETE FROM records WHERE user_id = ?",
                 "DELETE FROM applied_changes WHERE user_id = ?",
@@ -53,5 +54,7 @@ extension SQLiteStore {
         }
     }
 
-    public func announceAccountDeletion(userID: String) async throws {}
+    public func announceAccountDeletion(userID: String) async throws {
+        try await recordAccountEvent(kind: "deleted", subject: userID)
+    }
 }

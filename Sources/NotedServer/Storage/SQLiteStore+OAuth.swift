@@ -81,5 +81,7 @@ extension SQLiteStore {
         }
     }
 
-    public func announceRevocation(familyID: String) async throws {}
+    public func announceRevocation(familyID: String) async throws {
+        try await recordAccountEvent(kind: "revoke", subject: familyID)
+    }
 }

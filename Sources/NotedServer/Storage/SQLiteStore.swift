@@ -114,6 +114,7 @@ public struct SQLiteStore: NotedStore {
                     stored_records = (SELECT COUNT(*) FROM records r WHERE r.user_id = user_seq.user_id AND r.deleted = 0);
                 """)
         }
+        Self.registerAccountAdminMigration(&migrator)
         if let last {
             try migrator.migrate(pool, upTo: last)
         } else {
@@ -158,7 +159,7 @@ public struct SQLiteStore: NotedStore {
 
     public func user(usernameKey: String) async throws -> UserAccount? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT id, username, username_key, password_hash FROM users WHERE username_key = ?", arguments: [usernameKey])
+            try Row.fetchOne(db, sql: "SELECT \(Self.userColumns) FROM users WHERE username_key = ?", arguments: [usernameKey])
                 .map(Self.user(from:))
         }
     }
@@ -171,13 +172,16 @@ public struct SQLiteStore: NotedStore {
 
     public func user(id: String) async throws -> UserAccount? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT id, username, username_key, password_hash FROM users WHERE id = ?", arguments: [id])
+            try Row.fetchOne(db, sql: "SELECT \(Self.userColumns) FROM users WHERE id = ?", arguments: [id])
                 .map(Self.user(from:))
         }
     }
 
+    private static let userColumns = "id, username, username_key, password_hash, disabled_at IS NOT NULL AS disabled, totp_secret IS NOT NULL AS two_factor"
+
     private static func user(from row: Row) -> UserAccount {
-        UserAccount(id: row["id"], username: row["username"], usernameKey: row["username_key"], passwordHash: row["password_hash"])
+        UserAccount(id: row["id"], username: row["username"], usernameKey: row["username_key"], passwordHash: row["password_hash"],
+                    disabled: row["disabled"], twoFactor: row["two_factor"])
     }
 
     // MARK: Signing keys
@@ -423,10 +427,9 @@ public struct SQLiteStore: NotedStore {
         onListening: @escaping @Sendable () async -> Void,
         _ handler: @escaping @Sendable (CommitNotice) async -> Void
     ) async throws {
-        // One SQLite file belongs to one server process: there are no other nodes to hear.
-        while !Task.isCancelled {
-            try await Task.sleep(for: .seconds(3600))
-        }
+        // One SQLite file belongs to one server process: there are no other nodes to hear, only
+        // `noted-server users` run beside it (its account events).
+        try await listenForAccountEvents(onListening: onListening, handler)
     }
 
     // MARK: Rows

@@ -71,6 +71,7 @@ final class SessionHub: Sendable {
 
     /// The reason a deleted account's connections are closed with.
     static let accountDeleted = "the account was deleted"
+    static let accountDisabled = "the account was disabled by the server's operator"
 
     /// Closes every connection of `user` on this node (the account was deleted): an error
     /// saying why, then close 4001.

@@ -236,7 +236,7 @@ struct SyncSession {
             return replies.close(error.isExpired ? .tokenExpired : .unauthenticated,
                                  error.isExpired ? "the access token expired" : "invalid access token", closeCode: 4001)
         }
-        guard try await sync.store.user(id: verified.userID) != nil else {
+        guard let user = try await sync.store.user(id: verified.userID), !user.disabled else {
             return replies.close(.unauthenticated, "invalid access token", closeCode: 4001)
         }
         // One account cannot hold every connection: the newest beyond the cap is refused.
