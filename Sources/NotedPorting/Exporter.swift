@@ -48,8 +48,8 @@ public enum Exporter {
         if let folder = note.folder { lines.append("folder: \(yamlString(folder))") }
         lines.append("pinned: \(note.pinned)")
         lines.append("trashed: \(note.trashed)")
-        lines.append("created: \(timestamp(note.created))")
-        lines.append("updated: \(timestamp(note.updated))")
+        if let created = note.created { lines.append("created: \(timestamp(created))") }
+        if let updated = note.updated { lines.append("updated: \(timestamp(updated))") }
         lines.append("id: \(note.id)")
         lines.append("---")
         // The body exactly as it is after one blank line (an importer drops the blank lines
@@ -87,7 +87,7 @@ public enum Exporter {
                 "id": .string(note.id), "title": .string(note.title), "body": .string(note.body),
                 "tags": .array(note.tags.map(JSONValue.string)), "folder": note.folder.map(JSONValue.string) ?? .null,
                 "pinned": .bool(note.pinned), "trashed": .bool(note.trashed),
-                "created": .string(timestamp(note.created)), "updated": .string(timestamp(note.updated)),
+                "created": note.created.map { .string(timestamp($0)) } ?? .null, "updated": note.updated.map { .string(timestamp($0)) } ?? .null,
             ]
             if let revisions = history?[note.id] {
                 object["history"] = .array(revisions.map { revision in

@@ -12,12 +12,14 @@ public struct PortableNote: Sendable, Hashable {
     public var folder: String?
     public var pinned: Bool
     public var trashed: Bool
-    public var created: Date
-    public var updated: Date
+    /// When the note was written and last changed, as its source says; nil when the source
+    /// does not say (a plain Markdown file), so that importing it again changes nothing.
+    public var created: Date?
+    public var updated: Date?
 
     public init(
         id: String, title: String, body: String, tags: [String] = [], folder: String? = nil, pinned: Bool = false,
-        trashed: Bool = false, created: Date, updated: Date
+        trashed: Bool = false, created: Date?, updated: Date?
     ) {
         self.id = id
         self.title = title

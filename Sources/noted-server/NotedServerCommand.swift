@@ -276,6 +276,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("quota-records"), help: "Records one user may store; 0 for no limit [NOTED_QUOTA_RECORDS]; default 1000000.")
     var quotaRecords: Int64?
 
+    @Option(name: .customLong("max-import-bytes"), help: "The largest export the web app may upload to import, in bytes [NOTED_MAX_IMPORT_BYTES]; default 268435456 (256 MiB).")
+    var maxImportBytes: Int?
+
     @Option(help: "Folder of collection schema documents (*.json, docs/collections.md) served besides notes [NOTED_COLLECTIONS].")
     var collections: String?
 
@@ -363,6 +366,10 @@ struct Serve: AsyncParsableCommand {
         if let text = quotaRecords.map(String.init) ?? environment["NOTED_QUOTA_RECORDS"] {
             guard let value = Int64(text), value >= 0 else { throw ValidationError("--quota-records is a number >= 0 (0: no limit)") }
             configuration.quota.records = value == 0 ? nil : value
+        }
+        if let text = maxImportBytes.map(String.init) ?? environment["NOTED_MAX_IMPORT_BYTES"] {
+            guard let value = Int(text), value >= 1 else { throw ValidationError("--max-import-bytes is a number of bytes >= 1") }
+            configuration.maxImportBytes = value
         }
         return configuration
     }

@@ -39,7 +39,7 @@ enum EvernoteImporter {
                     continue
                 }
                 let created = enexDate(raw.created)
-                let updated = enexDate(raw.updated) ?? created ?? Date(timeIntervalSince1970: 0)
+                let updated = enexDate(raw.updated) ?? created
                 // Evernote's export has no note ids: the notebook, title and creation time name it.
                 let sourceID = "\(notebook)\u{0}\(raw.title)\u{0}\(raw.created ?? "")\u{0}\(index)"
                 notes.append(Importer.Imported(

@@ -44,25 +44,31 @@ public struct ImportSource: Sendable {
             return ImportSource(origin: path, files: files.sorted { $0.path < $1.path })
         }
         guard let data = manager.contents(atPath: path) else { throw ImportError(path, "cannot read the file") }
-        guard data.count <= maxBytes else { throw ImportError(path, "larger than 2 GiB; pick the export itself") }
-        let name = (path as NSString).lastPathComponent
+        return try load(data, name: (path as NSString).lastPathComponent, origin: path)
+    }
+
+    /// Reads one file's bytes (an upload): an archive, by its content or its `name`, or the
+    /// file itself.
+    public static func load(_ data: Data, name: String, origin: String? = nil) throws -> ImportSource {
+        let origin = origin ?? name
+        guard data.count <= maxBytes else { throw ImportError(origin, "larger than 2 GiB; pick the export itself") }
         let lower = name.lowercased()
         if lower.hasSuffix(".jex") || lower.hasSuffix(".tar") {
             if data.starts(with: [0x50, 0x4b, 0x03, 0x04]) {
-                throw ImportError(path, "a zip archive, not the tar a .jex is: pick Joplin's own export (File, Export all, JEX)")
+                throw ImportError(origin, "a zip archive, not the tar a .jex is: pick Joplin's own export (File, Export all, JEX)")
             }
-            return ImportSource(origin: path, files: try Tar.files(data, origin: path))
+            return ImportSource(origin: origin, files: try Tar.files(data, origin: origin))
         }
         if data.starts(with: [0x50, 0x4b, 0x03, 0x04]) || lower.hasSuffix(".zip") {
-            return ImportSource(origin: path, files: try unzip(path))
+            return ImportSource(origin: origin, files: try unzip(data, origin: origin))
         }
-        return ImportSource(origin: path, files: [File(path: name, data: data)])
+        return ImportSource(origin: origin, files: [File(path: name, data: data)])
     }
 
-    private static func unzip(_ path: String) throws -> [File] {
+    private static func unzip(_ data: Data, origin path: String) throws -> [File] {
         let archive: Archive
         do {
-            archive = try Archive(url: URL(fileURLWithPath: path), accessMode: .read)
+            archive = try Archive(data: data, accessMode: .read)
         } catch {
             throw ImportError(path, "not a readable zip archive")
         }

@@ -36,7 +36,7 @@ enum KeepImporter {
             }
             var tags = (item["labels"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }.filter { !$0.isEmpty }
             if item["isArchived"]?.boolValue == true, !tags.contains("archived") { tags.append("archived") }
-            let updated = micros(item["userEditedTimestampUsec"]) ?? Date(timeIntervalSince1970: 0)
+            let updated = micros(item["userEditedTimestampUsec"])
             let created = micros(item["createdTimestampUsec"]) ?? updated
             let name = (file.path as NSString).lastPathComponent
             var marks: [String] = []

@@ -8,7 +8,7 @@ import NotedCore
 enum MarkdownImporter {
     static let textExtensions = [".md", ".markdown", ".txt", ".text"]
 
-    static func read(_ source: ImportSource, now: Date = Date()) throws -> Importer.Result {
+    static func read(_ source: ImportSource) throws -> Importer.Result {
         var notes: [Importer.Imported] = []
         var skipped: [Importer.Skipped] = []
         // A zip of one folder: that folder is the export's root, not a folder of every note.
@@ -46,7 +46,7 @@ enum MarkdownImporter {
                 return []
             }()
             let created = date(matter["created"])
-            let updated = date(matter["updated"]) ?? created ?? now
+            let updated = date(matter["updated"]) ?? created
             let id: String
             if let given = matter["id"]?.stringValue, UUIDText.isCanonical(given) {
                 id = given  // Noted's own export: the same note again

@@ -33,7 +33,7 @@ enum SimplenoteImporter {
                 let id = item["id"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 } ?? "\(key)[\(index)]:\(content)"
                 let (title, body) = Importer.splitFirstLine(content)
                 let created = Importer.isoDate(item["creationDate"]?.stringValue)
-                let updated = Importer.isoDate(item["lastModified"]?.stringValue) ?? created ?? Date(timeIntervalSince1970: 0)
+                let updated = Importer.isoDate(item["lastModified"]?.stringValue) ?? created
                 let tags = (item["tags"]?.arrayValue ?? []).compactMap(\.stringValue).filter { !$0.isEmpty }
                 notes.append(Importer.Imported(
                     note: PortableNote(

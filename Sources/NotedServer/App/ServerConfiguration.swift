@@ -84,6 +84,8 @@ public struct ServerConfiguration: Sendable {
     public var schemas = SchemaRegistry.v1
     /// bcrypt cost of new password hashes.
     public var bcryptCost: UInt8 = 12
+    /// The largest export the web app may upload to import (`POST /v1/import`), in bytes.
+    public var maxImportBytes = 256 * 1024 * 1024
 
     public init() {}
 

@@ -90,6 +90,7 @@ struct Routes: Sendable {
             }
         }
         addAccountRoutes(to: router)
+        addImportRoute(to: router)
         router.post("/oauth/token") { request, _ -> Response in
             let buffer = try await request.body.collect(upTo: 64 * 1024)
             let form = FormDecoding.decode(String(buffer: buffer))
@@ -387,7 +388,7 @@ struct Routes: Sendable {
         }
     }
 
-    private func authenticate(_ request: Request) async throws -> VerifiedToken {
+    func authenticate(_ request: Request) async throws -> VerifiedToken {
         guard let token = bearerToken(request) else {
             throw APIError(.unauthorized, "unauthenticated", "an Authorization: Bearer access token is required")
         }

@@ -1,0 +1,142 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOConcurrencyHelpers
+import NotedCore
+import NotedPorting
+
+/// `POST /v1/import`: an export uploaded from the web app, read by the same importers as
+/// `noted import` (docs/import-export.md) and written as the user's own changes, so every
+/// device hears of them as of any edit.
+extension Routes {
+    func addImportRoute(to router: Router<NotedRequestContext>) {
+        let limiter = RateLimiter(limit: 10, window: 60)
+        let running = NIOLockedValueBox(Set<String>())
+        router.post("/v1/import") { request, context -> Response in
+            let user = try await authenticate(request)
+            let query = request.uri.queryParameters
+            let name = query.get("name").map { String($0) } ?? "upload"
+            guard (1...255).contains(name.utf8.count), !name.contains("/"), !name.contains("\0") else {
+                throw APIError(.badRequest, "bad_request", "name is the uploaded file's name: 1 to 255 bytes, no '/'")
+            }
+            var format: Importer.Format?
+            if let text = query.get("from") {
+                guard let known = Importer.Format(rawValue: String(text)) else {
+                    throw APIError(.badRequest, "bad_request", "from is one of \(Importer.Format.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                format = known
+            }
+            do throws(AuthError) {
+                try limiter.check(keys: ["import:\(user.userID)"])
+            } catch {
+                throw APIError(error)
+            }
+            // One import of a user at a time: a second would only race the first for the same ids.
+            guard running.withLockedValue({ $0.insert(user.userID).inserted }) else {
+                throw APIError(.conflict, "import_running", "an import of this account is running; wait for it to end")
+            }
+            defer { running.withLockedValue { _ = $0.remove(user.userID) } }
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: configuration.maxImportBytes)
+            } catch {
+                throw APIError(.contentTooLarge, "too_large", "the file is larger than this server takes (\(configuration.maxImportBytes) bytes, --max-import-bytes)")
+            }
+            let result: Importer.Result
+            do {
+                result = try Importer.read(try ImportSource.load(Data(buffer: body), name: name), as: format)
+            } catch let error as ImportError {
+                throw APIError(.badRequest, "bad_import", error.description)
+            }
+            let summary = try await ServerImport(sync: sync, userID: user.userID, logger: context.logger).write(result)
+            context.logger.info("import", metadata: [
+                "user": .string(user.userID), "format": .string(result.format.rawValue), "imported": "\(summary.imported)",
+                "updated": "\(summary.updated)", "unchanged": "\(summary.unchanged)", "skipped": "\(summary.skipped.count)",
+            ])
+            return .json(summary.json(format: result.format))
+        }
+    }
+}
+
+/// Writes imported notes as changes of the user, as `LocalStore.importNotes` does on a device:
+/// created when new, updated (only the fields that differ) when not, left alone when equal; a
+/// note deleted for good on the server is not brought back.
+struct ServerImport {
+    let sync: SyncService
+    let userID: String
+    let logger: Logger
+
+    struct Summary {
+        var imported = 0, updated = 0, unchanged = 0
+        var skipped: [(source: String, reason: String)] = []
+
+        func json(format: Importer.Format) -> JSONValue {
+            [
+                "format": .string(format.rawValue), "imported": .int(Int64(imported)), "updated": .int(Int64(updated)),
+                "unchanged": .int(Int64(unchanged)),
+                "skipped": .array(skipped.map { ["source": .string($0.source), "reason": .string($0.reason)] }),
+            ]
+        }
+    }
+
+    func write(_ result: Importer.Result) async throws -> Summary {
+        var summary = Summary()
+        summary.skipped = result.skipped.map { ($0.source, $0.reason) }
+        let batch = max(1, sync.parser.limits.maxChangesPerPush)
+        for start in stride(from: 0, to: result.notes.count, by: batch) {
+            var changes: [JSONValue] = []
+            var sources: [(source: String, isNew: Bool)] = []
+            for item in result.notes[start..<min(start + batch, result.notes.count)] {
+                let fields = Self.fields(item.note)
+                let record = try await sync.store.record(userID: userID, collection: CollectionSchema.notes.name, id: item.note.id)
+                if let record, record.deleted {
+                    summary.skipped.append((item.source, "deleted on the server"))
+                    continue
+                }
+                let current = record.map { CollectionSchema.notes.completed($0.fields) }
+                let changed = fields.filter { name, value in current.map { !Self.same($0[name] ?? .null, value) } ?? true }
+                guard !changed.isEmpty else {
+                    summary.unchanged += 1
+                    continue
+                }
+                let ops = JSONValue.object(changed.mapValues { ["set": $0] })
+                changes.append([
+                    "ccid": .string(UUID().uuidString.lowercased()), "collection": .string(CollectionSchema.notes.name),
+                    "id": .string(item.note.id), "baseRev": .int(record?.rev ?? 0), "op": "upsert", "fields": ops,
+                ])
+                sources.append((item.source, record == nil))
+            }
+            guard !changes.isEmpty else { continue }
+            let replies = try await sync.push(changes: changes, userID: userID, device: nil, session: nil, rid: nil, logger: logger)
+            for (reply, source) in zip(replies, sources) {
+                if reply["type"] == "ack" {
+                    if source.isNew { summary.imported += 1 } else { summary.updated += 1 }
+                } else {
+                    summary.skipped.append((source.source, reply["message"]?.stringValue ?? "refused by the server"))
+                }
+            }
+        }
+        return summary
+    }
+
+    /// Every field of the `notes` schema as the note has it (tags without repeats); the dates
+    /// only when the source gave them.
+    static func fields(_ note: PortableNote) -> [String: JSONValue] {
+        var seen = Set<String>()
+        let tags = note.tags.filter { seen.insert($0).inserted }
+        var fields: [String: JSONValue] = [
+            "title": .string(note.title), "body": .string(note.body), "tags": .array(tags.map(JSONValue.string)),
+            "folder": note.folder.map(JSONValue.string) ?? .null, "pinned": .bool(note.pinned), "trashed": .bool(note.trashed),
+        ]
+        if let created = note.created { fields["created"] = .int(Int64((created.timeIntervalSince1970 * 1000).rounded(.down))) }
+        if let updated = note.updated { fields["modified"] = .int(Int64((updated.timeIntervalSince1970 * 1000).rounded(.down))) }
+        return fields
+    }
+
+    /// Equal as the schema compares: tags as a set, numbers by value.
+    static func same(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        if let x = a.arrayValue, let y = b.arrayValue { return Set(x.compactMap(\.stringValue)) == Set(y.compactMap(\.stringValue)) && x.count == y.count }
+        return a.sameValue(as: b)
+    }
+}
