@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NotedCore
 import Testing
 @testable import NotedServer
@@ -119,6 +120,41 @@ extension ClusterTests {
             }
             await onA.close()
             await onB.close()
+        }
+    }
+
+    /// Issue 16: an account deleted through one node (by its owner) or disabled by the
+    /// operator (`noted-server users`, a process of its own) is signed out on every node.
+    @Test func deletingOrDisablingAnAccountSignsItOutOnEveryNode() async throws {
+        guard Backend.postgresURL != nil else { return }
+        try await TestServer.withTwoNodes(.postgres) { nodeA, nodeB in
+            let management = AccountManagementTests()
+            let user = try await nodeA.makeUser()
+            let bystander = try await nodeB.makeUser()
+            let onB = try await nodeB.connect(user)
+            let bystanderOnB = try await nodeB.connect(bystander)
+            #expect(try await onB.push(change(uuid(), baseRev: 0, ["title": ["set": "on B"]]))["type"] == "ack")
+            let deleted = try await nodeA.request(.delete, "/v1/account", json: ["password": .string(user.password)], token: user.accessToken)
+            #expect(deleted.status == .noContent)
+            try await management.expectClosed(onB, saying: "deleted")
+            #expect(try await management.status(nodeB, user) == .unauthorized)
+            try await bystanderOnB.send(["type": "pull", "since": 0, "rid": 1])
+            #expect(try await bystanderOnB.receive()["type"] == "changes")
+
+            // Disabled by the operator, from outside both nodes.
+            let onA = try await nodeA.connect(bystander)
+            var configuration = ServerConfiguration()
+            configuration.database = nodeA.database
+            let operators = Operators(configuration, logger: Logger(label: "operator"))
+            #expect(try await operators.setDisabled(bystander.username, true).signedOut == 1)
+            try await management.expectClosed(onA, saying: "disabled")
+            try await management.expectClosed(bystanderOnB, saying: "disabled")
+            #expect(try await management.status(nodeA, bystander) == .unauthorized)
+            let refused = try await nodeB.request(.post, "/v1/sessions", json: ["username": .string(bystander.username), "password": .string(bystander.password)])
+            #expect(refused.status == .forbidden && refused.json["error"] == "account_disabled")
+            _ = try await operators.setDisabled(bystander.username, false)
+            let again = try await nodeA.request(.post, "/v1/sessions", json: ["username": .string(bystander.username), "password": .string(bystander.password)])
+            #expect(again.status == .ok)
         }
     }
 
