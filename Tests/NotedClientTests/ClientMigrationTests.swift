@@ -39,7 +39,7 @@ import Testing
 
         let store = try LocalStore.open(path: path)
         let columns = try await store.writer.read { db in try db.columns(in: "record").map(\.name) }
-        #expect(Set(columns) == ["rowKey", "id", "collection", "local", "shadow", "rev", "createdAt", "updatedAt", "sync"])
+        #expect(Set(columns) == ["rowKey", "id", "collection", "local", "shadow", "rev", "createdAt", "updatedAt", "sync", "syncFlags"])
         #expect(try await store.cursor() == 40)
         #expect(try await store.meta("user") == "fixture-user")
 

@@ -207,6 +207,27 @@ extension LocalStore {
         try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM tombstone WHERE id = ?)", arguments: [id]) ?? false
     }
 
+    /// The first `limit` records (in the order they were made) whose sync flags are one of
+    /// `flags`, of a declared collection, not in `excluding`: chosen through the flags index
+    /// alone (it holds the collection and the id), then read. Filtering the records themselves
+    /// read every waiting one, long as they are, for every batch.
+    static func outboxRows(_ db: Database, flags: [Int], declared: [String], excluding: Set<String>, limit: Int) throws -> [RecordRow] {
+        func marks(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ",") }
+        let excluded = Array(excluding)
+        var arguments = StatementArguments(flags)
+        arguments += StatementArguments(declared)
+        arguments += StatementArguments(excluded)
+        arguments += [limit]
+        let keys = try Int64.fetchAll(db, sql: """
+            SELECT rowKey FROM record INDEXED BY record_by_sync_flags
+            WHERE syncFlags <> 0 AND syncFlags IN (\(marks(flags.count))) AND collection IN (\(marks(declared.count)))
+              AND id NOT IN (\(marks(excluded.count)))
+            ORDER BY rowKey LIMIT ?
+            """, arguments: arguments)
+        guard !keys.isEmpty else { return [] }
+        return try RecordRow.filter(keys: keys).order(RecordRow.Columns.rowKey).fetchAll(db)
+    }
+
     /// The changes to push: first every in-flight change not in `sent` (resent unchanged),
     /// then new changes for dirty records without one, written as in-flight before returning.
     public func outbox(excluding sent: Set<String>, limit: Int) async throws -> (changes: [OutboxChange], effect: StoreEffect) {
@@ -219,10 +240,7 @@ extension LocalStore {
             // CPU. A record of a collection this store no longer declares (opened without it)
             // waits: sent now, it would go without its fields and come back empty.
             let declared = Array(schemas.schemas.keys)
-            let unsent = Array(sent)
-            let inflight = try RecordRow.filter(sql: RecordRow.inflight).filter(declared.contains(Column("collection")))
-                .filter(!unsent.contains(RecordRow.Columns.id))
-                .order(RecordRow.Columns.rowKey).limit(limit).fetchAll(db)
+            let inflight = try Self.outboxRows(db, flags: SyncState.inflightFlags, declared: declared, excluding: sent, limit: limit)
             for row in inflight where result.count < limit {
                 guard let change = row.state.inflight, let value = try? JSONValue.parse(change.body) else { continue }
                 result.append(OutboxChange(recordID: row.id, ccid: change.ccid, body: value))
@@ -230,10 +248,7 @@ extension LocalStore {
             // Every dirty row handled below leaves the dirty set (sent, deleted, or found to
             // have nothing to send), so pages are read until the batch is full or none is left.
             while result.count < limit {
-                let handled = try RecordRow.filter(sql: "json_extract(sync, '$.edited') AND NOT (\(RecordRow.inflight))")
-                    .filter(declared.contains(Column("collection")))
-                    .filter(!unsent.contains(RecordRow.Columns.id))
-                    .order(RecordRow.Columns.rowKey).limit(limit - result.count).fetchAll(db)
+                let handled = try Self.outboxRows(db, flags: SyncState.waitingFlags, declared: declared, excluding: sent, limit: limit - result.count)
                 guard !handled.isEmpty else { break }
                 for var row in handled {
                     guard result.count < limit else { break }

@@ -66,6 +66,19 @@ struct SyncState: Hashable, Sendable {
 
     var pending: Bool { edited || inflight != nil || purging }
 
+    static let editedFlag = 1
+    static let purgingFlag = 2
+    static let inflightFlag = 4
+    /// The flag values of a record with a change in flight, and of one whose edits wait for one.
+    static let inflightFlags = (0...7).filter { $0 & inflightFlag != 0 }
+    static let waitingFlags = (0...7).filter { $0 & (editedFlag | inflightFlag) == editedFlag }
+
+    /// `edited`, `purging` and a change in flight as bits: the record's `syncFlags` column,
+    /// indexed, which the outbox and the pending count read instead of `sync`.
+    var flags: Int {
+        (edited ? Self.editedFlag : 0) | (purging ? Self.purgingFlag : 0) | (inflight != nil ? Self.inflightFlag : 0)
+    }
+
     /// The newest revision held: the shadow's, or one seen while a change was in flight.
     func heldRev(shadowRev: Int64) -> Int64 {
         max(shadowRev, inflight?.newest?.rev ?? 0)

@@ -69,13 +69,81 @@ extension JSONValue {
     }
 
     /// The compact JSON text of this value; keys sorted so that equal values give equal text.
+    /// The value as JSON text: keys sorted, nothing but what JSON requires escaped, byte for
+    /// byte what `JSONEncoder` with `[.sortedKeys, .withoutEscapingSlashes]` writes (the
+    /// server hashes it to recognise a change sent again, across versions too), written by hand:
+    /// the encoder's generic path cost a client syncing 10,000 notes a tenth of its time.
     public var jsonString: String {
+        var out: [UInt8] = []
+        out.reserveCapacity(64)
+        write(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// As the encoder wrote it before (doubles go to it still: its number formatting).
+    var encoderJSONString: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // Encoding a JSONValue cannot fail: every case maps to a JSON value (non-finite doubles
         // never come from the parser).
         guard let data = try? encoder.encode(self) else { return "null" }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    private func write(to out: inout [UInt8]) {
+        switch self {
+        case .null: out += Array("null".utf8)
+        case .bool(let value): out += Array((value ? "true" : "false").utf8)
+        case .int(let value): out += Array(String(value).utf8)
+        case .double: out += Array(encoderJSONString.utf8)
+        case .string(let value): Self.write(string: value, to: &out)
+        case .array(let values):
+            out.append(UInt8(ascii: "["))
+            for (index, value) in values.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                value.write(to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            // The encoder's order: by the keys' UTF-8 bytes.
+            for (index, key) in members.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                Self.write(string: key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                members[key]!.write(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    private static func write(string: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var string = string
+        string.withUTF8 { bytes in
+            // Runs that need no escape are copied whole.
+            var start = 0
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                if start < index { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index])) }
+                start = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): out += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
+                case UInt8(ascii: "\\"): out += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+                case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+                case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+                case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+                case 0x08: out += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+                case 0x0C: out += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
+                default: out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+                }
+            }
+            if start < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
+        }
+        out.append(UInt8(ascii: "\""))
     }
 
     public var objectValue: [String: JSONValue]? {

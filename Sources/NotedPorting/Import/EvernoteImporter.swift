@@ -22,7 +22,7 @@ enum EvernoteImporter {
                 let place = "\(file.path) note \(index + 1) (\"\(raw.title.prefix(40))\")"
                 var names: [String: String] = [:]
                 for resource in raw.resources {
-                    let hash = Insecure.MD5.hash(data: resource.data).map { String(format: "%02x", $0) }.joined()
+                    let hash = Insecure.MD5.hash(data: resource.data).lowercaseHex
                     names[hash] = resource.fileName ?? resource.mime ?? "attachment"
                     skipped.append(Importer.Skipped(source: "\(place) \(resource.fileName ?? resource.mime ?? "attachment")",
                                                     reason: "attachments are not imported yet"))

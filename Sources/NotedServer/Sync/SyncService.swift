@@ -38,7 +38,7 @@ struct SyncService: Sendable {
             let reply: ServerMessage
             do {
                 let change = try parser.parse(raw)
-                let hash = SHA256.hash(data: Data(change.json.jsonString.utf8)).map { String(format: "%02x", $0) }.joined()
+                let hash = SHA256.hash(data: Data(change.json.jsonString.utf8)).lowercaseHex
                 let result = try await store.push(change, context: PushContext(userID: userID, device: device, now: Date(), bodyHash: hash))
                 reply = result.reply
                 if let broadcast = result.broadcast {
