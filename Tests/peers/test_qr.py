@@ -25,7 +25,8 @@ import pytest
 
 qrcode = pytest.importorskip("qrcode")
 from qrcode import util  # noqa: E402
-from qrcode.constants import ERROR_CORRECT_M  # noqa: E402
+
+from qr_reference import format_mask, reference  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QR_JS = os.path.join(ROOT, "Web", "qr.js")
@@ -57,24 +58,6 @@ def qr_js(cases):
                             env={**os.environ, "QR_JS_URL": "file://" + QR_JS}, capture_output=True, text=True, timeout=300)
     assert answer.returncode == 0, answer.stderr
     return json.loads(answer.stdout)
-
-
-def reference(text, version=None, mask=None):
-    """`qrcode`'s symbol of the text's UTF-8 in one byte-mode segment at level M: (version, rows)."""
-    qr = qrcode.QRCode(version=version, error_correction=ERROR_CORRECT_M, border=0, mask_pattern=mask)
-    qr.add_data(util.QRData(text.encode("utf-8"), mode=util.MODE_8BIT_BYTE, check_data=False))
-    qr.make(fit=version is None)
-    return qr.version, ["".join("1" if dark else "0" for dark in line) for line in qr.modules]
-
-
-def format_mask(rows):
-    """The mask a symbol names in its format information (the copy along row 8, top right, then
-    down column 8, bottom left): bits 0 to 14 there, less the XOR mask, its three mask bits."""
-    size = len(rows)
-    bits = [rows[8][size - 1 - i] for i in range(8)] + [rows[size - 15 + i][8] for i in range(8, 15)]
-    value = sum(int(b) << i for i, b in enumerate(bits)) ^ 0x5412
-    assert value >> 13 == 0b00, "level M"
-    return (value >> 10) & 0b111
 
 
 def differences(a, b):
