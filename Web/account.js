@@ -179,6 +179,11 @@ export class AccountPanel {
     this.auth = auth;
     this.actions = actions;
     this.loading = 0;
+    this.reading = 0; // the two-factor state's reads, as `loading` for the devices
+    this.username = "";
+    this.turningOn = true; // what the two-factor dialog does
+    this.twoFactorChanged = false; // turned on or off since the dialog opened
+    this.importing = false;
     this.opener = null;
     this.ui = {
       dialog: $("account-dialog"), close: $("account-close"),
@@ -339,15 +344,16 @@ export class AccountPanel {
   /** Reads whether two-factor sign-in is on, and shows it with the button that changes it. */
   async loadTwoFactor() {
     const ui = this.ui;
-    const token = (this.reading = (this.reading || 0) + 1);
+    const token = ++this.reading;
     try {
       const account = await readAccount(this.auth);
       if (token !== this.reading) return;
       this.username = account.username || "";
-      const { enabled = false, recovery_codes_left: left = 0 } = account.two_factor || {};
+      const { enabled = false, recovery_codes_left: said = 0 } = account.two_factor || {};
+      const left = Number(said) || 0;
       ui.twoFactorError.textContent = "";
       ui.twoFactorState.textContent = enabled
-        ? `On: signing in asks for a code from your authenticator app after the password. ${plural(Number(left) || 0, "recovery code")} left.` +
+        ? `On: signing in asks for a code from your authenticator app after the password. ${plural(left, "recovery code")} left.` +
           (left <= 2 ? " Turning it off and on again makes 10 new ones." : "")
         : "Off: signing in asks for the password alone. Turned on, it also asks for a code from an authenticator app on your phone.";
       ui.twoFactorOn.hidden = enabled;
