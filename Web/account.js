@@ -1,7 +1,11 @@
-// The Account panel (docs/protocol.md, "The signed-in account"): change the password, see the
-// signed-in devices and sign one or all of them out, delete the account. The requests are made
-// here; what ending this browser's own sign-in means (the sign-out path, its unsynced-notes
-// dialog, removing the account's database) is the app's, through the callbacks it gives.
+// The Account panel (docs/protocol.md, "The signed-in account"): change the password, turn
+// two-factor sign-in on or off, see the signed-in devices and sign one or all of them out,
+// download every note or import another app's export, delete the account. The requests are
+// made here; what ending this browser's own sign-in means (the sign-out path, its
+// unsynced-notes dialog, removing the account's database) is the app's, through the callbacks
+// it gives.
+
+import { qrMatrix, qrSVG } from "./qr.js";
 
 /** A refusal of an account request: the server's message (`code` its error code). */
 export class AccountError extends Error {
@@ -14,13 +18,21 @@ export class AccountError extends Error {
 
 /** Makes an account request; an answer that is not 2xx throws an AccountError with the server's message. */
 async function call(auth, method, path, body) {
-  let answer;
+  return answered(await reaching(() => auth.request(method, path, body)));
+}
+
+/** Runs a request; a network failure (a TypeError, as fetch's) becomes an AccountError saying so. */
+async function reaching(send) {
   try {
-    answer = await auth.request(method, path, body);
+    return await send();
   } catch (error) {
     if (error instanceof TypeError) throw new AccountError("the server could not be reached; check the connection", { code: "offline" });
     throw error;
   }
+}
+
+/** The answer if it is 2xx; otherwise an AccountError with the server's message and code. */
+function answered(answer) {
   if (answer.ok) return answer;
   const said = answer.body || {};
   throw new AccountError(said.message || said.error || `the server answered ${answer.status}`, { code: said.error || null, status: answer.status });
@@ -54,6 +66,48 @@ export async function signOutEverywhere(auth) {
   return Number(answer.body && answer.body.signed_out) || 0;
 }
 
+/** The account: { id, username, two_factor: { enabled, recovery_codes_left } }. */
+export async function readAccount(auth) {
+  return (await call(auth, "GET", "/v1/account")).body || {};
+}
+
+/**
+ * Starts turning two-factor sign-in on (if `password` is right): { secret, uri }, the TOTP key
+ * (base32) and its otpauth:// URI for the authenticator app. Nothing changes until `enableTwoFactor`.
+ */
+export async function setUpTwoFactor(auth, password) {
+  const { secret, uri } = (await call(auth, "POST", "/v1/account/2fa/setup", { password })).body || {};
+  return { secret: String(secret || ""), uri: String(uri || "") };
+}
+
+/** Turns two-factor sign-in on with a first code from the app: the recovery codes (shown once). */
+export async function enableTwoFactor(auth, code) {
+  const answer = await call(auth, "POST", "/v1/account/2fa/enable", { code });
+  return ((answer.body && answer.body.recovery_codes) || []).map(String);
+}
+
+/** Turns two-factor sign-in off, with the password and a code from the app or a recovery code. */
+export async function disableTwoFactor(auth, password, code) {
+  await call(auth, "POST", "/v1/account/2fa/disable", { password, code });
+}
+
+/**
+ * Sends another app's export (`file`, a File) to be imported (`format`: one of the server's
+ * names, or "" to let it tell from the name and content): { imported, updated, unchanged,
+ * skipped: [{ source, reason }] }. `progress` as for `Auth.upload`. The notes then arrive by sync.
+ */
+export async function importNotes(auth, file, format, progress) {
+  const query = new URLSearchParams({ name: file.name });
+  if (format) query.set("from", format);
+  const answer = answered(await reaching(() => auth.upload(`/v1/import?${query}`, file, progress)));
+  const said = answer.body || {};
+  const count = (n) => Number(n) || 0;
+  return {
+    imported: count(said.imported), updated: count(said.updated), unchanged: count(said.unchanged),
+    skipped: Array.isArray(said.skipped) ? said.skipped : [],
+  };
+}
+
 /** Deletes the account on the server (everything kept for it), if `password` is right. */
 export async function deleteAccount(auth, password) {
   await call(auth, "DELETE", "/v1/account", { password });
@@ -65,25 +119,23 @@ export async function deleteAccount(auth, password) {
  * so notes not yet synced from this browser are not in it.
  */
 export async function downloadAll(auth, format) {
-  let response;
-  try {
-    response = await auth.download(`/v1/export?format=${encodeURIComponent(format)}`);
-  } catch (error) {
-    if (error instanceof TypeError) throw new AccountError("the server could not be reached; check the connection", { code: "offline" });
-    throw error;
-  }
+  const response = await reaching(() => auth.download(`/v1/export?format=${encodeURIComponent(format)}`));
   if (!response.ok) {
     const said = await response.json().catch(() => ({}));
     throw new AccountError(said.message || said.error || `the server answered ${response.status}`, { code: said.error || null, status: response.status });
   }
   const name = (/filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "") || [])[1] || "noted-export.zip";
-  const blob = await response.blob();
+  saveFile(await response.blob(), name);
+  return name;
+}
+
+/** Has the browser save `blob` as a file named `name` (through a Blob URL, revoked a minute later). */
+export function saveFile(blob, name) {
   const link = Object.assign(document.createElement("a"), { href: URL.createObjectURL(blob), download: name });
   document.body.append(link);
   link.click();
   link.remove();
   setTimeout(() => URL.revokeObjectURL(link.href), 60000);
-  return name;
 }
 
 /** A time in Unix milliseconds as a local date and time. */
@@ -127,6 +179,11 @@ export class AccountPanel {
     this.auth = auth;
     this.actions = actions;
     this.loading = 0;
+    this.reading = 0; // the two-factor state's reads, as `loading` for the devices
+    this.username = "";
+    this.turningOn = true; // what the two-factor dialog does
+    this.twoFactorChanged = false; // turned on or off since the dialog opened
+    this.importing = false;
     this.opener = null;
     this.ui = {
       dialog: $("account-dialog"), close: $("account-close"),
@@ -140,6 +197,22 @@ export class AccountPanel {
       exportUnsynced: $("delete-account-export"), exported: $("delete-account-exported"),
       downloadMarkdown: $("download-markdown"), downloadJSON: $("download-json"),
       downloadError: $("download-error"), downloadDone: $("download-done"),
+      twoFactorTitle: $("two-factor-title"), twoFactorState: $("two-factor-state"), twoFactorError: $("two-factor-error"),
+      twoFactorDone: $("two-factor-done"), twoFactorOn: $("two-factor-on"), twoFactorOff: $("two-factor-off"),
+      tf: {
+        dialog: $("two-factor-dialog"), title: $("two-factor-dialog-title"),
+        passwordForm: $("two-factor-password-form"), intro: $("two-factor-intro"), password: $("two-factor-password"),
+        offCode: $("two-factor-off-code"), offCodeInput: $("two-factor-off-code-input"), passwordError: $("two-factor-password-error"),
+        continue: $("two-factor-continue"), passwordCancel: $("two-factor-password-cancel"),
+        scanForm: $("two-factor-scan-form"), qr: $("two-factor-qr"), grouped: $("two-factor-secret-grouped"), secret: $("two-factor-secret"),
+        uri: $("two-factor-uri"), code: $("two-factor-code"), scanError: $("two-factor-scan-error"), enable: $("two-factor-enable"),
+        scanCancel: $("two-factor-scan-cancel"),
+        codes: $("two-factor-codes"), codesList: $("two-factor-codes-list"), downloaded: $("two-factor-downloaded"),
+        download: $("two-factor-download"), finished: $("two-factor-finished"),
+      },
+      importForm: $("import-form"), importFile: $("import-file"), importFormat: $("import-format"), importProgress: $("import-progress"),
+      importStatus: $("import-status"), importError: $("import-error"), importStart: $("import-start"),
+      importSkipped: $("import-skipped"), importSkippedTitle: $("import-skipped-title"), importSkippedList: $("import-skipped-list"),
     };
     const ui = this.ui;
     ui.close.addEventListener("click", () => ui.dialog.close());
@@ -167,6 +240,12 @@ export class AccountPanel {
       ui.deleteOpen.focus();
     });
     ui.password.addEventListener("input", () => ui.password.removeAttribute("aria-invalid"));
+    this.wireTwoFactor();
+    ui.importForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      busy(ui.importStart, () => this.importFile());
+    });
+    ui.importFile.addEventListener("change", () => ui.importFile.removeAttribute("aria-invalid"));
     ui.exportUnsynced.addEventListener("click", () => {
       this.actions.exportUnsynced().then((said) => (ui.exported.textContent = said),
         (error) => (ui.deleteError.textContent = `Could not export: ${error.message}`));
@@ -181,6 +260,7 @@ export class AccountPanel {
     if (this.ui.dialog.open) return;
     this.opener = opener;
     this.ui.dialog.showModal(); // focus goes to its first control, "Close"
+    this.loadTwoFactor();
     this.loadDevices();
   }
 
@@ -193,6 +273,14 @@ export class AccountPanel {
     ui.passwordDone.textContent = "";
     ui.devicesError.textContent = "";
     ui.devicesStatus.textContent = "";
+    ui.twoFactorError.textContent = "";
+    ui.twoFactorDone.textContent = "";
+    ui.importError.textContent = "";
+    if (!this.importing) {
+      ui.importStatus.textContent = "";
+      ui.importSkipped.hidden = true;
+      ui.importSkippedList.replaceChildren();
+    }
     if (this.opener && this.opener.isConnected) this.opener.focus();
   }
 
@@ -225,6 +313,197 @@ export class AccountPanel {
       if (input) refuse(input, message);
       else ui.passwordError.textContent = message;
     }
+  }
+
+  // --- Two-factor sign-in ---------------------------------------------------------------------
+  //
+  // Its own dialog, in three steps: the password (to turn it off, a code too); the QR code and
+  // key for the authenticator app, and a first code from it; the recovery codes. The key and
+  // the codes live in the dialog's elements alone, emptied when it closes: never stored.
+
+  wireTwoFactor() {
+    const { ui } = this;
+    const tf = ui.tf;
+    ui.twoFactorOn.addEventListener("click", () => this.openTwoFactor(true));
+    ui.twoFactorOff.addEventListener("click", () => this.openTwoFactor(false));
+    tf.passwordForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      busy(tf.continue, () => (this.turningOn ? this.setUpTwoFactor() : this.disableTwoFactor()));
+    });
+    tf.scanForm.addEventListener("submit", (event) => {
+      event.preventDefault();
+      busy(tf.enable, () => this.enableTwoFactor());
+    });
+    for (const button of [tf.passwordCancel, tf.scanCancel, tf.finished]) button.addEventListener("click", () => tf.dialog.close());
+    for (const input of [tf.password, tf.offCodeInput, tf.code]) input.addEventListener("input", () => input.removeAttribute("aria-invalid"));
+    tf.secret.addEventListener("focus", () => tf.secret.select());
+    tf.download.addEventListener("click", () => this.downloadRecoveryCodes());
+    tf.dialog.addEventListener("close", () => this.twoFactorClosed());
+  }
+
+  /** Reads whether two-factor sign-in is on, and shows it with the button that changes it. */
+  async loadTwoFactor() {
+    const ui = this.ui;
+    const token = ++this.reading;
+    try {
+      const account = await readAccount(this.auth);
+      if (token !== this.reading) return;
+      this.username = account.username || "";
+      const { enabled = false, recovery_codes_left: said = 0 } = account.two_factor || {};
+      const left = Number(said) || 0;
+      ui.twoFactorError.textContent = "";
+      ui.twoFactorState.textContent = enabled
+        ? `On: signing in asks for a code from your authenticator app after the password. ${plural(left, "recovery code")} left.` +
+          (left <= 2 ? " Turning it off and on again makes 10 new ones." : "")
+        : "Off: signing in asks for the password alone. Turned on, it also asks for a code from an authenticator app on your phone.";
+      ui.twoFactorOn.hidden = enabled;
+      ui.twoFactorOff.hidden = !enabled;
+    } catch (error) {
+      if (token !== this.reading) return;
+      ui.twoFactorState.textContent = "";
+      ui.twoFactorOn.hidden = ui.twoFactorOff.hidden = true;
+      ui.twoFactorError.textContent = `Could not read whether two-factor sign-in is on: ${error.message}`;
+    }
+  }
+
+  /** Opens the dialog at its first step: turning on (`on`) or off. */
+  openTwoFactor(on) {
+    const tf = this.ui.tf;
+    this.turningOn = on;
+    this.twoFactorChanged = false;
+    this.ui.twoFactorDone.textContent = "";
+    tf.intro.textContent = on
+      ? "Signing in will also ask for a six-digit code from an authenticator app on your phone. Enter your password to start."
+      : "Signing in will ask for the password alone. Enter your password, and a code from your authenticator app or one of your recovery codes.";
+    tf.offCode.hidden = on;
+    tf.continue.textContent = on ? "Continue" : "Turn off";
+    tf.continue.className = on ? "primary" : "danger";
+    this.twoFactorStep("password", on ? "Turn on two-factor sign-in" : "Turn off two-factor sign-in");
+    tf.dialog.showModal();
+    tf.password.focus();
+  }
+
+  /** Shows one step of the dialog (`password`, `scan` or `codes`) under its title. */
+  twoFactorStep(step, title) {
+    const tf = this.ui.tf;
+    tf.title.textContent = title;
+    tf.passwordForm.hidden = step !== "password";
+    tf.scanForm.hidden = step !== "scan";
+    tf.codes.hidden = step !== "codes";
+  }
+
+  /** Closed (any step, Escape too): the key, the codes and what was typed go; the section reads the state again. */
+  twoFactorClosed() {
+    const { ui } = this;
+    const tf = ui.tf;
+    tf.passwordForm.reset();
+    tf.scanForm.reset();
+    this.forgetKey();
+    tf.codesList.replaceChildren();
+    for (const element of [tf.passwordError, tf.scanError, tf.downloaded]) element.textContent = "";
+    for (const input of [tf.password, tf.offCodeInput, tf.code]) input.removeAttribute("aria-invalid");
+    this.loadTwoFactor();
+    // Turned on or off: the section's heading, its state read next (the button that opened the
+    // dialog is gone); cancelled: that button again.
+    if (this.twoFactorChanged) ui.twoFactorTitle.focus();
+    else (this.turningOn ? ui.twoFactorOn : ui.twoFactorOff).focus();
+  }
+
+  /** Takes the key off the page: its QR code, its text, the link with its URI. */
+  forgetKey() {
+    const tf = this.ui.tf;
+    tf.qr.replaceChildren();
+    tf.grouped.textContent = "";
+    tf.secret.value = "";
+    tf.uri.removeAttribute("href");
+  }
+
+  /** Marks `input` wrong, says `message` in `where` (an alert) and puts the focus there to retype. */
+  refuseTwoFactor(input, where, message) {
+    where.textContent = message;
+    if (!input) return;
+    input.setAttribute("aria-invalid", "true");
+    input.focus();
+    input.select();
+  }
+
+  /** Step 1 of turning on: the password; the server answers the key, shown as a QR code and as text. */
+  async setUpTwoFactor() {
+    const tf = this.ui.tf;
+    tf.passwordError.textContent = "";
+    if (!tf.password.value) return this.refuseTwoFactor(tf.password, tf.passwordError, "Enter your password.");
+    let setup;
+    try {
+      setup = await setUpTwoFactor(this.auth, tf.password.value);
+    } catch (error) {
+      const input = error.code === "invalid_credentials" ? tf.password : null;
+      this.refuseTwoFactor(input, tf.passwordError, `Not turned on: ${error.message}`);
+      if (error.code === "two_factor_enabled") this.loadTwoFactor();
+      return;
+    }
+    if (!tf.dialog.open) return; // closed meanwhile: the key is not shown
+    tf.password.value = "";
+    tf.qr.replaceChildren(qrSVG(qrMatrix(setup.uri), { label: "QR code for your authenticator app" }));
+    tf.grouped.textContent = (setup.secret.match(/.{1,4}/g) || []).join(" "); // groups of four, easier to read and type
+    tf.secret.value = setup.secret;
+    tf.uri.href = setup.uri;
+    this.twoFactorStep("scan", "Add Noted to your authenticator app");
+    tf.title.focus(); // read from the top: the steps, then the code field
+  }
+
+  /** Step 2: the app's first code turns it on; the recovery codes are shown, this once. */
+  async enableTwoFactor() {
+    const tf = this.ui.tf;
+    tf.scanError.textContent = "";
+    const code = tf.code.value.replace(/\s+/g, "");
+    if (!code) return this.refuseTwoFactor(tf.code, tf.scanError, "Enter the code your authenticator app shows.");
+    let codes;
+    try {
+      codes = await enableTwoFactor(this.auth, code);
+    } catch (error) {
+      const wrong = error.code === "invalid_code";
+      const check = wrong ? " (check that it is the code for Noted, and that your phone’s clock is right)" : "";
+      this.refuseTwoFactor(wrong ? tf.code : null, tf.scanError, `Not turned on: ${error.message}${check}`);
+      return;
+    }
+    this.forgetKey(); // not needed any more: off the page now, not only when the dialog closes
+    tf.codesList.replaceChildren(...codes.map((c) => Object.assign(document.createElement("li"), { textContent: c })));
+    this.twoFactorStep("codes", "Save your recovery codes");
+    this.twoFactorChanged = true;
+    this.ui.twoFactorDone.textContent = "Two-factor sign-in is on.";
+    this.loadTwoFactor();
+    if (tf.dialog.open) tf.title.focus();
+  }
+
+  /** The recovery codes as a text file. */
+  downloadRecoveryCodes() {
+    const tf = this.ui.tf;
+    const codes = [...tf.codesList.children].map((li) => li.textContent);
+    const text = `Noted recovery codes${this.username ? ` for ${this.username}` : ""} (${location.host})\n` +
+      `Made ${new Date().toISOString().slice(0, 10)}. Each code signs in once, in place of a code from your authenticator app.\n\n` +
+      `${codes.join("\n")}\n`;
+    const name = "noted-recovery-codes.txt";
+    saveFile(new Blob([text], { type: "text/plain" }), name);
+    tf.downloaded.textContent = `Downloaded ${name}.`;
+  }
+
+  /** Turning off: the password and a code (from the app, or a recovery code). */
+  async disableTwoFactor() {
+    const tf = this.ui.tf;
+    tf.passwordError.textContent = "";
+    const code = tf.offCodeInput.value.replace(/\s+/g, "");
+    if (!tf.password.value) return this.refuseTwoFactor(tf.password, tf.passwordError, "Enter your password.");
+    if (!code) return this.refuseTwoFactor(tf.offCodeInput, tf.passwordError, "Enter a code from your authenticator app or a recovery code.");
+    try {
+      await disableTwoFactor(this.auth, tf.password.value, code);
+    } catch (error) {
+      const input = { invalid_credentials: tf.password, invalid_code: tf.offCodeInput }[error.code] || null;
+      this.refuseTwoFactor(input, tf.passwordError, `Not turned off: ${error.message}`);
+      return;
+    }
+    this.twoFactorChanged = true;
+    this.ui.twoFactorDone.textContent = "Two-factor sign-in is off.";
+    tf.dialog.close();
   }
 
   // --- Devices ----------------------------------------------------------------------------------
@@ -325,6 +604,65 @@ export class AccountPanel {
       ui.downloadDone.textContent = `Downloaded ${name}. It holds what the server has: notes not yet synced from here are not in it.`;
     } catch (error) {
       ui.downloadError.textContent = `Could not download the notes: ${error.message}`;
+    }
+  }
+
+  // --- Importing notes ---------------------------------------------------------------------------
+
+  /** Uploads the chosen file: its progress, then "Importing…" while the server reads it, then what it made of it. */
+  async importFile() {
+    const ui = this.ui;
+    const file = ui.importFile.files[0];
+    ui.importError.textContent = "";
+    ui.importStatus.textContent = "";
+    ui.importSkipped.hidden = true;
+    ui.importSkippedList.replaceChildren();
+    if (!file) {
+      ui.importFile.setAttribute("aria-invalid", "true");
+      ui.importError.textContent = "Choose the export file to import.";
+      ui.importFile.focus();
+      return;
+    }
+    if (!navigator.onLine) {
+      ui.importError.textContent = "Importing needs a connection to the server: this browser is offline.";
+      return;
+    }
+    const progress = ui.importProgress;
+    progress.value = 0;
+    progress.hidden = false;
+    this.importing = true;
+    ui.importStatus.textContent = `Uploading ${file.name}…`;
+    let result;
+    try {
+      result = await importNotes(this.auth, file, ui.importFormat.value, {
+        onProgress: (sent, total) => (progress.value = total ? Math.round((100 * sent) / total) : 0),
+        onSent: () => {
+          progress.removeAttribute("value"); // indeterminate: the server is reading the file
+          ui.importStatus.textContent = "Importing…";
+        },
+      });
+    } catch (error) {
+      ui.importStatus.textContent = "";
+      // What the server says of a malformed file starts with the file's name; otherwise it is named here.
+      ui.importError.textContent = error.message.startsWith(file.name)
+        ? `Nothing imported: ${error.message}` : `Nothing imported from ${file.name}: ${error.message}`;
+      return;
+    } finally {
+      this.importing = false;
+      progress.hidden = true;
+    }
+    const { imported, updated, unchanged, skipped } = result;
+    ui.importStatus.textContent = `Imported ${plural(imported, "note")}, updated ${updated}, ${unchanged} unchanged` +
+      (skipped.length ? `; ${skipped.length} skipped (listed below).` : ".");
+    if (skipped.length) {
+      ui.importSkippedTitle.textContent = `Skipped (${skipped.length})`;
+      ui.importSkippedList.replaceChildren(...skipped.map((s) => {
+        const li = document.createElement("li");
+        li.append(Object.assign(document.createElement("span"), { className: "skipped-source", textContent: String(s.source || "unnamed") }),
+          `: ${s.reason || "no reason given"}`);
+        return li;
+      }));
+      ui.importSkipped.hidden = false;
     }
   }
 

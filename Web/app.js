@@ -11,7 +11,7 @@
 import { newRecord, normalizeFields } from "./db.js";
 import { Auth } from "./auth.js";
 import { accountOf, openCurrent, openFor, ownerOf, removeAccountDatabase } from "./accounts.js";
-import { AccountPanel, deleteAccount as deleteServerAccount, signOutEverywhere as endEverySignIn } from "./account.js";
+import { AccountPanel, deleteAccount as deleteServerAccount, saveFile, signOutEverywhere as endEverySignIn } from "./account.js";
 import { SyncEngine, sameFields } from "./sync.js";
 import { hunk, rebase, uuid } from "./text.js";
 import { NoteIndex, firstLine, summarize } from "./notes-index.js";
@@ -817,12 +817,7 @@ async function exportUnsynced() {
     onServer: Boolean(r.shadow), deletedHere: Boolean(r.purged), refusal: r.refusal || null,
   }));
   const file = `noted-unsynced-${new Date().toISOString().slice(0, 10)}.json`;
-  const blob = new Blob([JSON.stringify({ exportedAt: new Date().toISOString(), notes }, null, 2)], { type: "application/json" });
-  const link = Object.assign(document.createElement("a"), { href: URL.createObjectURL(blob), download: file });
-  document.body.append(link);
-  link.click();
-  link.remove();
-  setTimeout(() => URL.revokeObjectURL(link.href), 60000);
+  saveFile(new Blob([JSON.stringify({ exportedAt: new Date().toISOString(), notes }, null, 2)], { type: "application/json" }), file);
   return `Exported ${notes.length} note${notes.length === 1 ? "" : "s"} to ${file}.`;
 }
 

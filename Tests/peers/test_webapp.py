@@ -653,6 +653,17 @@ def axe_violations(driver):
     return results["violations"], axe.report(results["violations"])
 
 
+def axe_in_both_schemes(driver, view, found):
+    """axe-core over the page in the light and then the dark colour scheme: a line for each
+    scheme with violations appended to `found`, naming `view`."""
+    for scheme in ("light", "dark"):
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+        violations, report = axe_violations(driver)
+        if violations:
+            found.append(f"{view} ({scheme} colour scheme): {report}")
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+
 @pytest.fixture(scope="module")
 def a11y_server():
     # Its own server and account: what axe-core sees is the notes this test makes, not the ones
@@ -674,12 +685,7 @@ def test_accessibility_axe_core_finds_no_violation(a11y_server):
     found = []
 
     def check(driver, view):
-        for scheme in ("light", "dark"):
-            driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
-            violations, report = axe_violations(driver)
-            if violations:
-                found.append(f"{view} ({scheme} colour scheme): {report}")
-        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+        axe_in_both_schemes(driver, view, found)
 
     driver = browser()
     try:

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from test_webapp import (  # noqa: F401 (skips this module, as that one, without Chromium)
-    By, Keys, WebDriverException, axe_violations, browser, button, dialog_open, field, new_note, register, run_server,
+    By, Keys, WebDriverException, axe_in_both_schemes, browser, button, dialog_open, field, new_note, register, run_server,
     row_state, set_body, set_offline, sign_in, signed_out, status, titles, wait, write_offline_note,
 )
 
@@ -373,12 +373,7 @@ def test_account_panel_and_delete_dialog_pass_axe_core(account_server):
     found = []
 
     def check(driver, view):
-        for scheme in ("light", "dark"):
-            driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
-            violations, report = axe_violations(driver)
-            if violations:
-                found.append(f"{view} ({scheme} colour scheme): {report}")
-        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+        axe_in_both_schemes(driver, view, found)
 
     for width, height in ((1280, 800), (390, 844)):
         driver = browser(width, height)
