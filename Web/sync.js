@@ -447,14 +447,16 @@ function moved(current, shadow, local) {
 /** The change that brings the server from the shadow to the local state, or null. */
 function buildChange(record) {
   const shadow = record.shadow;
-  const local = record.local;
+  // Normalized: a record an earlier version stored lacks the fields added since (`created`,
+  // `modified`), which then read as their defaults, never as a change.
+  const local = normalizeFields(record.local);
   const change = { ccid: uuid(), collection: "notes", id: record.id, baseRev: shadow ? shadow.rev : 0 };
   if (record.purged) {
     if (!shadow) return null;
     return { ...change, op: "delete" };
   }
   const fields = {};
-  const base = shadow ? shadow.fields : null;
+  const base = shadow ? normalizeFields(shadow.fields) : null;
   for (const name of TEXT_FIELDS) {
     if (!base) {
       if (local[name] !== "") fields[name] = { set: local[name] };
@@ -510,7 +512,7 @@ function rebaseFields(base, mine, theirs) {
   const removed = base.tags.filter((t) => !mine.tags.includes(t));
   out.tags = [...new Set([...theirs.tags.filter((t) => !removed.includes(t)), ...added])];
   for (const name of SCALAR_FIELDS) {
-    if (mine[name] !== base[name]) out[name] = mine[name];
+    if ((mine[name] ?? null) !== (base[name] ?? null)) out[name] = mine[name] ?? null;
   }
   return out;
 }
@@ -520,5 +522,5 @@ function sameSet(a, b) {
 }
 
 export function sameFields(a, b) {
-  return a.title === b.title && a.body === b.body && sameSet(a.tags, b.tags) && SCALAR_FIELDS.every((name) => a[name] === b[name]);
+  return a.title === b.title && a.body === b.body && sameSet(a.tags, b.tags) && SCALAR_FIELDS.every((name) => (a[name] ?? null) === (b[name] ?? null));
 }
