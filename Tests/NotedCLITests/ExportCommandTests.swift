@@ -41,6 +41,27 @@ import TestSupport
 }
 
 extension ExportCommandTests {
+    /// `--with-history`: each note's revisions as the server keeps them, oldest first.
+    @Test func withHistoryHoldsTheServersRevisionsOfEachNote() async throws {
+        try await withTemporaryDirectory { dir in
+            let server = try await ServerProcess(directory: dir + "/server")
+            defer { server.stop() }
+            let home = Home(path: dir + "/home", server: server.url)
+            try await home.noted("register", "--username", "historian", "--password-stdin", stdin: "correct horse battery\n")
+            let id = try await home.noted("new", "--title", "Draft", "--body", "one")
+            try await home.noted("edit", id, "--append", "two")
+            try await home.noted("edit", id, "--append", "three")
+            try await home.noted("sync")
+            #expect(try await home.noted("--json", "export", "--format", "json", "--with-history", dir + "/out").contains("\"exported\":1"))
+            let document = try JSONValue.parse(try Data(contentsOf: URL(fileURLWithPath: dir + "/out/notes.json")))
+            let note = try #require(document["notes"]?.arrayValue?.first)
+            let history = note["history"]?.arrayValue ?? []
+            #expect(history.compactMap { $0["rev"]?.intValue } == [1, 2, 3], "\(history)")
+            #expect(history.first?["body"] == "one" && history.last?["body"]?.stringValue?.hasSuffix("three") == true, "\(history)")
+            #expect(history.allSatisfy { $0["conflict"] == false && $0["title"] == "Draft" })
+        }
+    }
+
     /// At the size people bring: 10,000 notes of 2 KB in 100 folders, every one in the export,
     /// byte for byte. Prints how long the export took (no time limit: shared machines).
     @Test func tenThousandNotesOfTwoKilobytesAreAllExported() async throws {

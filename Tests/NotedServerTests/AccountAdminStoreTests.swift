@@ -97,6 +97,22 @@ import Testing
         }
     }
 
+    /// A sign-in that verified an old-kind hash upgrades it only if the password was not
+    /// changed meanwhile (else the old password would be back).
+    @Test(arguments: backends) func anUpgradedHashNeverOverwritesAChangedPassword(backend: Backend) async throws {
+        try await withDatabase(backend) { location in
+            let store = try open(location)
+            try await store.migrate()
+            let user = try await newUser(store)
+            try await store.upgradePasswordHash(userID: user, from: "x", to: "upgraded")
+            #expect(try await store.user(id: user)?.passwordHash == "upgraded")
+            try await store.setPasswordHash(userID: user, hash: "changed")
+            try await store.upgradePasswordHash(userID: user, from: "upgraded", to: "late upgrade of the old password")
+            #expect(try await store.user(id: user)?.passwordHash == "changed")
+            await store.shutdown()
+        }
+    }
+
     @Test(arguments: backends) func aDatabaseFromBeforeUpgradesWithItsUsers(backend: Backend) async throws {
         try await withDatabase(backend) { location in
             let old = try open(location)

@@ -29,8 +29,9 @@ extension Accounts {
             throw AuthError(kind: .invalidCredentials)
         }
         if result.upgrade {
-            // A hash of the earlier kind, verified exactly: replaced by one over every byte.
-            try await store.setPasswordHash(userID: user.id, hash: try await hashPassword(password))
+            // A hash of the earlier kind, verified exactly: replaced by one over every byte,
+            // unless the password was changed while this one was checked.
+            try await store.upgradePasswordHash(userID: user.id, from: storedHash, to: try await hashPassword(password))
         }
         // Said only to whoever knows the password.
         if user.disabled { throw AuthError(kind: .accountDisabled) }

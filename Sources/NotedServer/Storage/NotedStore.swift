@@ -20,8 +20,11 @@ public protocol NotedStore: OAuthStore {
     func createUser(_ user: UserAccount, now: Date) async throws -> Bool
     func user(usernameKey: String) async throws -> UserAccount?
     func user(id: String) async throws -> UserAccount?
-    /// Replaces a user's password hash (a hash of the earlier kind upgraded at sign-in).
+    /// Replaces a user's password hash (a new password).
     func setPasswordHash(userID: String, hash: String) async throws
+    /// Replaces a hash of the earlier kind, verified at sign-in, with a new one of the same
+    /// password: only if it is still `old`, so that a password changed meanwhile stays changed.
+    func upgradePasswordHash(userID: String, from old: String, to new: String) async throws
     /// Deletes the user and everything kept for them (records, revisions, `ccid` results,
     /// refresh tokens and their families, authorization codes, counters) in one transaction,
     /// after taking the user's `seq` lock so that no push is half-way; returns the ids of the
@@ -102,6 +105,9 @@ public protocol NotedStore: OAuthStore {
     func revision(userID: String, collection: String, id: String, rev: Int64, conflict: Bool) async throws -> RevisionInfo?
     /// Applies one validated change in one transaction and returns the answer and what to broadcast.
     func push(_ change: Change, context: PushContext) async throws -> PushResult
+    /// The changes of one push message of one user, each answered as `push(_:context:)` would,
+    /// in order (a store may commit them together: SQLite's group commit).
+    func push(_ changes: [(change: Change, context: PushContext)]) async throws -> [Result<PushResult, any Error>]
     /// Removes tombstones and `ccid` results past their retention.
     func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws
     /// Calls `handler` for every change committed by any server node sharing this database, in
@@ -116,6 +122,18 @@ public protocol NotedStore: OAuthStore {
 
 extension NotedStore {
     /// A page of changes for a pull that does not say it is part of a snapshot.
+    public func push(_ changes: [(change: Change, context: PushContext)]) async throws -> [Result<PushResult, any Error>] {
+        var results: [Result<PushResult, any Error>] = []
+        for (change, context) in changes {
+            do {
+                results.append(.success(try await push(change, context: context)))
+            } catch let error as ProtocolError {
+                results.append(.failure(error))
+            }
+        }
+        return results
+    }
+
     public func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage {
         try await changes(userID: userID, since: since, limit: limit, snapshot: false)
     }

@@ -260,6 +260,10 @@ public struct PostgresStore: NotedStore {
         try await client.query("UPDATE users SET password_hash = \(hash) WHERE id = \(userID)", logger: logger)
     }
 
+    public func upgradePasswordHash(userID: String, from old: String, to new: String) async throws {
+        try await client.query("UPDATE users SET password_hash = \(new) WHERE id = \(userID) AND password_hash = \(old)", logger: logger)
+    }
+
     private func firstUser(_ rows: PostgresRowSequence) async throws -> UserAccount? {
         for try await (id, username, key, hash, disabled, twoFactor) in rows.decode((String, String, String, String, Bool, Bool).self) {
             return UserAccount(id: id, username: username, usernameKey: key, passwordHash: hash, disabled: disabled, twoFactor: twoFactor)

@@ -6,6 +6,7 @@ import NotedCore
 public struct SQLiteStore: NotedStore {
     let pool: DatabasePool
     let processor: ChangeProcessor
+    let commits: SQLiteGroupCommit
 
     /// Opens (creating when needed) the database file at `path`.
     public init(path: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, quota: StorageQuota = .unlimited) throws {
@@ -20,6 +21,7 @@ public struct SQLiteStore: NotedStore {
         // enables WAL: set FULL again on the writer, or commits (acks) are not fsynced.
         try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept, quota: quota)
+        self.commits = SQLiteGroupCommit(pool: pool)
     }
 
     public func migrate() async throws {
@@ -170,6 +172,12 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
+    public func upgradePasswordHash(userID: String, from old: String, to new: String) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?", arguments: [new, userID, old])
+        }
+    }
+
     public func user(id: String) async throws -> UserAccount? {
         try await pool.read { db in
             try Row.fetchOne(db, sql: "SELECT \(Self.userColumns) FROM users WHERE id = ?", arguments: [id])
@@ -299,33 +307,41 @@ public struct SQLiteStore: NotedStore {
     }
 
     public func push(_ change: Change, context: PushContext) async throws -> PushResult {
-        do {
-            return try await pushTransaction(change, context: context)
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_FULL {
-            // A full disk: the transaction rolled back, nothing was stored. The change is
-            // answered `rate_limited` (the retryable reject code: every client resends it
-            // later, unchanged) and the server keeps serving; found by scripts/faults.
-            throw ProtocolError(.rateLimited, "the server's storage is full; nothing was stored; retry later")
-        }
+        try await push([(change, context)])[0].get()
     }
 
-    /// The push algorithm (``PushAlgorithm``) over one write transaction: the single writer
-    /// serializes pushes. Every statement goes through `cachedStatement`: prepared once per
-    /// connection, not parsed and authorized again for every change.
-    private func pushTransaction(_ change: Change, context: PushContext) async throws -> PushResult {
+    /// The changes of one push message, in order, through group commit: with other users'
+    /// pushes waiting, usually one transaction (one fsync) for all of them.
+    public func push(_ changes: [(change: Change, context: PushContext)]) async throws -> [Result<PushResult, any Error>] {
         let algorithm = PushAlgorithm(processor: processor)
-        // Decided on a reader, outside the single writer (see ``PushAlgorithm``).
-        let prepared = try await pool.read { db in
-            var reads = Reads(db: db, userID: context.userID, change: change)
-            return try algorithm.prepare(change, context: context, reads: &reads)
-        }
-        return try await pool.write { db in
-            var reads = Reads(db: db, userID: context.userID, change: change)
-            let (result, writes) = try algorithm.run(change, context: context, reads: &reads, prepared: prepared)
-            for write in writes {
-                try Self.execute(write, userID: context.userID, in: db)
+        var works: [SQLiteGroupCommit.Work] = []
+        for (change, context) in changes {
+            // Decided on a reader, outside the single writer (see ``PushAlgorithm``); an earlier
+            // change of the same record in this batch makes the writer decide again.
+            // If it cannot be decided there, the writer decides (as it would anyway).
+            let prepared = try? await pool.read { db in
+                var reads = Reads(db: db, userID: context.userID, change: change)
+                return try algorithm.prepare(change, context: context, reads: &reads)
             }
-            return result
+            works.append { db in
+                var reads = Reads(db: db, userID: context.userID, change: change)
+                let (result, writes) = try algorithm.run(change, context: context, reads: &reads, prepared: prepared)
+                for write in writes {
+                    try Self.execute(write, userID: context.userID, in: db)
+                }
+                return result
+            }
+        }
+        return await commits.run(works).map { outcome in
+            outcome.mapError { error in
+                // A full disk: the transaction rolled back, nothing was stored. The change is
+                // answered `rate_limited` (the retryable reject code: every client resends it
+                // later, unchanged) and the server keeps serving; found by scripts/faults.
+                if let error = error as? DatabaseError, error.resultCode == .SQLITE_FULL {
+                    return ProtocolError(.rateLimited, "the server's storage is full; nothing was stored; retry later")
+                }
+                return error
+            }
         }
     }
 

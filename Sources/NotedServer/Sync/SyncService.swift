@@ -31,31 +31,50 @@ struct SyncService: Sendable {
     }
 
     private func pushInTurn(changes: [JSONValue], userID: String, device: String?, session: UUID?, rid: RequestID?, logger: Logger) async throws -> [JSONValue] {
-        var replies: [JSONValue] = []
-        replies.reserveCapacity(changes.count)
+        let started = ContinuousClock.now
+        // Parsed first; the valid ones go to the store together, in order (one transaction on
+        // SQLite, usually: group commit), and every answer takes its place.
+        var parsed: [(change: Change, context: PushContext)] = []
+        var replies: [ServerMessage?] = []
+        var positions: [Int] = []
         for raw in changes {
-            let started = ContinuousClock.now
-            let reply: ServerMessage
             do {
                 let change = try parser.parse(raw)
                 let hash = SHA256.hash(data: Data(change.json.jsonString.utf8)).lowercaseHex
-                let result = try await store.push(change, context: PushContext(userID: userID, device: device, now: Date(), bodyHash: hash))
-                reply = result.reply
-                if let broadcast = result.broadcast {
-                    hub.publish(user: userID, message: ServerMessage.change(broadcast).json, except: session)
-                }
-                logger.debug("change answered", metadata: [
-                    "ccid": .string(change.ccid), "record": .string(change.id), "result": .string(result.status),
-                ])
-            } catch let error as ProtocolError {
-                reply = .reject(Reject(error, identity: ChangeParser.identity(of: raw)))
+                parsed.append((change: change, context: PushContext(userID: userID, device: device, now: Date(), bodyHash: hash)))
+                positions.append(replies.count)
+                replies.append(nil)
+            } catch {
+                replies.append(ServerMessage.reject(Reject(error, identity: ChangeParser.identity(of: raw))))
                 logger.debug("change rejected", metadata: ["code": .string(error.code.rawValue)])
             }
-            metrics.countResult(reply)
-            metrics.pushToAck.record(ContinuousClock.now - started)
-            replies.append(reply.with(rid: rid).json)
         }
-        return replies
+        let results = try await store.push(parsed)
+        for index in results.indices {
+            let change = parsed[index].change
+            let result: PushResult
+            do {
+                result = try results[index].get()
+            } catch let error as ProtocolError {
+                replies[positions[index]] = ServerMessage.reject(Reject(error, identity: ChangeParser.identity(of: change.json)))
+                logger.debug("change rejected", metadata: ["code": .string(error.code.rawValue)])
+                continue
+            }
+            replies[positions[index]] = result.reply
+            if let broadcast = result.broadcast {
+                hub.publish(user: userID, message: ServerMessage.change(broadcast).json, except: session)
+            }
+            logger.debug("change answered", metadata: [
+                "ccid": .string(change.ccid), "record": .string(change.id), "result": .string(result.status),
+            ])
+        }
+        let elapsed = ContinuousClock.now - started
+        return replies.map { reply in
+            let reply = reply!
+            metrics.countResult(reply)
+            metrics.pushToAck.record(elapsed)
+            return reply.with(rid: rid).json
+        }
     }
 
     /// Rejects every change of a push with the same error (rate limiting).
