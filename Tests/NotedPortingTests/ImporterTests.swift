@@ -10,6 +10,19 @@ import Testing
         ImportSource(origin: "test", files: files.map { ImportSource.File(path: $0.key, data: Data($0.value.utf8)) }.sorted { $0.path < $1.path })
     }
 
+    /// A date the notes cannot hold (a damaged export: before 1970, after 9999) is dropped,
+    /// and the note imported.
+    @Test func aDateOutOfRangeIsDroppedNotTheNote() throws {
+        let export = """
+            {"activeNotes": [{"id": "a", "content": "Old\\nbody", "creationDate": "1969-12-31T23:59:59.000Z", "lastModified": "2024-01-01T00:00:00.000Z"}],
+             "trashedNotes": []}
+            """
+        let result = try Importer.read(source(["notes.json": export]), as: .simplenote)
+        #expect(result.notes.count == 1 && result.notes.first?.note.title == "Old")
+        #expect(result.notes.first?.note.created == nil)
+        #expect(result.notes.first?.note.updated == Date(timeIntervalSince1970: 1_704_067_200))
+    }
+
     @Test func idsAreVersion5UUIDsStableAcrossRunsAndDistinctAcrossSources() {
         let a = Importer.noteID(format: .simplenote, sourceID: "abc")
         #expect(a == Importer.noteID(format: .simplenote, sourceID: "abc"))

@@ -157,6 +157,15 @@ def test_bad_uploads_are_refused_clearly_and_write_nothing(server):
     assert unknown.status_code == 400 and "simplenote" in unknown.json()["message"]
     too_big = upload(server, auth, b"x" * 3_000_001, "notes.md")
     assert too_big.status_code == 413 and too_big.json()["error"] == "too_large", too_big.text
+    # A small zip that unpacks to far more than the server takes (4 × --max-import-bytes).
+    import io
+    import zipfile
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("notes/big.md", b"\n" * 20_000_000)
+    assert len(packed.getvalue()) < 3_000_000
+    bomb = upload(server, auth, packed.getvalue(), "export.zip")
+    assert bomb.status_code == 400 and "uncompressed" in bomb.json()["message"], bomb.text
     bad_name = upload(server, auth, b"# hi", "../../etc/passwd")
     assert bad_name.status_code == 400
     assert requests.post(server + "/v1/import?name=a.md", data=b"# hi").status_code == 401

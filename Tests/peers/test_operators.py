@@ -127,6 +127,15 @@ def test_disable_enable_reset_and_delete_beside_a_running_server(server):
     assert sign_in(base, "ada", temporary).status_code == 200
     assert requests.get(base + "/v1/account", headers={"Authorization": "Bearer " + again.json()["access_token"]}).status_code == 401
 
+    # A username that is another account's id: the operator is told, nothing is done.
+    bob_id = [u["id"] for u in map(json.loads, admin(data, "users", "list", "--json").stdout.splitlines()) if u["username"] == "bob"][0]
+    register(base, bob_id)
+    ambiguous = admin(data, "users", "disable", bob_id, check=False)
+    assert ambiguous.returncode == 1 and "give that id instead" in ambiguous.stderr, ambiguous.stderr
+    assert sign_in(base, "bob").status_code == 200 and sign_in(base, bob_id).status_code == 200
+    # A mistyped data directory is said so, not answered with an empty list.
+    assert "no database at" in admin(os.path.join(data, "nope"), "users", "list", check=False).stderr
+
     # Unknown accounts and missing confirmations are one clear line, nothing changed.
     unknown = admin(data, "users", "disable", "nobody", check=False)
     assert unknown.returncode == 1 and unknown.stderr.strip() == "Error: no account nobody on this server", unknown.stderr
@@ -140,7 +149,7 @@ def test_disable_enable_reset_and_delete_beside_a_running_server(server):
     assert said["type"] == "error" and "deleted" in said["message"], said
     assert sign_in(base, "ada", temporary).status_code == 401
     register(base, "ada")  # the name is free again
-    assert [u["username"] for u in map(json.loads, admin(data, "users", "list", "--json").stdout.splitlines())] == ["ada", "bob"]
+    assert sorted(u["username"] for u in map(json.loads, admin(data, "users", "list", "--json").stdout.splitlines())) == sorted(["ada", "bob", bob_id])
 
 
 def test_a_backup_taken_while_writing_restores_into_a_fresh_server(server):

@@ -249,3 +249,25 @@ def test_the_cli_enrols_and_signs_in_with_otp(server):
     noted(home, "--server", base, "login", "--username", username, "--password-stdin", "--otp", codes[3], stdin=password + "\n")
     noted(home, "account", "2fa", "disable", stdin=f"{password}\n{codes[4]}\n")
     assert noted(home, "account", "2fa").stdout.strip() == "two-factor sign-in is off"
+
+
+def test_a_half_done_sign_in_ends_when_the_password_is_reset_or_two_factor_turned_off(server):
+    """The code form's step is bound to the password checked and to two-factor being on: an
+    operator's reset (with --turn-off-2fa) in between leaves the old password's step useless."""
+    base, data = server["base"], server["data"]
+    username, password = register(base)
+    enrol(base, username, password)
+    redirect = "http://127.0.0.1:54331/callback"
+    client = OAuth2Session(client_id="noted-cli", redirect_uri=redirect, code_challenge_method="S256", token_endpoint_auth_method="none")
+    url, _ = client.create_authorization_url(base + "/oauth/authorize", code_verifier=secrets.token_urlsafe(48))
+    browser = requests.Session()
+    parser = HiddenFields()
+    parser.feed(browser.get(url).text)
+    code_page = browser.post(base + "/oauth/authorize", data=dict(parser.fields, username=username, password=password), allow_redirects=False)
+    assert "Authentication code" in code_page.text
+    parser = HiddenFields()
+    parser.feed(code_page.text)
+    reset = subprocess.run([BIN, "users", "reset-password", username, "--turn-off-2fa", "--data", data], capture_output=True, text=True, timeout=60)
+    assert reset.returncode == 0, reset.stderr
+    late = browser.post(base + "/oauth/authorize", data=dict(parser.fields, otp="000000"), allow_redirects=False)
+    assert late.status_code == 400 and "expired" in late.text, late.status_code

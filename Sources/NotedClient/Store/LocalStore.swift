@@ -186,17 +186,18 @@ public struct LocalStore: Sendable {
                 """)
         }
         migrator.registerMigration("v7: sync flags") { db in
-            // The pending state's flags beside it, indexed (see `RecordRow.pending`), filled in
-            // from what v6 wrote. The index holds what the outbox filters on (collection, id),
-            // so that skipping the changes already sent reads no record: they are long (the
-            // fields, twice, and the change in flight) and each read walked their pages.
+            // The pending state's flags, computed from `sync` by SQLite itself (a generated
+            // column, so nothing can write one without the other) and indexed (see
+            // `RecordRow.pending`). The index holds what the outbox filters on (collection,
+            // id), so that skipping the changes already sent reads no record: they are long
+            // (the fields, twice, and the change in flight) and each read walked their pages.
             try db.execute(sql: """
-                ALTER TABLE record ADD COLUMN syncFlags INTEGER NOT NULL DEFAULT 0;
-                UPDATE record SET syncFlags =
-                    (CASE WHEN json_extract(sync, '$.edited') THEN \(SyncState.editedFlag) ELSE 0 END)
-                  | (CASE WHEN json_extract(sync, '$.purging') THEN \(SyncState.purgingFlag) ELSE 0 END)
-                  | (CASE WHEN json_extract(sync, '$.inflight') IS NOT NULL THEN \(SyncState.inflightFlag) ELSE 0 END)
-                WHERE sync IS NOT NULL;
+                ALTER TABLE record ADD COLUMN syncFlags INTEGER GENERATED ALWAYS AS (
+                    CASE WHEN sync IS NULL THEN 0 ELSE
+                        (CASE WHEN json_extract(sync, '$.edited') THEN \(SyncState.editedFlag) ELSE 0 END)
+                      | (CASE WHEN json_extract(sync, '$.purging') THEN \(SyncState.purgingFlag) ELSE 0 END)
+                      | (CASE WHEN json_extract(sync, '$.inflight') IS NOT NULL THEN \(SyncState.inflightFlag) ELSE 0 END)
+                    END) VIRTUAL;
                 CREATE INDEX record_by_sync_flags ON record(syncFlags, rowKey, collection, id) WHERE syncFlags <> 0;
                 """)
             // A record is written whole (every column), so the search index was rebuilt for it

@@ -55,14 +55,13 @@ struct RecordRow: Sendable, FetchableRecord, MutablePersistableRecord {
         container["createdAt"] = createdAt
         container["updatedAt"] = updatedAt
         container["sync"] = state == .synced ? nil : state.json.jsonString
-        container["syncFlags"] = state.flags
     }
 
     /// SQL: the record is not being purged (so the user sees it).
     static let visible = "(record.syncFlags & \(SyncState.purgingFlag)) = 0"
-    /// SQL: the record is pending (`SyncState.pending`). The `syncFlags` column mirrors the
-    /// state's flags in a small indexed column: reading `sync` meant reading the whole row (it
-    /// comes after the fields), for every row, on every sync step.
+    /// SQL: the record is pending (`SyncState.pending`). The `syncFlags` column (generated from
+    /// `sync`, indexed) answers it from the index: reading `sync` meant reading the whole row
+    /// (it comes after the fields), for every row, on every sync step.
     static let pending = "record.syncFlags <> 0"
     /// SQL: the record has a change in flight.
     static let inflight = "record.syncFlags <> 0 AND (record.syncFlags & \(SyncState.inflightFlag)) <> 0"

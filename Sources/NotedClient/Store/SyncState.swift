@@ -66,6 +66,7 @@ struct SyncState: Hashable, Sendable {
 
     var pending: Bool { edited || inflight != nil || purging }
 
+    /// The bits of the record's `syncFlags` column (generated from `sync`: client migration v7).
     static let editedFlag = 1
     static let purgingFlag = 2
     static let inflightFlag = 4
@@ -73,11 +74,6 @@ struct SyncState: Hashable, Sendable {
     static let inflightFlags = (0...7).filter { $0 & inflightFlag != 0 }
     static let waitingFlags = (0...7).filter { $0 & (editedFlag | inflightFlag) == editedFlag }
 
-    /// `edited`, `purging` and a change in flight as bits: the record's `syncFlags` column,
-    /// indexed, which the outbox and the pending count read instead of `sync`.
-    var flags: Int {
-        (edited ? Self.editedFlag : 0) | (purging ? Self.purgingFlag : 0) | (inflight != nil ? Self.inflightFlag : 0)
-    }
 
     /// The newest revision held: the shadow's, or one seen while a change was in flight.
     func heldRev(shadowRev: Int64) -> Int64 {

@@ -48,8 +48,9 @@ public struct ImportSource: Sendable {
     }
 
     /// Reads one file's bytes (an upload): an archive, by its content or its `name`, or the
-    /// file itself.
-    public static func load(_ data: Data, name: String, origin: String? = nil) throws -> ImportSource {
+    /// file itself. An archive may unpack to at most `unpackedLimit` bytes (a server takes
+    /// less than a person's own machine: a small zip can unpack to gigabytes).
+    public static func load(_ data: Data, name: String, origin: String? = nil, unpackedLimit: Int = maxBytes) throws -> ImportSource {
         let origin = origin ?? name
         guard data.count <= maxBytes else { throw ImportError(origin, "larger than 2 GiB; pick the export itself") }
         let lower = name.lowercased()
@@ -60,12 +61,12 @@ public struct ImportSource: Sendable {
             return ImportSource(origin: origin, files: try Tar.files(data, origin: origin))
         }
         if data.starts(with: [0x50, 0x4b, 0x03, 0x04]) || lower.hasSuffix(".zip") {
-            return ImportSource(origin: origin, files: try unzip(data, origin: origin))
+            return ImportSource(origin: origin, files: try unzip(data, origin: origin, limit: min(unpackedLimit, maxBytes)))
         }
         return ImportSource(origin: origin, files: [File(path: name, data: data)])
     }
 
-    private static func unzip(_ data: Data, origin path: String) throws -> [File] {
+    private static func unzip(_ data: Data, origin path: String, limit: Int) throws -> [File] {
         let archive: Archive
         do {
             archive = try Archive(data: data, accessMode: .read)
@@ -82,7 +83,10 @@ public struct ImportSource: Sendable {
                 _ = try archive.extract(entry, skipCRC32: false) { chunk in
                     data.append(chunk)
                     total += chunk.count
-                    if total > maxBytes { throw ImportError(path, "more than 2 GiB uncompressed; pick the export itself") }
+                    if total > limit {
+                        throw ImportError(path, limit == maxBytes ? "more than 2 GiB uncompressed; pick the export itself"
+                                                                  : "more than \(limit) bytes uncompressed, the most this server unpacks")
+                    }
                 }
             } catch let error as ImportError {
                 throw error

@@ -44,7 +44,11 @@ public enum Importer {
         // One note per id: an export that names one twice keeps the last.
         var seen: [String: Int] = [:]
         var unique: [Imported] = []
-        for item in result.notes {
+        for var item in result.notes {
+            // A date Noted cannot hold (before 1970, after 9999: a damaged export) is dropped,
+            // not the note.
+            item.note.created = item.note.created.flatMap(Self.holdable)
+            item.note.updated = item.note.updated.flatMap(Self.holdable)
             if let at = seen[item.note.id] {
                 unique[at] = item
             } else {
@@ -54,6 +58,12 @@ public enum Importer {
         }
         result.notes = unique
         return result
+    }
+
+    /// `date` if the notes' date fields can hold it (docs/protocol.md section 1).
+    static func holdable(_ date: Date) -> Date? {
+        let millis = date.timeIntervalSince1970 * 1000
+        return millis >= 0 && millis <= Double(CollectionSchema.latestDate) ? date : nil
     }
 
     /// The format of an export, from its files' names and first bytes.

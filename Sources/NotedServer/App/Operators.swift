@@ -20,7 +20,11 @@ public struct Operators: Sendable {
         init(_ description: String) { self.description = description }
     }
 
-    private func withStore<T>(_ body: (any NotedStore) async throws -> T) async throws -> T {
+    private func withStore<T>(creating: Bool = false, _ body: (any NotedStore) async throws -> T) async throws -> T {
+        // A mistyped --data would otherwise make an empty database and report no accounts.
+        if !creating, case .sqlite(let path) = configuration.databaseLocation, !FileManager.default.fileExists(atPath: path) {
+            throw Failure("no database at \(path): give the server's --data (or --database)")
+        }
         let store = try await openStore(configuration, logger: logger)
         do {
             let result = try await body(store)
@@ -32,11 +36,19 @@ public struct Operators: Sendable {
         }
     }
 
-    /// The account a command names: its username (any case) or its id.
+    /// The account a command names: its id, or its username (any case). A name that is both
+    /// one account's id and another's username is refused: anyone may register a username
+    /// that looks like an id (the ids appear in logs), and the operator must not hit the wrong one.
     private func account(_ name: String, in store: any NotedStore) async throws -> UserAccount {
-        if let user = try await store.user(usernameKey: name.lowercased()) { return user }
-        if UUIDText.isCanonical(name), let user = try await store.user(id: name) { return user }
-        throw Failure("no account \(name) on this server")
+        let byID = UUIDText.isCanonical(name) ? try await store.user(id: name) : nil
+        let byName = try await store.user(usernameKey: name.lowercased())
+        switch (byID, byName) {
+        case let (id?, named?) where id.id != named.id:
+            throw Failure("\(name) is the id of \(id.username) and the username of another account (id \(named.id)): give that id instead")
+        case let (id?, _): return id
+        case let (nil, named?): return named
+        case (nil, nil): throw Failure("no account \(name) on this server")
+        }
     }
 
     public func users() async throws -> [UserSummary] {
@@ -150,20 +162,14 @@ public struct Operators: Sendable {
         } catch let error as DatabaseError {
             throw Failure("\(path) is not a Noted backup: \(error.message ?? "\(error)")")
         }
-        var keptAs: String?
-        if FileManager.default.fileExists(atPath: target) {
-            guard replace else {
-                throw Failure("\(target) exists; stop the server and give --replace (the database there is kept beside it, renamed)")
-            }
-            let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
-            let aside = target + ".before-restore-" + stamp
-            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: target + suffix) {
-                try FileManager.default.moveItem(atPath: target + suffix, toPath: aside + suffix)
-            }
-            keptAs = aside
+        let exists = FileManager.default.fileExists(atPath: target)
+        guard !exists || replace else {
+            throw Failure("\(target) exists; stop the server and give --replace (the database there is kept beside it, renamed)")
         }
         let directory = (target as NSString).deletingLastPathComponent
         try DataDirectory.secure(directory: directory.isEmpty ? "." : directory, database: target, logger: logger)
+        // The copy is made whole beside the target first; only then is the database there
+        // moved aside and the copy put in its place, so that a failed copy changes nothing.
         let temporary = target + ".partial-\(UUID().uuidString.prefix(8))"
         FileManager.default.createFile(atPath: temporary, contents: nil, attributes: [.posixPermissions: 0o600])
         do {
@@ -171,13 +177,26 @@ public struct Operators: Sendable {
             try from.backup(to: to)
             try to.close()
             try from.close()
-            try Self.durablyRename(temporary, to: target)
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
             throw error
         }
+        var keptAs: String?
+        if exists {
+            let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+            let aside = target + ".before-restore-" + stamp
+            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: target + suffix) {
+                try FileManager.default.moveItem(atPath: target + suffix, toPath: aside + suffix)
+            }
+            keptAs = aside
+        }
+        do {
+            try Self.durablyRename(temporary, to: target)
+        } catch {
+            throw Failure("\(error); the database that was there is \(keptAs ?? "untouched"), the copy \(temporary)")
+        }
         // A backup of an earlier version: brought up to this one now, as a start would.
-        try await withStore { _ in }
+        try await withStore(creating: true) { _ in }
         return (users, keptAs)
     }
 

@@ -258,6 +258,9 @@ struct SecondFactorClaims: JWTPayload {
     var aud: AudienceClaim
     var exp: ExpirationClaim
     var jti: IDClaim
+    /// A digest of the password hash the password was checked against: a password changed or
+    /// reset since ends the half-done sign-in.
+    var pwd: String
 
     func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
@@ -268,24 +271,30 @@ extension AccessTokens {
     static let secondFactorLifetime: TimeInterval = 300
     var secondFactorAudience: String { issuer + "#second-factor" }
 
-    func issueSecondFactorStep(userID: String, now: Date = Date()) async throws -> String {
+    func issueSecondFactorStep(userID: String, passwordHash: String, now: Date = Date()) async throws -> String {
         let claims = SecondFactorClaims(
             iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: userID), aud: AudienceClaim(value: [secondFactorAudience]),
-            exp: ExpirationClaim(value: now.addingTimeInterval(Self.secondFactorLifetime)), jti: IDClaim(value: UUID().uuidString.lowercased()))
+            exp: ExpirationClaim(value: now.addingTimeInterval(Self.secondFactorLifetime)), jti: IDClaim(value: UUID().uuidString.lowercased()),
+            pwd: Self.passwordMark(passwordHash))
         var header = JWTHeader()
         header.typ = Self.secondFactorType
         header.alg = "ES256"
         return try await keys.sign(claims, kid: JWKIdentifier(string: kid), header: header)
     }
 
-    /// The user of a sign-in half done, if `token` is one of this server's and unexpired.
-    func verifySecondFactorStep(_ token: String, now: Date = Date()) async -> String? {
+    static func passwordMark(_ hash: String) -> String {
+        String(Accounts.hash("noted second factor " + hash).prefix(32))
+    }
+
+    /// The user of a sign-in half done and the mark of the password hash it was checked
+    /// against, if `token` is one of this server's and unexpired.
+    func verifySecondFactorStep(_ token: String, now: Date = Date()) async -> (userID: String, passwordMark: String)? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard token.utf8.count < 4096, parts.count == 3, let header = Self.json(parts[0]),
               header["typ"]?.stringValue == Self.secondFactorType, header["alg"]?.stringValue == "ES256",
               let claims = try? await keys.verify(token, as: SecondFactorClaims.self),
               claims.iss.value == issuer, claims.aud.value.contains(secondFactorAudience), claims.exp.value > now
         else { return nil }
-        return claims.sub.value
+        return (claims.sub.value, claims.pwd)
     }
 }

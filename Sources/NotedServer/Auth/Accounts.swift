@@ -132,6 +132,12 @@ public struct Accounts: Sendable {
                 try await revoked(family.id)
                 throw AuthError(kind: .invalidGrant)
             }
+            // A sign-in that raced the operator disabling the account ends here.
+            if try await store.user(id: family.userID)?.disabled ?? true {
+                try await store.revokeRefreshFamily(id: family.id, now: now)
+                try await revoked(family.id)
+                throw AuthError(kind: .invalidGrant)
+            }
             let access = try await tokens.issue(userID: family.userID, clientID: family.clientID, sessionID: family.id, now: now)
             return TokenResponse(accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: replacement)
         case .reused(let familyID):

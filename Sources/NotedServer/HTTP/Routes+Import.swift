@@ -3,6 +3,8 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
 import NotedCore
 import NotedPorting
 
@@ -13,6 +15,9 @@ extension Routes {
     func addImportRoute(to router: Router<NotedRequestContext>) {
         let limiter = RateLimiter(limit: 10, window: 60)
         let running = NIOLockedValueBox(Set<String>())
+        // Reading an export takes a core and up to a few times its size in memory: at most
+        // this many at once on a node, the rest asked to come back.
+        let atOnce = max(1, System.coreCount - 1)
         router.post("/v1/import") { request, context -> Response in
             let user = try await authenticate(request)
             let query = request.uri.queryParameters
@@ -32,9 +37,21 @@ extension Routes {
             } catch {
                 throw APIError(error)
             }
-            // One import of a user at a time: a second would only race the first for the same ids.
-            guard running.withLockedValue({ $0.insert(user.userID).inserted }) else {
+            // One import of a user at a time (a second would only race the first for the same
+            // ids), and a few on the node.
+            let admitted = running.withLockedValue { running -> Bool? in
+                guard !running.contains(user.userID) else { return nil }
+                guard running.count < atOnce else { return false }
+                running.insert(user.userID)
+                return true
+            }
+            guard let admitted else {
                 throw APIError(.conflict, "import_running", "an import of this account is running; wait for it to end")
+            }
+            guard admitted else {
+                var busy = APIError(.serviceUnavailable, "import_busy", "the server is reading other imports; try again in a minute")
+                busy.headers[.retryAfter] = "30"
+                throw busy
             }
             defer { running.withLockedValue { _ = $0.remove(user.userID) } }
             let body: ByteBuffer
@@ -45,7 +62,13 @@ extension Routes {
             }
             let result: Importer.Result
             do {
-                result = try Importer.read(try ImportSource.load(Data(buffer: body), name: name), as: format)
+                // On a thread of its own: reading takes seconds of CPU for a large export, which
+                // the tasks serving every connection must not wait behind.
+                let unpacked = configuration.maxImportBytes * 4
+                let chosen = format
+                result = try await NIOThreadPool.singleton.runIfActive {
+                    try Importer.read(try ImportSource.load(Data(buffer: body), name: name, unpackedLimit: unpacked), as: chosen)
+                }
             } catch let error as ImportError {
                 throw APIError(.badRequest, "bad_import", error.description)
             }

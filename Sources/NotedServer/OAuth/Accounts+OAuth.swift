@@ -24,14 +24,16 @@ extension Accounts {
         } catch is PasswordHasher.Busy {
             throw AuthError(kind: .rateLimited(retryAfter: 1))
         }
-        guard let user, result.matches else {
+        guard var user, result.matches else {
             limiter.recordFailure(keys: keys)
             throw AuthError(kind: .invalidCredentials)
         }
         if result.upgrade {
             // A hash of the earlier kind, verified exactly: replaced by one over every byte,
             // unless the password was changed while this one was checked.
-            try await store.upgradePasswordHash(userID: user.id, from: storedHash, to: try await hashPassword(password))
+            let upgraded = try await hashPassword(password)
+            try await store.upgradePasswordHash(userID: user.id, from: storedHash, to: upgraded)
+            user.passwordHash = upgraded
         }
         // Said only to whoever knows the password.
         if user.disabled { throw AuthError(kind: .accountDisabled) }

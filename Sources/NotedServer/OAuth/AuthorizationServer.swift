@@ -72,7 +72,7 @@ struct AuthorizationServer: Sendable {
     func authorize(_ request: Request, username: String, password: String, address: String) async throws -> SignInOutcome {
         let user = try await accounts.verifyPassword(username: username, password: password, address: address)
         if user.twoFactor {
-            return .secondFactor(step: try await accounts.tokens.issueSecondFactorStep(userID: user.id))
+            return .secondFactor(step: try await accounts.tokens.issueSecondFactorStep(userID: user.id, passwordHash: user.passwordHash))
         }
         return .redirect(try await issueCode(request, userID: user.id))
     }
@@ -87,7 +87,11 @@ struct AuthorizationServer: Sendable {
     /// The code form of a sign-in whose password was right: the redirect once `code` is; nil
     /// when the step is not valid (expired, forged, or the account gone).
     func finishSecondFactor(_ request: Request, step: String, code: String, address: String) async throws -> String? {
-        guard let userID = await accounts.tokens.verifySecondFactorStep(step), let user = try await store.user(id: userID), !user.disabled else {
+        // Still the password that was checked, and still an account that asks a code: a
+        // password reset (or two-factor turned off by the operator) since ends this sign-in.
+        guard let (userID, mark) = await accounts.tokens.verifySecondFactorStep(step), let user = try await store.user(id: userID), !user.disabled,
+              user.twoFactor, constantTimeEqual(mark, AccessTokens.passwordMark(user.passwordHash))
+        else {
             return nil
         }
         try await accounts.verifySecondFactor(user, code: code, address: address)
@@ -143,6 +147,10 @@ struct AuthorizationServer: Sendable {
             }
             guard PKCE.verify(verifier, challenge: stored.challenge) else {
                 throw OAuthError.invalidGrant("code_verifier does not match the code challenge")
+            }
+            // Disabled (or deleted) since the code was issued: a sign-in racing the operator.
+            guard let user = try await store.user(id: stored.userID), !user.disabled else {
+                throw OAuthError.invalidGrant("the account is disabled")
             }
             return try await accounts.issueTokens(userID: stored.userID, clientID: clientID, device: nil, familyID: familyID).0
         }
