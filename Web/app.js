@@ -29,7 +29,7 @@ const $ = (id) => document.getElementById(id);
 const ui = {
   signedOut: $("signed-out"), app: $("app"), signIn: $("sign-in"), signInError: $("sign-in-error"), signedOutReason: $("signed-out-reason"),
   newNote: $("new-note"), sync: $("sync-status"), account: $("account"), signOut: $("sign-out"), search: $("search"),
-  filter: $("filter"), notes: $("notes"), notesScroll: $("notes-scroll"), empty: $("empty"), editor: $("editor"), back: $("back"),
+  filter: $("filter"), sort: $("sort"), notes: $("notes"), notesScroll: $("notes-scroll"), empty: $("empty"), editor: $("editor"), back: $("back"),
   pin: $("pin"), trash: $("trash"), restore: $("restore"), purge: $("purge"),
   historyToggle: $("history-toggle"), history: $("history"), revisions: $("revisions"),
   title: $("title"), body: $("body"), folder: $("folder"), tags: $("tags"), toast: $("toast"),
@@ -842,6 +842,22 @@ function wireApp() {
   ui.newNote.addEventListener("click", () => createNote());
   ui.search.addEventListener("input", () => schedule("list"));
   ui.filter.addEventListener("change", () => schedule("list"));
+  // The list's order, kept for the next visit (a preference, not a note: not synced).
+  try {
+    if (localStorage.getItem("noted.sort") === "created") ui.sort.value = "created";
+  } catch {
+    // Storage refused (a private window): the default order.
+  }
+  index.orderBy(ui.sort.value);
+  ui.sort.addEventListener("change", () => {
+    index.orderBy(ui.sort.value);
+    try {
+      localStorage.setItem("noted.sort", ui.sort.value);
+    } catch {
+      // As above.
+    }
+    schedule("list");
+  });
   ui.title.addEventListener("input", onType);
   ui.body.addEventListener("input", onType);
   ui.folder.addEventListener("change", () => edit(draft && draft.id, (f) => ({ ...f, folder: ui.folder.value.trim() || null })));

@@ -33,8 +33,10 @@ export function summarize(record) {
     folder: f.folder,
     pinned: f.pinned,
     trashed: f.trashed,
-    // An imported note's own modification date until it is edited here (its `modified`).
+    // An imported note's own modification date until it is edited here (its `modified`), and
+    // its own creation date (its `created`).
     updatedAt: typeof f.modified === "number" ? f.modified : Date.parse(record.updatedAt) || 0,
+    createdAt: typeof f.created === "number" ? f.created : Date.parse(record.createdAt) || 0,
     pending: isPending(record),
     refusal: record.refusal || null, // { code, message } of a change the server refused for good
     purged: Boolean(record.purged),
@@ -44,6 +46,11 @@ export function summarize(record) {
 /** List order: pinned first, then the most recently changed, then by id (as the native client). */
 export function compare(a, b) {
   return (b.pinned - a.pinned) || (b.updatedAt - a.updatedAt) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+/** The other list order: pinned first, then the latest written (`noted list --sort created`). */
+export function compareCreated(a, b) {
+  return (b.pinned - a.pinned) || (b.createdAt - a.createdAt) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 
 function bump(map, key, by) {
@@ -62,6 +69,17 @@ export class NoteIndex {
     this.nextDoc = 0;
     this.version = 0; // changes when what a query returns may have changed
     this.facets = 0; // changes when the counts changed
+    this.compare = compare; // the list order: `compare` or `compareCreated`
+  }
+
+  /** Orders the list by "updated" (the default) or "created"; every entry is placed again. */
+  orderBy(by) {
+    const next = by === "created" ? compareCreated : compare;
+    if (next === this.compare) return;
+    this.compare = next;
+    for (const entry of this.order) this.unordered.add(entry);
+    this.order = [];
+    this.version++;
   }
 
   get size() {
@@ -81,7 +99,7 @@ export class NoteIndex {
     if (old) {
       if (summary.lv <= old.lv) return null;
       this.count(old, -1);
-      const moved = compare(old, summary) !== 0 || old.purged !== summary.purged;
+      const moved = this.compare(old, summary) !== 0 || old.purged !== summary.purged;
       Object.assign(old, summary);
       this.count(old, 1);
       if (moved) this.unordered.add(old);
@@ -149,7 +167,7 @@ export class NoteIndex {
     const keep = this.order.filter((e) => !changed.has(e));
     const add = [];
     for (const e of changed) if (!e.removed && !e.purged && this.entries.get(e.id) === e) add.push(e);
-    add.sort(compare);
+    add.sort(this.compare);
     if (add.length === 0) {
       this.order = keep;
       return keep;
@@ -158,7 +176,7 @@ export class NoteIndex {
     let i = 0;
     let j = 0;
     let k = 0;
-    while (i < keep.length && j < add.length) out[k++] = compare(keep[i], add[j]) <= 0 ? keep[i++] : add[j++];
+    while (i < keep.length && j < add.length) out[k++] = this.compare(keep[i], add[j]) <= 0 ? keep[i++] : add[j++];
     while (i < keep.length) out[k++] = keep[i++];
     while (j < add.length) out[k++] = add[j++];
     this.order = out;

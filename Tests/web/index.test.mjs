@@ -93,6 +93,26 @@ test("index: order, counts, out-of-order events, removal", () => {
   assert.equal(ix.query("all")[0].title, "A!");
 });
 
+test("index: by date written or last changed, imported dates counting as the note's", () => {
+  const ix = new NoteIndex();
+  // "old": written in 2015 elsewhere (its `created`), changed last week; "new": written here
+  // yesterday, changed long ago by its own `modified`; "pin": pinned, first either way.
+  ix.put(summarize(rec("old", 1, { title: "Old", created: Date.parse("2015-01-01T00:00:00Z") }, "2024-06-01T00:00:00Z",
+    { createdAt: "2024-05-01T00:00:00Z" })));
+  ix.put(summarize(rec("new", 1, { title: "New", modified: Date.parse("2020-01-01T00:00:00Z") }, "2024-05-20T00:00:00Z",
+    { createdAt: "2024-05-31T00:00:00Z" })));
+  ix.put(summarize(rec("pin", 1, { title: "Pin", pinned: true }, "2023-01-01T00:00:00Z", { createdAt: "2023-01-01T00:00:00Z" })));
+  assert.deepEqual(ix.query("all").map((e) => e.id), ["pin", "old", "new"]);
+  ix.orderBy("created");
+  assert.deepEqual(ix.query("all").map((e) => e.id), ["pin", "new", "old"]);
+  // A change keeps its place in the chosen order.
+  ix.put(summarize(rec("old", 2, { title: "Old!", created: Date.parse("2015-01-01T00:00:00Z") }, "2024-06-02T00:00:00Z",
+    { createdAt: "2024-05-01T00:00:00Z" })));
+  assert.deepEqual(ix.query("all").map((e) => e.id), ["pin", "new", "old"]);
+  ix.orderBy("updated");
+  assert.deepEqual(ix.query("all").map((e) => e.id), ["pin", "old", "new"]);
+});
+
 test("index: incremental order equals a full sort after many random changes", () => {
   let seed = 3;
   const rand = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
