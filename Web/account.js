@@ -334,11 +334,19 @@ export class AccountPanel {
       event.preventDefault();
       busy(tf.enable, () => this.enableTwoFactor());
     });
-    for (const button of [tf.passwordCancel, tf.scanCancel, tf.finished]) button.addEventListener("click", () => tf.dialog.close());
+    for (const button of [tf.passwordCancel, tf.scanCancel, tf.finished]) button.addEventListener("click", () => this.closeTwoFactor());
     for (const input of [tf.password, tf.offCodeInput, tf.code]) input.addEventListener("input", () => input.removeAttribute("aria-invalid"));
     tf.secret.addEventListener("focus", () => tf.secret.select());
     tf.download.addEventListener("click", () => this.downloadRecoveryCodes());
+    // Escape closes it too; the close event comes a task later, so the buttons tidy up at once
+    // (closeTwoFactor) and the event only when nothing has yet.
     tf.dialog.addEventListener("close", () => this.twoFactorClosed());
+  }
+
+  /** Closes the dialog and tidies up now, the focus already where it belongs when the click returns. */
+  closeTwoFactor() {
+    if (this.ui.tf.dialog.open) this.ui.tf.dialog.close();
+    this.twoFactorClosed();
   }
 
   /** Reads whether two-factor sign-in is on, and shows it with the button that changes it. */
@@ -380,6 +388,7 @@ export class AccountPanel {
     tf.continue.className = on ? "primary" : "danger";
     this.twoFactorStep("password", on ? "Turn on two-factor sign-in" : "Turn off two-factor sign-in");
     tf.dialog.showModal();
+    this.twoFactorShown = true;
     tf.password.focus();
   }
 
@@ -394,6 +403,8 @@ export class AccountPanel {
 
   /** Closed (any step, Escape too): the key, the codes and what was typed go; the section reads the state again. */
   twoFactorClosed() {
+    if (!this.twoFactorShown) return; // tidied up already
+    this.twoFactorShown = false;
     const { ui } = this;
     const tf = ui.tf;
     tf.passwordForm.reset();
@@ -503,7 +514,7 @@ export class AccountPanel {
     }
     this.twoFactorChanged = true;
     this.ui.twoFactorDone.textContent = "Two-factor sign-in is off.";
-    tf.dialog.close();
+    this.closeTwoFactor();
   }
 
   // --- Devices ----------------------------------------------------------------------------------
