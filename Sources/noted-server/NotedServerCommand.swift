@@ -279,6 +279,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-import-bytes"), help: "The largest export the web app may upload to import, in bytes [NOTED_MAX_IMPORT_BYTES]; default 268435456 (256 MiB).")
     var maxImportBytes: Int?
 
+    @Option(name: .customLong("max-blob-bytes"), help: "The largest attachment a user may upload, in bytes [NOTED_MAX_BLOB_BYTES]; default 26214400 (25 MiB).")
+    var maxBlobBytes: Int?
+
+    @Option(name: .customLong("blob-retention-hours"), help: "Hours an attachment no note references is kept after its upload, and an unfinished upload after its last write [NOTED_BLOB_RETENTION_HOURS]; default 24.")
+    var blobRetentionHours: Int?
+
     @Option(help: "Folder of collection schema documents (*.json, docs/collections.md) served besides notes [NOTED_COLLECTIONS].")
     var collections: String?
 
@@ -370,6 +376,14 @@ struct Serve: AsyncParsableCommand {
         if let text = maxImportBytes.map(String.init) ?? environment["NOTED_MAX_IMPORT_BYTES"] {
             guard let value = Int(text), value >= 1 else { throw ValidationError("--max-import-bytes is a number of bytes >= 1") }
             configuration.maxImportBytes = value
+        }
+        if let text = maxBlobBytes.map(String.init) ?? environment["NOTED_MAX_BLOB_BYTES"] {
+            guard let value = Int(text), value >= 1 else { throw ValidationError("--max-blob-bytes is a number of bytes >= 1") }
+            configuration.maxBlobBytes = value
+        }
+        if let text = blobRetentionHours.map(String.init) ?? environment["NOTED_BLOB_RETENTION_HOURS"] {
+            guard let value = Int(text), (1...87_600).contains(value) else { throw ValidationError("--blob-retention-hours is a number of hours from 1 to 87600") }
+            configuration.blobRetention = .seconds(value * 3600)
         }
         return configuration
     }

@@ -66,7 +66,8 @@ import Testing
               "pinned": {"kind": "scalar", "types": ["bool"], "default": false, "indexed": true},
               "trashed": {"kind": "scalar", "types": ["bool"], "default": false, "indexed": true},
               "created": {"kind": "scalar", "types": ["number", "null"], "default": null, "min": 0, "max": 253402300799999},
-              "modified": {"kind": "scalar", "types": ["number", "null"], "default": null, "min": 0, "max": 253402300799999}}}
+              "modified": {"kind": "scalar", "types": ["number", "null"], "default": null, "min": 0, "max": 253402300799999},
+              "attachments": {"kind": "set", "attachments": true}}}
             """)
         #expect(notes == .notes)
     }

@@ -7,6 +7,7 @@ device syncs every acknowledged note from.
 
 Run by scripts/test after `swift build`; NOTED_SERVER_BIN and NOTED_BIN name the executables.
 """
+import hashlib
 import json
 import os
 import re
@@ -172,6 +173,10 @@ def test_a_backup_taken_while_writing_restores_into_a_fresh_server(server):
 
     for start_at in range(0, 200, 50):
         assert push(base, access, *[f"first {n}" for n in range(start_at, start_at + 50)]).status_code == 200
+    # An attachment: its file goes into the backup and comes back with the restore.
+    photo = os.urandom(300_000)
+    photo_sha = hashlib.sha256(photo).hexdigest()
+    assert requests.put(f"{base}/v1/blobs/{photo_sha}", data=photo, headers={"Authorization": f"Bearer {access}", "Content-Type": "image/png"}).status_code == 201
     thread = threading.Thread(target=writer)
     thread.start()
     time.sleep(0.5)
@@ -184,6 +189,7 @@ def test_a_backup_taken_while_writing_restores_into_a_fresh_server(server):
     thread.join()
     assert re.match(r"backed up 1 account\(s\), \d+ bytes, to ", out), out
     assert oct(os.stat(backup).st_mode & 0o777) == "0o600"
+    assert open(os.path.join(backup + ".blobs", os.listdir(backup + ".blobs")[0], photo_sha), "rb").read() == photo
     with sqlite3.connect(backup) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
@@ -207,6 +213,9 @@ def test_a_backup_taken_while_writing_restores_into_a_fresh_server(server):
         # acknowledged by its end.
         assert set(acknowledged[:before]) <= titles
         assert len(titles) <= 200 + after + 1
+        token = sign_in(other, "carol").json()["access_token"]
+        got = requests.get(f"{other}/v1/blobs/{photo_sha}", headers={"Authorization": f"Bearer {token}"})
+        assert got.status_code == 200 and got.content == photo
     finally:
         stop(proc)
 

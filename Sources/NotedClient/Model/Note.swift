@@ -23,6 +23,8 @@ public struct Note: Sendable, Hashable, Identifiable {
     /// The `created` and `modified` fields themselves (nil for notes written here).
     public var created: Date? = nil
     public var modified: Date? = nil
+    /// The `attachments` field: one ``AttachmentReference`` element per file.
+    public var attachments: [String] = []
     /// True while local edits are not yet acknowledged by the server.
     public var pending: Bool
     /// Why the server refused this device's last change for good: the local version stays
@@ -32,11 +34,13 @@ public struct Note: Sendable, Hashable, Identifiable {
 
     /// The wire fields of the note.
     public var fields: [String: JSONValue] {
-        NoteFields(title: title, body: body, tags: tags, folder: folder, pinned: pinned, trashed: trashed, created: created, modified: modified).json
+        NoteFields(title: title, body: body, tags: tags, folder: folder, pinned: pinned, trashed: trashed, created: created, modified: modified,
+                   attachments: attachments).json
     }
 
     /// A JSON object for the command line and for apps: id, title, body, tags, folder, pinned,
-    /// trashed, rev, createdAt, updatedAt, pending, refusal (null unless refused).
+    /// trashed, rev, createdAt, updatedAt, pending, refusal (null unless refused), attachments
+    /// (objects with sha256, size, type and name).
     public var json: JSONValue {
         [
             "id": .string(id), "title": .string(title), "body": .string(body),
@@ -44,7 +48,15 @@ public struct Note: Sendable, Hashable, Identifiable {
             "pinned": .bool(pinned), "trashed": .bool(trashed), "rev": .int(rev),
             "createdAt": .string(Timestamp.format(createdAt)), "updatedAt": .string(Timestamp.format(updatedAt)),
             "pending": .bool(pending), "refusal": refusal.map(JSONValue.string) ?? .null,
+            "attachments": .array(attachments.compactMap(AttachmentReference.init(element:)).map(\.json)),
         ]
+    }
+}
+
+extension AttachmentReference {
+    /// `{"sha256","size","type","name"}`: how the command line and apps show an attachment.
+    public var json: JSONValue {
+        ["sha256": .string(sha256), "size": .int(size), "type": .string(type), "name": .string(name)]
     }
 }
 
@@ -62,9 +74,13 @@ public struct NoteFields: Sendable, Hashable {
     /// record's. An edit of the note's content here clears `modified`.
     public var created: Date? = nil
     public var modified: Date? = nil
+    /// The files attached (the `attachments` field): one ``AttachmentReference`` element each
+    /// (docs/protocol.md, "Attachments"). ``NotedClient/attach(_:data:name:type:)`` adds one.
+    public var attachments: [String] = []
 
     public init(title: String = "", body: String = "", tags: [String] = [], folder: String? = nil, pinned: Bool = false, trashed: Bool = false,
-                created: Date? = nil, modified: Date? = nil) {
+                created: Date? = nil, modified: Date? = nil, attachments: [String] = []) {
+        self.attachments = attachments
         self.title = title
         self.body = body
         self.tags = tags
@@ -85,7 +101,11 @@ public struct NoteFields: Sendable, Hashable {
         trashed = json["trashed"]?.boolValue ?? false
         created = Self.date(json["created"])
         modified = Self.date(json["modified"])
+        attachments = (json["attachments"]?.arrayValue ?? []).compactMap(\.stringValue)
     }
+
+    /// The attachments that are well-formed references, in the field's order.
+    public var attachmentReferences: [AttachmentReference] { attachments.compactMap(AttachmentReference.init(element:)) }
 
     /// A date field (milliseconds since 1970) as a date; nil when missing or not a number.
     static func date(_ value: JSONValue?) -> Date? {
@@ -110,6 +130,7 @@ public struct NoteFields: Sendable, Hashable {
             "title": .string(title), "body": .string(body), "tags": .array(tags.map(JSONValue.string)),
             "folder": folder.map(JSONValue.string) ?? .null, "pinned": .bool(pinned), "trashed": .bool(trashed),
             "created": Self.millis(created), "modified": Self.millis(modified),
+            "attachments": .array(attachments.map(JSONValue.string)),
         ]
     }
 }

@@ -160,7 +160,7 @@ extension StoredRecord {
         let fields = NoteFields(json: fields)
         return Note(id: id, title: fields.title, body: fields.body, tags: fields.tags, folder: fields.folder, pinned: fields.pinned,
                     trashed: fields.trashed, rev: rev, createdAt: fields.created ?? createdAt, updatedAt: fields.modified ?? updatedAt,
-                    created: fields.created, modified: fields.modified, pending: pending, refusal: refusal)
+                    created: fields.created, modified: fields.modified, attachments: fields.attachments, pending: pending, refusal: refusal)
     }
 
     init(_ row: RecordRow, schema: CollectionSchema) {

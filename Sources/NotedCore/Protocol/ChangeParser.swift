@@ -93,6 +93,7 @@ public struct ChangeParser: Sendable {
         case .set:
             if object.count == 1, let value = object["set"] {
                 let values = try strings(value, field: field, op: "set")
+                if spec.attachments { try checkAttachments(values, field: field) }
                 guard Set(values).count == values.count else {
                     throw ProtocolError(.invalidField, "\"\(field)\": set elements must be distinct")
                 }
@@ -105,6 +106,7 @@ public struct ChangeParser: Sendable {
             if !object.isEmpty, object.keys.allSatisfy(allowed.contains) {
                 let add = try object["add"].map { v throws(ProtocolError) in try strings(v, field: field, op: "add") } ?? []
                 let remove = try object["remove"].map { v throws(ProtocolError) in try strings(v, field: field, op: "remove") } ?? []
+                if spec.attachments { try checkAttachments(add, field: field) }
                 guard add.count <= limits.maxTags, remove.count <= limits.maxTags else {
                     throw ProtocolError(.tooLarge, "\"\(field)\" has more than \(limits.maxTags) elements")
                 }
@@ -156,6 +158,16 @@ public struct ChangeParser: Sendable {
             result.append(text)
         }
         return result
+    }
+
+    /// Each element of an attachments field must be an ``AttachmentReference`` (removing any
+    /// string is allowed: it removes nothing when it is not there).
+    private func checkAttachments(_ values: [String], field: String) throws(ProtocolError) {
+        for value in values {
+            if let problem = AttachmentReference.problem(element: value) {
+                throw ProtocolError(.invalidField, "\"\(field)\": \(problem)")
+            }
+        }
     }
 
     func checkText(_ text: String, field: String) throws(ProtocolError) {

@@ -18,6 +18,9 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
     public static let rateLimited = ErrorCode(rawValue: "rate_limited")
     /// The change would take its account beyond the server's storage quota.
     public static let quotaExceeded = ErrorCode(rawValue: "quota_exceeded")
+    /// The change adds an attachment whose blob the server does not hold for the user: upload
+    /// it (`PUT /v1/blobs/{sha256}`) and send the change again.
+    public static let missingBlob = ErrorCode(rawValue: "missing_blob")
     // Session-level error codes.
     public static let unauthenticated = ErrorCode(rawValue: "unauthenticated")
     public static let tokenExpired = ErrorCode(rawValue: "token_expired")

@@ -46,6 +46,9 @@ public struct FieldSpec: Sendable, Hashable {
     public var maximum: Double?
     /// The longest string a scalar may hold, in UTF-16 code units.
     public var maxLength: Int?
+    /// A set field whose elements are files stored as blobs (``AttachmentReference``): each
+    /// element must be one, and a change may add one only when its blob is on the server.
+    public var attachments = false
 
     public init(kind: FieldKind, scalarTypes: ScalarTypes, defaultValue: JSONValue) {
         self.kind = kind
@@ -103,8 +106,11 @@ public struct CollectionSchema: Sendable, Hashable {
                 // since 1970), null for notes written here: docs/protocol.md section 1.
                 "created": .scalar([.number, .null], default: .null),
                 "modified": .scalar([.number, .null], default: .null),
+                // Files stored as blobs (AttachmentReference): docs/protocol.md, "Attachments".
+                "attachments": .set,
             ]
         )
+        schema.fields["attachments"]?.attachments = true
         for name in ["created", "modified"] {
             schema.fields[name]?.minimum = 0
             schema.fields[name]?.maximum = Double(Self.latestDate)

@@ -106,8 +106,9 @@ extension FieldSpec {
             try CollectionSchema.checkKeys(object, allowed: ["kind", "searchable", "default", "description"], in: "a text field")
             self = .text
         case .set:
-            try CollectionSchema.checkKeys(object, allowed: ["kind", "default", "description"], in: "a set field")
+            try CollectionSchema.checkKeys(object, allowed: ["kind", "default", "attachments", "description"], in: "a set field")
             self = .set
+            attachments = try Self.flag(object, "attachments")
         case .scalar:
             try CollectionSchema.checkKeys(
                 object, allowed: ["kind", "types", "default", "indexed", "enum", "min", "max", "maxLength", "description"],
@@ -191,7 +192,7 @@ extension FieldSpec {
         case .text:
             object["searchable"] = .bool(searchable)
         case .set:
-            break
+            object["attachments"] = .bool(attachments)
         case .scalar:
             object["types"] = .array(scalarTypes.names.map(JSONValue.string))
             object["indexed"] = .bool(indexed)

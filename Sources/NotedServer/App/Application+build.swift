@@ -324,6 +324,17 @@ struct SweepService: Service {
             } catch {
                 logger.error("sweep failed", metadata: ["error": .string(String(describing: error))])
             }
+            do {
+                let retention = configuration.blobRetention.timeInterval
+                let collected = try await store.collectBlobs(storedBefore: now.addingTimeInterval(-retention), uploadsBefore: now.addingTimeInterval(-retention))
+                if collected != BlobCollection() {
+                    logger.info("collected unreferenced attachments", metadata: [
+                        "blobs": "\(collected.blobs)", "bytes": "\(collected.bytes)", "uploads": "\(collected.uploads)",
+                    ])
+                }
+            } catch {
+                logger.error("collecting attachments failed", metadata: ["error": .string(String(describing: error))])
+            }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: configuration.sweepInterval) }
         }
     }

@@ -136,10 +136,16 @@ public struct Operators: Sendable {
                 try db.execute(sql: "PRAGMA journal_mode = DELETE")
                 return try Self.check(db, what: "the copy")
             }
+            // The blobs the copy's rows name, beside it: files never change once stored, so
+            // copying them after the snapshot gives the snapshot's files.
+            let blobs = try await to.read { db in
+                try db.tableExists("blobs") ? try Row.fetchAll(db, sql: "SELECT user_id, sha256 FROM blobs").map { ($0[0] as String, $0[1] as String) } : []
+            }
             try to.close()
+            let bytes = try Self.copyBlobs(blobs, from: Self.blobDirectory(beside: source), to: path + ".blobs")
             try Self.durablyRename(temporary, to: path)
-            let bytes = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
-            return (bytes, users)
+            let size = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+            return (size + bytes, users)
         } catch {
             try? FileManager.default.removeItem(atPath: temporary)
             throw error
@@ -195,9 +201,53 @@ public struct Operators: Sendable {
         } catch {
             throw Failure("\(error); the database that was there is \(keptAs ?? "untouched"), the copy \(temporary)")
         }
+        // The backup's blobs join those of the data directory (content-addressed: a file there
+        // already is the same file).
+        let saved = path + ".blobs"
+        if FileManager.default.fileExists(atPath: saved) {
+            let names = try Self.blobFiles(in: saved)
+            _ = try Self.copyBlobs(names, from: saved, to: Self.blobDirectory(beside: target))
+        }
         // A backup of an earlier version: brought up to this one now, as a start would.
         try await withStore(creating: true) { _ in }
         return (users, keptAs)
+    }
+
+    /// The `blobs` directory of the database at `path` (``SQLiteStore``'s layout).
+    static func blobDirectory(beside path: String) -> String {
+        (((path as NSString).deletingLastPathComponent) as NSString).appendingPathComponent("blobs")
+    }
+
+    /// The (user, sha256) files under a blobs directory.
+    static func blobFiles(in directory: String) throws -> [(String, String)] {
+        var names: [(String, String)] = []
+        for user in try FileManager.default.contentsOfDirectory(atPath: directory) where BlobFiles.isSafe(user) {
+            let folder = (directory as NSString).appendingPathComponent(user)
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where AttachmentReference.isSHA256(name) {
+                names.append((user, name))
+            }
+        }
+        return names
+    }
+
+    /// Copies the blob files `names` (user, sha256) from one blobs directory to another (a hard
+    /// link when both are on one file system), leaving files already there; answers the bytes.
+    static func copyBlobs(_ names: [(String, String)], from source: String, to target: String) throws -> Int64 {
+        var bytes: Int64 = 0
+        let files = FileManager.default
+        for (user, sha256) in names {
+            guard BlobFiles.isSafe(user), AttachmentReference.isSHA256(sha256) else { continue }
+            let from = ((source as NSString).appendingPathComponent(user) as NSString).appendingPathComponent(sha256)
+            let folder = (target as NSString).appendingPathComponent(user)
+            let to = (folder as NSString).appendingPathComponent(sha256)
+            guard files.fileExists(atPath: from) else { throw Failure("the attachment \(sha256) of user \(user) is missing from \(source)") }
+            try files.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            if !files.fileExists(atPath: to) {
+                if link(from, to) != 0 { try files.copyItem(atPath: from, toPath: to) }
+            }
+            bytes += (try files.attributesOfItem(atPath: to)[.size] as? NSNumber)?.int64Value ?? 0
+        }
+        return bytes
     }
 
     /// That `db` holds Noted's tables, whole; how many accounts it has.

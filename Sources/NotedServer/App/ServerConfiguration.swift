@@ -86,6 +86,11 @@ public struct ServerConfiguration: Sendable {
     public var bcryptCost: UInt8 = 12
     /// The largest export the web app may upload to import (`POST /v1/import`), in bytes.
     public var maxImportBytes = 256 * 1024 * 1024
+    /// The largest attachment (`PUT /v1/blobs/{sha256}`), in bytes: 25 MiB.
+    public var maxBlobBytes = 25 * 1024 * 1024
+    /// How long a blob no record or kept revision references is kept after its upload, and an
+    /// upload not written to is kept (docs/protocol.md, "Attachments").
+    public var blobRetention: Duration = .seconds(60 * 60 * 24)
 
     public init() {}
 

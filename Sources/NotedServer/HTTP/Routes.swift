@@ -91,6 +91,7 @@ struct Routes: Sendable {
         }
         addAccountRoutes(to: router)
         addImportRoute(to: router)
+        addBlobRoutes(to: router)
         router.post("/oauth/token") { request, _ -> Response in
             let buffer = try await request.body.collect(upTo: 64 * 1024)
             let form = FormDecoding.decode(String(buffer: buffer))

@@ -6,7 +6,7 @@ import NotedCore
 /// Every method is one durable unit: a push's record, revisions, `ccid` result and the user's new
 /// `seq` are written in one transaction, and concurrent pushes of one user serialize on the
 /// user's `seq` row, so nothing depends on process memory.
-public protocol NotedStore: OAuthStore {
+public protocol NotedStore: OAuthStore, BlobStore {
     /// Creates or upgrades the schema.
     func migrate() async throws
     /// Throws when the database cannot be reached.

@@ -28,6 +28,9 @@ extension PostgresStore {
             try await connection.query("DELETE FROM revisions WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM records WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM applied_changes WHERE user_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM blob_chunks WHERE user_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM blobs WHERE user_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM blob_uploads WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM user_seq WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM users WHERE id = \(id)", logger: logger)
             return families

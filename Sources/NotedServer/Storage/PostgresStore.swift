@@ -208,7 +208,7 @@ public struct PostgresStore: NotedStore {
             for try await name in try await connection.query("SELECT name FROM noted_migrations", logger: logger).decode(String.self) {
                 done.insert(name)
             }
-            var all = Self.migrations + [Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration, Self.accountAdminMigration]
+            var all = Self.migrations + [Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration, Self.accountAdminMigration, Self.blobsMigration]
             if let last, let index = all.firstIndex(where: { $0.0 == last }) { all = Array(all[...index]) }
             for (name, statements) in all where !done.contains(name) {
                 for statement in statements {
@@ -406,6 +406,7 @@ public struct PostgresStore: NotedStore {
         let algorithm = PushAlgorithm(processor: processor)
         let logger = self.logger
         let nodeID = self.nodeID
+        let schemas = processor.schemas
         let client = self.client
         /// A transaction's end: the answer, or what it read when the decision is costly.
         enum Outcome: Sendable {
@@ -417,7 +418,7 @@ public struct PostgresStore: NotedStore {
             while true {
                 let outcome = try await withDeadline(Self.pushDeadline, "PostgreSQL") { [prepared] in
                     try await client.withTransaction(logger: logger) { connection -> Outcome in
-                        var reads = try await Self.pushReads(change, userID: context.userID, connection: connection, logger: logger)
+                        var reads = try await Self.pushReads(change, userID: context.userID, processorSchemas: schemas, connection: connection, logger: logger)
                         if prepared == nil, algorithm.isCostly(change, current: reads.record) {
                             _ = try reads.lockedSeq()  // a deleted account is refused before any work
                             return .decideOutside(reads)
@@ -446,7 +447,7 @@ public struct PostgresStore: NotedStore {
 
     /// The reads of a push, in PostgreSQL's SQL: three round trips (the record and the revision
     /// at `baseRev` come in one).
-    private static func pushReads(_ change: Change, userID: String, connection: PostgresConnection, logger: Logger) async throws -> PrefetchedPushReads {
+    private static func pushReads(_ change: Change, userID: String, processorSchemas: SchemaRegistry, connection: PostgresConnection, logger: Logger) async throws -> PrefetchedPushReads {
         var reads = PrefetchedPushReads(seq: nil)
         for try await (seq, bytes, records) in try await connection.query(
             "SELECT seq, stored_bytes, stored_records FROM user_seq WHERE user_id = \(userID) FOR UPDATE", logger: logger
@@ -458,6 +459,14 @@ public struct PostgresStore: NotedStore {
             "SELECT body_hash, reply FROM applied_changes WHERE user_id = \(userID) AND ccid = \(change.ccid)", logger: logger
         ).decode((String, String).self) {
             reads.applied = (hash, reply)
+        }
+        let named = PushAlgorithm.namedAttachments(change, schema: processorSchemas[change.collection])
+        if !named.isEmpty {
+            for try await (hash, size) in try await connection.query(
+                "SELECT sha256, size FROM blobs WHERE user_id = \(userID) AND sha256 = ANY(\(Array(named)))", logger: logger
+            ).decode((String, Int64).self) {
+                reads.blobs[hash] = size
+            }
         }
         // The base revision only matters for an update made against an older revision.
         let baseRev = change.op == .upsert ? change.baseRev : -1

@@ -4,7 +4,7 @@ import GRDB
 /// Deleting an account, and the account's sign-in sessions, in SQLite.
 extension SQLiteStore {
     public func deleteUser(id: String) async throws -> [String] {
-        try await pool.write { db in
+        let families = try await pool.write { db -> [String] in
             // The write transaction holds SQLite's only writer: no push of the user is half-way.
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [id]) != nil else { return [] }
             let families = try String.fetchAll(db, sql: "SELECT id FROM refresh_families WHERE user_id = ?", arguments: [id])
@@ -16,6 +16,8 @@ extension SQLiteStore {
                 "DELETE FROM revisions WHERE user_id = ?",
                 "DELETE FROM records WHERE user_id = ?",
                 "DELETE FROM applied_changes WHERE user_id = ?",
+                "DELETE FROM blobs WHERE user_id = ?",
+                "DELETE FROM blob_uploads WHERE user_id = ?",
                 "DELETE FROM user_seq WHERE user_id = ?",
                 "DELETE FROM users WHERE id = ?",
             ] {
@@ -23,6 +25,8 @@ extension SQLiteStore {
             }
             return families
         }
+        blobFiles.removeUser(id)
+        return families
     }
 
     public func signInSessions(userID: String, now: Date) async throws -> [SignInSession] {

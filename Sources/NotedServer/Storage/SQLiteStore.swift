@@ -7,6 +7,8 @@ public struct SQLiteStore: NotedStore {
     let pool: DatabasePool
     let processor: ChangeProcessor
     let commits: SQLiteGroupCommit
+    /// Blob bytes: the `blobs` directory beside the database file.
+    let blobFiles: BlobFiles
 
     /// Opens (creating when needed) the database file at `path`.
     public init(path: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, quota: StorageQuota = .unlimited) throws {
@@ -22,6 +24,7 @@ public struct SQLiteStore: NotedStore {
         try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
         self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept, quota: quota)
         self.commits = SQLiteGroupCommit(pool: pool)
+        self.blobFiles = BlobFiles(root: ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("blobs"))
     }
 
     public func migrate() async throws {
@@ -117,6 +120,7 @@ public struct SQLiteStore: NotedStore {
                 """)
         }
         Self.registerAccountAdminMigration(&migrator)
+        Self.registerBlobsMigration(&migrator)
         if let last {
             try migrator.migrate(pool, upTo: last)
         } else {
@@ -379,6 +383,16 @@ public struct SQLiteStore: NotedStore {
         func usage() throws -> StorageUsage {
             try Row.fetchOne(db.cachedStatement(sql: "SELECT stored_bytes, stored_records FROM user_seq WHERE user_id = ?"), arguments: [userID])
                 .map { StorageUsage(bytes: $0["stored_bytes"], records: $0["stored_records"]) } ?? StorageUsage()
+        }
+
+        func blobSizes(_ hashes: Set<String>) throws -> [String: Int64] {
+            var sizes: [String: Int64] = [:]
+            for hash in hashes {
+                if let size = try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE user_id = ? AND sha256 = ?"), arguments: [userID, hash]) {
+                    sizes[hash] = size
+                }
+            }
+            return sizes
         }
     }
 

@@ -16,6 +16,8 @@ protocol PushReads {
     mutating func baseFields(rev: Int64) throws -> [String: JSONValue]?
     /// What the user stores (``StorageQuota``), from the row locked by ``lockedSeq()``.
     mutating func usage() throws -> StorageUsage
+    /// The sizes of the user's stored (complete) blobs among `hashes`; absent ones are left out.
+    mutating func blobSizes(_ hashes: Set<String>) throws -> [String: Int64]
 }
 
 /// One statement of a push transaction, in the algorithm's terms; each backend writes it in
@@ -119,6 +121,10 @@ struct PushAlgorithm: Sendable {
             let next = seq + 1
             let written = plan.assigning(seq: next)
             let record = written.record
+            if let refusal = try blobRefusal(record: record, current: current, reads: &reads) {
+                let identity = ChangeIdentity(ccid: change.ccid, collection: change.collection, id: change.id)
+                return (PushResult(reply: .reject(Reject(refusal, identity: identity)), broadcast: nil, committedSeq: nil), [])
+            }
             let usage = try reads.usage()
             let before = StorageUsage.of(current)
             let now = StorageUsage.of(record)
@@ -146,6 +152,58 @@ struct PushAlgorithm: Sendable {
     }
 }
 
+extension PushAlgorithm {
+    /// The attachments `record` holds that `current` did not (what a change adds, merged or
+    /// not), in the fields of its schema that hold attachments.
+    static func addedAttachments(record: Record, current: Record?, schema: CollectionSchema?) -> [AttachmentReference] {
+        guard let schema, !record.deleted else { return [] }
+        var added: [AttachmentReference] = []
+        for (name, spec) in schema.fields where spec.attachments {
+            let before = Set(current.flatMap { $0.deleted ? nil : $0.fields[name]?.arrayValue }?.compactMap(\.stringValue) ?? [])
+            for element in record.fields[name]?.arrayValue ?? [] {
+                guard let text = element.stringValue, !before.contains(text), let reference = AttachmentReference(element: text) else { continue }
+                added.append(reference)
+            }
+        }
+        return added
+    }
+
+    /// The attachment hashes a change's ops name (every element of an attachments field's
+    /// `set` or `add`): what a backend that reads before deciding fetches for ``blobRefusal``.
+    static func namedAttachments(_ change: Change, schema: CollectionSchema?) -> Set<String> {
+        guard let schema else { return [] }
+        var hashes = Set<String>()
+        for (name, op) in change.fields where schema.fields[name]?.attachments == true {
+            let elements: [String]
+            switch op {
+            case .setReplace(let values): elements = values
+            case .setAddRemove(let add, _): elements = add
+            default: elements = []
+            }
+            for element in elements { if let reference = AttachmentReference(element: element) { hashes.insert(reference.sha256) } }
+        }
+        return hashes
+    }
+
+    /// Why `record` may not be written: it adds an attachment whose blob the user has not
+    /// stored (`missing_blob`: upload it and send the change again), or names a stored blob
+    /// with another size (`invalid_field`).
+    func blobRefusal(record: Record, current: Record?, reads: inout some PushReads) throws -> ProtocolError? {
+        let added = Self.addedAttachments(record: record, current: current, schema: processor.schemas[record.collection])
+        guard !added.isEmpty else { return nil }
+        let sizes = try reads.blobSizes(Set(added.map(\.sha256)))
+        for reference in added {
+            guard let size = sizes[reference.sha256] else {
+                return ProtocolError(.missingBlob, "the attachment \(reference.sha256) (\(reference.name)) is not on the server: upload it with PUT /v1/blobs/\(reference.sha256), then send the change again")
+            }
+            guard size == reference.size else {
+                return ProtocolError(.invalidField, "the attachment \(reference.sha256) (\(reference.name)) is \(size) bytes, not \(reference.size)")
+            }
+        }
+        return nil
+    }
+}
+
 /// Reads a PostgreSQL transaction made before the algorithm ran (PostgresNIO is asynchronous,
 /// the algorithm is not): the locked `seq`, the `ccid` result, the record and, when the
 /// change is an update, the revision at its `baseRev`.
@@ -156,6 +214,8 @@ struct PrefetchedPushReads: PushReads {
     var applied: (bodyHash: String, reply: String)?
     var record: Record?
     var base: (rev: Int64, fields: [String: JSONValue])?
+    /// The sizes of the stored blobs the change names (``PushAlgorithm/namedAttachments(_:schema:)``).
+    var blobs: [String: Int64] = [:]
 
     func lockedSeq() throws -> Int64 {
         guard let seq else { throw AccountDeleted() }
@@ -165,4 +225,5 @@ struct PrefetchedPushReads: PushReads {
     func current() -> Record? { record }
     func baseFields(rev: Int64) -> [String: JSONValue]? { base?.rev == rev ? base?.fields : nil }
     func usage() -> StorageUsage { stored }
+    func blobSizes(_ hashes: Set<String>) -> [String: Int64] { blobs.filter { hashes.contains($0.key) } }
 }

@@ -1,0 +1,304 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import NotedCore
+
+/// `/v1/blobs/{sha256}`: attachments' bytes, content-addressed and kept once per user
+/// (docs/protocol.md, "Attachments"). `PUT` uploads a whole file, `PATCH` continues an
+/// interrupted upload from the offset `HEAD` reports (tus 1.0 core's `Upload-Offset` and
+/// `Upload-Length`), `GET` reads with `Range` support.
+extension Routes {
+    /// How much of a request body is gathered before it is written: one piece of the upload.
+    static let blobPieceBytes = 1 << 20
+
+    /// Types served as themselves (shown by a browser); any other is served as
+    /// `application/octet-stream` with `Content-Disposition: attachment`. No HTML, no SVG, no
+    /// XML, nothing a browser would run.
+    static let inlineBlobTypes: Set<String> = [
+        "image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp", "image/heic", "image/heif",
+        "application/pdf", "text/plain",
+        "audio/mpeg", "audio/mp4", "audio/aac", "audio/ogg", "audio/wav", "audio/webm", "audio/flac",
+        "video/mp4", "video/webm", "video/ogg", "video/quicktime",
+    ]
+
+    func addBlobRoutes(to router: Router<NotedRequestContext>) {
+        router.put("/v1/blobs/:sha256") { request, context -> Response in
+            let (user, sha256) = try await blobRequest(request, context)
+            guard let declared = request.headers[.contentLength].flatMap({ Int64($0) }), declared >= 0 else {
+                throw APIError(.lengthRequired, "length_required", "send the file with a Content-Length")
+            }
+            try checkBlobSize(declared)
+            if let blob = try await sync.store.storedBlob(userID: user.userID, sha256: sha256) {
+                // Already here: nothing to write (the body is not read).
+                return blobStoredResponse(blob, status: .ok)
+            }
+            let type = Self.mediaType(request.headers[.contentType])
+            let upload = try await beginUpload(user: user.userID, sha256: sha256, length: declared, type: type)
+            // A PUT resends the whole file: what an interrupted upload already holds is skipped.
+            let offset = try await receive(request.body, user: user.userID, sha256: sha256, skip: upload.offset, from: upload.offset, length: declared)
+            guard offset == declared else {
+                throw APIError(.badRequest, "incomplete", "the body ended after \(offset) of \(declared) bytes; continue with PATCH from Upload-Offset")
+            }
+            return blobStoredResponse(try await finish(user: user.userID, sha256: sha256), status: .created)
+        }
+
+        router.patch("/v1/blobs/:sha256") { request, context -> Response in
+            let (user, sha256) = try await blobRequest(request, context)
+            let contentType = request.headers[.contentType].map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased() }
+            guard contentType == "application/offset+octet-stream" else {
+                throw APIError(.unsupportedMediaType, "unsupported_media_type", "a PATCH carries Content-Type: application/offset+octet-stream")
+            }
+            guard let offset = request.headers[Self.uploadOffset].flatMap({ Int64($0) }), offset >= 0 else {
+                throw APIError(.badRequest, "bad_request", "Upload-Offset (the bytes the server has, from HEAD) is required")
+            }
+            guard let length = request.headers[Self.uploadLength].flatMap({ Int64($0) }), length >= 0 else {
+                throw APIError(.badRequest, "bad_request", "Upload-Length (the file's size) is required")
+            }
+            try checkBlobSize(length)
+            if let blob = try await sync.store.storedBlob(userID: user.userID, sha256: sha256) {
+                var response = Response(status: .noContent)
+                response.headers[Self.uploadOffset] = String(blob.size)
+                return response
+            }
+            let type = Self.mediaType(request.headers[Self.blobType])
+            let upload = try await beginUpload(user: user.userID, sha256: sha256, length: length, type: type)
+            guard upload.offset == offset else { throw Self.offsetMismatch(upload.offset) }
+            let reached = try await receive(request.body, user: user.userID, sha256: sha256, skip: 0, from: offset, length: length)
+            if reached == length { _ = try await finish(user: user.userID, sha256: sha256) }
+            var response = Response(status: .noContent)
+            response.headers[Self.uploadOffset] = String(reached)
+            return response
+        }
+
+        router.head("/v1/blobs/:sha256") { request, context -> Response in
+            let (user, sha256) = try await blobRequest(request, context)
+            var response = Response(status: .ok)
+            response.headers[.cacheControl] = "no-store"
+            if let blob = try await sync.store.storedBlob(userID: user.userID, sha256: sha256) {
+                response.headers[.contentLength] = String(blob.size)
+                response.headers[.contentType] = Self.servedType(blob.type)
+                response.headers[Self.uploadOffset] = String(blob.size)
+                response.headers[Self.uploadLength] = String(blob.size)
+                return response
+            }
+            response.status = .notFound
+            if let upload = try await sync.store.blobUpload(userID: user.userID, sha256: sha256) {
+                response.headers[Self.uploadOffset] = String(upload.offset)
+                response.headers[Self.uploadLength] = String(upload.length)
+            } else {
+                response.headers[Self.uploadOffset] = "0"
+            }
+            return response
+        }
+
+        router.get("/v1/blobs/:sha256") { request, context -> Response in
+            let (user, sha256) = try await blobRequest(request, context)
+            guard let blob = try await sync.store.storedBlob(userID: user.userID, sha256: sha256) else {
+                throw APIError(.notFound, "not_found", "no such blob")
+            }
+            var headers = Self.blobHeaders(blob)
+            var status = HTTPResponse.Status.ok
+            var range: Range<Int64> = 0..<blob.size
+            switch Self.byteRange(request.headers[.range], size: blob.size) {
+            case .whole:
+                break
+            case .part(let part):
+                range = part
+                status = .partialContent
+                headers[.contentRange] = "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(blob.size)"
+            case .unsatisfiable:
+                var error = APIError(.rangeNotSatisfiable, "range_not_satisfiable", "the blob is \(blob.size) bytes")
+                error.headers[.contentRange] = "bytes */\(blob.size)"
+                throw error
+            }
+            headers[.contentLength] = String(range.count)
+            guard let pieces = try await sync.store.readBlob(userID: user.userID, sha256: sha256, range: range) else {
+                throw APIError(.notFound, "not_found", "no such blob")
+            }
+            return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: pieces))
+        }
+
+        router.get("/v1/blobs") { request, _ -> Response in
+            let user = try await authenticate(request)
+            let blobs = try await sync.store.storedBlobs(userID: user.userID)
+            let usage = try await sync.store.usage(userID: user.userID)
+            var body: [String: JSONValue] = [
+                "blobs": .array(blobs.map { blob in
+                    ["sha256": .string(blob.sha256), "size": .int(blob.size), "type": .string(blob.type), "createdAt": .string(Timestamp.format(blob.createdAt))]
+                }),
+                "storedBytes": .int(usage.bytes),
+                "maxBlobBytes": .int(Int64(configuration.maxBlobBytes)),
+            ]
+            body["quotaBytes"] = configuration.quota.bytes.map(JSONValue.int) ?? .null
+            return .json(.object(body))
+        }
+    }
+
+    static let uploadOffset = HTTPField.Name("Upload-Offset")!
+    static let uploadLength = HTTPField.Name("Upload-Length")!
+    static let blobType = HTTPField.Name("Noted-Blob-Type")!
+
+    private func blobRequest(_ request: Request, _ context: NotedRequestContext) async throws -> (VerifiedToken, String) {
+        let user = try await authenticate(request)
+        let sha256 = try context.parameters.require("sha256")
+        guard AttachmentReference.isSHA256(sha256) else {
+            throw APIError(.badRequest, "bad_request", "a blob is named by its SHA-256: 64 lower-case hex digits")
+        }
+        return (user, sha256)
+    }
+
+    private func checkBlobSize(_ size: Int64) throws {
+        guard size <= Int64(configuration.maxBlobBytes) else {
+            throw APIError(.contentTooLarge, "too_large", "the file is \(size) bytes; this server takes files of at most \(configuration.maxBlobBytes) bytes (--max-blob-bytes)")
+        }
+    }
+
+    private func beginUpload(user: String, sha256: String, length: Int64, type: String) async throws -> BlobUploadState {
+        do {
+            return try await sync.store.beginBlobUpload(userID: user, sha256: sha256, length: length, type: type, quota: configuration.quota.bytes, now: Date())
+        } catch let error as BlobError {
+            throw Self.apiError(error)
+        } catch is AccountDeleted {
+            throw APIError(.unauthorized, "unauthenticated", "the account was deleted")
+        }
+    }
+
+    private func finish(user: String, sha256: String) async throws -> StoredBlob {
+        do {
+            return try await sync.store.finishBlobUpload(userID: user, sha256: sha256, now: Date())
+        } catch let error as BlobError {
+            throw Self.apiError(error)
+        } catch is AccountDeleted {
+            throw APIError(.unauthorized, "unauthenticated", "the account was deleted")
+        }
+    }
+
+    /// Writes the body after its first `skip` bytes, in pieces, from `from`; answers the upload's
+    /// offset when the body ends. When it breaks off (the client went away), what arrived is
+    /// written and made durable first: the upload continues from there.
+    private func receive(_ body: RequestBody, user: String, sha256: String, skip: Int64, from: Int64, length: Int64) async throws -> Int64 {
+        var offset = from
+        var skipping = skip
+        var pending = ByteBuffer()
+        func flush() async throws {
+            guard pending.readableBytes > 0 else { return }
+            do {
+                offset = try await sync.store.appendBlobUpload(userID: user, sha256: sha256, offset: offset, bytes: pending, now: Date())
+            } catch let error as BlobError {
+                throw Self.apiError(error)
+            }
+            pending.clear()
+        }
+        do {
+            for try await var piece in body {
+                if skipping > 0 {
+                    let dropped = Int(min(Int64(piece.readableBytes), skipping))
+                    piece.moveReaderIndex(forwardBy: dropped)
+                    skipping -= Int64(dropped)
+                }
+                guard offset + Int64(pending.readableBytes) + Int64(piece.readableBytes) <= length else {
+                    try await flush()
+                    try await sync.store.syncBlobUpload(userID: user, sha256: sha256)
+                    throw APIError(.badRequest, "bad_request", "the body is longer than the upload's \(length) bytes")
+                }
+                pending.writeBuffer(&piece)
+                if pending.readableBytes >= Self.blobPieceBytes { try await flush() }
+            }
+        } catch {
+            try? await flush()
+            try? await sync.store.syncBlobUpload(userID: user, sha256: sha256)
+            throw error
+        }
+        try await flush()
+        try await sync.store.syncBlobUpload(userID: user, sha256: sha256)
+        return offset
+    }
+
+    private func blobStoredResponse(_ blob: StoredBlob, status: HTTPResponse.Status) -> Response {
+        var response = Response.json(["sha256": .string(blob.sha256), "size": .int(blob.size), "type": .string(blob.type)], status: status)
+        response.headers[Self.uploadOffset] = String(blob.size)
+        return response
+    }
+
+    static func offsetMismatch(_ offset: Int64) -> APIError {
+        var error = APIError(.conflict, "offset_mismatch", "the server has \(offset) bytes of this upload; continue from there")
+        error.headers[uploadOffset] = String(offset)
+        return error
+    }
+
+    static func apiError(_ error: BlobError) -> APIError {
+        switch error {
+        case .hashMismatch(let actual):
+            return APIError(.badRequest, "hash_mismatch", "the bytes received hash to \(actual), not the name they were sent under; nothing was kept")
+        case .offsetMismatch(let expected):
+            return offsetMismatch(expected)
+        case .lengthMismatch(let expected):
+            return APIError(.conflict, "length_mismatch", "the upload under way is \(expected) bytes long")
+        case .quotaExceeded(let quota, let stored):
+            return APIError(.contentTooLarge, "quota_exceeded", "this account may store at most \(quota) bytes (it stores \(stored)); delete something first")
+        case .beyondLength:
+            return APIError(.badRequest, "bad_request", "the body goes beyond the upload's length")
+        case .noUpload:
+            return APIError(.notFound, "not_found", "no upload of this blob is under way")
+        }
+    }
+
+    /// The type a blob is stored with: the header's `type/subtype` in lower case, or
+    /// `application/octet-stream` when there is none or it is not one.
+    static func mediaType(_ header: String?) -> String {
+        guard let header else { return "application/octet-stream" }
+        let type = header.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        return AttachmentReference.isMediaType(type) ? type : "application/octet-stream"
+    }
+
+    /// The `Content-Type` a blob is served with.
+    static func servedType(_ type: String) -> String {
+        guard inlineBlobTypes.contains(type) else { return "application/octet-stream" }
+        return type == "text/plain" ? "text/plain; charset=utf-8" : type
+    }
+
+    /// What keeps a user's file from acting on the server's origin: a type from the safe list
+    /// or a download, no sniffing, a sandbox, and no caching by anyone but the user's browser.
+    static func blobHeaders(_ blob: StoredBlob) -> HTTPFields {
+        var headers = HTTPFields()
+        headers[.contentType] = servedType(blob.type)
+        if !inlineBlobTypes.contains(blob.type) { headers[.contentDisposition] = "attachment" }
+        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
+        headers[.cacheControl] = "private, max-age=31536000, immutable"
+        headers[.eTag] = "\"\(blob.sha256)\""
+        headers[.acceptRanges] = "bytes"
+        return headers
+    }
+
+    enum ByteRange: Equatable {
+        case whole
+        case part(Range<Int64>)
+        case unsatisfiable
+    }
+
+    /// Reads a `Range` header (RFC 9110 section 14): one `bytes=` range (`a-b`, `a-`, `-n`).
+    /// Several ranges, another unit or a malformed header are ignored (the whole blob is
+    /// answered, as the RFC allows); a range wholly beyond the end is unsatisfiable.
+    static func byteRange(_ header: String?, size: Int64) -> ByteRange {
+        guard let header, header.hasPrefix("bytes="), !header.contains(",") else { return .whole }
+        let spec = header.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return .whole }
+        let first = parts[0].isEmpty ? nil : Int64(parts[0])
+        let last = parts[1].isEmpty ? nil : Int64(parts[1])
+        if !parts[0].isEmpty && first == nil || !parts[1].isEmpty && last == nil { return .whole }
+        switch (first, last) {
+        case (let start?, let end):
+            if let end, end < start { return .whole }
+            guard start < size else { return .unsatisfiable }
+            return .part(start..<min(size, (end ?? size - 1) + 1))
+        case (nil, let suffix?):
+            guard suffix > 0, size > 0 else { return .unsatisfiable }
+            return .part(max(0, size - suffix)..<size)
+        case (nil, nil):
+            return .whole
+        }
+    }
+}
