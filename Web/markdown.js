@@ -1078,7 +1078,10 @@ export function renderMarkdown(text, { loadAttachment = null, onToggleTask = nul
         inlines(label, children[0].children);
         children = children.slice(1);
       }
-      if (!label.textContent.trim()) box.setAttribute("aria-label", `Task ${node.task.index + 1}`);
+      if (!label.textContent.trim()) {
+        box.removeAttribute("aria-labelledby");
+        box.setAttribute("aria-label", `Task ${node.task.index + 1}`);
+      }
       const index = node.task.index;
       box.addEventListener("change", () => {
         if (onToggleTask) onToggleTask(index, box.checked);

@@ -253,11 +253,12 @@ def test_the_preview_passes_axe_core(md_server):
     driver = browser()
     try:
         sign_in(driver, base, account)
-        write_note(driver, base, account, "Accessible checklist", BODY + "\n> a quote with *emphasis*\n\n1. one\n2. two\n")
+        write_note(driver, base, account, "Accessible checklist", BODY + "\n> a quote with *emphasis*\n\n1. one\n2. two\n\n* [ ]\n")
         if preview_state(driver)["pressed"] != "true":
             preview_button(driver).click()
         boxes(driver)[1].click()
-        wait(driver, lambda d: preview_state(d)["boxes"] == [False, True, True])
+        wait(driver, lambda d: preview_state(d)["boxes"] == [False, True, True, False])  # the last one has no text
+        assert driver.execute_script("return document.querySelectorAll('#preview input')[3].getAttribute('aria-label')") == "Task 4"
         found = []
         axe_in_both_schemes(driver, "notes app with a checklist in the preview", found)
         assert not found, "\n".join(found)
