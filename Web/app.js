@@ -17,6 +17,7 @@ import { hunk, rebase, uuid } from "./text.js";
 import { NoteIndex, firstLine, summarize } from "./notes-index.js";
 import { NoteList } from "./list.js";
 import { Search } from "./search-client.js";
+import { renderMarkdown, toggleTask } from "./markdown.js";
 
 const TEXT = ["title", "body"];
 const SAVE_DELAY = 200; // ms without a key before typing is written to the store
@@ -24,6 +25,7 @@ const SAVE_MAX_DELAY = 1000; // typing without a pause is written at least this 
 const PUSH_DELAY = 100; // ms from a written edit to its push (typing is already debounced)
 const PULL_LIST_INTERVAL = 250; // ms between two makings of the list while pulled pages arrive
 const SIGNED_OUT_NOTE = "noted.signed-out"; // sessionStorage: why the page starts signed out (said once)
+const PREVIEW_KEY = "noted.preview"; // localStorage: "on" when this device shows notes as Markdown
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -32,6 +34,7 @@ const ui = {
   filter: $("filter"), sort: $("sort"), notes: $("notes"), notesScroll: $("notes-scroll"), empty: $("empty"), editor: $("editor"), back: $("back"),
   pin: $("pin"), trash: $("trash"), restore: $("restore"), purge: $("purge"),
   historyToggle: $("history-toggle"), history: $("history"), revisions: $("revisions"),
+  previewToggle: $("preview-toggle"), preview: $("preview"),
   title: $("title"), body: $("body"), folder: $("folder"), tags: $("tags"), toast: $("toast"),
   refusal: $("refusal"), refusalText: $("refusal-text"), discard: $("discard"),
   signOutDialog: $("sign-out-dialog"), signOutTitle: $("sign-out-title"), signOutText: $("sign-out-text"), signOutExported: $("sign-out-exported"),
@@ -301,8 +304,12 @@ class Draft {
   }
 
   setContent(name, value) {
-    if (this.shown) setField(ui[name], value);
-    else this.text[name] = value;
+    if (this.shown) {
+      setField(ui[name], value);
+      if (name === "body") renderPreview();
+    } else {
+      this.text[name] = value;
+    }
   }
 
   get dirty() {
@@ -314,7 +321,8 @@ class Draft {
 /** Replaces a field's text keeping the caret where it was relative to the text around it. */
 function setField(el, next) {
   if (el.value === next) return;
-  const focused = document.activeElement === el;
+  // The body keeps its caret under the preview too, for when the preview is turned off.
+  const focused = document.activeElement === el || (el === ui.body && previewing);
   const start = el.selectionStart;
   const end = el.selectionEnd;
   const h = hunk(el.value, next);
@@ -502,6 +510,72 @@ function open(next) {
   }
   ui.editor.hidden = false;
   renderMeta();
+  renderPreview();
+}
+
+// ---------------------------------------------------------------------------------------------
+// The preview: the body drawn as Markdown (Web/markdown.js) in place of the textarea, on this
+// device until turned off. A task's box edits the text as typing does (onType: the same save,
+// the same debounce, pushed as a text delta), and the preview is drawn again; so it is when the
+// text changes under it (a change from another device, a merge, a discard).
+
+let previewing = false;
+
+function setPreview(on, { remember = true } = {}) {
+  const was = previewing;
+  previewing = on;
+  ui.previewToggle.setAttribute("aria-pressed", String(on));
+  ui.body.hidden = on;
+  ui.preview.hidden = !on;
+  if (remember) {
+    try {
+      localStorage.setItem(PREVIEW_KEY, on ? "on" : "off");
+    } catch {
+      // Storage refused (a private window): for this page only.
+    }
+  }
+  if (on) {
+    renderPreview();
+  } else {
+    ui.preview.replaceChildren();
+    if (was && remember && draft) {
+      // Back to the text, the caret where it was (kept by setField while the preview showed).
+      const { selectionStart, selectionEnd } = ui.body;
+      ui.body.focus();
+      ui.body.setSelectionRange(selectionStart, selectionEnd);
+    }
+  }
+}
+
+function renderPreview() {
+  if (!previewing) return;
+  const active = document.activeElement;
+  const task = active && ui.preview.contains(active) && active.dataset ? active.dataset.task : undefined;
+  const scroll = ui.preview.scrollTop;
+  const fragment = renderMarkdown(ui.body.value, { onToggleTask: toggleTaskAt });
+  if (!fragment.firstChild) {
+    const empty = document.createElement("p");
+    empty.className = "preview-empty";
+    empty.textContent = "Nothing to preview yet: turn Preview off to write.";
+    fragment.append(empty);
+  }
+  ui.preview.replaceChildren(fragment);
+  ui.preview.scrollTop = scroll;
+  if (task !== undefined) {
+    const box = ui.preview.querySelector(`input[data-task="${task}"]`);
+    if (box) box.focus();
+  }
+}
+
+/** A task's box clicked in the preview: its "[ ]" or "[x]" flips in the text, saved as typing is. */
+function toggleTaskAt(index) {
+  if (!draft) return;
+  const next = toggleTask(ui.body.value, index);
+  if (next !== ui.body.value) {
+    setField(ui.body, next);
+    onType();
+  }
+  renderPreview();
 }
 
 /** Opens a note: its body is read now (or `record` is given). */
@@ -564,6 +638,7 @@ function createNote(fields = null) {
     tags: filter.startsWith("tag:") ? [filter.slice(4)] : [],
   });
   record.lv = 1; // what the store's first write makes it
+  if (previewing) setPreview(false, { remember: false }); // a new note is for writing
   const stored = store.update(id, () => newRecord(id, record.local, record.createdAt));
   if (filter === "trash") ui.filter.value = "all";
   noteChanged(id, record);
@@ -871,6 +946,14 @@ function wireApp() {
     if (selectedId) requestAnimationFrame(() => list.focusRow(selectedId));
   });
   ui.historyToggle.addEventListener("click", showHistory);
+  let preview = false;
+  try {
+    preview = localStorage.getItem(PREVIEW_KEY) === "on";
+  } catch {
+    // As for the sort.
+  }
+  setPreview(preview, { remember: false });
+  ui.previewToggle.addEventListener("click", () => setPreview(!previewing));
   document.addEventListener("keydown", (e) => {
     if (e.altKey && (e.key === "n" || e.key === "N")) {
       e.preventDefault();
@@ -878,6 +961,9 @@ function wireApp() {
     } else if (e.altKey && (e.key === "f" || e.key === "F")) {
       e.preventDefault();
       ui.search.focus();
+    } else if (e.altKey && (e.key === "p" || e.key === "P") && draft && !ui.editor.hidden) {
+      e.preventDefault();
+      setPreview(!previewing);
     }
   });
   // Typing not yet written goes to the store when the page is hidden or closed.

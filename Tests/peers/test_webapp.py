@@ -61,11 +61,14 @@ def account(server):
     return name, password
 
 
-def browser(width=1280, height=800):
+def browser(width=1280, height=800, console=False):
+    """Headless Chromium; `console`: its console messages kept, for driver.get_log("browser")."""
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},{height}"]:
         options.add_argument(arg)
+    if console:
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=webdriver.ChromeService(executable_path=DRIVER), options=options)
 
 

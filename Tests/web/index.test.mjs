@@ -133,3 +133,13 @@ test("index: incremental order equals a full sort after many random changes", ()
     }
   }
 });
+
+test("the service worker keeps every module of the page for offline use", async () => {
+  const { readFile, readdir } = await import("node:fs/promises");
+  const web = new URL("../../Web/", import.meta.url);
+  const sw = await readFile(new URL("sw.js", web), "utf8");
+  const shell = JSON.parse(sw.match(/const SHELL = (\[[^\]]*\])/)[1].replace(/,\s*\]/, "]"));
+  const modules = (await readdir(web)).filter((f) => f.endsWith(".js") && f !== "sw.js");
+  for (const file of modules) assert.ok(shell.includes(file), `${file} is not in sw.js's SHELL`);
+  assert.ok(shell.includes("markdown.js"));
+});
