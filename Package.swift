@@ -104,6 +104,7 @@ let package = Package(
                 "NotedCore",
                 "DiffMatchPatch",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
                 .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),

@@ -10,6 +10,7 @@ public struct Noted: AsyncParsableCommand {
             Register.self, Login.self, Logout.self, Whoami.self,
             New.self, List.self, Show.self, Edit.self, Tag.self, Pin.self, Unpin.self,
             Trash.self, Restore.self, Purge.self, Discard.self, Search.self, History.self,
+            Attach.self, Attachments.self, Fetch.self,
             Sync.self, Watch.self, Status.self, Export.self, Import.self, AccountCommand.self,
         ])
 
@@ -35,6 +36,9 @@ extension Whoami: NotedCommand {}
 extension New: NotedCommand {}
 extension List: NotedCommand {}
 extension Show: NotedCommand {}
+extension Attach: NotedCommand {}
+extension Attachments: NotedCommand {}
+extension Fetch: NotedCommand {}
 extension Edit: NotedCommand {}
 extension Tag: NotedCommand {}
 extension Pin: NotedCommand {}

@@ -27,6 +27,7 @@ public final class NotedClient: Sendable {
     let engine: SyncEngine<ContinuousClock>?
     public let tokens: TokenManager?
     let api: NotedAPI?
+    let uploader: BlobUploader?
 
     /// Opens the local database; with a server and credentials the client can sync.
     /// - Parameter collections: the app's collections besides `notes` (docs/collections.md);
@@ -52,16 +53,20 @@ public final class NotedClient: Sendable {
             if let credentials {
                 let tokens = TokenManager(credentials: credentials, api: api, persist: persist)
                 self.tokens = tokens
-                self.engine = SyncEngine(store: store, transport: configuration.transport, url: url, tokens: tokens, events: hub,
-                                         configuration: configuration.sync, clock: ContinuousClock(), seed: configuration.seed)
+                let engine = SyncEngine(store: store, transport: configuration.transport, url: url, tokens: tokens, events: hub,
+                                        configuration: configuration.sync, clock: ContinuousClock(), seed: configuration.seed)
+                self.engine = engine
+                self.uploader = BlobUploader(store: store, api: api, tokens: tokens) { await engine.localEdit() }
             } else {
                 self.tokens = nil
                 self.engine = nil
+                self.uploader = nil
             }
         } else {
             self.api = nil
             self.tokens = nil
             self.engine = nil
+            self.uploader = nil
         }
     }
 
@@ -74,10 +79,12 @@ public final class NotedClient: Sendable {
 
     /// Starts syncing in the background; does nothing without a server and credentials.
     public func startSync() async {
+        await uploader?.start()
         await engine?.start()
     }
 
     public func stopSync() async {
+        await uploader?.stop()
         await engine?.stop()
     }
 
@@ -310,6 +317,54 @@ public final class NotedClient: Sendable {
     /// Announces a local transaction's edits and wakes the engine.
     func edited(_ effect: StoreEffect) async {
         await hub.emit(effect, origin: .local)
+        await uploader?.wake()
         await engine?.localEdit()
+    }
+
+    // MARK: Attachments
+
+    /// Attaches a file to the note: kept on this device at once, put on the server when it is
+    /// reachable, and the change naming it sent only after that (docs/client.md, "Attachments").
+    /// Files larger than the server takes (`GET /v1/blobs`'s `maxBlobBytes`, 25 MiB by default)
+    /// are refused when the server is asked (``maxAttachmentBytes()``).
+    @discardableResult
+    public func attach(_ id: String, data: Data, name: String, type: String) async throws -> AttachmentReference {
+        let (reference, _) = try await store.attach(id, data: data, name: name, type: type)
+        var effect = StoreEffect()
+        effect.change(id, in: LocalStore.collection)
+        await edited(effect)
+        return reference
+    }
+
+    /// Removes the attachment `sha256` from the note.
+    public func detach(_ id: String, sha256: String) async throws {
+        _ = try await store.detach(id, sha256: sha256)
+        var effect = StoreEffect()
+        effect.change(id, in: LocalStore.collection)
+        await edited(effect)
+    }
+
+    /// The file of an attachment: from this device when it has it, else from the server (then
+    /// kept here, for offline use). Throws `notFound` when neither has it.
+    public func attachmentData(_ sha256: String) async throws -> (data: Data, type: String) {
+        guard AttachmentReference.isSHA256(sha256) else { throw NotedClientError(.invalidInput, "\"\(sha256)\" is not a SHA-256") }
+        if let local = try await store.blobData(sha256) { return local }
+        let (api, token) = try await authorized()
+        guard let fetched = try await api.downloadBlob(sha256: sha256, token: token) else {
+            throw NotedClientError(.notFound, "the server has no attachment \(sha256)")
+        }
+        try await store.keepFetchedBlob(fetched.data, sha256: sha256, type: fetched.type)
+        return fetched
+    }
+
+    /// The largest file the server takes, when it can be asked.
+    public func maxAttachmentBytes() async throws -> Int64? {
+        let (api, token) = try await authorized()
+        return try await api.blobLimits(token: token).maxBlobBytes
+    }
+
+    /// Why uploads of attachments keep failing, while they do (nil when they work).
+    public func attachmentUploadError() async -> String? {
+        await uploader?.lastError
     }
 }

@@ -47,6 +47,15 @@ struct List: AsyncParsableCommand {
     }
 }
 
+/// The note an id or unique id prefix names, or a clear error.
+func resolvedNote(_ client: NotedClient, _ id: String) async throws -> Note {
+    try await cli { () async throws -> Note in
+        let full = try await client.resolve(id)
+        guard let note = try await client.note(full) else { throw NotedClientError(.notFound, "no note \(id)") }
+        return note
+    }
+}
+
 func printNotes(_ notes: [Note], json: Bool) {
     if json {
         printJSON(.array(notes.map(\.json)))
@@ -68,11 +77,7 @@ struct Show: AsyncParsableCommand {
 
     func execute() async throws {
         let client = try await options.openClient()
-        let note = try await cli { () async throws -> Note in
-            let full = try await client.resolve(id)
-            guard let note = try await client.note(full) else { throw NotedClientError(.notFound, "no note \(id)") }
-            return note
-        }
+        let note = try await resolvedNote(client, id)
         if options.json {
             printJSON(note.json)
             return
@@ -81,6 +86,8 @@ struct Show: AsyncParsableCommand {
         print("title:   \(note.title)")
         if !note.tags.isEmpty { print("tags:    \(note.tags.joined(separator: ", "))") }
         if let folder = note.folder { print("folder:  \(folder)") }
+        let attached = note.attachments.compactMap(AttachmentReference.init(element:))
+        if !attached.isEmpty { print("files:   \(attached.map { "\($0.name) (\($0.size) bytes)" }.joined(separator: ", "))") }
         var flags: [String] = []
         if note.pinned { flags.append("pinned") }
         if note.trashed { flags.append("in the trash") }

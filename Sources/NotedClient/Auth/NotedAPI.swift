@@ -42,10 +42,13 @@ public struct SignedInDevice: Sendable, Hashable {
 public struct NotedAPI: Sendable {
     public var server: URL
     public var http: any HTTPTransport
+    /// Attachments' transfers, which may take minutes on a slow link.
+    public var transfers: any HTTPTransport
 
-    public init(server: URL, http: any HTTPTransport = DefaultHTTPTransport()) {
+    public init(server: URL, http: any HTTPTransport = DefaultHTTPTransport(), transfers: any HTTPTransport = DefaultHTTPTransport(timeout: .seconds(600))) {
         self.server = server
         self.http = http
+        self.transfers = transfers
     }
 
     /// `POST /v1/accounts`; returns the new user's id.
@@ -173,10 +176,19 @@ public struct NotedAPI: Sendable {
     }
 
     private func send(_ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil) async throws -> JSONValue {
+        let response = try await http.send(HTTPRequestData(method: method, url: try url(path), headers: headers, body: body))
+        return try Self.checked(response)
+    }
+
+    func url(_ path: String) throws -> URL {
         guard let url = URL(string: server.absoluteString.trimmingSuffix("/") + path) else {
             throw NotedClientError(.invalidInput, "bad server URL \(server.absoluteString)")
         }
-        let response = try await http.send(HTTPRequestData(method: method, url: url, headers: headers, body: body))
+        return url
+    }
+
+    /// The JSON of a 2xx answer; any other answer as the error it says.
+    static func checked(_ response: HTTPResponseData) throws -> JSONValue {
         let value = (try? JSONValue.parse(response.body)) ?? .null
         guard (200..<300).contains(response.status) else {
             let code = value["error"]?.stringValue ?? "http_\(response.status)"

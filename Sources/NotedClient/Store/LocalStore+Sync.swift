@@ -20,6 +20,8 @@ public struct StoreEffect: Sendable, Hashable {
     public var needsPull = false
     /// The in-flight change was kept to be resent later (e.g. `rate_limited`).
     public var retryLater = false
+    /// Attachments' files must go to the server (again) before a change can be sent.
+    public var needsUpload = false
     /// The server refused a change for good; the edit stays local.
     public var refused: [(id: String, message: String)] = []
     /// Merges that could not place all of an edit: (note id, text fields).
@@ -254,8 +256,11 @@ extension LocalStore {
             }
             // Every dirty row handled below leaves the dirty set (sent, deleted, or found to
             // have nothing to send), so pages are read until the batch is full or none is left.
+            // Records whose change adds an attachment still uploading wait (left dirty, not read
+            // again in this call): the server would refuse them `missing_blob`.
+            var skipped = sent
             while result.count < limit {
-                let handled = try Self.outboxRows(db, flags: SyncState.waitingFlags, declared: declared, excluding: sent, limit: limit - result.count)
+                let handled = try Self.outboxRows(db, flags: SyncState.waitingFlags, declared: declared, excluding: skipped, limit: limit - result.count)
                 guard !handled.isEmpty else { break }
                 for var row in handled {
                     guard result.count < limit else { break }
@@ -280,6 +285,10 @@ extension LocalStore {
                             row.state.nothingToSend()
                             try row.update(db)
                             effect.change(row.id, in: row.collection)
+                            continue
+                        }
+                        if try Self.waitsForUpload(db, ops: ops, schema: schemas[row.collection]) {
+                            skipped.insert(row.id)
                             continue
                         }
                         change["op"] = "upsert"
@@ -386,6 +395,14 @@ extension LocalStore {
             }
             if code == .rateLimited {
                 effect.retryLater = true
+                return effect
+            }
+            if code == .missingBlob {
+                // The server lacks a file this change adds (collected since it was uploaded):
+                // upload it again; the change is resent as it is.
+                try Self.markAttachmentsPending(db, fields: row.localFields, schema: schemas[row.collection])
+                effect.retryLater = true
+                effect.needsUpload = true
                 return effect
             }
             let stash: NotedCore.Record? = change.newest.map { newest in

@@ -209,6 +209,21 @@ public struct LocalStore: Sendable {
                 END;
                 """)
         }
+        migrator.registerMigration("v8: attachments") { db in
+            // Files of attachments: those added here until the server has them (`pending`),
+            // and those fetched from the server, kept for offline use.
+            try db.execute(sql: """
+                CREATE TABLE blob (
+                    sha256 TEXT PRIMARY KEY,
+                    size INTEGER NOT NULL,
+                    type TEXT NOT NULL,
+                    data BLOB NOT NULL,
+                    pending INTEGER NOT NULL,
+                    usedAt INTEGER NOT NULL
+                );
+                CREATE INDEX blob_by_pending ON blob(pending) WHERE pending;
+                """)
+        }
         return migrator
     }
 

@@ -27,10 +27,13 @@ public struct HTTPRequestData: Sendable {
 public struct HTTPResponseData: Sendable {
     public var status: Int
     public var body: Data
+    /// Response headers, names in lower case (the last value when a name repeats).
+    public var headers: [String: String]
 
-    public init(status: Int, body: Data) {
+    public init(status: Int, body: Data, headers: [String: String] = [:]) {
         self.status = status
         self.body = body
+        self.headers = headers
     }
 }
 
@@ -59,7 +62,8 @@ public struct AsyncHTTPClientTransport: HTTPTransport {
         do {
             let response = try await HTTPClient.shared.execute(outgoing, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
             let buffer = try await response.body.collect(upTo: 64 << 20)
-            return HTTPResponseData(status: Int(response.status.code), body: Data(buffer.readableBytesView))
+            let headers = Dictionary(response.headers.map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last })
+            return HTTPResponseData(status: Int(response.status.code), body: Data(buffer.readableBytesView), headers: headers)
         } catch {
             throw NotedClientError(.server, "cannot reach the server at \(request.url.origin): \(describe(error))")
         }
@@ -86,7 +90,12 @@ public struct URLSessionHTTPTransport: HTTPTransport {
         outgoing.httpBody = request.body
         do {
             let (data, response) = try await URLSession.shared.data(for: outgoing)
-            return HTTPResponseData(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data)
+            let http = response as? HTTPURLResponse
+            var headers: [String: String] = [:]
+            for (name, value) in http?.allHeaderFields ?? [:] {
+                if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+            }
+            return HTTPResponseData(status: http?.statusCode ?? 0, body: data, headers: headers)
         } catch {
             throw NotedClientError(.server, "cannot reach the server at \(request.url.origin): \(error.localizedDescription)")
         }
