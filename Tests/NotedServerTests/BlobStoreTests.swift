@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Logging
 import NIOCore
 import NotedCore
 import Testing
@@ -200,6 +201,39 @@ import Testing
             // A collected blob can be uploaded again, and referenced again.
             _ = try await upload(store, user: user, dropped)
             #expect(try await contract.push(store, user: user, attach(noteA, baseRev: 1, add: [references[1]]))["status"] == "applied")
+        }
+    }
+
+    /// A database of the version before attachments: its notes (written without an
+    /// `attachments` field) and pending pushes keep working, and attachments work on it.
+    @Test(arguments: backends) func aDatabaseFromBeforeAttachmentsUpgradesAndTakesThem(backend: Backend) async throws {
+        try await withDatabase(backend) { location in
+            func open() throws -> any NotedStore {
+                switch location {
+                case .sqlite(let path): try SQLiteStore(path: path, limits: Limits(), revisionsKept: 100)
+                case .postgres(let url): try PostgresStore(url: url, limits: Limits(), revisionsKept: 100, logger: Logger(label: "test"))
+                }
+            }
+            let old = try open()
+            switch old {
+            case let sqlite as SQLiteStore: try await sqlite.migrate(upTo: "account-admin")
+            case let postgres as PostgresStore: try await postgres.migrate(upTo: "account-admin")
+            default: Issue.record("unknown store")
+            }
+            let user = try await contract.makeUser(old)
+            let id = UUID().uuidString.lowercased()
+            #expect(try await contract.push(old, user: user, contract.create(id, title: "Before"))["status"] == "applied")
+            await old.shutdown()
+
+            let store = try open()
+            try await store.migrate()
+            #expect(try await store.record(userID: user, collection: "notes", id: id)?.fields["title"] == "Before")
+            let bytes = Self.bytes(5000, seed: 11)
+            let blob = try await upload(store, user: user, bytes)
+            let reference = try #require(AttachmentReference(sha256: blob.sha256, size: blob.size, type: "image/png", name: "p.png"))
+            #expect(try await contract.push(store, user: user, attach(id, baseRev: 1, add: [reference.element]))["status"] == "applied")
+            #expect(try await read(store, user: user, blob.sha256, 0..<5000) == bytes)
+            await store.shutdown()
         }
     }
 }
