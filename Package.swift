@@ -121,7 +121,7 @@ let package = Package(
             ]
         ),
         // Fixtures/ (sample exports of each app) is read from the source tree by path.
-        .testTarget(name: "NotedPortingTests", dependencies: ["NotedPorting", "NotedCore"], exclude: ["Fixtures"]),
+        .testTarget(name: "NotedPortingTests", dependencies: ["NotedPorting", "NotedCore", .product(name: "Crypto", package: "swift-crypto")], exclude: ["Fixtures"]),
         .target(
             name: "NotedCLI",
             dependencies: [

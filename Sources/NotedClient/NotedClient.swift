@@ -247,13 +247,14 @@ public final class NotedClient: Sendable {
     /// local transactions of `batch` notes, then syncs them like any edit. `progress` hears how
     /// many are done after each batch.
     public func importNotes(
-        _ notes: [(id: String, fields: NoteFields)], dryRun: Bool = false, batch: Int = 500, progress: (@Sendable (Int) -> Void)? = nil
+        _ notes: [(id: String, fields: NoteFields)], files: [String: (data: Data, type: String)] = [:], dryRun: Bool = false, batch: Int = 500,
+        progress: (@Sendable (Int) -> Void)? = nil
     ) async throws -> [ImportOutcome] {
         var outcomes: [ImportOutcome] = []
         outcomes.reserveCapacity(notes.count)
         for start in stride(from: 0, to: notes.count, by: max(1, batch)) {
             let chunk = Array(notes[start..<min(start + max(1, batch), notes.count)])
-            let (done, effect) = try await store.importNotes(chunk, dryRun: dryRun)
+            let (done, effect) = try await store.importNotes(chunk, files: files, dryRun: dryRun)
             outcomes += done
             if !dryRun { await edited(effect) }
             progress?(outcomes.count)

@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import NotedCore
 
 /// A note as it leaves or enters Noted: every field a person wrote, its id and its dates,
 /// with nothing of the sync machinery. Export writes these; every importer reads into them.
@@ -16,11 +18,15 @@ public struct PortableNote: Sendable, Hashable {
     /// does not say (a plain Markdown file), so that importing it again changes nothing.
     public var created: Date?
     public var updated: Date?
+    /// Files the note carries (images, PDFs…), which the body shows with
+    /// `![name](attachment:SHA256)` or `[name](attachment:SHA256)`.
+    public var attachments: [PortableAttachment] = []
 
     public init(
         id: String, title: String, body: String, tags: [String] = [], folder: String? = nil, pinned: Bool = false,
-        trashed: Bool = false, created: Date?, updated: Date?
+        trashed: Bool = false, created: Date?, updated: Date?, attachments: [PortableAttachment] = []
     ) {
+        self.attachments = attachments
         self.id = id
         self.title = title
         self.body = body
@@ -30,6 +36,44 @@ public struct PortableNote: Sendable, Hashable {
         self.trashed = trashed
         self.created = created
         self.updated = updated
+    }
+}
+
+/// A file of a note, as an export holds it.
+public struct PortableAttachment: Sendable, Hashable {
+    public var name: String
+    /// A lower-case MIME type (`application/octet-stream` when the source gave none usable).
+    public var type: String
+    public var data: Data
+    /// The lower-case hex SHA-256 of `data`: the name Noted stores it under.
+    public let sha256: String
+
+    public init(name: String, type: String?, data: Data) {
+        let cleaned = (type ?? "").split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        self.name = name.isEmpty ? "attachment" : name
+        self.type = AttachmentReference.isMediaType(cleaned) ? cleaned : Self.guessType(name)
+        self.data = data
+        self.sha256 = Array(SHA256.hash(data: data)).lowercaseHex
+    }
+
+    /// The Markdown that shows it in a body: inline for an image, a link for anything else.
+    public var markdown: String {
+        let label = name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "]", with: "\\]").replacingOccurrences(of: "[", with: "\\[")
+        return (type.hasPrefix("image/") ? "!" : "") + "[\(label)](attachment:\(sha256))"
+    }
+
+    /// The element of a note's `attachments` field for it, its name shortened to fit `limit`.
+    public func reference(limit: Int) -> AttachmentReference? {
+        guard let fitted = AttachmentReference.fittedName(name, sha256: sha256, size: Int64(data.count), type: type, limit: limit) else { return nil }
+        return AttachmentReference(sha256: sha256, size: Int64(data.count), type: type, name: fitted)
+    }
+
+    /// A type from the file name's extension, for sources that give none.
+    static func guessType(_ name: String) -> String {
+        let known = ["png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
+                     "heic": "image/heic", "pdf": "application/pdf", "txt": "text/plain", "m4a": "audio/mp4", "mp3": "audio/mpeg",
+                     "mp4": "video/mp4", "mov": "video/quicktime", "wav": "audio/wav"]
+        return known[(name as NSString).pathExtension.lowercased()] ?? "application/octet-stream"
     }
 }
 

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import NotedCore
 import Testing
@@ -46,6 +47,14 @@ import Testing
             #expect(got.folder == want["folder"]?.stringValue, "\(name) folder \(got.folder ?? "nil")")
             #expect(got.pinned == (want["pinned"]?.boolValue ?? false), "\(name) pinned")
             #expect(got.trashed == (want["trashed"]?.boolValue ?? false), "\(name) trashed")
+            // Attachments: the files themselves (their hash is of their bytes), named and typed.
+            let files = got.attachments.map { file -> JSONValue in
+                ["name": .string(file.name), "type": .string(file.type), "sha256": .string(file.sha256), "size": .int(Int64(file.data.count))]
+            }
+            #expect(files == (want["attachments"]?.arrayValue ?? []), "\(name) attachments \(files)")
+            for file in got.attachments {
+                #expect(file.sha256 == Array(SHA256.hash(data: file.data)).lowercaseHex && got.body.contains("(attachment:\(file.sha256))"), "\(name) \(file.name)")
+            }
             for key in ["created", "updated"] {
                 // No date in the source (null): none made up, so a second import changes nothing.
                 guard let expected = want[key], nullDatesAsserted || expected != .null else { continue }

@@ -7,6 +7,7 @@ nothing written; Noted's own "Download all notes" zip round-trips into a fresh a
 
 Run by scripts/test after `swift build`; NOTED_SERVER_BIN names the executable.
 """
+import hashlib
 import json
 import os
 import re
@@ -95,6 +96,12 @@ def test_each_apps_export_uploads_to_the_notes_it_holds(server, fixture):
             # A file without dates (a plain Markdown file) gets none: the record's own dates
             # stand for it, and importing it again changes nothing.
             assert record["fields"].get(field) == (millis(note[key]) if note[key] else None), (field, record)
+        # Attachments: each file stored on the server, the field naming it.
+        files = note.get("attachments", [])
+        assert record["fields"].get("attachments", []) == [f"{f['sha256']} {f['size']} {f['type']} {f['name']}" for f in files], record
+        for f in files:
+            got = requests.get(f"{server}/v1/blobs/{f['sha256']}", headers=auth)
+            assert got.status_code == 200 and hashlib.sha256(got.content).hexdigest() == f["sha256"], f
     again = upload(server, auth, data, os.path.basename(path)).json()
     assert again["imported"] == 0 and again["updated"] == 0 and again["unchanged"] == fixture["count"], again
 

@@ -26,14 +26,18 @@ struct Import: AsyncParsableCommand {
             throw CLIError(error.description)
         }
         let client = try await options.openClient()
+        var files: [String: (data: Data, type: String)] = [:]
         let notes = result.notes.map { item in
-            (id: item.note.id, fields: NoteFields(
+            for attachment in item.note.attachments { files[attachment.sha256] = (attachment.data, attachment.type) }
+            return (id: item.note.id, fields: NoteFields(
                 title: item.note.title, body: item.note.body, tags: Array(NSOrderedSet(array: item.note.tags)).compactMap { $0 as? String },
                 folder: item.note.folder, pinned: item.note.pinned, trashed: item.note.trashed,
-                created: item.note.created, modified: item.note.updated))
+                created: item.note.created, modified: item.note.updated,
+                attachments: item.note.attachments.compactMap { $0.reference(limit: Limits().maxTagLength)?.element }))
         }
         let bar = ProgressBar(total: notes.count, enabled: isatty(STDERR_FILENO) == 1 && !options.json)
-        let outcomes = try await cli { try await client.importNotes(notes, dryRun: dryRun) { bar.show($0) } }
+        let found = files
+        let outcomes = try await cli { try await client.importNotes(notes, files: found, dryRun: dryRun) { bar.show($0) } }
         bar.finish()
         var skipped = result.skipped.map { ["source": JSONValue.string($0.source), "reason": .string($0.reason)] }
         var counts: [String: Int] = ["created": 0, "updated": 0, "unchanged": 0]

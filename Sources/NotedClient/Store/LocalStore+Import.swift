@@ -20,7 +20,12 @@ extension LocalStore {
     /// differ, left alone when equal (tags compared without order). Each batch is one local
     /// transaction, so a note is written whole or not at all and a failure leaves the notes of
     /// earlier batches in place (importing again goes on from there). With `dryRun`, only reads.
-    public func importNotes(_ notes: [(id: String, fields: NoteFields)], dryRun: Bool = false) async throws -> (outcomes: [ImportOutcome], effect: StoreEffect) {
+    ///
+    /// `files` holds the attachments' files by SHA-256: those a created or updated note names
+    /// are stored with it, pending upload (``attach(_:data:name:type:now:)``).
+    public func importNotes(
+        _ notes: [(id: String, fields: NoteFields)], files: [String: (data: Data, type: String)] = [:], dryRun: Bool = false
+    ) async throws -> (outcomes: [ImportOutcome], effect: StoreEffect) {
         if dryRun {
             // The same decisions as below, from reads only.
             let outcomes = try await writer.read { db in
@@ -37,9 +42,11 @@ extension LocalStore {
                     switch try Self.importOutcome(transaction.db, id: id, fields: fields) {
                     case nil:
                         try transaction.create(Self.collection, fields: fields.json, id: id)
+                        try Self.keepFiles(transaction.db, of: fields, files: files, now: transaction.now)
                         outcomes.append(.created)
                     case .updated:
                         try transaction.update(Self.collection, id: id) { $0 = fields.json }
+                        try Self.keepFiles(transaction.db, of: fields, files: files, now: transaction.now)
                         outcomes.append(.updated)
                     case let outcome?:
                         outcomes.append(outcome)
@@ -68,6 +75,18 @@ extension LocalStore {
 
     static func sameContent(_ a: NoteFields, _ b: NoteFields) -> Bool {
         a.sameContent(as: b) && a.pinned == b.pinned && a.trashed == b.trashed && sameDate(a.created, b.created) && sameDate(a.modified, b.modified)
+            && Set(a.attachments) == Set(b.attachments)
+    }
+
+    /// Stores the files `fields` names that `files` holds and this device lacks, pending upload.
+    static func keepFiles(_ db: Database, of fields: NoteFields, files: [String: (data: Data, type: String)], now: Date) throws {
+        for reference in fields.attachmentReferences {
+            guard let file = files[reference.sha256] else { continue }
+            try db.execute(sql: """
+                INSERT INTO blob (sha256, size, type, data, pending, usedAt) VALUES (?, ?, ?, ?, 1, ?)
+                ON CONFLICT (sha256) DO NOTHING
+                """, arguments: [reference.sha256, Int64(file.data.count), file.type, file.data, Int64(now.timeIntervalSince1970 * 1000)])
+        }
     }
 
     /// Dates as the fields hold them, to the millisecond.

@@ -7,8 +7,8 @@ import FoundationXML
 
 /// Evernote's `.enex` export: one file per notebook (its name becomes the folder), each
 /// `<note>` with `<title>`, `<content>` (ENML, converted to Markdown by ``ENML``), `<created>`,
-/// `<updated>` (`20240105T101112Z`), `<tag>`s and `<resource>`s (attachments: reported as not
-/// imported yet; where the text shows one, a `[attachment skipped: name]` marks the place).
+/// `<updated>` (`20240105T101112Z`), `<tag>`s and `<resource>`s (attachments: each one's file
+/// comes along, and where the text shows it, `![name](attachment:SHA256)` does).
 enum EvernoteImporter {
     static func read(_ source: ImportSource) throws -> Importer.Result {
         let files = source.files.filter { $0.path.lowercased().hasSuffix(".enex") }
@@ -20,12 +20,18 @@ enum EvernoteImporter {
             let notebook = ((file.path as NSString).lastPathComponent as NSString).deletingPathExtension
             for (index, raw) in parsed.enumerated() {
                 let place = "\(file.path) note \(index + 1) (\"\(raw.title.prefix(40))\")"
-                var names: [String: String] = [:]
-                for resource in raw.resources {
-                    let hash = Insecure.MD5.hash(data: resource.data).lowercaseHex
-                    names[hash] = resource.fileName ?? resource.mime ?? "attachment"
-                    skipped.append(Importer.Skipped(source: "\(place) \(resource.fileName ?? resource.mime ?? "attachment")",
-                                                    reason: "attachments are not imported yet"))
+                // Each resource becomes an attachment; the note's <en-media hash="MD5"> shows it.
+                var marks: [String: String] = [:]
+                var attachments: [PortableAttachment] = []
+                for (number, resource) in raw.resources.enumerated() {
+                    let name = resource.fileName ?? "attachment \(number + 1)" + Self.suffix(for: resource.mime)
+                    guard !resource.data.isEmpty else {
+                        skipped.append(Importer.Skipped(source: "\(place) \(name)", reason: "the attachment has no data in the export"))
+                        continue
+                    }
+                    let attachment = PortableAttachment(name: name, type: resource.mime, data: resource.data)
+                    marks[Insecure.MD5.hash(data: resource.data).lowercaseHex] = attachment.markdown
+                    if !attachments.contains(where: { $0.sha256 == attachment.sha256 }) { attachments.append(attachment) }
                 }
                 guard let content = raw.content else {
                     skipped.append(Importer.Skipped(source: place, reason: "no content element"))
@@ -33,7 +39,7 @@ enum EvernoteImporter {
                 }
                 let body: String
                 do {
-                    body = try ENML.markdown(content, attachmentNames: names)
+                    body = try ENML.markdown(content, attachmentMarks: marks)
                 } catch {
                     skipped.append(Importer.Skipped(source: place, reason: "its content is not readable ENML: \(error)"))
                     continue
@@ -45,11 +51,18 @@ enum EvernoteImporter {
                 notes.append(Importer.Imported(
                     note: PortableNote(
                         id: Importer.noteID(format: .evernote, sourceID: sourceID), title: raw.title, body: body, tags: raw.tags,
-                        folder: notebook.isEmpty ? nil : notebook, pinned: false, trashed: false, created: created ?? updated, updated: updated),
+                        folder: notebook.isEmpty ? nil : notebook, pinned: false, trashed: false, created: created ?? updated, updated: updated,
+                        attachments: attachments),
                     source: place))
             }
         }
         return Importer.Result(format: .evernote, notes: notes, skipped: skipped)
+    }
+
+    /// `.png` for `image/png`: a name for a resource the export gives none.
+    static func suffix(for mime: String?) -> String {
+        guard let subtype = mime?.split(separator: "/").last, subtype.allSatisfy({ $0.isLetter || $0.isNumber }) else { return "" }
+        return "." + (subtype == "jpeg" ? "jpg" : subtype.lowercased())
     }
 
     /// `20240105T101112Z`.
@@ -149,7 +162,7 @@ enum ENEX {
 
 /// ENML (Evernote's XHTML) as Markdown: headings, paragraphs and lines, bold, italic,
 /// strike-through, links, lists (nested), checkboxes (`- [ ]`/`- [x]`), code, rules, tables as
-/// rows of cells separated by ` | `, and attachments as `[attachment skipped: name]`.
+/// rows of cells separated by ` | `, and attachments as their Markdown (`![name](attachment:SHA256)`).
 enum ENML {
     indirect enum Node {
         case element(String, [String: String], [Node])
@@ -180,7 +193,7 @@ enum ENML {
         "&middot;": "·", "&times;": "×", "&deg;": "°", "&laquo;": "«", "&raquo;": "»",
     ]
 
-    static func markdown(_ content: String, attachmentNames: [String: String] = [:]) throws -> String {
+    static func markdown(_ content: String, attachmentMarks: [String: String] = [:]) throws -> String {
         var xml = content
         // The declaration and DOCTYPE name a DTD that is not fetched; its entities are mapped here.
         if let range = xml.range(of: "<!DOCTYPE[^>]*>", options: .regularExpression) { xml.removeSubrange(range) }
@@ -194,7 +207,7 @@ enum ENML {
         guard parser.parse(), let root = builder.stack.first else {
             throw ImportError("ENML", "line \(parser.lineNumber), column \(parser.columnNumber)")
         }
-        var lines = Lines(attachmentNames: attachmentNames)
+        var lines = Lines(attachmentMarks: attachmentMarks)
         lines.block(root.2)
         var out = lines.lines
         while out.first?.isEmpty == true { out.removeFirst() }
@@ -206,7 +219,7 @@ enum ENML {
     /// nested blocks and `<br/>`s), and an empty block is an empty line. Inline whitespace
     /// collapses to one space; each line is trimmed.
     struct Lines {
-        var attachmentNames: [String: String]
+        var attachmentMarks: [String: String]
         var lines: [String] = []
         var current = ""
         var depth = 0
@@ -298,7 +311,7 @@ enum ENML {
                 }
                 guard name == "li" else { continue }
                 number += 1
-                var item = Lines(attachmentNames: attachmentNames)
+                var item = Lines(attachmentMarks: attachmentMarks)
                 item.depth = depth + 1
                 item.content(content)
                 item.flush()
@@ -321,7 +334,7 @@ enum ENML {
 
         /// Inline content as one line's text.
         func inline(_ nodes: [Node]) -> String {
-            var sub = Lines(attachmentNames: attachmentNames)
+            var sub = Lines(attachmentMarks: attachmentMarks)
             sub.content(nodes)
             sub.flush()
             return sub.lines.joined(separator: " ").trimmingCharacters(in: .whitespaces)
@@ -337,14 +350,14 @@ enum ENML {
                 return "[\(text.isEmpty ? href : text)](\(href))"
             case "en-todo": return attributes["checked"] == "true" ? "- [x] " : "- [ ] "
             case "en-media":
-                let name = attributes["hash"].flatMap { attachmentNames[$0] } ?? attributes["type"] ?? "attachment"
-                return "[attachment skipped: \(name)]"
+                if let mark = attributes["hash"].flatMap({ attachmentMarks[$0.lowercased()] }) { return mark }
+                return "[attachment skipped: \(attributes["type"] ?? "attachment")]"
             case "en-crypt": return "[encrypted text skipped]"
             case "img":
                 return attributes["src"].map { "![\(attributes["alt"] ?? "")](\($0))" } ?? ""
             default:
                 // span, font, u, s, sup, sub, code…: their text only.
-                var sub = Lines(attachmentNames: attachmentNames)
+                var sub = Lines(attachmentMarks: attachmentMarks)
                 sub.content(children)
                 return sub.lines.joined(separator: " ") + (sub.lines.isEmpty ? "" : " ") + sub.current
             }
@@ -352,7 +365,7 @@ enum ENML {
 
         /// `**text**` with the text's outer spaces kept outside the marks.
         func wrap(_ children: [Node], _ mark: String) -> String {
-            var sub = Lines(attachmentNames: attachmentNames)
+            var sub = Lines(attachmentMarks: attachmentMarks)
             sub.content(children)
             let text = (sub.lines + [sub.current]).joined(separator: " ")
             let core = text.trimmingCharacters(in: .whitespaces)

@@ -4,8 +4,9 @@ import NotedCore
 /// Joplin's RAW export (a folder of `<id>.md` items) and `.jex` (a tar of the same). Each item is
 /// its title line, a blank line, its body, a blank line, then `key: value` lines (`id`,
 /// `parent_id`, `created_time`, `updated_time`, `type_` …): notes are `type_: 1`, notebooks
-/// `2` (nested through `parent_id`, becoming the folder path), resources `4` (attachments,
-/// reported as not imported), tags `5`, and note–tag links `6`. A to-do (`is_todo: 1`) is an
+/// `2` (nested through `parent_id`, becoming the folder path), resources `4` (attachments: their
+/// files in `resources/` come along, and a note's `(:/<id>)` links become `(attachment:SHA256)`),
+/// tags `5`, and note–tag links `6`. A to-do (`is_todo: 1`) is an
 /// ordinary note; `deleted_time` other than 0 puts the note in the trash.
 enum JoplinImporter {
     struct Item {
@@ -87,6 +88,22 @@ enum JoplinImporter {
             }
             return names.isEmpty ? nil : names.joined(separator: "/")
         }
+        // Resources (type 4): their files are `resources/<id>.<ext>`; notes link them as `(:/<id>)`.
+        var resources: [String: PortableAttachment] = [:]
+        for item in items where item.type == 4 {
+            let ext = item.fields["file_extension"] ?? ""
+            let wanted = ext.isEmpty ? item.id : "\(item.id).\(ext)"
+            guard let file = source.files.first(where: {
+                $0.path.contains("resources/") && ($0.path as NSString).lastPathComponent == wanted
+            }) ?? source.files.first(where: {
+                $0.path.contains("resources/") && (($0.path as NSString).lastPathComponent as NSString).deletingPathExtension == item.id
+            }) else {
+                skipped.append(Importer.Skipped(source: item.path, reason: "the attachment's file (resources/\(wanted)) is not in the export (\(item.title))"))
+                continue
+            }
+            let filename = item.fields["filename"].flatMap { $0.isEmpty ? nil : $0 }
+            resources[item.id] = PortableAttachment(name: filename ?? (item.title.isEmpty ? wanted : item.title), type: item.fields["mime"], data: file.data)
+        }
         var notes: [Importer.Imported] = []
         for item in items {
             switch item.type {
@@ -97,17 +114,41 @@ enum JoplinImporter {
                 let updated = Importer.isoDate(item.fields["user_updated_time"]) ?? Importer.isoDate(item.fields["updated_time"]) ?? created
                     ?? Date(timeIntervalSince1970: 0)
                 let deleted = item.fields["deleted_time"].map { $0 != "0" && !$0.isEmpty } ?? false
+                let (body, attachments) = Self.linkingAttachments(item.body, resources: resources)
                 notes.append(Importer.Imported(
                     note: PortableNote(
-                        id: Importer.noteID(format: .joplin, sourceID: item.id), title: item.title, body: item.body, tags: tags,
-                        folder: path(of: item.fields["parent_id"]), pinned: false, trashed: deleted, created: created ?? updated, updated: updated),
+                        id: Importer.noteID(format: .joplin, sourceID: item.id), title: item.title, body: body, tags: tags,
+                        folder: path(of: item.fields["parent_id"]), pinned: false, trashed: deleted, created: created ?? updated, updated: updated,
+                        attachments: attachments),
                     source: item.path))
-            case 4:
-                skipped.append(Importer.Skipped(source: item.path, reason: "attachments are not imported yet (\(item.title))"))
             default:
                 continue
             }
         }
         return Importer.Result(format: .joplin, notes: notes, skipped: skipped)
+    }
+
+    /// The body with each `(:/<resource id>)` link target of a known resource made
+    /// `(attachment:<sha256>)`, and those resources, in the order the body names them.
+    static func linkingAttachments(_ body: String, resources: [String: PortableAttachment]) -> (String, [PortableAttachment]) {
+        guard body.contains("(:/") else { return (body, []) }
+        var result = ""
+        var attachments: [PortableAttachment] = []
+        var rest = body[...]
+        while let range = rest.range(of: "(:/") {
+            result += rest[..<range.lowerBound]
+            let after = rest[range.upperBound...]
+            let id = String(after.prefix(32))
+            if id.count == 32, id.allSatisfy(\.isHexDigit), after.dropFirst(32).first == ")", let attachment = resources[id] {
+                result += "(attachment:\(attachment.sha256))"
+                if !attachments.contains(where: { $0.sha256 == attachment.sha256 }) { attachments.append(attachment) }
+                rest = after.dropFirst(33)
+            } else {
+                result += "(:/"
+                rest = after
+            }
+        }
+        result += rest
+        return (result, attachments)
     }
 }

@@ -72,7 +72,8 @@ extension Routes {
             } catch let error as ImportError {
                 throw APIError(.badRequest, "bad_import", error.description)
             }
-            let summary = try await ServerImport(sync: sync, userID: user.userID, logger: context.logger).write(result)
+            let summary = try await ServerImport(sync: sync, userID: user.userID, logger: context.logger,
+                                                 maxBlobBytes: configuration.maxBlobBytes, quota: configuration.quota.bytes).write(result)
             context.logger.info("import", metadata: [
                 "user": .string(user.userID), "format": .string(result.format.rawValue), "imported": "\(summary.imported)",
                 "updated": "\(summary.updated)", "unchanged": "\(summary.unchanged)", "skipped": "\(summary.skipped.count)",
@@ -89,6 +90,9 @@ struct ServerImport {
     let sync: SyncService
     let userID: String
     let logger: Logger
+    /// The largest file, and the account's quota, for the notes' attachments.
+    var maxBlobBytes = 25 * 1024 * 1024
+    var quota: Int64?
 
     struct Summary {
         var imported = 0, updated = 0, unchanged = 0
@@ -111,7 +115,19 @@ struct ServerImport {
             var changes: [JSONValue] = []
             var sources: [(source: String, isNew: Bool)] = []
             for item in result.notes[start..<min(start + batch, result.notes.count)] {
-                let fields = Self.fields(item.note)
+                var fields = Self.fields(item.note)
+                // The note's files first: a change naming a file the server lacks is refused.
+                var stored: [String] = []
+                for attachment in item.note.attachments {
+                    guard let reference = attachment.reference(limit: sync.parser.limits.maxTagLength) else { continue }
+                    do {
+                        try await storeFile(attachment)
+                        stored.append(reference.element)
+                    } catch {
+                        summary.skipped.append(("\(item.source) \(attachment.name)", "the attachment was not stored: \(Self.describe(error))"))
+                    }
+                }
+                fields["attachments"] = .array(stored.map(JSONValue.string))
                 let record = try await sync.store.record(userID: userID, collection: CollectionSchema.notes.name, id: item.note.id)
                 if let record, record.deleted {
                     summary.skipped.append((item.source, "deleted on the server"))
@@ -141,6 +157,33 @@ struct ServerImport {
             }
         }
         return summary
+    }
+
+    /// Stores an imported file as the user's blob (nothing when it is there already).
+    func storeFile(_ attachment: PortableAttachment) async throws {
+        let store = sync.store
+        if try await store.storedBlob(userID: userID, sha256: attachment.sha256) != nil { return }
+        guard attachment.data.count <= maxBlobBytes else {
+            throw APIError(.contentTooLarge, "too_large", "\(attachment.data.count) bytes, more than this server takes (\(maxBlobBytes))")
+        }
+        let length = Int64(attachment.data.count)
+        let upload = try await store.beginBlobUpload(userID: userID, sha256: attachment.sha256, length: length, type: attachment.type, quota: quota, now: Date())
+        var offset = upload.offset
+        while offset < length {
+            let end = min(Int(length), Int(offset) + Routes.blobPieceBytes)
+            offset = try await store.appendBlobUpload(userID: userID, sha256: attachment.sha256, offset: offset,
+                                                      bytes: ByteBuffer(bytes: attachment.data[Int(offset)..<end]), now: Date())
+        }
+        try await store.syncBlobUpload(userID: userID, sha256: attachment.sha256)
+        _ = try await store.finishBlobUpload(userID: userID, sha256: attachment.sha256, now: Date())
+    }
+
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as BlobError: Routes.apiError(error).message
+        case let error as APIError: error.message
+        default: String(describing: error)
+        }
     }
 
     /// Every field of the `notes` schema as the note has it (tags without repeats); the dates
