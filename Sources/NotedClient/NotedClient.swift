@@ -17,6 +17,9 @@ public final class NotedClient: Sendable {
         public var seed = UInt64.random(in: .min ... .max)
         public var transport: any SyncTransport = WebSocketTransport()
         public var http: any HTTPTransport = DefaultHTTPTransport()
+        /// Bytes of files fetched from the server kept on the device for offline use; beyond
+        /// it the least recently used are dropped (files still to upload never are).
+        public var attachmentCacheBytes: Int64 = 512 * 1024 * 1024
 
         public init() {}
     }
@@ -28,6 +31,7 @@ public final class NotedClient: Sendable {
     public let tokens: TokenManager?
     let api: NotedAPI?
     let uploader: BlobUploader?
+    let attachmentCacheBytes: Int64
 
     /// Opens the local database; with a server and credentials the client can sync.
     /// - Parameter collections: the app's collections besides `notes` (docs/collections.md);
@@ -44,6 +48,7 @@ public final class NotedClient: Sendable {
                 configuration: Configuration = Configuration()) throws {
         self.store = store
         self.server = server
+        self.attachmentCacheBytes = configuration.attachmentCacheBytes
         if let server {
             guard let url = syncURL(server: server) else {
                 throw NotedClientError(.invalidInput, "the server URL must start with http:// or https://")
@@ -355,6 +360,7 @@ public final class NotedClient: Sendable {
             throw NotedClientError(.notFound, "the server has no attachment \(sha256)")
         }
         try await store.keepFetchedBlob(fetched.data, sha256: sha256, type: fetched.type)
+        try await store.forgetBlobs(keepingBytes: attachmentCacheBytes)
         return fetched
     }
 
