@@ -193,3 +193,22 @@ def test_sessions_through_nginx_reach_both_nodes_and_see_each_others_edits(clust
     finally:
         for ws in sessions:
             ws.close()
+
+
+def test_an_attachment_goes_up_through_nginx_and_every_node_serves_it(cluster):
+    # The sample configuration takes bodies up to 300m and streams them through unbuffered.
+    import hashlib
+    base, nodes = cluster["base"], cluster["nodes"]
+    name = "att" + uuid.uuid4().hex[:8]
+    assert requests.post(base + "/v1/accounts", json={"username": name, "password": "correct horse battery"}).status_code == 201
+    token = requests.post(base + "/v1/sessions", json={"username": name, "password": "correct horse battery"}).json()["access_token"]
+    auth = {"Authorization": f"Bearer {token}"}
+    blob = os.urandom(8 * 1024 * 1024)
+    sha = hashlib.sha256(blob).hexdigest()
+    r = requests.put(f"{base}/v1/blobs/{sha}", data=blob, headers=dict(auth, **{"Content-Type": "application/pdf"}), timeout=60)
+    assert r.status_code == 201, r.text
+    for node in nodes:
+        got = requests.get(f"{node}/v1/blobs/{sha}", headers=auth, timeout=30)
+        assert got.status_code == 200 and got.content == blob
+    ranged = requests.get(f"{base}/v1/blobs/{sha}", headers=dict(auth, Range="bytes=100-199"), timeout=30)
+    assert ranged.status_code == 206 and ranged.content == blob[100:200]
