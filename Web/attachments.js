@@ -323,7 +323,10 @@ export class Attachments extends EventTarget {
     const limit = max ?? (await this.maxBlobBytes());
     const name = file.name || (file.type.startsWith("image/") ? `pasted image.${file.type.slice(6).split(/[+;]/)[0]}` : "file");
     if (file.size > limit) {
-      throw Object.assign(new Error(`"${name}" is ${humanSize(file.size)}: the server takes files up to ${humanSize(limit)}. It was not attached.`), { code: "too_large" });
+      // Sizes in bytes when the rounded ones would read the same ("98 KB: up to 98 KB").
+      const [is, max] = humanSize(file.size) === humanSize(limit)
+        ? [`${file.size.toLocaleString()} bytes`, `${limit.toLocaleString()} bytes`] : [humanSize(file.size), humanSize(limit)];
+      throw Object.assign(new Error(`"${name}" is ${is}: the server takes files up to ${max}. It was not attached.`), { code: "too_large" });
     }
     const bytes = await file.arrayBuffer();
     const sha256 = await sha256Hex(bytes);
@@ -481,4 +484,171 @@ export class Attachments extends EventTarget {
     }
     return "retry";
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The editor: "Attach file", paste and drop onto the body, and the note's list of files.
+
+/**
+ * Wires the editor's attachments. `ui`: { body (the textarea), input (the file input), list (a
+ * ul), error (a role=alert line) }; `note()`: { id, attachments } of the note shown (null: none);
+ * `edit(id, change)`: a local edit of that note's fields (as app.js's `edit`); `saveFile(blob,
+ * name)`: a download.
+ */
+export class AttachmentsEditor {
+  constructor(attachments, { ui, note, edit, saveFile }) {
+    this.attachments = attachments;
+    this.ui = ui;
+    this.note = note;
+    this.edit = edit;
+    this.saveFile = saveFile;
+    this.shownKey = null;
+    this.thumbs = new Map(); // sha -> data: URL (the page's CSP allows data: images, not blob:)
+    ui.input.addEventListener("change", () => {
+      const files = [...ui.input.files];
+      ui.input.value = "";
+      this.addFiles(files);
+    });
+    ui.body.addEventListener("paste", (event) => {
+      const files = [...((event.clipboardData && event.clipboardData.files) || [])];
+      if (files.length === 0) return;
+      event.preventDefault();
+      this.addFiles(files);
+    });
+    ui.body.addEventListener("dragover", (event) => {
+      if (!event.dataTransfer || ![...event.dataTransfer.types].includes("Files")) return;
+      event.preventDefault();
+      event.dataTransfer.dropEffect = "copy";
+    });
+    ui.body.addEventListener("drop", (event) => {
+      const files = [...((event.dataTransfer && event.dataTransfer.files) || [])];
+      if (files.length === 0) return;
+      event.preventDefault();
+      this.addFiles(files);
+    });
+  }
+
+  say(message) {
+    this.ui.error.textContent = message;
+  }
+
+  /**
+   * Attaches files to the note shown: each refused over the server's limit (saying so), else
+   * kept here (pending its upload), its element added to the note's attachments and its link
+   * typed at the caret, a local edit as any other.
+   */
+  async addFiles(files) {
+    const shown = this.note();
+    if (!shown || files.length === 0) return;
+    const id = shown.id;
+    this.say("");
+    const added = [];
+    const refused = [];
+    const max = await this.attachments.maxBlobBytes();
+    for (const file of files) {
+      try {
+        added.push(await this.attachments.addFile(file, max));
+      } catch (error) {
+        refused.push(error.message);
+      }
+    }
+    if (refused.length) this.say(refused.join(" "));
+    if (added.length === 0) return;
+    await this.edit(id, (f) => ({ ...f, attachments: [...(f.attachments || []), ...added.map((a) => a.element)] }));
+    const now = this.note();
+    if (now && now.id === id) this.insert(added.map((a) => a.markdown).join("\n"));
+  }
+
+  /** Types `text` at the caret (on a line of its own), as the user would. */
+  insert(text) {
+    const body = this.ui.body;
+    const start = body.selectionStart ?? body.value.length;
+    const end = body.selectionEnd ?? start;
+    const before = body.value.slice(0, start);
+    const after = body.value.slice(end);
+    const line = (before && !before.endsWith("\n") ? "\n" : "") + text + (after.startsWith("\n") ? "" : "\n");
+    body.focus();
+    body.setRangeText(line, start, end, "end");
+    body.dispatchEvent(new Event("input", { bubbles: true }));
+  }
+
+  /** The list of the note's files (drawn again only when they changed). */
+  render(id, elements = []) {
+    const key = `${id}\n${elements.join("\n")}`;
+    if (key === this.shownKey) return;
+    if (!this.shownKey || !this.shownKey.startsWith(`${id}\n`)) this.say("");
+    this.shownKey = key;
+    const items = elements.map((element) => parseElement(element) && { ...parseElement(element), element })
+      .filter(Boolean).map((file) => this.item(id, file));
+    this.ui.list.replaceChildren(...items);
+    this.ui.list.hidden = items.length === 0;
+  }
+
+  item(id, file) {
+    const li = document.createElement("li");
+    li.className = "attachment";
+    li.dataset.sha256 = file.sha256;
+    if (isImageType(file.type) && file.size <= THUMB_MAX_BYTES) {
+      const img = document.createElement("img");
+      img.className = "thumb";
+      img.alt = "";
+      img.hidden = true;
+      this.thumbnail(file.sha256, file.type).then((url) => {
+        if (url) {
+          img.src = url;
+          img.hidden = false;
+        }
+      });
+      li.append(img);
+    }
+    const name = document.createElement("span");
+    name.className = "attachment-name";
+    name.textContent = file.name;
+    const size = document.createElement("span");
+    size.className = "attachment-size";
+    size.textContent = humanSize(file.size);
+    const download = button("Download", `Download ${file.name}`, () => this.download(file));
+    const remove = button("Remove", `Remove ${file.name}`, () =>
+      this.edit(id, (f) => ({ ...f, attachments: (f.attachments || []).filter((e) => e !== file.element) })));
+    li.append(name, " ", size, " ", download, " ", remove);
+    return li;
+  }
+
+  async download(file) {
+    const blob = await this.attachments.loadAttachment(file.sha256);
+    if (!blob) {
+      this.say(`"${file.name}" is not in this browser${navigator.onLine ? " and the server did not send it" : ": it needs a connection"}.`);
+      return;
+    }
+    this.saveFile(blob.type === file.type ? blob : new Blob([blob], { type: file.type }), file.name);
+  }
+
+  /** A thumbnail's data: URL (kept for the last few images). */
+  async thumbnail(sha, type) {
+    if (this.thumbs.has(sha)) return this.thumbs.get(sha);
+    const found = await this.attachments.loadAttachment(sha);
+    if (!found) return null;
+    const blob = new Blob([found], { type });
+    const url = await new Promise((resolve) => {
+      const reader = new FileReader();
+      reader.onload = () => resolve(String(reader.result));
+      reader.onerror = () => resolve(null);
+      reader.readAsDataURL(blob);
+    });
+    if (url) {
+      this.thumbs.set(sha, url);
+      if (this.thumbs.size > 32) this.thumbs.delete(this.thumbs.keys().next().value);
+    }
+    return url;
+  }
+}
+
+function button(text, label, onClick) {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = "quiet";
+  b.textContent = text;
+  b.setAttribute("aria-label", label);
+  b.addEventListener("click", onClick);
+  return b;
 }
