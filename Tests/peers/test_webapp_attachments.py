@@ -95,6 +95,16 @@ def listed(driver):
         (li.querySelector('img.thumb:not([hidden])') || {}).src || null]);""")
 
 
+def offline_with_a_synced_note(driver, base, account, api, title, text):
+    """Signs in, writes a note, waits for the server to have it, then takes the browser offline."""
+    sign_in(driver, base, account)
+    new_note(driver, title, text)
+    wait(driver, lambda d: api.note(title) is not None, timeout=15, message="the note on the server")
+    time.sleep(1)  # the service worker has cached the shell (the page reloads offline)
+    set_offline(driver, True)
+    wait(driver, lambda d: status(d).startswith("offline"), message="offline")
+
+
 # A file given to the page as a paste or a drop onto the body (the events the browser makes).
 DISPATCH = """
 const [kind, name, type, b64] = arguments;
@@ -189,12 +199,7 @@ def test_attached_offline_survives_a_reload_and_syncs_online(blob_server):
     path, sha = a_file("receipt 2024 ✓.png", image)
     driver = browser()
     try:
-        sign_in(driver, base, account)
-        new_note(driver, "Receipt", "paid")
-        wait(driver, lambda d: api.note("Receipt") is not None, timeout=15, message="the note on the server")
-        time.sleep(1)  # the service worker has cached the shell (the page reloads offline)
-        set_offline(driver, True)
-        wait(driver, lambda d: status(d).startswith("offline"), message="offline")
+        offline_with_a_synced_note(driver, base, account, api, "Receipt", "paid")
         attach(driver, path)
         link = f"![receipt 2024 ✓.png](attachment:{sha})"
         wait(driver, lambda d: link in body(d), message="the link, offline")
@@ -213,6 +218,42 @@ def test_attached_offline_survives_a_reload_and_syncs_online(blob_server):
         assert link in api.note("Receipt")["body"]
         assert api.blob(sha).content == image
         wait(driver, lambda d: status(d) == "online", timeout=10, message="nothing pending")
+    finally:
+        driver.quit()
+
+
+def test_missing_blob_uploads_the_file_again_and_resends(blob_server):
+    """A change refused `missing_blob` (the server lacks a file this browser took for uploaded:
+    collected, or uploaded from a tab that lost it) uploads the file again and is sent again."""
+    base = blob_server
+    account = register(base, "mis")
+    api = Api(base, account)
+    data = b"%PDF-1.4 not really a pdf\n" * 20
+    path, sha = a_file("scan.pdf", data)
+    driver = browser()
+    try:
+        offline_with_a_synced_note(driver, base, account, api, "Scan", "a file")
+        attach(driver, path)
+        wait(driver, lambda d: f"[scan.pdf](attachment:{sha})" in body(d), message="the link")
+        # This browser now believes the server has the file (it does not).
+        marked = driver.execute_async_script("""
+          const [sha, done] = arguments;
+          const tx = window.noted.store.db.transaction('blobs', 'readwrite');
+          const store = tx.objectStore('blobs');
+          store.get(sha).onsuccess = (e) => { const v = e.target.result; delete v.pend; store.put(v); };
+          tx.oncomplete = () => done(true);""", sha)
+        assert marked
+        driver.execute_script("""
+          const onResult = window.noted.engine.onResult.bind(window.noted.engine);
+          window.rejects = [];
+          window.noted.engine.onResult = (m) => { if (m.type === 'reject') window.rejects.push(m.code); return onResult(m); };""")
+        set_offline(driver, False)
+        element = f"{sha} {len(data)} application/pdf scan.pdf"
+        wait(driver, lambda d: (api.note("Scan") or {}).get("attachments") == [element], timeout=30, message="synced after missing_blob")
+        assert api.blob(sha).content == data
+        rejected = driver.execute_script("return window.rejects")
+        assert "missing_blob" in rejected, rejected
+        wait(driver, lambda d: status(d) == "online", message="nothing pending, nothing refused")
     finally:
         driver.quit()
 
