@@ -381,7 +381,7 @@ export class Attachments extends EventTarget {
       const entry = await this.cache.get(sha).catch(() => null);
       if (entry && entry.pend && !entry.failed) out.push(sha);
     }
-    if (out.length) this.kick();
+    if (out.length) this.wake();
     return out;
   }
 
@@ -400,11 +400,23 @@ export class Attachments extends EventTarget {
     return lost;
   }
 
-  /** Upload now (after a new file, a network change, a failure's backoff). */
+  /** Upload now (after a new file, a network change). */
   kick() {
+    this.later(0);
+  }
+
+  /** Upload soon unless an upload is under way or waits out a failure's backoff. */
+  wake() {
+    if (!this.uploading && !this.timer) this.kick();
+  }
+
+  later(delay) {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.uploadPending(), 0);
+    this.timer = setTimeout(() => {
+      this.timer = 0;
+      this.uploadPending();
+    }, delay);
   }
 
   /** Uploads every pending blob, one at a time; on a failure tries again later, with backoff. */
@@ -433,8 +445,7 @@ export class Attachments extends EventTarget {
     this.uploading = null;
     if (this.stopped) return;
     if (failed) {
-      clearTimeout(this.timer);
-      this.timer = setTimeout(() => this.uploadPending(), backoff(this.failures++));
+      this.later(backoff(this.failures++));
     } else {
       this.failures = 0;
       if (this.again) {
