@@ -18,6 +18,7 @@ import { NoteIndex, firstLine, summarize } from "./notes-index.js";
 import { NoteList } from "./list.js";
 import { Search } from "./search-client.js";
 import { renderMarkdown, toggleTask } from "./markdown.js";
+import { Attachments, AttachmentsEditor } from "./attachments.js";
 
 const TEXT = ["title", "body"];
 const SAVE_DELAY = 200; // ms without a key before typing is written to the store
@@ -47,6 +48,7 @@ let engine;
 let search;
 let list;
 let accountPanel;
+let attachmentsEditor; // Web/attachments.js: the editor's files
 let leaving = false; // signing out: the session ends on purpose
 let deleting = false; // the account is deleted: its database goes, then the page reloads
 let everywhere = false; // what the sign-out dialog's "Sign out anyway" does: sign out every device
@@ -471,6 +473,7 @@ function renderMeta() {
   ui.trash.hidden = f.trashed;
   ui.restore.hidden = !f.trashed;
   ui.purge.hidden = !f.trashed;
+  if (attachmentsEditor) attachmentsEditor.render(draft.id, f.attachments);
   const refusal = draft.record.refusal;
   ui.refusal.hidden = !refusal;
   if (refusal) {
@@ -1030,7 +1033,20 @@ async function main() {
       .then(() => lost && sessionLost(lost.said))
       .finally(() => location.reload());
   });
-  window.noted = { store, auth, engine, index }; // for tests and the curious
+  // Attachments (Web/attachments.js): files are uploaded before the changes that add them.
+  const attachments = new Attachments({ store, auth });
+  engine.blobs = attachments;
+  attachments.addEventListener("uploaded", () => engine.schedulePush(0));
+  attachments.addEventListener("error", (e) => toast(e.detail.message));
+  attachmentsEditor = new AttachmentsEditor(attachments, {
+    ui: { body: ui.body, input: $("attach-input"), list: $("attachment-list"), error: $("attach-error") },
+    note: () => draft && { id: draft.id, attachments: draft.record.local.attachments },
+    edit,
+    saveFile,
+  });
+  attachments.start();
+  // /Attachments
+  window.noted = { store, auth, engine, index, attachments }; // for tests and the curious
   engine.start();
   // The one read of every record (the search worker reads the texts itself).
   const oldRefusals = [];

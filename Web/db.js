@@ -12,11 +12,11 @@
 // halves what a pulled page costs to write and start-up costs to read.
 
 const DB_NAME = "noted"; // the one database of the versions before one database per account (accounts.js)
-const DB_VERSION = 2;
+const DB_VERSION = 3; // 3: the object store `blobs` (Web/attachments.js)
 const CHUNK = 1000;
 
 export const EMPTY_FIELDS = Object.freeze({
-  title: "", body: "", tags: [], folder: null, pinned: false, trashed: false,
+  title: "", body: "", tags: [], folder: null, pinned: false, trashed: false, attachments: [],
 });
 
 /** The notes schema's defaults applied to a (possibly partial) fields object. */
@@ -32,6 +32,8 @@ export function normalizeFields(fields) {
     // The dates an imported note brought (milliseconds), null for notes written here.
     created: dateField(f.created),
     modified: dateField(f.modified),
+    // Files (Web/attachments.js): "<sha256> <size> <type> <name>" each, a set like tags.
+    attachments: Array.isArray(f.attachments) ? [...new Set(f.attachments.filter((t) => typeof t === "string"))] : [],
   };
 }
 
@@ -42,14 +44,16 @@ function dateField(value) {
   return typeof value === "number" && Number.isFinite(value) ? value : null;
 }
 
-function request(req) {
+/** An IndexedDB request as a promise (also for Web/attachments.js). */
+export function request(req) {
   return new Promise((resolve, reject) => {
     req.onsuccess = () => resolve(req.result);
     req.onerror = () => reject(req.error);
   });
 }
 
-function done(tx) {
+/** A transaction's end as a promise. */
+export function done(tx) {
   return new Promise((resolve, reject) => {
     tx.oncomplete = () => resolve();
     tx.onabort = () => reject(tx.error || new Error("transaction aborted"));
@@ -67,7 +71,12 @@ export function stamp(next, current) {
 
 function sameFields(a, b) {
   return a.title === b.title && a.body === b.body && a.folder === b.folder && a.pinned === b.pinned &&
-    a.trashed === b.trashed && a.tags.length === b.tags.length && a.tags.every((t, i) => t === b.tags[i]);
+    a.trashed === b.trashed && a.tags.length === b.tags.length && a.tags.every((t, i) => t === b.tags[i]) &&
+    sameList(a.attachments, b.attachments);
+}
+
+function sameList(a = [], b = []) {
+  return a.length === b.length && a.every((t, i) => t === b[i]);
 }
 
 /** The record as written to IndexedDB (a shadow equal to the local fields left out). */
@@ -81,7 +90,7 @@ function pack(record) {
 export function unpack(record) {
   if (!record || !record.shadow || !record.shadow.same) return record;
   const local = record.local;
-  return { ...record, shadow: { rev: record.shadow.rev, fields: { ...local, tags: [...local.tags] } } };
+  return { ...record, shadow: { rev: record.shadow.rev, fields: { ...local, tags: [...local.tags], ...(local.attachments ? { attachments: [...local.attachments] } : {}) } } };
 }
 
 export class LocalStore {
@@ -94,6 +103,12 @@ export class LocalStore {
           ? req.transaction.objectStore("records")
           : db.createObjectStore("records", { keyPath: "id" });
         if (!db.objectStoreNames.contains("meta")) db.createObjectStore("meta");
+        // Version 3: attachments' blobs, added here or read from the server (Web/attachments.js).
+        // Only a new store: every record, the outbox and the session stay as they are.
+        if (!db.objectStoreNames.contains("blobs")) {
+          const blobs = db.createObjectStore("blobs", { keyPath: "sha" });
+          blobs.createIndex("pending", "pend");
+        }
         if (!records.indexNames.contains("pending")) {
           records.createIndex("pending", "pend");
           // Version 1 kept no outbox mark: set it on the pending records once.

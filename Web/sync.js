@@ -3,8 +3,10 @@
 
 import { applyDelta, makeDelta, rebase, uuid } from "./text.js";
 import { SCALAR_FIELDS, isPending, isUnsynced, newRecord, normalizeFields } from "./db.js";
+import { addedElements, changeAddsShas, shaOf } from "./attachments.js";
 
 const TEXT_FIELDS = ["title", "body"];
+const SET_FIELDS = ["tags", "attachments"];
 const CLIENT = "noted-web/0.1.0";
 const PAGE = 500;
 
@@ -29,6 +31,9 @@ export class SyncEngine extends EventTarget {
     this.staleRevs = new Map(); // id -> newest rev seen in a broadcast we could not apply
     this.progress = null; // { from, to, cursor, notes } while pulling: how far the pull has come
     this.latestSeq = 0; // the welcome's seq
+    // Attachments (Web/attachments.js): { blocking(shas), missing(shas) }: a change adding a file
+    // waits for its upload; a `missing_blob` reject uploads it again. Null: no gate.
+    this.blobs = null;
     window.addEventListener("online", () => this.kick());
     window.addEventListener("offline", () => this.drop("browser offline"));
     this.watchdog = setInterval(() => this.checkTimeouts(), 1000);
@@ -285,7 +290,9 @@ export class SyncEngine extends EventTarget {
   async pushDirty() {
     if (!this.ready || !this.ws) return;
     const max = this.limits.maxChangesPerPush || 100;
-    const ready = (await this.store.pendingRecords()).filter((r) => r.dirty && !r.inflight).slice(0, max);
+    let ready = (await this.store.pendingRecords()).filter((r) => r.dirty && !r.inflight);
+    if (this.blobs) ready = await this.withoutBlobsPending(ready);
+    ready = ready.slice(0, max);
     if (ready.length === 0) {
       this.setState(this.pending.size ? "syncing" : "online");
       this.emit("pending");
@@ -309,8 +316,20 @@ export class SyncEngine extends EventTarget {
     this.emit("pending");
   }
 
+  /** The records whose changes would add a file not uploaded yet left out (they wait for it). */
+  async withoutBlobsPending(records) {
+    const out = [];
+    for (const record of records) {
+      const before = record.shadow && record.shadow.fields.attachments;
+      const added = addedElements(before, record.local.attachments).map(shaOf).filter(Boolean);
+      if (added.length === 0 || (await this.blobs.blocking(added)).length === 0) out.push(record);
+    }
+    return out;
+  }
+
   async onResult(message) {
     let newId = null;
+    let missing = null; // the files a change added that the server lacks (`missing_blob`)
     let source = null; // the local fields of a note the server no longer has
     await this.store.update(message.id, (current) => {
       if (!current || !current.inflight || current.inflight.ccid !== message.ccid) return undefined;
@@ -347,6 +366,14 @@ export class SyncEngine extends EventTarget {
         case "rate_limited":
         case "ccid_reused": // resent with a new ccid
           return { ...current, inflight: null, dirty: true };
+        case "missing_blob":
+          // Upload the files again (they wait for it in pushDirty), then the change goes again.
+          if (this.blobs) {
+            missing = changeAddsShas(current.inflight.change, current.shadow ? current.shadow.fields.attachments : []);
+            return { ...current, inflight: null, dirty: true };
+          }
+          // Without attachments (no way to upload): refused, as below.
+          // falls through
         default:
           // bad_request, invalid_field, too_large, unknown_collection, a quota: resending cannot
           // help. This device's version stays, held and marked, not sent again until the user
@@ -355,6 +382,7 @@ export class SyncEngine extends EventTarget {
           return { ...current, inflight: null, dirty: false, refusal: { code: String(message.code || "refused"), message: String(message.message || "") } };
       }
     });
+    if (missing) await this.blobsMissing(message.id, missing);
     if (newId) {
       if (source) await this.store.update(newId, () => newRecord(newId, source));
       // `moved`: where the note's text went, for an editor that shows it.
@@ -368,6 +396,16 @@ export class SyncEngine extends EventTarget {
     if (needsPull || (message.type === "ack" && stale !== undefined && stale > message.rev)) {
       await this.pull();
     }
+  }
+
+  /** After `missing_blob`: the files are uploaded again; a file this browser lacks holds the change, refused. */
+  async blobsMissing(id, shas) {
+    const lost = await this.blobs.missing(shas);
+    if (lost.length === 0) return;
+    const message = "a file attached to it is neither on the server nor in this browser";
+    await this.store.update(id, (current) => (current && current.dirty && !current.inflight
+      ? { ...current, dirty: false, refusal: { code: "missing_blob", message } } : undefined));
+    this.emit("error", { message: `A note was refused: ${message}.` });
   }
 
   async onBroadcast(message) {
@@ -445,7 +483,7 @@ function moved(current, shadow, local) {
 }
 
 /** The change that brings the server from the shadow to the local state, or null. */
-function buildChange(record) {
+export function buildChange(record) {
   const shadow = record.shadow;
   // Normalized: a record an earlier version stored lacks the fields added since (`created`,
   // `modified`), which then read as their defaults, never as a change.
@@ -465,13 +503,15 @@ function buildChange(record) {
       fields[name] = record.forceSet || delta.length > local[name].length + 8 ? { set: local[name] } : { delta };
     }
   }
-  if (!base || !sameSet(local.tags, base.tags)) {
+  for (const name of SET_FIELDS) {
+    // Only a set that changed is sent (an edit of the text never touches the files).
+    if (base && sameSet(local[name], base[name])) continue;
     if (base && !record.forceSet) {
-      const add = local.tags.filter((t) => !base.tags.includes(t));
-      const remove = base.tags.filter((t) => !local.tags.includes(t));
-      fields.tags = { add, remove };
-    } else if (local.tags.length || base) {
-      fields.tags = { set: local.tags };
+      const add = local[name].filter((t) => !base[name].includes(t));
+      const remove = base[name].filter((t) => !local[name].includes(t));
+      fields[name] = { add, remove };
+    } else if (local[name].length || base) {
+      fields[name] = { set: local[name] };
     }
   }
   for (const name of SCALAR_FIELDS) {
@@ -483,18 +523,18 @@ function buildChange(record) {
 
 /** Applies a broadcast's ops to the fields at prevRev. */
 function applyOps(base, ops) {
-  const fields = { ...base, tags: [...base.tags] };
+  const fields = { ...base, tags: [...base.tags], attachments: [...(base.attachments || [])] };
   for (const [name, op] of Object.entries(ops)) {
     if (TEXT_FIELDS.includes(name)) {
       if ("set" in op) fields[name] = String(op.set);
       else if ("delta" in op) fields[name] = applyDelta(base[name], op.delta);
-    } else if (name === "tags") {
-      if ("set" in op) fields.tags = [...new Set(op.set)];
+    } else if (SET_FIELDS.includes(name)) {
+      if ("set" in op) fields[name] = [...new Set(op.set)];
       else {
-        const tags = new Set(fields.tags);
-        for (const t of op.add || []) tags.add(t);
-        for (const t of op.remove || []) tags.delete(t);
-        fields.tags = [...tags];
+        const set = new Set(fields[name]);
+        for (const t of op.add || []) set.add(t);
+        for (const t of op.remove || []) set.delete(t);
+        fields[name] = [...set];
       }
     } else if ("set" in op) {
       fields[name] = op.set;
@@ -508,9 +548,12 @@ function rebaseFields(base, mine, theirs) {
   if (!base) return mine;
   const out = { ...theirs };
   for (const name of TEXT_FIELDS) out[name] = rebase(base[name], mine[name], theirs[name]);
-  const added = mine.tags.filter((t) => !base.tags.includes(t));
-  const removed = base.tags.filter((t) => !mine.tags.includes(t));
-  out.tags = [...new Set([...theirs.tags.filter((t) => !removed.includes(t)), ...added])];
+  for (const name of SET_FIELDS) {
+    const [b, m, t] = [base[name] || [], mine[name] || [], theirs[name] || []];
+    const added = m.filter((x) => !b.includes(x));
+    const removed = b.filter((x) => !m.includes(x));
+    out[name] = [...new Set([...t.filter((x) => !removed.includes(x)), ...added])];
+  }
   for (const name of SCALAR_FIELDS) {
     if ((mine[name] ?? null) !== (base[name] ?? null)) out[name] = mine[name] ?? null;
   }
@@ -522,5 +565,5 @@ function sameSet(a, b) {
 }
 
 export function sameFields(a, b) {
-  return a.title === b.title && a.body === b.body && sameSet(a.tags, b.tags) && SCALAR_FIELDS.every((name) => (a[name] ?? null) === (b[name] ?? null));
+  return a.title === b.title && a.body === b.body && sameSet(a.tags, b.tags) && sameSet(a.attachments || [], b.attachments || []) && SCALAR_FIELDS.every((name) => (a[name] ?? null) === (b[name] ?? null));
 }

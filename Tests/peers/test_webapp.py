@@ -443,8 +443,9 @@ def test_version_1_database_with_pending_edits_upgrades_and_syncs(upgrade_server
         wait(driver, lambda d: d.find_element(By.ID, "app").is_displayed(), message="the app opens with the v1 session")
         assert not driver.find_element(By.ID, "sign-in").is_displayed()
         version = driver.execute_async_script("const done = arguments[0];"
-                                              "const req = indexedDB.open('noted'); req.onsuccess = () => { done(req.result.version); req.result.close(); }")
-        assert version == 2
+                                              "const req = indexedDB.open('noted'); req.onsuccess = () => {"
+                                              " done([req.result.version, [...req.result.objectStoreNames]]); req.result.close(); }")
+        assert version == [3, ["blobs", "meta", "records"]]  # 2: the outbox index; 3: attachments' blobs
 
         # Offline: every note listed, the unsynced ones marked, all of them in the outbox.
         def rows(d):

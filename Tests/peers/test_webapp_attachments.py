@@ -1,0 +1,288 @@
+"""Attachments in the web app (issue 17), in a real browser (headless Chromium driven by
+Selenium against a real noted-server with the blob API): a file attached through "Attach file",
+pasted or dropped onto the body is uploaded (the server's bytes are the file's), listed in the
+note's `attachments` field and linked from its body; another session of the account shows it
+and downloads the same bytes; one attached offline survives a reload and is uploaded and synced
+once online; one over the server's --max-blob-bytes is refused with a message and stored
+nowhere; another account cannot read it. Skipped with a printed notice where Chromium cannot be
+found (as test_webapp.py, whose helpers these are)."""
+import base64
+import hashlib
+import os
+import random
+import struct
+import tempfile
+import time
+import zlib
+
+import pytest
+import requests
+
+from test_webapp import (  # noqa: F401 (skips this module, as that one, without Chromium)
+    By, browser, new_note, open_note, register, run_server, set_offline, sign_in, status, wait,
+)
+
+MAX_BLOB = 100000
+
+
+@pytest.fixture(scope="module")
+def blob_server():
+    yield from run_server("--auth-attempts-per-minute", "1000", "--max-blob-bytes", str(MAX_BLOB))
+
+
+def png(width, height, seed):
+    """A valid PNG of random pixels (so that it does not compress away)."""
+    rng = random.Random(seed)
+    raw = b"".join(b"\x00" + rng.randbytes(width * 3) for _ in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def write(folder, name, data):
+    path = os.path.join(folder, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def a_file(name, data):
+    """The file `name` holding `data` in a new folder: its path and SHA-256."""
+    return write(tempfile.mkdtemp(prefix="noted-web-attach-"), name, data), hashlib.sha256(data).hexdigest()
+
+
+class Api:
+    """The account over HTTP, beside the browser (one first-party sign-in)."""
+
+    def __init__(self, base, account):
+        self.base = base
+        r = requests.post(base + "/v1/sessions", json={"username": account[0], "password": account[1]})
+        assert r.status_code == 200, r.text
+        self.headers = {"Authorization": "Bearer " + r.json()["access_token"]}
+
+    def notes(self):
+        r = requests.get(self.base + "/v1/changes?since=0", headers=self.headers)
+        assert r.status_code == 200, r.text
+        return r.json()["records"]
+
+    def note(self, title):
+        return next((r["fields"] for r in self.notes() if r["fields"].get("title") == title), None)
+
+    def blob(self, sha):
+        return requests.get(f"{self.base}/v1/blobs/{sha}", headers=self.headers)
+
+    def blobs(self):
+        r = requests.get(self.base + "/v1/blobs", headers=self.headers)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+
+def attach(driver, path):
+    driver.find_element(By.CSS_SELECTOR, 'input[type=file][aria-label="Attach file"]').send_keys(path)
+
+
+def body(driver):
+    return driver.find_element(By.ID, "body").get_attribute("value")
+
+
+def listed(driver):
+    """The editor's list of files: [(name, size text, thumbnail src or None)]."""
+    return driver.execute_script("""
+      return [...document.querySelectorAll('#attachment-list li')].map(li => [
+        li.querySelector('.attachment-name').textContent, li.querySelector('.attachment-size').textContent,
+        (li.querySelector('img.thumb:not([hidden])') || {}).src || null]);""")
+
+
+def offline_with_a_synced_note(driver, base, account, api, title, text):
+    """Signs in, writes a note, waits for the server to have it, then takes the browser offline."""
+    sign_in(driver, base, account)
+    new_note(driver, title, text)
+    wait(driver, lambda d: api.note(title) is not None, timeout=15, message="the note on the server")
+    time.sleep(1)  # the service worker has cached the shell (the page reloads offline)
+    set_offline(driver, True)
+    wait(driver, lambda d: status(d).startswith("offline"), message="offline")
+
+
+# A file given to the page as a paste or a drop onto the body (the events the browser makes).
+DISPATCH = """
+const [kind, name, type, b64] = arguments;
+const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+const data = new DataTransfer();
+data.items.add(new File([bytes], name, { type }));
+const body = document.getElementById('body');
+body.focus();
+body.setSelectionRange(body.value.length, body.value.length);
+const event = kind === 'paste'
+  ? new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true })
+  : new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true });
+body.dispatchEvent(event);
+return event.defaultPrevented;
+"""
+
+
+def test_attach_paste_drop_upload_and_download_in_another_session(blob_server):
+    base = blob_server
+    account = register(base, "att")
+    api = Api(base, account)
+    downloads = tempfile.mkdtemp(prefix="noted-web-downloads-")
+    image = png(40, 40, 1)
+    path, sha = a_file("whiteboard.png", image)
+    a, b = browser(), browser()
+    try:
+        sign_in(a, base, account)
+        new_note(a, "Whiteboard", "see below")
+        attach(a, path)
+        link = f"![whiteboard.png](attachment:{sha})"
+        wait(a, lambda d: link in body(d), message="the image's link at the caret")
+        element = f"{sha} {len(image)} image/png whiteboard.png"
+        wait(a, lambda d: (api.note("Whiteboard") or {}).get("attachments") == [element], timeout=15, message="the field on the server")
+        assert link in api.note("Whiteboard")["body"]
+        got = api.blob(sha)
+        assert got.status_code == 200 and got.content == image
+        # The list shows it, with a thumbnail (a data: URL: the page's CSP allows no blob: images).
+        wait(a, lambda d: len(listed(d)) == 1 and listed(d)[0][2], message="the listed file and its thumbnail")
+        name, size, thumb = listed(a)[0]
+        assert (name, size) == ("whiteboard.png", f"{round(len(image) / 1024, 1) if len(image) < 10240 else round(len(image) / 1024)} KB")
+        assert thumb.startswith("data:image/png;base64,")
+        assert base64.b64decode(thumb.split(",", 1)[1]) == image
+
+        # A paste and a drop onto the body attach files too (a text file: a link, not an image).
+        text = "pasted text, 😀\n".encode()
+        text_sha = hashlib.sha256(text).hexdigest()
+        assert a.execute_script(DISPATCH, "paste", "notes.txt", "text/plain", base64.b64encode(text).decode())
+        wait(a, lambda d: f"[notes.txt](attachment:{text_sha})" in body(d) and f"![notes.txt]" not in body(d), message="the pasted file's link")
+        dropped = png(8, 8, 2)
+        dropped_sha = hashlib.sha256(dropped).hexdigest()
+        assert a.execute_script(DISPATCH, "drop", "dropped.png", "image/png", base64.b64encode(dropped).decode())
+        wait(a, lambda d: f"![dropped.png](attachment:{dropped_sha})" in body(d), message="the dropped image's link")
+        expected = {element, f"{text_sha} {len(text)} text/plain notes.txt", f"{dropped_sha} {len(dropped)} image/png dropped.png"}
+        wait(a, lambda d: set((api.note("Whiteboard") or {}).get("attachments", [])) == expected, timeout=15, message="three files on the server")
+        assert api.blob(text_sha).content == text and api.blob(dropped_sha).content == dropped
+
+        # Another session of the account shows the files and downloads the same bytes.
+        b.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+        sign_in(b, base, account)
+        open_note(b, "Whiteboard")
+        wait(b, lambda d: sorted(x[0] for x in listed(d)) == ["dropped.png", "notes.txt", "whiteboard.png"], message="the other session's list")
+        wait(b, lambda d: all(x[2] for x in listed(d) if x[0].endswith(".png")), message="thumbnails read from the server")
+        b.find_element(By.CSS_SELECTOR, '[aria-label="Download whiteboard.png"]').click()
+        target = os.path.join(downloads, "whiteboard.png")
+        wait(b, lambda d: os.path.exists(target) and open(target, "rb").read() == image, message="the download's bytes")
+
+        # Removing a file takes it out of the field (the other files stay).
+        b.find_element(By.CSS_SELECTOR, '[aria-label="Remove notes.txt"]').click()
+        wait(b, lambda d: set((api.note("Whiteboard") or {}).get("attachments", [])) == expected - {f"{text_sha} {len(text)} text/plain notes.txt"},
+             timeout=15, message="the removal on the server")
+        wait(a, lambda d: sorted(x[0] for x in listed(d)) == ["dropped.png", "whiteboard.png"], message="the removal reaches the first session")
+
+        # Editing the text keeps the files.
+        a.find_element(By.ID, "body").send_keys(" and more")
+        wait(a, lambda d: (api.note("Whiteboard") or {}).get("body", "").endswith(" and more"), timeout=15, message="the edit")
+        assert set(api.note("Whiteboard")["attachments"]) == expected - {f"{text_sha} {len(text)} text/plain notes.txt"}
+
+        # Another account cannot read the file: 404, as for a hash nobody has.
+        other = Api(base, register(base, "oth"))
+        assert other.blob(sha).status_code == 404
+        assert other.blob("0" * 64).status_code == 404
+    finally:
+        a.quit()
+        b.quit()
+
+
+def test_attached_offline_survives_a_reload_and_syncs_online(blob_server):
+    base = blob_server
+    account = register(base, "off")
+    api = Api(base, account)
+    image = png(30, 20, 3)
+    path, sha = a_file("receipt 2024 ✓.png", image)
+    driver = browser()
+    try:
+        offline_with_a_synced_note(driver, base, account, api, "Receipt", "paid")
+        attach(driver, path)
+        link = f"![receipt 2024 ✓.png](attachment:{sha})"
+        wait(driver, lambda d: link in body(d), message="the link, offline")
+        wait(driver, lambda d: status(d) == "offline · 1 pending", message="1 pending")
+        time.sleep(0.5)  # the typing is written (the store's write follows a pause)
+        driver.refresh()
+        wait(driver, lambda d: d.find_element(By.ID, "app").is_displayed(), message="the app opens offline")
+        open_note(driver, "Receipt")
+        assert link in body(driver)
+        wait(driver, lambda d: [x[0] for x in listed(d)] == ["receipt 2024 ✓.png"] and listed(d)[0][2], message="listed offline, with its thumbnail")
+        assert api.blob(sha).status_code == 404  # not uploaded while offline
+        assert not api.note("Receipt").get("attachments")
+        set_offline(driver, False)
+        element = f"{sha} {len(image)} image/png receipt 2024 ✓.png"
+        wait(driver, lambda d: (api.note("Receipt") or {}).get("attachments") == [element], timeout=30, message="synced once online")
+        assert link in api.note("Receipt")["body"]
+        assert api.blob(sha).content == image
+        wait(driver, lambda d: status(d) == "online", timeout=10, message="nothing pending")
+    finally:
+        driver.quit()
+
+
+def test_missing_blob_uploads_the_file_again_and_resends(blob_server):
+    """A change refused `missing_blob` (the server lacks a file this browser took for uploaded:
+    collected, or uploaded from a tab that lost it) uploads the file again and is sent again."""
+    base = blob_server
+    account = register(base, "mis")
+    api = Api(base, account)
+    data = b"%PDF-1.4 not really a pdf\n" * 20
+    path, sha = a_file("scan.pdf", data)
+    driver = browser()
+    try:
+        offline_with_a_synced_note(driver, base, account, api, "Scan", "a file")
+        attach(driver, path)
+        wait(driver, lambda d: f"[scan.pdf](attachment:{sha})" in body(d), message="the link")
+        # This browser now believes the server has the file (it does not).
+        marked = driver.execute_async_script("""
+          const [sha, done] = arguments;
+          const tx = window.noted.store.db.transaction('blobs', 'readwrite');
+          const store = tx.objectStore('blobs');
+          store.get(sha).onsuccess = (e) => { const v = e.target.result; delete v.pend; store.put(v); };
+          tx.oncomplete = () => done(true);""", sha)
+        assert marked
+        driver.execute_script("""
+          const onResult = window.noted.engine.onResult.bind(window.noted.engine);
+          window.rejects = [];
+          window.noted.engine.onResult = (m) => { if (m.type === 'reject') window.rejects.push(m.code); return onResult(m); };""")
+        set_offline(driver, False)
+        element = f"{sha} {len(data)} application/pdf scan.pdf"
+        wait(driver, lambda d: (api.note("Scan") or {}).get("attachments") == [element], timeout=30, message="synced after missing_blob")
+        assert api.blob(sha).content == data
+        rejected = driver.execute_script("return window.rejects")
+        assert "missing_blob" in rejected, rejected
+        wait(driver, lambda d: status(d) == "online", message="nothing pending, nothing refused")
+    finally:
+        driver.quit()
+
+
+def test_a_file_over_the_limit_is_refused_and_stored_nowhere(blob_server):
+    base = blob_server
+    account = register(base, "big")
+    api = Api(base, account)
+    assert api.blobs()["maxBlobBytes"] == MAX_BLOB
+    path, sha = a_file("too big.bin", random.Random(4).randbytes(MAX_BLOB + 1))
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        new_note(driver, "Big", "nothing attached")
+        attach(driver, path)
+        error = driver.find_element(By.ID, "attach-error")
+        wait(driver, lambda d: error.is_displayed() and "too big.bin" in error.text and "up to" in error.text, message="the refusal")
+        assert "100,001 bytes" in error.text and "up to 100,000 bytes" in error.text, error.text  # the server's limit
+        time.sleep(1)
+        assert "attachment:" not in body(driver)
+        assert listed(driver) == []
+        wait(driver, lambda d: (api.note("Big") or {}).get("body") == "nothing attached", timeout=15, message="the note synced")
+        assert not api.note("Big").get("attachments")
+        assert api.blob(sha).status_code == 404 and api.blobs()["blobs"] == []
+        stored = driver.execute_async_script("""
+          const done = arguments[0];
+          const tx = window.noted.store.db.transaction('blobs', 'readonly');
+          const req = tx.objectStore('blobs').getAllKeys();
+          req.onsuccess = () => done(req.result);""")
+        assert stored == []
+    finally:
+        driver.quit()

@@ -1,0 +1,139 @@
+// Unit tests of Web/attachments.js (elements, hashing, the cache's eviction rule) and of the
+// change Web/sync.js builds for a note with attachments:
+//   node --test Tests/web/
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  MAX_ELEMENT, addedElements, backoff, changeAddsShas, encodeElement, evictions, fittedName, humanSize,
+  markdownFor, normalizeType, parseElement, sha256Hex, shaOf,
+} from "../../Web/attachments.js";
+import { buildChange } from "../../Web/sync.js";
+import { normalizeFields } from "../../Web/db.js";
+
+const SHA = "3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b";
+const OTHER = "b".repeat(64);
+
+test("elements: encoded as '<sha256> <size> <type> <name>' and parsed back", () => {
+  const e = encodeElement({ sha256: SHA, size: 48213, type: "image/png", name: "whiteboard 2024-03-05.png" });
+  assert.equal(e, `${SHA} 48213 image/png whiteboard 2024-03-05.png`);
+  assert.deepEqual(parseElement(e), { sha256: SHA, size: 48213, type: "image/png", name: "whiteboard 2024-03-05.png" });
+  assert.equal(shaOf(e), SHA);
+  // Emoji and other scripts are kept as they are.
+  const emoji = encodeElement({ sha256: SHA, size: 1, type: "text/plain", name: "notes 😀 東京.txt" });
+  assert.equal(parseElement(emoji).name, "notes 😀 東京.txt");
+  // Types: lower case, no parameters; anything else is application/octet-stream.
+  assert.equal(normalizeType("Text/Plain; charset=UTF-8"), "text/plain");
+  assert.equal(normalizeType(""), "application/octet-stream");
+  assert.equal(normalizeType("image/svg+xml"), "image/svg+xml");
+  assert.equal(normalizeType("not a type"), "application/octet-stream");
+  assert.equal(encodeElement({ sha256: SHA, size: 3, type: "", name: "a" }), `${SHA} 3 application/octet-stream a`);
+  // What an element may not hold in its name becomes '_'; an empty name is "file".
+  assert.equal(parseElement(encodeElement({ sha256: SHA, size: 3, type: "text/plain", name: "a/b\\c\nd" })).name, "a_b_c_d");
+  assert.equal(parseElement(encodeElement({ sha256: SHA, size: 3, type: "text/plain", name: "" })).name, "file");
+  // Not elements.
+  for (const bad of ["", `${SHA} 01 text/plain a`, `${SHA.toUpperCase()} 1 text/plain a`, `${SHA} 1 Text/plain a`,
+    `${SHA} 1 text/plain`, `${SHA} -1 text/plain a`, `${SHA} 1 text/plain a/b`, "x 1 text/plain a"]) {
+    assert.equal(parseElement(bad), null, bad);
+  }
+  assert.equal(encodeElement({ sha256: "abc", size: 1, type: "text/plain", name: "a" }), null);
+});
+
+test("elements: long names are shortened to 200 UTF-16 units, keeping the extension", () => {
+  const long = "x".repeat(296) + ".pdf"; // 300 characters
+  const e = encodeElement({ sha256: SHA, size: 123456, type: "application/pdf", name: long });
+  assert.equal(e.length, MAX_ELEMENT);
+  assert.ok(parseElement(e).name.endsWith(".pdf"));
+  assert.ok(parseElement(e).name.startsWith("xxx"));
+  // Emoji (two UTF-16 units each) are never split in half, and the element still fits.
+  const emoji = "😀".repeat(150) + ".jpeg";
+  const e2 = encodeElement({ sha256: SHA, size: 9, type: "image/jpeg", name: emoji });
+  assert.ok(e2.length <= MAX_ELEMENT, String(e2.length));
+  const name = parseElement(e2).name;
+  assert.ok(name.endsWith(".jpeg"));
+  assert.ok(/^(😀)+\.jpeg$/u.test(name), name);
+  assert.ok(!/[\ud800-\udbff](?![\udc00-\udfff])/.test(name), "no lone surrogate");
+  // A long extension is not kept whole (it would leave no room for the name).
+  const ext = fittedName("a." + "e".repeat(150), SHA, 1, "text/plain");
+  assert.equal(`${SHA} 1 text/plain ${ext}`.length, MAX_ELEMENT);
+  // A short name is left alone.
+  assert.equal(fittedName("a.txt", SHA, 1, "text/plain"), "a.txt");
+});
+
+test("sha256Hex matches the known vectors", async () => {
+  assert.equal(await sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  assert.equal(await sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  assert.equal(await sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+    "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  assert.equal(await sha256Hex(new Uint8Array(1000000).fill(0x61)), "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  assert.equal(await sha256Hex(new Blob(["abc"])), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+});
+
+test("evictions: least recently used first, down to the cap, never a blob pending upload", () => {
+  const entries = [
+    { sha: "a", size: 50, usedAt: 1 },
+    { sha: "b", size: 50, usedAt: 5, pending: true },
+    { sha: "c", size: 50, usedAt: 3 },
+    { sha: "d", size: 50, usedAt: 4 },
+  ];
+  assert.deepEqual(evictions(entries, 200), []);
+  assert.deepEqual(evictions(entries, 199), ["a"]);
+  assert.deepEqual(evictions(entries, 100), ["a", "c"]);
+  // Pending blobs stay even beyond the cap; everything else goes.
+  assert.deepEqual(evictions(entries, 10), ["a", "c", "d"]);
+  assert.deepEqual(evictions([{ sha: "p", size: 500, usedAt: 0, pending: true }], 100), []);
+  assert.deepEqual(evictions([], 0), []);
+});
+
+test("markdown, sizes and backoff", () => {
+  assert.equal(markdownFor({ sha256: SHA, type: "image/png", name: "a [1].png" }), `![a \\[1\\].png](attachment:${SHA})`);
+  assert.equal(markdownFor({ sha256: SHA, type: "application/pdf", name: "r.pdf" }), `[r.pdf](attachment:${SHA})`);
+  assert.equal(humanSize(1), "1 byte");
+  assert.equal(humanSize(512), "512 bytes");
+  assert.equal(humanSize(1536), "1.5 KB");
+  assert.equal(humanSize(26214400), "25 MB");
+  assert.equal(backoff(0, () => 0), 500);
+  assert.equal(backoff(100, () => 1), 300000);
+});
+
+function synced(fields, rev = 3) {
+  const f = normalizeFields(fields);
+  return { id: "00000000-0000-4000-8000-000000000001", local: { ...f }, shadow: { rev, fields: { ...f } }, dirty: true };
+}
+
+test("a change of a note with attachments carries an attachments op only when they changed", () => {
+  const a = `${SHA} 10 image/png a.png`;
+  const b = `${OTHER} 20 application/pdf b.pdf`;
+  const record = synced({ title: "T", body: "before", attachments: [a] });
+  // Only the body changed: no attachments op (the files are not touched, not even re-sent).
+  record.local = { ...record.local, body: "before and after" };
+  const change = buildChange(record);
+  assert.ok(change.fields.body);
+  assert.equal(change.fields.attachments, undefined);
+  assert.deepEqual(Object.keys(change.fields), ["body"]);
+  // A record an earlier version stored (no attachments field at all) edits the same way.
+  const old = synced({ title: "T", body: "x" });
+  delete old.local.attachments;
+  delete old.shadow.fields.attachments;
+  old.local.body = "y";
+  assert.deepEqual(Object.keys(buildChange(old).fields), ["body"]);
+  // A file added: an add; removed: a remove.
+  const added = synced({ body: "x", attachments: [a] });
+  added.local.attachments = [a, b];
+  assert.deepEqual(buildChange(added).fields, { attachments: { add: [b], remove: [] } });
+  assert.deepEqual(changeAddsShas(buildChange(added)), [OTHER]);
+  const removed = synced({ body: "x", attachments: [a, b] });
+  removed.local.attachments = [b];
+  assert.deepEqual(buildChange(removed).fields, { attachments: { add: [], remove: [a] } });
+  assert.deepEqual(changeAddsShas(buildChange(removed)), []);
+  // A new note sends its files as a set.
+  const fresh = { id: "00000000-0000-4000-8000-000000000002", local: normalizeFields({ body: "x", attachments: [a] }), shadow: null, dirty: true };
+  assert.deepEqual(buildChange(fresh).fields.attachments, { set: [a] });
+  assert.deepEqual(changeAddsShas(buildChange(fresh)), [SHA]);
+  assert.deepEqual(addedElements([a], [a, b]), [b]);
+});
+
+test("normalizeFields keeps a record's attachments", () => {
+  const a = `${SHA} 10 image/png a.png`;
+  assert.deepEqual(normalizeFields({ attachments: [a, a, 3] }).attachments, [a]);
+  assert.deepEqual(normalizeFields({}).attachments, []);
+});
