@@ -37,7 +37,29 @@ public enum Exporter {
             }
             used.insert(path.lowercased())
             return File(path: path, data: Data(markdownText(note).utf8))
+        } + attachmentFiles(notes)
+    }
+
+    /// The notes' files, once each: `attachments/<sha256>/<name>` (the hash names the file in
+    /// the front matter's `attachments`; the name is the one a person knows it by).
+    public static func attachmentFiles(_ notes: [PortableNote]) -> [File] {
+        var seen: Set<String> = []
+        var files: [File] = []
+        for note in notes {
+            for attachment in note.attachments where seen.insert(attachment.sha256).inserted {
+                files.append(File(path: attachmentPath(attachment), data: attachment.data))
+            }
         }
+        return files.sorted { $0.path < $1.path }
+    }
+
+    static func attachmentPath(_ attachment: PortableAttachment) -> String {
+        "attachments/\(attachment.sha256)/\(fileName(attachment.name, fallback: "file"))"
+    }
+
+    /// The elements of a note's `attachments` field for its files (names shortened to fit).
+    static func elements(_ note: PortableNote) -> [String] {
+        note.attachments.compactMap { $0.reference(limit: Limits().maxTagLength)?.element }
     }
 
     /// A note as a Markdown file: front matter, a blank line, the body.
@@ -51,6 +73,7 @@ public enum Exporter {
         if let created = note.created { lines.append("created: \(timestamp(created))") }
         if let updated = note.updated { lines.append("updated: \(timestamp(updated))") }
         lines.append("id: \(note.id)")
+        if !note.attachments.isEmpty { lines.append("attachments: [\(elements(note).map(yamlString).joined(separator: ", "))]") }
         lines.append("---")
         // The body exactly as it is after one blank line (an importer drops the blank lines
         // there, so a body's own leading blank lines do not survive a round trip; nothing else
@@ -81,6 +104,7 @@ public enum Exporter {
     // MARK: JSON
 
     /// Every note with every field; `history` (note id → its revisions, oldest first) when given.
+    /// The files of the notes' attachments go beside it (``attachmentFiles(_:)``).
     public static func json(_ notes: [PortableNote], history: [String: [PortableRevision]]? = nil, exportedAt: Date = Date()) -> File {
         let items: [JSONValue] = notes.sorted { $0.id < $1.id }.map { note in
             var object: [String: JSONValue] = [
@@ -89,6 +113,12 @@ public enum Exporter {
                 "pinned": .bool(note.pinned), "trashed": .bool(note.trashed),
                 "created": note.created.map { .string(timestamp($0)) } ?? .null, "updated": note.updated.map { .string(timestamp($0)) } ?? .null,
             ]
+            if !note.attachments.isEmpty {
+                object["attachments"] = .array(note.attachments.map { attachment in
+                    ["sha256": .string(attachment.sha256), "size": .int(Int64(attachment.data.count)), "type": .string(attachment.type),
+                     "name": .string(attachment.name), "path": .string(attachmentPath(attachment))]
+                })
+            }
             if let revisions = history?[note.id] {
                 object["history"] = .array(revisions.map { revision in
                     ["rev": .int(revision.rev), "updated": .string(revision.updated), "conflict": .bool(revision.conflict),

@@ -14,7 +14,11 @@ import TestSupport
             let server = try await ServerProcess(directory: dir + "/server")
             defer { server.stop() }
             let old = Home(path: dir + "/old", server: server.url)
-            try await old.noted("new", "--offline", "--title", "Groceries 🛒", "--body=- [ ] milk\n\n- [x] eggs\n", "--tag", "home", "--folder", "Home/Lists", "--pin")
+            let groceriesID = try await old.noted("new", "--offline", "--title", "Groceries 🛒", "--body=- [ ] milk\n\n- [x] eggs\n", "--tag", "home", "--folder", "Home/Lists", "--pin")
+            // A file attached: it goes into the export and comes back with the note.
+            let photo = Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 * 7 + 3) })
+            try photo.write(to: URL(fileURLWithPath: dir + "/shelf photo.jpg"))
+            try await old.noted("attach", "--offline", groceriesID, dir + "/shelf photo.jpg")
             let trashed = try await old.noted("new", "--offline", "--title", "Old idea", "--body", "gone soon")
             try await old.noted("trash", "--offline", trashed)
             try await old.noted("new", "--offline", "--title", "", "--body", "")
@@ -46,6 +50,9 @@ import TestSupport
             let live = try await other.notes()
             let inTrash = try await other.notes(trashed: true)
             #expect(live.count == 2 && inTrash.count == 1)
+            let fetched = dir + "/fetched.jpg"
+            try await other.noted("fetch", groceriesID, "shelf photo.jpg", "-o", fetched)
+            #expect(FileManager.default.contents(atPath: fetched) == photo, "the attachment's bytes after export, import and sync")
 
             // Again: nothing new, nothing changed; then an edited note is updated, not duplicated.
             let again = try JSONValue.parse(try await new.noted("--json", "import", dir + "/export.zip"))

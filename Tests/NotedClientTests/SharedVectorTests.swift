@@ -33,8 +33,12 @@ import Testing
         " ", " ", " ", " ", "  ", "\n", "\n", "\n\n", "\t", "\r\n", ".", ",", "!", "?",
     ]
 
+    /// Pieces mostly separated by a space, as prose is, sometimes by nothing or a line end.
     static func text(_ random: inout SplitMix64, words: Int) -> String {
-        (0..<words).map { _ in pieces[Int(random.next() % UInt64(pieces.count))] }.joined()
+        let separators = [" ", " ", " ", " ", "", "\n"]
+        return (0..<words).map { _ in
+            pieces[Int(random.next() % UInt64(pieces.count))] + separators[Int(random.next() % UInt64(separators.count))]
+        }.joined()
     }
 
     /// One random edit of `text`: a piece replaced, inserted or removed, a letter changed inside
@@ -100,7 +104,7 @@ import Testing
         }
         let stored = try String(contentsOfFile: Self.path, encoding: .utf8)
         let (a, b) = (stored.split(separator: "\n"), generated.split(separator: "\n"))
-        let first = zip(a, b).firstIndex { $0 != $1 }
+        let first = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }?.offset
         #expect(stored == generated, """
             the Swift client no longer computes Tests/web/vectors/record-math.json (first difference on line \
             \((first ?? min(a.count, b.count)) + 1)); if that change is meant, regenerate with \
@@ -108,6 +112,6 @@ import Testing
             """)
         // The cases are not all trivial: some rebases conflict, most do not.
         let conflicts = generated.components(separatedBy: "\"clean\":false").count - 1
-        #expect(conflicts > Self.count / 50 && conflicts < Self.count / 2, "\(conflicts) conflicting rebases of \(Self.count)")
+        #expect(conflicts > Self.count / 50 && conflicts < Self.count * 3 / 4, "\(conflicts) conflicting rebases of \(Self.count)")
     }
 }

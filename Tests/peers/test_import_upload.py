@@ -184,19 +184,29 @@ def test_bad_uploads_are_refused_clearly_and_write_nothing(server):
 
 def test_download_all_notes_then_upload_into_a_fresh_account_gives_the_same_notes(server):
     auth = account(server)
+    # One file, attached to two notes: the export carries it once, and it comes back.
+    photo = os.urandom(150_000)
+    sha = hashlib.sha256(photo).hexdigest()
+    assert requests.put(f"{server}/v1/blobs/{sha}", data=photo, headers=dict(auth, **{"Content-Type": "image/png"})).status_code == 201
+    element = f"{sha} {len(photo)} image/png whiteboard.png"
     changes = [{"ccid": str(uuid.uuid4()), "collection": "notes", "id": str(uuid.uuid4()), "baseRev": 0, "op": "upsert",
-                "fields": {"title": {"set": f"T{i} 🎉"}, "body": {"set": f"- [ ] item {i}\n"}, "tags": {"set": ["x"]},
-                           "folder": {"set": "Work/Plans"}, "pinned": {"set": i == 0}, "trashed": {"set": i == 1}}} for i in range(5)]
+                "fields": {"title": {"set": f"T{i} 🎉"}, "body": {"set": f"- [ ] item {i}\n" + (f"![whiteboard.png](attachment:{sha})" if i < 2 else "")},
+                           "tags": {"set": ["x"]}, "folder": {"set": "Work/Plans"}, "pinned": {"set": i == 0}, "trashed": {"set": i == 1},
+                           "attachments": {"set": [element] if i < 2 else []}}} for i in range(5)]
     assert all(r["type"] == "ack" for r in requests.post(server + "/v1/push", json={"changes": changes}, headers=auth).json()["results"])
     before = notes(server, auth)
     exported = requests.get(server + "/v1/export?format=markdown", headers=auth)
     assert exported.status_code == 200
+    import io
+    import zipfile
+    names = zipfile.ZipFile(io.BytesIO(exported.content)).namelist()
+    assert [n for n in names if n.startswith("attachments/")] == [f"attachments/{sha}/whiteboard.png"], names
     fresh = account(server)
     summary = upload(server, fresh, exported.content, "noted-export.zip").json()
     assert summary["format"] == "markdown" and summary["imported"] == 5, summary
     after = notes(server, fresh)
     assert set(after) == set(before), "Noted's own export keeps its ids"
     for id, record in before.items():
-        for name in ("title", "body", "tags", "folder", "pinned", "trashed"):
+        for name in ("title", "body", "tags", "folder", "pinned", "trashed", "attachments"):
             assert after[id]["fields"].get(name) == record["fields"].get(name), (name, after[id], record)
         assert after[id]["fields"]["created"] == millis(record["createdAt"]) and after[id]["fields"]["modified"] == millis(record["updatedAt"])

@@ -28,7 +28,21 @@ struct Export: AsyncParsableCommand {
         let live = try await cli { try await client.list(NoteFilter(trashed: false)) }
         let trashed = try await cli { try await client.list(NoteFilter(trashed: true)) }
         let all = live + trashed
-        let notes = all.map(PortableNote.init)
+        // The notes' files: from this device, else from the server; one neither has is named.
+        var notes: [PortableNote] = []
+        var missing: [String] = []
+        for note in all {
+            var portable = PortableNote(note)
+            for reference in note.attachments.compactMap(AttachmentReference.init(element:)) {
+                do {
+                    let file = try await client.attachmentData(reference.sha256)
+                    portable.attachments.append(PortableAttachment(name: reference.name, type: reference.type, data: file.data))
+                } catch {
+                    missing.append("\(note.title.isEmpty ? note.id : note.title): \(reference.name)")
+                }
+            }
+            notes.append(portable)
+        }
         var history: [String: [PortableRevision]]?
         if withHistory {
             guard !options.offline, client.tokens != nil else { throw CLIError("--with-history needs the server and a sign-in") }
@@ -46,14 +60,19 @@ struct Export: AsyncParsableCommand {
             }
             history = kept
         }
-        let files = format == .markdown ? Exporter.markdown(notes) : [Exporter.json(notes, history: history)]
+        let files = format == .markdown ? Exporter.markdown(notes) : [Exporter.json(notes, history: history)] + Exporter.attachmentFiles(notes)
         do {
             try Exporter.write(files, to: path)
         } catch let error as ExportError {
             throw CLIError(error.description)
         }
+        for name in missing {
+            FileHandle.standardError.write(Data("not exported (this device does not have the file and the server could not be asked): \(name)\n".utf8))
+        }
         if options.json {
-            printJSON(["exported": .int(Int64(notes.count)), "path": .string(path), "format": .string(format.rawValue)])
+            printJSON(["exported": .int(Int64(notes.count)), "path": .string(path), "format": .string(format.rawValue),
+                       "attachments": .int(Int64(Set(notes.flatMap { $0.attachments.map(\.sha256) }).count)),
+                       "missing": .array(missing.map(JSONValue.string))])
         } else {
             print("exported \(notes.count) note(s) to \(path)")
         }

@@ -2,7 +2,8 @@ import Foundation
 import NotedCore
 
 /// A folder (or zip) of Markdown and text files, Noted's own export among them: front matter
-/// when present (`title`, `tags`, `folder`, `pinned`, `trashed`, `created`, `updated`, `id`),
+/// when present (`title`, `tags`, `folder`, `pinned`, `trashed`, `created`, `updated`, `id`,
+/// and `attachments`, whose files Noted's export keeps in `attachments/<sha256>/<name>`),
 /// the folder from the file's path, the title from the front matter, else the first `#`
 /// heading, else the file name.
 enum MarkdownImporter {
@@ -13,7 +14,14 @@ enum MarkdownImporter {
         var skipped: [Importer.Skipped] = []
         // A zip of one folder: that folder is the export's root, not a folder of every note.
         let root = commonRoot(source.files.map(\.path))
+        // Noted's own export keeps the notes' files in `attachments/<sha256>/<name>`.
+        var attachmentFiles: [String: ImportSource.File] = [:]
         for file in source.files {
+            let parts = file.path.dropFirst(root.count).split(separator: "/")
+            if parts.count == 3, parts[0] == "attachments", AttachmentReference.isSHA256(String(parts[1])) { attachmentFiles[String(parts[1])] = file }
+        }
+        let attachmentPaths = Set(attachmentFiles.values.map(\.path))
+        for file in source.files where !attachmentPaths.contains(file.path) {
             guard textExtensions.contains(where: file.path.lowercased().hasSuffix) else {
                 skipped.append(Importer.Skipped(source: file.path, reason: "not a Markdown or text file"))
                 continue
@@ -53,10 +61,22 @@ enum MarkdownImporter {
             } else {
                 id = Importer.noteID(format: .markdown, sourceID: relative)
             }
+            var attachments: [PortableAttachment] = []
+            for element in (matter["attachments"]?.arrayValue ?? []).compactMap(\.stringValue) {
+                guard let reference = AttachmentReference(element: element) else {
+                    skipped.append(Importer.Skipped(source: file.path, reason: "an attachment that is not \"<sha256> <size> <type> <name>\": \(element.prefix(80))"))
+                    continue
+                }
+                guard let found = attachmentFiles[reference.sha256], PortableAttachment(name: reference.name, type: reference.type, data: found.data).sha256 == reference.sha256 else {
+                    skipped.append(Importer.Skipped(source: "\(file.path) \(reference.name)", reason: "the attachment's file is not in the export, or not whole"))
+                    continue
+                }
+                attachments.append(PortableAttachment(name: reference.name, type: reference.type, data: found.data))
+            }
             notes.append(Importer.Imported(
                 note: PortableNote(
                     id: id, title: title ?? name, body: bodyText, tags: tags, folder: folder, pinned: matter["pinned"]?.boolValue ?? false,
-                    trashed: matter["trashed"]?.boolValue ?? false, created: created ?? updated, updated: updated),
+                    trashed: matter["trashed"]?.boolValue ?? false, created: created ?? updated, updated: updated, attachments: attachments),
                 source: file.path))
         }
         return Importer.Result(format: .markdown, notes: notes, skipped: skipped)

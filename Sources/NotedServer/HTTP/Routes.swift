@@ -331,6 +331,7 @@ struct Routes: Sendable {
             // Paged like any pull from 0; a note changed while the pages are read comes again
             // in a later page (the newer version wins) and one deleted meanwhile as a tombstone.
             var notes: [String: PortableNote] = [:]
+            var references: [String: [AttachmentReference]] = [:]
             var order: [String] = []
             var since: Int64 = 0
             while true {
@@ -342,13 +343,30 @@ struct Routes: Sendable {
                     } else {
                         if notes[record.id] == nil { order.append(record.id) }
                         notes[record.id] = PortableNote(record)
+                        references[record.id] = (record.fields["attachments"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(AttachmentReference.init(element:)) }
                     }
                 }
                 guard page.more, page.cursor > since else { break }
                 since = page.cursor
             }
-            let all = order.compactMap { notes[$0] }
-            let files = format == .markdown ? Exporter.markdown(all) : [Exporter.json(all)]
+            var all = order.compactMap { notes[$0] }
+            // The notes' files (attachments) go in too, once each (the export is made in memory:
+            // at most the account's quota).
+            var bytes: [String: Data] = [:]
+            for index in all.indices {
+                for reference in references[all[index].id] ?? [] {
+                    if bytes[reference.sha256] == nil,
+                       let stream = try await sync.store.readBlob(userID: user.userID, sha256: reference.sha256, range: 0..<reference.size) {
+                        var data = Data()
+                        for try await piece in stream { data.append(contentsOf: piece.readableBytesView) }
+                        bytes[reference.sha256] = data
+                    }
+                    if let data = bytes[reference.sha256] {
+                        all[index].attachments.append(PortableAttachment(name: reference.name, type: reference.type, data: data))
+                    }
+                }
+            }
+            let files = format == .markdown ? Exporter.markdown(all) : [Exporter.json(all)] + Exporter.attachmentFiles(all)
             let data = try Exporter.zip(files)
             let day = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
             return Response(

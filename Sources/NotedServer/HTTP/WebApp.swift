@@ -6,8 +6,10 @@ import Logging
 /// Serves the web app (the repository's `Web/` folder) at `/`, with a content security policy
 /// and revalidation on every load (the service worker keeps the offline copy).
 enum WebApp {
-    /// The policy of the app's pages: everything from this origin only, WebSockets included.
-    static let policy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    /// The policy of the app's pages: everything from this origin only, WebSockets included;
+    /// images also from `blob:` (object URLs the app makes of attachments it fetched with its
+    /// token: the token never goes into an image URL).
+    static let policy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
         + "connect-src 'self'; worker-src 'self'; manifest-src 'self'; object-src 'none'; "
         + "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
