@@ -350,3 +350,28 @@ def test_a_put_sent_again_after_a_cut_skips_what_the_server_has(nodes):
     r = put(base, auth, blob, content_type="application/pdf")
     assert r.status_code == 201, r.text
     assert requests.get(f"{base}/v1/blobs/{name}", headers=auth).content == blob
+
+
+def test_expect_100_continue_is_answered_before_the_body(nodes):
+    """curl sends `Expect: 100-continue` for large bodies and waits a second for the answer."""
+    base = nodes["bases"][0]
+    auth = account(base)
+    blob = data(2 * 1024 * 1024, 11)
+    url = urllib.parse.urlsplit(base)
+    s = socket.create_connection((url.hostname, url.port), timeout=10)
+    s.sendall((f"PUT /v1/blobs/{sha(blob)} HTTP/1.1\r\nHost: {url.netloc}\r\nAuthorization: {auth['Authorization']}\r\n"
+               f"Content-Type: image/png\r\nContent-Length: {len(blob)}\r\nExpect: 100-continue\r\n\r\n").encode())
+    started = time.monotonic()
+    first = s.recv(4096)
+    assert first.startswith(b"HTTP/1.1 100 Continue\r\n"), first
+    assert time.monotonic() - started < 0.9, "the 100 came only after curl's one-second wait"
+    s.sendall(blob)
+    answer = b""
+    while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        answer += chunk
+    s.close()
+    assert b" 201 " in answer.split(b"\r\n")[0], answer[:200]
+    assert requests.get(f"{base}/v1/blobs/{sha(blob)}", headers=auth).content == blob

@@ -72,6 +72,12 @@ final class OriginGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if refusing { return }
+        // `Expect: 100-continue` (curl sends it for bodies over a megabyte, then waits a second
+        // for the answer before sending anyway): say "go on" at once (RFC 9110 section 10.1.1).
+        if case .head(let head) = unwrapInboundIn(data), head.version == .http1_1,
+           head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+            context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .continue))), promise: nil)
+        }
         guard case .head(let head) = unwrapInboundIn(data),
               head.headers["upgrade"].contains(where: { $0.lowercased() == "websocket" }),
               head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) == path
