@@ -61,7 +61,9 @@ public final class NotedClient: Sendable {
                 let engine = SyncEngine(store: store, transport: configuration.transport, url: url, tokens: tokens, events: hub,
                                         configuration: configuration.sync, clock: ContinuousClock(), seed: configuration.seed)
                 self.engine = engine
-                self.uploader = BlobUploader(store: store, api: api, tokens: tokens) { await engine.localEdit() }
+                let hub = self.hub
+                self.uploader = BlobUploader(store: store, api: api, tokens: tokens, uploaded: { await engine.localEdit() },
+                                             refused: { effect in await hub.emit(effect, origin: .local) })
             } else {
                 self.tokens = nil
                 self.engine = nil

@@ -102,6 +102,44 @@ import Testing
         }
     }
 
+    @Test func aFileTheServerWillNotTakeRefusesItsNoteUntilItIsRemoved() async throws {
+        try await LiveServer.with(configure: { $0.maxBlobBytes = 1000 }) { server in
+            let user = try await server.makeUser()
+            let a = try server.client(user)
+            let note = try await a.create(NoteFields(title: "Too big"))
+            let reference = try await a.attach(note.id, data: Self.bytes(2000, seed: 3), name: "big.png", type: "image/png")
+            await a.startSync()
+            try await eventually("the note refused, saying why") {
+                let refusal = try await a.note(note.id)?.refusal
+                return refusal?.contains("too_large") == true
+            }
+            #expect(try await a.store.pendingBlobs().isEmpty, "a refused file is not offered again")
+            // Removing the file is an edit: the note syncs.
+            try await a.detach(note.id, sha256: reference.sha256)
+            try await eventually("synced without the file") {
+                let count = try await a.store.pendingCount()
+                let refusal = try await a.note(note.id)?.refusal
+                return count == 0 && refusal == nil
+            }
+            await a.stopSync()
+        }
+    }
+
+    @Test func aChangeNamingAFileNeitherTheServerNorThisDeviceHasIsRefused() async throws {
+        try await LiveServer.with { server in
+            let user = try await server.makeUser()
+            let a = try server.client(user)
+            let stray = try #require(AttachmentReference(sha256: LocalStore.sha256(Data("nowhere".utf8)), size: 7, type: "text/plain", name: "nowhere.txt"))
+            let note = try await a.create(NoteFields(title: "Stray", attachments: [stray.element]))
+            await a.startSync()
+            try await eventually("refused: the file is nowhere") {
+                let refusal = try await a.note(note.id)?.refusal
+                return refusal?.contains("neither on the server nor on this device") == true
+            }
+            await a.stopSync()
+        }
+    }
+
     @Test func namesAreShortenedToFitAndBadTypesRefused() async throws {
         let store = try LocalStore.open(path: FileManager.default.temporaryDirectory.appendingPathComponent("noted-att-\(UUID().uuidString).sqlite").path)
         let note = try await store.create(NoteFields(title: "n"))

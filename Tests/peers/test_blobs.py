@@ -146,6 +146,14 @@ def test_a_file_goes_up_and_comes_back_whole_and_by_range(nodes):
         assert r.headers["Content-Range"] == f"bytes {start}-{end - 1}/{len(blob)}"
     r = requests.get(f"{last}/v1/blobs/{name}", headers=dict(auth, Range=f"bytes={len(blob)}-"))
     assert r.status_code == 416 and r.headers["Content-Range"] == f"bytes */{len(blob)}"
+    # An end far beyond the file (the largest 64-bit number once crashed the server): to the end.
+    r = requests.get(f"{last}/v1/blobs/{name}", headers=dict(auth, Range="bytes=5-9223372036854775807"))
+    assert r.status_code == 206 and r.content == blob[5:], r.status_code
+    r = requests.get(f"{last}/v1/blobs/{name}", headers=dict(auth, Range="bytes=5-99999999999999999999"))
+    assert r.status_code == 200 and r.content == blob  # not a number we read: the whole file
+    assert requests.get(f"{last}/health").status_code == 200
+    # The answer depends on the token: a shared browser cache must not serve it to another account.
+    assert "Authorization" in requests.get(f"{last}/v1/blobs/{name}", headers=auth).headers["Vary"]
     # Several ranges, or nonsense: the whole file.
     for header in ["bytes=0-1,5-6", "lines=1-2", "bytes=x-y"]:
         r = requests.get(f"{last}/v1/blobs/{name}", headers=dict(auth, Range=header))
@@ -375,3 +383,48 @@ def test_expect_100_continue_is_answered_before_the_body(nodes):
     s.close()
     assert b" 201 " in answer.split(b"\r\n")[0], answer[:200]
     assert requests.get(f"{base}/v1/blobs/{sha(blob)}", headers=auth).content == blob
+
+
+def test_an_empty_file_is_a_file_too(nodes):
+    base = nodes["bases"][0]
+    auth = account(base)
+    empty = sha(b"")
+    r = put(base, auth, b"", content_type="text/plain")
+    assert r.status_code == 201 and r.json()["size"] == 0, r.text
+    head = requests.head(f"{nodes['bases'][-1]}/v1/blobs/{empty}", headers=auth)
+    assert head.status_code == 200 and head.headers["Content-Length"] == "0"
+    got = requests.get(f"{nodes['bases'][-1]}/v1/blobs/{empty}", headers=auth)
+    assert got.status_code == 200 and got.content == b""
+    assert requests.get(f"{base}/v1/blobs/{empty}", headers=dict(auth, Range="bytes=0-")).status_code == 416
+    result = push(base, auth, attach_change(str(uuid.uuid4()), f"{empty} 0 text/plain empty.txt"))
+    assert result["type"] == "ack", result
+
+
+def test_downloads_nobody_reads_do_not_fill_the_servers_memory(nodes):
+    """A client that asks for a file and does not read it holds a piece of it, not the file."""
+    if nodes["kind"] != "sqlite":
+        pytest.skip("measured once, on the SQLite node")
+    base = nodes["bases"][0]
+    auth = account(base)
+    blob = data(20 * 1024 * 1024, 12)
+    assert put(base, auth, blob).status_code == 201
+    pid = nodes["procs"][0].pid
+
+    def rss():
+        with open(f"/proc/{pid}/status") as f:
+            return int(next(line for line in f if line.startswith("VmRSS:")).split()[1]) * 1024
+
+    url = urllib.parse.urlsplit(base)
+    before = rss()
+    sockets = []
+    for _ in range(15):
+        s = socket.create_connection((url.hostname, url.port))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(f"GET /v1/blobs/{sha(blob)} HTTP/1.1\r\nHost: {url.netloc}\r\nAuthorization: {auth['Authorization']}\r\n\r\n".encode())
+        sockets.append(s)
+    time.sleep(3)
+    grown = rss() - before
+    for s in sockets:
+        s.close()
+    # 15 readers of 20 MiB each held in memory would be 300 MiB; a piece each is a few MiB.
+    assert grown < 120 * 1024 * 1024, f"the server grew {grown // (1024 * 1024)} MiB for 15 downloads nobody reads"

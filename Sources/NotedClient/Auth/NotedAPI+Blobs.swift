@@ -26,6 +26,13 @@ extension NotedAPI {
             headers["Content-Type"] = type
             response = try await transfers.send(HTTPRequestData(method: "PUT", url: try url(path), headers: headers, body: data))
         }
+        if [400, 413].contains(response.status) {
+            let value = (try? JSONValue.parse(response.body)) ?? .null
+            let code = value["error"]?.stringValue ?? "http_\(response.status)"
+            if ["too_large", "quota_exceeded", "hash_mismatch"].contains(code) {
+                throw BlobRefused(code: code, message: value["message"]?.stringValue ?? "the server refused the file")
+            }
+        }
         _ = try Self.checked(response)
     }
 
@@ -43,4 +50,13 @@ extension NotedAPI {
         let value = try await Self.checked(try await http.send(HTTPRequestData(method: "GET", url: try url("/v1/blobs"), headers: ["Authorization": "Bearer \(token)"])))
         return (value["maxBlobBytes"]?.intValue, value["storedBytes"]?.intValue, value["quotaBytes"]?.intValue)
     }
+}
+
+/// The server will not take a file as it is: larger than it takes (`too_large`), beyond the
+/// account's quota (`quota_exceeded`), or not the bytes its name says (`hash_mismatch`).
+/// Sending it again cannot help.
+public struct BlobRefused: Error, Sendable, CustomStringConvertible {
+    public var code: String
+    public var message: String
+    public var description: String { "\(message) (\(code))" }
 }

@@ -36,7 +36,8 @@ extension LocalStore {
             else { throw NotedClientError(.invalidInput, "the file's type is too long to attach it") }
             try transaction.db.execute(sql: """
                 INSERT INTO blob (sha256, size, type, data, pending, usedAt) VALUES (?, ?, ?, ?, 1, ?)
-                ON CONFLICT (sha256) DO UPDATE SET usedAt = excluded.usedAt
+                ON CONFLICT (sha256) DO UPDATE SET usedAt = excluded.usedAt,
+                    pending = CASE WHEN pending = 2 THEN 1 ELSE pending END, refusal = NULL
                 """, arguments: [sha, size, type, data, Int64(now.timeIntervalSince1970 * 1000)])
             let record = try transaction.update(Self.collection, id: id) { json in
                 var fields = NoteFields(json: json)
@@ -80,7 +81,7 @@ extension LocalStore {
     /// The files waiting to go to the server, oldest first.
     public func pendingBlobs() async throws -> [LocalBlob] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT sha256, size, type FROM blob WHERE pending ORDER BY usedAt, sha256").map {
+            try Row.fetchAll(db, sql: "SELECT sha256, size, type FROM blob WHERE pending = 1 ORDER BY usedAt, sha256").map {
                 LocalBlob(sha256: $0["sha256"], size: $0["size"], type: $0["type"], pending: true)
             }
         }
@@ -97,7 +98,7 @@ extension LocalStore {
     public func localBlobs() async throws -> [LocalBlob] {
         try await writer.read { db in
             try Row.fetchAll(db, sql: "SELECT sha256, size, type, pending FROM blob ORDER BY usedAt, sha256").map {
-                LocalBlob(sha256: $0["sha256"], size: $0["size"], type: $0["type"], pending: $0["pending"])
+                LocalBlob(sha256: $0["sha256"], size: $0["size"], type: $0["type"], pending: ($0["pending"] as Int) == 1)
             }
         }
     }
@@ -111,6 +112,11 @@ extension LocalStore {
             var freed: Int64 = 0
             let rows = try Row.fetchAll(db, sql: "SELECT sha256, size FROM blob WHERE NOT pending ORDER BY usedAt, sha256")
             for row in rows where total > keepingBytes {
+                // A file an unsent edit names stays: a `missing_blob` answer would need it again.
+                let sha = row["sha256"] as String
+                if try Bool.fetchOne(db, sql: "SELECT 1 FROM record WHERE syncFlags <> 0 AND instr(local, ?) > 0 LIMIT 1", arguments: [sha]) != nil {
+                    continue
+                }
                 try db.execute(sql: "DELETE FROM blob WHERE sha256 = ?", arguments: [row["sha256"] as String])
                 total -= row["size"] as Int64
                 freed += row["size"] as Int64
@@ -119,28 +125,67 @@ extension LocalStore {
         }
     }
 
-    /// Whether `ops` (a change's) add an attachment whose file is still pending upload here.
-    static func waitsForUpload(_ db: Database, ops: [String: JSONValue], schema: CollectionSchema?) throws -> Bool {
-        guard let schema else { return false }
+    /// Whether a change's `ops` can go: `nil` when yes; `.waiting` while a file it adds is still
+    /// to upload; `.refused(why)` when the server refused such a file for good (the change can
+    /// never go: the note is refused until the file is removed from it or the edit discarded).
+    enum UploadGate: Equatable { case waiting, refused(String) }
+
+    static func uploadGate(_ db: Database, ops: [String: JSONValue], schema: CollectionSchema?) throws -> UploadGate? {
+        guard let schema else { return nil }
+        var gate: UploadGate?
         for (name, op) in ops where schema.fields[name]?.attachments == true {
             let added = (op["add"]?.arrayValue ?? op["set"]?.arrayValue ?? []).compactMap(\.stringValue)
             for element in added {
-                guard let reference = AttachmentReference(element: element) else { continue }
-                if try Bool.fetchOne(db, sql: "SELECT pending FROM blob WHERE sha256 = ?", arguments: [reference.sha256]) == true { return true }
+                guard let reference = AttachmentReference(element: element),
+                      let row = try Row.fetchOne(db, sql: "SELECT pending, refusal FROM blob WHERE sha256 = ?", arguments: [reference.sha256])
+                else { continue }
+                switch row["pending"] as Int {
+                case 2: return .refused("the attachment \(reference.name): \(row["refusal"] as String? ?? "refused by the server")")
+                case 1: gate = .waiting
+                default: continue
+                }
             }
         }
-        return false
+        return gate
+    }
+
+    /// The server refused the file `sha256` for good (too large, beyond the quota, not what its
+    /// name says): it is not offered again, and every note whose unsent edit adds it is refused
+    /// with `reason` (remove the attachment, or discard the edit, to sync the note again).
+    public func refuseBlob(_ sha256: String, reason: String) async throws -> StoreEffect {
+        try await writer.write { db in
+            var effect = StoreEffect()
+            try db.execute(sql: "UPDATE blob SET pending = 2, refusal = ? WHERE sha256 = ? AND pending = 1", arguments: [reason, sha256])
+            let rows = try RecordRow.filter(sql: "syncFlags <> 0 AND instr(local, ?) > 0", arguments: [sha256]).fetchAll(db)
+            for var row in rows {
+                let named = row.localFields.values.contains { value in
+                    (value.arrayValue ?? []).contains { $0.stringValue.flatMap(AttachmentReference.init(element:))?.sha256 == sha256 }
+                }
+                guard named else { continue }
+                row.state.refused(.tooLarge, message: "the attachment \(sha256.prefix(12)): \(reason)")
+                try row.update(db)
+                if let refusal = row.state.refusal { effect.refused.append((row.id, refusal)) }
+                effect.change(row.id, in: row.collection)
+            }
+            return effect
+        }
     }
 
     /// A `missing_blob` answer: the files this record's local attachments name go back to
-    /// pending, so they are uploaded again before the change is resent.
-    static func markAttachmentsPending(_ db: Database, fields: [String: JSONValue], schema: CollectionSchema?) throws {
-        guard let schema else { return }
+    /// pending, so they are uploaded again before the change is resent. Answers the name of one
+    /// this device does not have (then nothing can make the change go: it is refused).
+    static func markAttachmentsPending(_ db: Database, fields: [String: JSONValue], schema: CollectionSchema?) throws -> String? {
+        guard let schema else { return nil }
+        var absent: String?
         for (name, spec) in schema.fields where spec.attachments {
             for element in (fields[name]?.arrayValue ?? []).compactMap(\.stringValue) {
                 guard let reference = AttachmentReference(element: element) else { continue }
-                try db.execute(sql: "UPDATE blob SET pending = 1 WHERE sha256 = ?", arguments: [reference.sha256])
+                try db.execute(sql: "UPDATE blob SET pending = 1 WHERE sha256 = ? AND pending = 0", arguments: [reference.sha256])
+                if try Bool.fetchOne(db, sql: "SELECT 1 FROM blob WHERE sha256 = ?", arguments: [reference.sha256]) == nil {
+                    absent = reference.name
+                }
             }
         }
+        return absent
     }
 }

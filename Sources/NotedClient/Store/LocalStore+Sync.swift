@@ -252,6 +252,10 @@ extension LocalStore {
             let inflight = try Self.outboxRows(db, flags: SyncState.inflightFlags, declared: declared, excluding: sent, limit: limit)
             for row in inflight where result.count < limit {
                 guard let change = row.state.inflight, let value = try? JSONValue.parse(change.body) else { continue }
+                // A change refused `missing_blob` waits for its files to go up again.
+                if let ops = value["fields"]?.objectValue, try Self.uploadGate(db, ops: ops, schema: schemas[row.collection]) == .waiting {
+                    continue
+                }
                 result.append(OutboxChange(recordID: row.id, ccid: change.ccid, body: value))
             }
             // Every dirty row handled below leaves the dirty set (sent, deleted, or found to
@@ -287,9 +291,18 @@ extension LocalStore {
                             effect.change(row.id, in: row.collection)
                             continue
                         }
-                        if try Self.waitsForUpload(db, ops: ops, schema: schemas[row.collection]) {
+                        switch try Self.uploadGate(db, ops: ops, schema: schemas[row.collection]) {
+                        case .waiting?:
                             skipped.insert(row.id)
                             continue
+                        case .refused(let why)?:
+                            row.state.refused(.tooLarge, message: why)
+                            try row.update(db)
+                            if let refusal = row.state.refusal { effect.refused.append((row.id, refusal)) }
+                            effect.change(row.id, in: row.collection)
+                            continue
+                        case nil:
+                            break
                         }
                         change["op"] = "upsert"
                         change["fields"] = .object(ops)
@@ -399,8 +412,15 @@ extension LocalStore {
             }
             if code == .missingBlob {
                 // The server lacks a file this change adds (collected since it was uploaded):
-                // upload it again; the change is resent as it is.
-                try Self.markAttachmentsPending(db, fields: row.localFields, schema: schemas[row.collection])
+                // upload it again; the change is resent as it is. A file this device does not
+                // have either can never go: the change is refused, saying which.
+                if let absent = try Self.markAttachmentsPending(db, fields: row.localFields, schema: schemas[row.collection]) {
+                    row.state.refused(.missingBlob, message: "the attachment \(absent) is neither on the server nor on this device; remove it from the note")
+                    try row.update(db)
+                    if let refusal = row.state.refusal { effect.refused.append((id, refusal)) }
+                    effect.change(id, in: row.collection)
+                    return effect
+                }
                 effect.retryLater = true
                 effect.needsUpload = true
                 return effect

@@ -210,8 +210,9 @@ public struct LocalStore: Sendable {
                 """)
         }
         migrator.registerMigration("v8: attachments") { db in
-            // Files of attachments: those added here until the server has them (`pending`),
-            // and those fetched from the server, kept for offline use.
+            // Files of attachments: those added here until the server has them (`pending` 1),
+            // those the server refused for good (`pending` 2, why in `refusal`), and those
+            // fetched from the server (0), kept for offline use.
             try db.execute(sql: """
                 CREATE TABLE blob (
                     sha256 TEXT PRIMARY KEY,
@@ -219,7 +220,8 @@ public struct LocalStore: Sendable {
                     type TEXT NOT NULL,
                     data BLOB NOT NULL,
                     pending INTEGER NOT NULL,
-                    usedAt INTEGER NOT NULL
+                    usedAt INTEGER NOT NULL,
+                    refusal TEXT
                 );
                 CREATE INDEX blob_by_pending ON blob(pending) WHERE pending;
                 """)

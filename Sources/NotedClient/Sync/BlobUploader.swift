@@ -11,6 +11,8 @@ actor BlobUploader {
     let api: NotedAPI
     let tokens: TokenManager
     let uploaded: @Sendable () async -> Void
+    /// A file the server refused for good: the notes naming it were refused (an effect to announce).
+    let refused: @Sendable (StoreEffect) async -> Void
 
     private var task: Task<Void, Never>?
     private var waiter: CheckedContinuation<Void, Never>?
@@ -18,11 +20,16 @@ actor BlobUploader {
     /// Why the last upload failed, while it keeps failing.
     private(set) var lastError: String?
 
-    init(store: LocalStore, api: NotedAPI, tokens: TokenManager, uploaded: @escaping @Sendable () async -> Void) {
+    /// While backing off after a failure: an edit does not cut the wait short (only `stop`).
+    private var backingOff = false
+
+    init(store: LocalStore, api: NotedAPI, tokens: TokenManager, uploaded: @escaping @Sendable () async -> Void,
+         refused: @escaping @Sendable (StoreEffect) async -> Void = { _ in }) {
         self.store = store
         self.api = api
         self.tokens = tokens
         self.uploaded = uploaded
+        self.refused = refused
     }
 
     func start() {
@@ -33,10 +40,12 @@ actor BlobUploader {
     func stop() {
         task?.cancel()
         task = nil
+        backingOff = false
         wake()
     }
 
     func wake() {
+        guard !backingOff else { return }
         if let waiter {
             self.waiter = nil
             waiter.resume()
@@ -60,6 +69,10 @@ actor BlobUploader {
                 do {
                     try await upload(blob)
                     sent = true
+                } catch let refusal as BlobRefused {
+                    // Sending it again cannot help: its notes are refused, saying why.
+                    if let effect = try? await store.refuseBlob(blob.sha256, reason: refusal.description) { await refused(effect) }
+                    sent = true
                 } catch {
                     failure = "\(error)"
                     break
@@ -68,7 +81,9 @@ actor BlobUploader {
             lastError = failure
             if sent { await uploaded() }
             if failure != nil {
+                backingOff = true
                 await sleep(backoff)
+                backingOff = false
                 backoff = min(backoff * 2, .seconds(60))
             } else {
                 backoff = .seconds(1)
@@ -86,6 +101,11 @@ actor BlobUploader {
         try await store.blobUploaded(blob.sha256)
     }
 
+    private func timerFired() {
+        backingOff = false
+        wake()
+    }
+
     /// Until woken or `timeout` passes.
     private func sleep(_ timeout: Duration) async {
         if woken {
@@ -93,8 +113,12 @@ actor BlobUploader {
             return
         }
         let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
-            await self?.wake()
+            do {
+                try await Task.sleep(for: timeout)
+            } catch {
+                return  // cancelled: woken meanwhile
+            }
+            await self?.timerFired()
         }
         await withCheckedContinuation { waiter = $0 }
         timer.cancel()

@@ -116,7 +116,12 @@ extension Routes {
             guard let pieces = try await sync.store.readBlob(userID: user.userID, sha256: sha256, range: range) else {
                 throw APIError(.notFound, "not_found", "no such blob")
             }
-            return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: pieces))
+            // Each piece is written (and the client has taken it) before the next is asked for:
+            // a client that does not read holds one piece, not the whole file.
+            return Response(status: status, headers: headers, body: ResponseBody { writer in
+                for try await piece in pieces { try await writer.write(piece) }
+                try await writer.finish(nil)
+            })
         }
 
         router.get("/v1/blobs") { request, _ -> Response in
@@ -267,6 +272,9 @@ extension Routes {
         headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
         headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
         headers[.cacheControl] = "private, max-age=31536000, immutable"
+        // The answer depends on whose token asks: a browser's cache must not give one account's
+        // copy to another account signed in on the same browser.
+        headers[.vary] = "Authorization"
         headers[.eTag] = "\"\(blob.sha256)\""
         headers[.acceptRanges] = "bytes"
         return headers
@@ -293,7 +301,8 @@ extension Routes {
         case (let start?, let end):
             if let end, end < start { return .whole }
             guard start < size else { return .unsatisfiable }
-            return .part(start..<min(size, (end ?? size - 1) + 1))
+            // Clamped before the + 1: `bytes=0-9223372036854775807` must not overflow.
+            return .part(start..<(min(size - 1, end ?? size - 1) + 1))
         case (nil, let suffix?):
             guard suffix > 0, size > 0 else { return .unsatisfiable }
             return .part(max(0, size - suffix)..<size)

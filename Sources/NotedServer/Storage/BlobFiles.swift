@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -74,6 +75,17 @@ struct BlobFiles: Sendable {
         }
     }
 
+    /// Starts an upload's file empty (so that an empty blob, which no write creates, has one).
+    func create(userID: String, sha256: String) async throws {
+        let path = try uploadPath(userID: userID, sha256: sha256)
+        try await NIOThreadPool.singleton.runIfActive {
+            try Self.makeDirectories(for: path)
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw Self.failure("open", path) }
+            close(fd)
+        }
+    }
+
     /// fsyncs the upload's file (when there is one).
     func sync(userID: String, sha256: String) async throws {
         let path = try uploadPath(userID: userID, sha256: sha256)
@@ -134,39 +146,40 @@ struct BlobFiles: Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// The bytes `range` of a blob's file, in pieces of up to 256 KiB read on the thread pool.
-    func read(userID: String, sha256: String, range: Range<Int64>) throws -> AsyncThrowingStream<ByteBuffer, Error> {
+    /// The bytes `range` of a blob's file, in pieces of up to 256 KiB read on the thread pool
+    /// as they are asked for. The file is opened now (a collection unlinking it later does not
+    /// cut a download short) and closed when the last piece is read or the reader goes away.
+    func read(userID: String, sha256: String, range: Range<Int64>) throws -> BlobPieces {
         let path = try blobPath(userID: userID, sha256: sha256)
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw Self.failure("open", path) }
-        let (stream, continuation) = AsyncThrowingStream<ByteBuffer, Error>.makeStream(bufferingPolicy: .unbounded)
-        let reader = Task {
-            defer { close(fd) }
-            var position = range.lowerBound
-            do {
-                while position < range.upperBound, !Task.isCancelled {
-                    let count = Int(min(Int64(256 * 1024), range.upperBound - position))
-                    let at = position
-                    let piece: ByteBuffer = try await NIOThreadPool.singleton.runIfActive {
-                        var buffer = ByteBufferAllocator().buffer(capacity: count)
-                        var result = 0
-                        repeat {
-                            result = buffer.withUnsafeMutableWritableBytes { raw in pread(fd, raw.baseAddress!, count, off_t(at)) }
-                        } while result < 0 && errno == EINTR
-                        guard result > 0 else { throw Self.failure("read", path) }
-                        buffer.moveWriterIndex(forwardBy: result)
-                        return buffer
-                    }
-                    position += Int64(piece.readableBytes)
-                    continuation.yield(piece)
+        let file = OpenFile(fd: open(path, O_RDONLY | O_CLOEXEC))
+        guard file.fd >= 0 else { throw Self.failure("open", path) }
+        return BlobPieces {
+            let position = NIOLockedValueBox(range.lowerBound)
+            return {
+                let at = position.withLockedValue { $0 }
+                guard at < range.upperBound else { return nil }
+                let count = Int(min(Int64(256 * 1024), range.upperBound - at))
+                let piece: ByteBuffer = try await NIOThreadPool.singleton.runIfActive {
+                    var buffer = ByteBufferAllocator().buffer(capacity: count)
+                    var result = 0
+                    repeat {
+                        result = buffer.withUnsafeMutableWritableBytes { raw in pread(file.fd, raw.baseAddress!, count, off_t(at)) }
+                    } while result < 0 && errno == EINTR
+                    guard result > 0 else { throw Self.failure("read", path) }
+                    buffer.moveWriterIndex(forwardBy: result)
+                    return buffer
                 }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
+                position.withLockedValue { $0 = at + Int64(piece.readableBytes) }
+                return piece
             }
         }
-        continuation.onTermination = { _ in reader.cancel() }
-        return stream
+    }
+
+    /// A file descriptor closed when nothing refers to it any more.
+    final class OpenFile: Sendable {
+        let fd: Int32
+        init(fd: Int32) { self.fd = fd }
+        deinit { if fd >= 0 { close(fd) } }
     }
 
     private static func makeDirectories(for path: String) throws {
@@ -185,5 +198,47 @@ struct BlobFiles: Sendable {
 
     private static func failure(_ what: String, _ path: String) -> StoreError {
         StoreError.unusable("cannot \(what) \(path): \(String(cString: strerror(errno)))")
+    }
+}
+
+/// One holder at a time per key (a user id): a blob file put into place and its row written,
+/// or the collector's delete of a row and its file, never interleave for one user. Without it a
+/// file uploaded again between the collector's commit and its unlink was deleted under its new
+/// row.
+final class KeyedAsyncLock: Sendable {
+    private struct State {
+        var held: Set<String> = []
+        var waiters: [String: [CheckedContinuation<Void, Never>]] = [:]
+    }
+    private let state = NIOLockedValueBox(State())
+
+    func withLock<T>(_ key: String, _ body: () async throws -> T) async rethrows -> T {
+        await acquire(key)
+        defer { release(key) }
+        return try await body()
+    }
+
+    private func acquire(_ key: String) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let mine = state.withLockedValue { state -> Bool in
+                if state.held.insert(key).inserted { return true }
+                state.waiters[key, default: []].append(continuation)
+                return false
+            }
+            if mine { continuation.resume() }
+        }
+    }
+
+    private func release(_ key: String) {
+        let next = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+            guard var queue = state.waiters[key], !queue.isEmpty else {
+                state.held.remove(key)
+                return nil
+            }
+            let first = queue.removeFirst()
+            state.waiters[key] = queue.isEmpty ? nil : queue
+            return first  // the lock passes to it, still held
+        }
+        next?.resume()
     }
 }

@@ -19,6 +19,21 @@ public struct BlobUploadState: Sendable, Hashable {
     public var type: String
 }
 
+/// A blob's bytes as pieces, each read only when the one before has been taken: a client
+/// that does not read holds one piece of memory, not the file.
+public struct BlobPieces: AsyncSequence, Sendable {
+    public typealias Element = ByteBuffer
+    /// Makes an iterator's reader: each call answers the next piece, nil at the end.
+    let reader: @Sendable () -> (@Sendable () async throws -> ByteBuffer?)
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let nextPiece: @Sendable () async throws -> ByteBuffer?
+        public mutating func next() async throws -> ByteBuffer? { try await nextPiece() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(nextPiece: reader()) }
+}
+
 /// What ``BlobStore/collectBlobs(storedBefore:uploadsBefore:)`` removed.
 public struct BlobCollection: Sendable, Hashable {
     public var blobs = 0
@@ -63,8 +78,9 @@ public protocol BlobStore {
     /// Checks the complete upload's SHA-256 and stores the blob (durably, counted in the
     /// user's stored bytes); on a mismatch the upload is discarded and `hashMismatch` thrown.
     func finishBlobUpload(userID: String, sha256: String, now: Date) async throws -> StoredBlob
-    /// The bytes `range` of a complete blob, in pieces; nil when the user has no such blob.
-    func readBlob(userID: String, sha256: String, range: Range<Int64>) async throws -> AsyncThrowingStream<ByteBuffer, Error>?
+    /// The bytes `range` of a complete blob, in pieces read as they are asked for; nil when the
+    /// user has no such blob.
+    func readBlob(userID: String, sha256: String, range: Range<Int64>) async throws -> BlobPieces?
     /// Removes blobs stored before `storedBefore` that no record and no kept revision of their
     /// user references, and uploads not written to since `uploadsBefore`.
     func collectBlobs(storedBefore: Date, uploadsBefore: Date) async throws -> BlobCollection

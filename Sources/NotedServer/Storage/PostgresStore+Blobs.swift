@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NotedCore
 import PostgresNIO
@@ -174,40 +175,34 @@ extension PostgresStore: BlobStore {
         }
     }
 
-    public func readBlob(userID: String, sha256: String, range: Range<Int64>) async throws -> AsyncThrowingStream<ByteBuffer, Error>? {
+    public func readBlob(userID: String, sha256: String, range: Range<Int64>) async throws -> BlobPieces? {
         guard try await storedBlob(userID: userID, sha256: sha256) != nil else { return nil }
-        let (stream, continuation) = AsyncThrowingStream<ByteBuffer, Error>.makeStream(bufferingPolicy: .unbounded)
         let client = self.client
         let logger = self.logger
-        let reader = Task {
-            do {
-                // One piece at a time (a few rows of up to a MiB each), so memory stays bounded.
-                var position = range.lowerBound
-                while position < range.upperBound, !Task.isCancelled {
-                    var next: (Int64, ByteBuffer)?
-                    for try await (start, data) in try await client.query("""
-                        SELECT position, data FROM blob_chunks
-                        WHERE user_id = \(userID) AND sha256 = \(sha256) AND position <= \(position)
-                        ORDER BY position DESC LIMIT 1
-                        """, logger: logger).decode((Int64, ByteBuffer).self) {
-                        next = (start, data)
-                    }
-                    guard let (start, data) = next, start + Int64(data.readableBytes) > position else {
-                        throw StoreError.corrupt("blob \(sha256) has no piece at \(position)")
-                    }
-                    let from = Int(position - start)
-                    let count = Int(min(Int64(data.readableBytes - from), range.upperBound - position))
-                    guard let slice = data.getSlice(at: data.readerIndex + from, length: count) else { throw StoreError.corrupt("blob piece") }
-                    position += Int64(count)
-                    continuation.yield(slice)
+        return BlobPieces {
+            // One row (up to a MiB) per piece, asked for when the last one was taken.
+            let position = NIOLockedValueBox(range.lowerBound)
+            return {
+                let at = position.withLockedValue { $0 }
+                guard at < range.upperBound else { return nil }
+                var found: (Int64, ByteBuffer)?
+                for try await (start, data) in try await client.query("""
+                    SELECT position, data FROM blob_chunks
+                    WHERE user_id = \(userID) AND sha256 = \(sha256) AND position <= \(at)
+                    ORDER BY position DESC LIMIT 1
+                    """, logger: logger).decode((Int64, ByteBuffer).self) {
+                    found = (start, data)
                 }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
+                guard let (start, data) = found, start + Int64(data.readableBytes) > at else {
+                    throw StoreError.corrupt("blob \(sha256) has no piece at \(at)")
+                }
+                let from = Int(at - start)
+                let count = Int(min(Int64(data.readableBytes - from), range.upperBound - at))
+                guard let slice = data.getSlice(at: data.readerIndex + from, length: count) else { throw StoreError.corrupt("blob piece") }
+                position.withLockedValue { $0 = at + Int64(count) }
+                return slice
             }
         }
-        continuation.onTermination = { _ in reader.cancel() }
-        return stream
     }
 
     public func collectBlobs(storedBefore: Date, uploadsBefore: Date) async throws -> BlobCollection {

@@ -25,7 +25,7 @@ extension SQLiteStore {
             }
             return families
         }
-        blobFiles.removeUser(id)
+        await blobLocks.withLock(id) { blobFiles.removeUser(id) }
         return families
     }
 

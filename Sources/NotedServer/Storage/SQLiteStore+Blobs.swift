@@ -73,7 +73,7 @@ extension SQLiteStore: BlobStore {
         }
         if fresh {
             // A file left by an upload whose row was collected (or a crash) starts over.
-            blobFiles.removeUpload(userID: userID, sha256: sha256)
+            try await blobFiles.create(userID: userID, sha256: sha256)
             return BlobUploadState(offset: 0, length: length, type: type)
         }
         return BlobUploadState(offset: try blobFiles.uploadOffset(userID: userID, sha256: sha256), length: length, type: existing?["type"] ?? type)
@@ -106,28 +106,30 @@ extension SQLiteStore: BlobStore {
             blobFiles.removeUpload(userID: userID, sha256: sha256)
             throw BlobError.hashMismatch(actual: hex)
         }
-        // On disk for good before the row says so.
-        try await blobFiles.promote(userID: userID, sha256: sha256)
         let blob = StoredBlob(sha256: sha256, size: size, type: upload["type"], createdAt: now)
-        return try await pool.write { db in
-            try db.execute(sql: "DELETE FROM blob_uploads WHERE user_id = ? AND sha256 = ?", arguments: [userID, sha256])
-            if let stored = try Row.fetchOne(db, sql: "SELECT sha256, size, type, created_at FROM blobs WHERE user_id = ? AND sha256 = ?",
-                                             arguments: [userID, sha256]) {
-                return Self.blob(stored)
+        return try await blobLocks.withLock(userID) {
+            // On disk for good before the row says so.
+            try await blobFiles.promote(userID: userID, sha256: sha256)
+            return try await pool.write { db in
+                try db.execute(sql: "DELETE FROM blob_uploads WHERE user_id = ? AND sha256 = ?", arguments: [userID, sha256])
+                if let stored = try Row.fetchOne(db, sql: "SELECT sha256, size, type, created_at FROM blobs WHERE user_id = ? AND sha256 = ?",
+                                                 arguments: [userID, sha256]) {
+                    return Self.blob(stored)
+                }
+                // The account may have been deleted meanwhile: then no row (the file stays
+                // behind, in a directory nothing reads).
+                guard try Bool.fetchOne(db, sql: "SELECT 1 FROM user_seq WHERE user_id = ?", arguments: [userID]) != nil else {
+                    throw AccountDeleted()
+                }
+                try db.execute(sql: "INSERT INTO blobs (user_id, sha256, size, type, created_at) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [userID, sha256, size, blob.type, now.millis])
+                try db.execute(sql: "UPDATE user_seq SET stored_bytes = stored_bytes + ? WHERE user_id = ?", arguments: [size, userID])
+                return blob
             }
-            // The account may have been deleted meanwhile: then no row, and the file goes with
-            // the next collection of its directory.
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM user_seq WHERE user_id = ?", arguments: [userID]) != nil else {
-                throw AccountDeleted()
-            }
-            try db.execute(sql: "INSERT INTO blobs (user_id, sha256, size, type, created_at) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [userID, sha256, size, blob.type, now.millis])
-            try db.execute(sql: "UPDATE user_seq SET stored_bytes = stored_bytes + ? WHERE user_id = ?", arguments: [size, userID])
-            return blob
         }
     }
 
-    public func readBlob(userID: String, sha256: String, range: Range<Int64>) async throws -> AsyncThrowingStream<ByteBuffer, Error>? {
+    public func readBlob(userID: String, sha256: String, range: Range<Int64>) async throws -> BlobPieces? {
         guard try await storedBlob(userID: userID, sha256: sha256) != nil else { return nil }
         return try blobFiles.read(userID: userID, sha256: sha256, range: range)
     }
@@ -149,20 +151,24 @@ extension SQLiteStore: BlobStore {
             }
             let unreferenced = blobs.filter { !referenced.contains($0.sha256) }
             guard !unreferenced.isEmpty else { continue }
-            let removed = try await pool.write { db -> [(sha256: String, size: Int64)] in
-                let recent = try Self.referencedBlobs(db, userID: userID, fields: fields, afterSeq: seq)
-                var removed: [(sha256: String, size: Int64)] = []
-                for blob in unreferenced where !recent.contains(blob.sha256) {
-                    try db.execute(sql: "DELETE FROM blobs WHERE user_id = ? AND sha256 = ? AND created_at < ?",
-                                   arguments: [userID, blob.sha256, storedBefore.millis])
-                    if db.changesCount > 0 { removed.append((blob.sha256, blob.size)) }
+            let removed = try await blobLocks.withLock(userID) { () async throws -> [(sha256: String, size: Int64)] in
+                let removed = try await pool.write { db -> [(sha256: String, size: Int64)] in
+                    let recent = try Self.referencedBlobs(db, userID: userID, fields: fields, afterSeq: seq)
+                    var removed: [(sha256: String, size: Int64)] = []
+                    for blob in unreferenced where !recent.contains(blob.sha256) {
+                        try db.execute(sql: "DELETE FROM blobs WHERE user_id = ? AND sha256 = ? AND created_at < ?",
+                                       arguments: [userID, blob.sha256, storedBefore.millis])
+                        if db.changesCount > 0 { removed.append((blob.sha256, blob.size)) }
+                    }
+                    let bytes = removed.reduce(0) { $0 + $1.size }
+                    try db.execute(sql: "UPDATE user_seq SET stored_bytes = MAX(0, stored_bytes - ?) WHERE user_id = ?", arguments: [bytes, userID])
+                    return removed
                 }
-                let bytes = removed.reduce(0) { $0 + $1.size }
-                try db.execute(sql: "UPDATE user_seq SET stored_bytes = MAX(0, stored_bytes - ?) WHERE user_id = ?", arguments: [bytes, userID])
+                // Unlinked before the lock goes: an upload of the same file waits for it.
+                for blob in removed { blobFiles.removeBlob(userID: userID, sha256: blob.sha256) }
                 return removed
             }
             for blob in removed {
-                blobFiles.removeBlob(userID: userID, sha256: blob.sha256)
                 collection.blobs += 1
                 collection.bytes += blob.size
             }

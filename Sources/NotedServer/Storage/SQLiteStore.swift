@@ -9,6 +9,8 @@ public struct SQLiteStore: NotedStore {
     let commits: SQLiteGroupCommit
     /// Blob bytes: the `blobs` directory beside the database file.
     let blobFiles: BlobFiles
+    /// Per user: putting a blob file in place and the collector's removal never interleave.
+    let blobLocks = KeyedAsyncLock()
 
     /// Opens (creating when needed) the database file at `path`.
     public init(path: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, quota: StorageQuota = .unlimited) throws {
