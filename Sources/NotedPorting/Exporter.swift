@@ -14,6 +14,14 @@ public enum Exporter {
     public struct File: Sendable, Hashable {
         public var path: String
         public var data: Data
+        /// A file holding the bytes instead of `data` (attachments of the server's export).
+        public var source: URL?
+
+        public init(path: String, data: Data, source: URL? = nil) {
+            self.path = path
+            self.data = data
+            self.source = source
+        }
     }
 
     // MARK: Markdown
@@ -47,7 +55,7 @@ public enum Exporter {
         var files: [File] = []
         for note in notes {
             for attachment in note.attachments where seen.insert(attachment.sha256).inserted {
-                files.append(File(path: attachmentPath(attachment), data: attachment.data))
+                files.append(File(path: attachmentPath(attachment), data: attachment.data, source: attachment.source))
             }
         }
         return files.sorted { $0.path < $1.path }
@@ -115,7 +123,7 @@ public enum Exporter {
             ]
             if !note.attachments.isEmpty {
                 object["attachments"] = .array(note.attachments.map { attachment in
-                    ["sha256": .string(attachment.sha256), "size": .int(Int64(attachment.data.count)), "type": .string(attachment.type),
+                    ["sha256": .string(attachment.sha256), "size": .int(attachment.size), "type": .string(attachment.type),
                      "name": .string(attachment.name), "path": .string(attachmentPath(attachment))]
                 })
             }
@@ -154,7 +162,11 @@ public enum Exporter {
                 for file in files {
                     let target = staging + "/" + file.path
                     try manager.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-                    try file.data.write(to: URL(fileURLWithPath: target))
+                    if let source = file.source {
+                        try manager.copyItem(at: source, to: URL(fileURLWithPath: target))
+                    } else {
+                        try file.data.write(to: URL(fileURLWithPath: target))
+                    }
                 }
                 if files.isEmpty { try manager.createDirectory(atPath: staging, withIntermediateDirectories: true) }
             }
@@ -167,6 +179,18 @@ public enum Exporter {
     }
 
     /// `files` as a zip archive in memory (what a server sends for "Download all notes").
+    /// A zip archive of `files` written to `path` (a new file), entries read one piece at a time
+    /// (an attachment's from its `source` file): memory stays small whatever the export's size.
+    public static func zip(_ files: [File], to path: String) throws {
+        do {
+            try Zip.write(files, to: path)
+        } catch let error as ExportError {
+            throw error
+        } catch {
+            throw ExportError("cannot make the zip archive: \(error)")
+        }
+    }
+
     public static func zip(_ files: [File]) throws -> Data {
         do {
             return try Zip.data(files)

@@ -44,16 +44,36 @@ public struct PortableAttachment: Sendable, Hashable {
     public var name: String
     /// A lower-case MIME type (`application/octet-stream` when the source gave none usable).
     public var type: String
+    /// The bytes, in memory; empty when they are in the file `source` instead.
     public var data: Data
-    /// The lower-case hex SHA-256 of `data`: the name Noted stores it under.
+    /// The lower-case hex SHA-256 of the bytes: the name Noted stores it under.
     public let sha256: String
+    /// The number of bytes.
+    public let size: Int64
+    /// A file holding the bytes, for an export too large to hold in memory (the server's).
+    public var source: URL?
 
     public init(name: String, type: String?, data: Data) {
-        let cleaned = (type ?? "").split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
         self.name = name.isEmpty ? "attachment" : name
-        self.type = AttachmentReference.isMediaType(cleaned) ? cleaned : Self.guessType(name)
+        self.type = Self.cleanType(type, name: name)
         self.data = data
         self.sha256 = Array(SHA256.hash(data: data)).lowercaseHex
+        self.size = Int64(data.count)
+    }
+
+    /// A file whose bytes are in `source` (already checked to hash to `sha256`).
+    public init(name: String, type: String?, sha256: String, size: Int64, source: URL) {
+        self.name = name.isEmpty ? "attachment" : name
+        self.type = Self.cleanType(type, name: name)
+        self.data = Data()
+        self.sha256 = sha256
+        self.size = size
+        self.source = source
+    }
+
+    static func cleanType(_ type: String?, name: String) -> String {
+        let cleaned = (type ?? "").split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        return AttachmentReference.isMediaType(cleaned) ? cleaned : guessType(name)
     }
 
     /// The Markdown that shows it in a body: inline for an image, a link for anything else.
@@ -64,8 +84,8 @@ public struct PortableAttachment: Sendable, Hashable {
 
     /// The element of a note's `attachments` field for it, its name shortened to fit `limit`.
     public func reference(limit: Int) -> AttachmentReference? {
-        guard let fitted = AttachmentReference.fittedName(name, sha256: sha256, size: Int64(data.count), type: type, limit: limit) else { return nil }
-        return AttachmentReference(sha256: sha256, size: Int64(data.count), type: type, name: fitted)
+        guard let fitted = AttachmentReference.fittedName(name, sha256: sha256, size: size, type: type, limit: limit) else { return nil }
+        return AttachmentReference(sha256: sha256, size: size, type: type, name: fitted)
     }
 
     /// A type from the file name's extension, for sources that give none.

@@ -428,3 +428,33 @@ def test_downloads_nobody_reads_do_not_fill_the_servers_memory(nodes):
         s.close()
     # 15 readers of 20 MiB each held in memory would be 300 MiB; a piece each is a few MiB.
     assert grown < 120 * 1024 * 1024, f"the server grew {grown // (1024 * 1024)} MiB for 15 downloads nobody reads"
+
+
+def test_download_all_notes_with_large_attachments_stays_small_in_memory(nodes):
+    """The export is made on disk and sent piece by piece: not three copies of every file in memory."""
+    if nodes["kind"] != "sqlite":
+        pytest.skip("measured once, on the SQLite node")
+    base = nodes["bases"][0]
+    auth = account(base)
+    pid = nodes["procs"][0].pid
+
+    def rss():
+        with open(f"/proc/{pid}/status") as f:
+            return int(next(line for line in f if line.startswith("VmRSS:")).split()[1]) * 1024
+
+    files = [data(20 * 1024 * 1024, 20 + i) for i in range(4)]
+    for i, blob in enumerate(files):
+        assert put(base, auth, blob).status_code == 201
+        assert push(base, auth, attach_change(str(uuid.uuid4()), f"{sha(blob)} {len(blob)} image/jpeg photo {i}.jpg"))["type"] == "ack"
+    before = rss()
+    peak = before
+    with requests.get(f"{base}/v1/export?format=markdown", headers=auth, stream=True, timeout=120) as r:
+        assert r.status_code == 200
+        total = 0
+        for chunk in r.iter_content(1 << 20):
+            total += len(chunk)
+            peak = max(peak, rss())
+    assert total > 80 * 1024 * 1024
+    grown = peak - before
+    # Held in memory the four files would be 80 MiB at least (three copies: 240 MiB).
+    assert grown < 60 * 1024 * 1024, f"the server grew {grown // (1024 * 1024)} MiB while exporting 80 MiB of attachments"

@@ -5,6 +5,7 @@ import HummingbirdWebSocket
 import Logging
 import NotedCore
 import NotedPorting
+import NIOPosix
 
 /// The HTTP routes and the sync WebSocket route.
 struct Routes: Sendable {
@@ -350,32 +351,52 @@ struct Routes: Sendable {
                 since = page.cursor
             }
             var all = order.compactMap { notes[$0] }
-            // The notes' files (attachments) go in too, once each (the export is made in memory:
-            // at most the account's quota).
-            var bytes: [String: Data] = [:]
-            for index in all.indices {
-                for reference in references[all[index].id] ?? [] {
-                    if bytes[reference.sha256] == nil,
-                       let stream = try await sync.store.readBlob(userID: user.userID, sha256: reference.sha256, range: 0..<reference.size) {
-                        var data = Data()
-                        for try await piece in stream { data.append(contentsOf: piece.readableBytesView) }
-                        bytes[reference.sha256] = data
-                    }
-                    if let data = bytes[reference.sha256] {
-                        all[index].attachments.append(PortableAttachment(name: reference.name, type: reference.type, data: data))
+            // Made on disk, in a folder of its own: the notes' files (attachments) written there
+            // piece by piece, once each, then the zip beside them, read back to the client piece
+            // by piece; memory stays small whatever the account holds. The folder goes when the
+            // answer is sent (or fails).
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("noted-export-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let zip: URL
+            do {
+                var written: Set<String> = []
+                for index in all.indices {
+                    for reference in references[all[index].id] ?? [] {
+                        let file = work.appendingPathComponent(reference.sha256)
+                        if !written.contains(reference.sha256) {
+                            guard let pieces = try await sync.store.readBlob(userID: user.userID, sha256: reference.sha256, range: 0..<reference.size)
+                            else { continue }  // named but not stored (collected): the note keeps its link
+                            FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600])
+                            let handle = try FileHandle(forWritingTo: file)
+                            defer { try? handle.close() }
+                            for try await piece in pieces { try handle.write(contentsOf: Data(piece.readableBytesView)) }
+                            written.insert(reference.sha256)
+                        }
+                        all[index].attachments.append(PortableAttachment(
+                            name: reference.name, type: reference.type, sha256: reference.sha256, size: reference.size, source: file))
                     }
                 }
+                let files = format == .markdown ? Exporter.markdown(all) : [Exporter.json(all)] + Exporter.attachmentFiles(all)
+                zip = work.appendingPathComponent("export.zip")
+                try await NIOThreadPool.singleton.runIfActive { try Exporter.zip(files, to: zip.path) }
+            } catch {
+                try? FileManager.default.removeItem(at: work)
+                throw error
             }
-            let files = format == .markdown ? Exporter.markdown(all) : [Exporter.json(all)] + Exporter.attachmentFiles(all)
-            let data = try Exporter.zip(files)
+            let size = (try? FileManager.default.attributesOfItem(atPath: zip.path)[.size] as? NSNumber)?.int64Value ?? 0
+            let pieces = try BlobFiles.read(path: zip.path, range: 0..<size)
             let day = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
             return Response(
                 status: .ok,
                 headers: [
-                    .contentType: "application/zip", .cacheControl: "no-store",
+                    .contentType: "application/zip", .cacheControl: "no-store", .contentLength: String(size),
                     .contentDisposition: "attachment; filename=\"noted-export-\(day).zip\"",
                 ],
-                body: .init(byteBuffer: ByteBuffer(bytes: data)))
+                body: ResponseBody { writer in
+                    defer { try? FileManager.default.removeItem(at: work) }
+                    for try await piece in pieces { try await writer.write(piece) }
+                    try await writer.finish(nil)
+                })
         }
         router.delete("/v1/account") { request, context -> Response in
             let user = try await authenticate(request)

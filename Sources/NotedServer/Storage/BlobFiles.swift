@@ -150,7 +150,11 @@ struct BlobFiles: Sendable {
     /// as they are asked for. The file is opened now (a collection unlinking it later does not
     /// cut a download short) and closed when the last piece is read or the reader goes away.
     func read(userID: String, sha256: String, range: Range<Int64>) throws -> BlobPieces {
-        let path = try blobPath(userID: userID, sha256: sha256)
+        try Self.read(path: try blobPath(userID: userID, sha256: sha256), range: range)
+    }
+
+    /// The bytes `range` of any file, as ``read(userID:sha256:range:)`` reads a blob's.
+    static func read(path: String, range: Range<Int64>) throws -> BlobPieces {
         let file = OpenFile(fd: open(path, O_RDONLY | O_CLOEXEC))
         guard file.fd >= 0 else { throw Self.failure("open", path) }
         return BlobPieces {
