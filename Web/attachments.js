@@ -8,10 +8,10 @@
 // - `BlobCache`: the blobs in this browser, in the account's database (the object store `blobs`
 //   of Web/db.js): those added here and not yet uploaded (`pend`, never evicted) and those read
 //   from the server (a cache for offline use, least recently used evicted beyond a cap);
-// - `Attachments`: uploads (PUT /v1/blobs/{sha256}, retried with backoff), reads
-//   (`loadAttachment`: this browser first, else GET from the server, then cached), the gate the
-//   sync engine asks before pushing a change that adds a file, and the editor's list, paste,
-//   drop and "Attach file".
+// - `Attachments`: uploads (PUT /v1/blobs/{sha256}, retried with backoff), reads (`loadAttachment`: this browser first, else GET
+//   from the server, then cached), the gate the sync engine asks before pushing a change that
+//   adds a file, and the editor's list, paste, drop and "Attach file";
+// - `ObjectUrls`: the blob: URLs images are shown with, each revoked once nothing shows it.
 // The access token goes in the Authorization header only, never in a URL.
 
 import { done, request } from "./db.js";
@@ -22,7 +22,6 @@ export const DEFAULT_CACHE_BYTES = 200 * 1024 * 1024;
 const OCTET = "application/octet-stream";
 const BLOBS = "blobs"; // the object store (Web/db.js creates it)
 const LIMITS_KEY = "blob-limits"; // meta: the server's GET /v1/blobs limits, for offline use
-const THUMB_MAX_BYTES = 10 * 1024 * 1024; // larger images get no thumbnail
 
 // ---------------------------------------------------------------------------------------------
 // Pure functions.
@@ -161,6 +160,64 @@ export function evictions(entries, cap) {
 export function backoff(n, random = Math.random) {
   const base = Math.min(300000, 1000 * 2 ** Math.min(n, 9));
   return Math.round(base / 2 + random() * base / 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Object URLs.
+
+/**
+ * The blob: URLs one view shows images with (the preview, the list's thumbnails), by a key (a
+ * hash): made once per key while wanted, and revoked when the view is drawn again without it
+ * (`keepOnly`) or goes away (`release`), so none outlives what shows it. `api` is the page's URL
+ * (createObjectURL, revokeObjectURL).
+ */
+export class ObjectUrls {
+  constructor(api = globalThis.URL) {
+    this.api = api;
+    this.urls = new Map(); // key -> url
+    this.wanted = new Set();
+  }
+
+  /** The keys the view shows now: the URLs of others are revoked, and none is made for them later. */
+  keepOnly(keys) {
+    this.wanted = new Set(keys);
+    for (const [key, url] of this.urls) {
+      if (!this.wanted.has(key)) {
+        this.urls.delete(key);
+        this.api.revokeObjectURL(url);
+      }
+    }
+  }
+
+  /** Adds a key to those the view shows. */
+  want(key) {
+    this.wanted.add(key);
+  }
+
+  /** The URL made for `key`, if any. */
+  peek(key) {
+    return this.urls.get(key) || null;
+  }
+
+  /** The URL of `key`'s blob, made now if need be; null when the view no longer shows `key`. */
+  get(key, blob) {
+    if (!this.wanted.has(key)) return null;
+    let url = this.urls.get(key);
+    if (!url) {
+      url = this.api.createObjectURL(blob);
+      this.urls.set(key, url);
+    }
+    return url;
+  }
+
+  /** The view went away: every URL is revoked. */
+  release() {
+    this.keepOnly([]);
+  }
+
+  get size() {
+    return this.urls.size;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -514,7 +571,7 @@ export class AttachmentsEditor {
     this.edit = edit;
     this.saveFile = saveFile;
     this.shownKey = null;
-    this.thumbs = new Map(); // sha -> data: URL (the page's CSP allows data: images, not blob:)
+    this.thumbs = new ObjectUrls(); // the thumbnails' blob: URLs, of the files listed now
     ui.input.addEventListener("change", () => {
       const files = [...ui.input.files];
       ui.input.value = "";
@@ -589,27 +646,44 @@ export class AttachmentsEditor {
     if (key === this.shownKey) return;
     if (!this.shownKey || !this.shownKey.startsWith(`${id}\n`)) this.say("");
     this.shownKey = key;
-    const items = elements.map((element) => parseElement(element) && { ...parseElement(element), element })
-      .filter(Boolean).map((file) => this.item(id, file));
+    const files = elements.map((element) => parseElement(element) && { ...parseElement(element), element }).filter(Boolean);
+    // Thumbnails of files still listed keep their URLs; the others' are revoked.
+    this.thumbs.keepOnly(files.filter((f) => isImageType(f.type)).map((f) => f.sha256));
+    const items = files.map((file) => this.item(id, file));
     this.ui.list.replaceChildren(...items);
     this.ui.list.hidden = items.length === 0;
+  }
+
+  /** No note is shown: the list is emptied and its thumbnails' URLs revoked. */
+  clear() {
+    this.shownKey = null;
+    this.thumbs.release();
+    this.ui.list.replaceChildren();
+    this.ui.list.hidden = true;
   }
 
   item(id, file) {
     const li = document.createElement("li");
     li.className = "attachment";
     li.dataset.sha256 = file.sha256;
-    if (isImageType(file.type) && file.size <= THUMB_MAX_BYTES) {
+    if (isImageType(file.type)) {
       const img = document.createElement("img");
       img.className = "thumb";
       img.alt = "";
       img.hidden = true;
-      this.thumbnail(file.sha256, file.type).then((url) => {
-        if (url) {
-          img.src = url;
-          img.hidden = false;
-        }
-      });
+      const show = (url) => {
+        img.src = url;
+        img.hidden = false;
+      };
+      const url = this.thumbs.peek(file.sha256);
+      if (url) {
+        show(url);
+      } else {
+        this.attachments.loadAttachment(file.sha256).then((blob) => {
+          const made = blob && li.isConnected ? this.thumbs.get(file.sha256, new Blob([blob], { type: file.type })) : null;
+          if (made) show(made);
+        }, () => {});
+      }
       li.append(img);
     }
     const name = document.createElement("span");
@@ -632,25 +706,6 @@ export class AttachmentsEditor {
       return;
     }
     this.saveFile(blob.type === file.type ? blob : new Blob([blob], { type: file.type }), file.name);
-  }
-
-  /** A thumbnail's data: URL (kept for the last few images). */
-  async thumbnail(sha, type) {
-    if (this.thumbs.has(sha)) return this.thumbs.get(sha);
-    const found = await this.attachments.loadAttachment(sha);
-    if (!found) return null;
-    const blob = new Blob([found], { type });
-    const url = await new Promise((resolve) => {
-      const reader = new FileReader();
-      reader.onload = () => resolve(String(reader.result));
-      reader.onerror = () => resolve(null);
-      reader.readAsDataURL(blob);
-    });
-    if (url) {
-      this.thumbs.set(sha, url);
-      if (this.thumbs.size > 32) this.thumbs.delete(this.thumbs.keys().next().value);
-    }
-    return url;
   }
 }
 

@@ -1,11 +1,11 @@
-// Unit tests of Web/attachments.js (elements, hashing, the cache's eviction rule) and of the
-// change Web/sync.js builds for a note with attachments:
+// Unit tests of Web/attachments.js (elements, hashing, the cache's eviction rule, object URLs)
+// and of the change Web/sync.js builds for a note with attachments:
 //   node --test Tests/web/
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  MAX_ELEMENT, addedElements, backoff, changeAddsShas, encodeElement, evictions, fittedName, humanSize,
-  markdownFor, normalizeType, parseElement, sha256Hex, shaOf,
+  MAX_ELEMENT, ObjectUrls, addedElements, backoff, changeAddsShas, encodeElement, evictions,
+  fittedName, humanSize, markdownFor, normalizeType, parseElement, sha256Hex, shaOf,
 } from "../../Web/attachments.js";
 import { buildChange } from "../../Web/sync.js";
 import { normalizeFields } from "../../Web/db.js";
@@ -136,4 +136,39 @@ test("normalizeFields keeps a record's attachments", () => {
   const a = `${SHA} 10 image/png a.png`;
   assert.deepEqual(normalizeFields({ attachments: [a, a, 3] }).attachments, [a]);
   assert.deepEqual(normalizeFields({}).attachments, []);
+});
+
+/** A page's URL.createObjectURL/revokeObjectURL, counting the live ones. */
+function fakeUrlApi() {
+  let n = 0;
+  const live = new Set();
+  return {
+    live,
+    createObjectURL: () => {
+      const url = `blob:fake/${++n}`;
+      live.add(url);
+      return url;
+    },
+    revokeObjectURL: (url) => live.delete(url),
+  };
+}
+
+test("ObjectUrls: one URL per key while shown, revoked when drawn without it or released", () => {
+  const api = fakeUrlApi();
+  const urls = new ObjectUrls(api);
+  const blob = new Blob(["x"], { type: "image/png" });
+  urls.keepOnly([SHA, OTHER]);
+  const a = urls.get(SHA, blob);
+  assert.equal(urls.get(SHA, blob), a); // made once
+  assert.equal(urls.peek(SHA), a);
+  urls.get(OTHER, blob);
+  assert.equal(api.live.size, 2);
+  urls.keepOnly([SHA]); // drawn again without OTHER
+  assert.deepEqual([...api.live], [a]);
+  assert.equal(urls.get(OTHER, blob), null); // a load that ends after: no URL for what is not shown
+  assert.equal(api.live.size, 1);
+  urls.release();
+  assert.equal(api.live.size, 0);
+  assert.equal(urls.get(SHA, blob), null);
+  assert.equal(urls.size, 0);
 });
