@@ -447,3 +447,118 @@ def test_no_object_url_outlives_the_notes_that_showed_it(blob_server):
         wait(driver, lambda d: live_object_urls(d) == [], message="no object URL left after closing")
     finally:
         driver.quit()
+
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def large_blob_server():
+    """The server's default limits (files up to 25 MiB)."""
+    yield from run_server("--auth-attempts-per-minute", "1000")
+
+
+# PATCHes the page sends, counted; with `window.holdPatches = n`, every PATCH after the n-th
+# answered one waits for `window.releasePatch()` (so that the test can cut the upload there).
+COUNT_PATCHES = """
+window.patches = [];
+window.holdPatches = 0;
+const realFetch = window.fetch.bind(window);
+window.fetch = async (url, init = {}) => {
+  if (!init || init.method !== 'PATCH') return realFetch(url, init);
+  const record = { offset: Number(init.headers['Upload-Offset']), bytes: init.body.size, status: null };
+  if (window.holdPatches && window.patches.filter((p) => p.status === 204).length >= window.holdPatches) {
+    record.held = true;
+    await new Promise((resolve) => { window.releasePatch = resolve; });
+  }
+  window.patches.push(record);
+  try {
+    const response = await realFetch(url, init);
+    record.status = response.status;
+    return response;
+  } catch (error) {
+    record.status = 'failed';
+    throw error;
+  }
+};
+"""
+
+
+def head(api, sha):
+    r = requests.head(f"{api.base}/v1/blobs/{sha}", headers=api.headers)
+    return r.status_code, r.headers.get("Upload-Offset"), r.headers.get("Upload-Length")
+
+
+def upload_text(driver):
+    return driver.execute_script(
+        "const e = document.querySelector('#attachment-list .attachment-progress-text'); return e ? e.textContent : ''")
+
+
+def start_a_large_upload_and_hold_it(driver, base, account, api, title, name, data):
+    """Signs in, writes a note, attaches `data` as `name`, and holds the upload after its first
+    piece: the server has 2 MiB of it (HEAD says so), and the page says how far it got."""
+    sha = hashlib.sha256(data).hexdigest()
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": COUNT_PATCHES})
+    sign_in(driver, base, account)
+    new_note(driver, title, "a large file")
+    wait(driver, lambda d: api.note(title) is not None, timeout=15, message="the note on the server")
+    driver.execute_script("window.holdPatches = 1")
+    path = write(tempfile.mkdtemp(prefix="noted-web-attach-"), name, data)
+    attach(driver, path)
+    wait(driver, lambda d: d.execute_script("return typeof window.releasePatch === 'function'"), timeout=20, message="the second piece held")
+    assert head(api, sha) == (404, str(2 * MIB), str(len(data)))  # part of it on the server
+    percent = 2 * MIB * 100 // len(data)
+    wait(driver, lambda d: upload_text(d) == f"Uploading {name} — {percent}%", message="the progress shown")
+    assert driver.execute_script("return document.querySelector('#attachment-list progress').value") == percent
+    return sha
+
+
+def test_a_large_upload_cut_off_by_going_offline_continues_from_the_servers_offset(large_blob_server):
+    base = large_blob_server
+    account = register(base, "res")
+    api = Api(base, account)
+    data = random.Random(6).randbytes(6 * MIB)
+    driver = browser()
+    try:
+        sha = start_a_large_upload_and_hold_it(driver, base, account, api, "Tape", "big scan.pdf", data)
+        set_offline(driver, True)
+        wait(driver, lambda d: status(d).startswith("offline"), message="offline")
+        driver.execute_script("window.holdPatches = 0; window.releasePatch()")  # it goes, into no network
+        wait(driver, lambda d: d.execute_script("return window.patches.at(-1).status") == "failed", message="the piece fails offline")
+        wait(driver, lambda d: "paused at 33%" in upload_text(d), message="the upload shown paused")
+        assert head(api, sha) == (404, str(2 * MIB), str(len(data)))
+        assert not api.note("Tape").get("attachments")  # the change waits for the file
+        sent_before = len(driver.execute_script("return window.patches"))
+
+        set_offline(driver, False)
+        element = f"{sha} {len(data)} application/pdf big scan.pdf"
+        wait(driver, lambda d: (api.note("Tape") or {}).get("attachments") == [element], timeout=30, message="synced once online")
+        assert api.blob(sha).content == data
+        after = driver.execute_script("return window.patches")[sent_before:]
+        assert [(p["offset"], p["bytes"], p["status"]) for p in after] == [(2 * MIB, 2 * MIB, 204), (4 * MIB, 2 * MIB, 204)], after
+        assert sum(p["bytes"] for p in after) < len(data)  # continued: the first 2 MiB not sent again
+        wait(driver, lambda d: upload_text(d) == "", message="the progress gone")
+        wait(driver, lambda d: status(d) == "online", timeout=10, message="nothing pending")
+    finally:
+        driver.quit()
+
+
+def test_a_large_upload_cut_off_by_a_reload_continues_from_the_servers_offset(large_blob_server):
+    base = large_blob_server
+    account = register(base, "rel")
+    api = Api(base, account)
+    data = random.Random(7).randbytes(5 * MIB + 12345)
+    driver = browser()
+    try:
+        sha = start_a_large_upload_and_hold_it(driver, base, account, api, "Reel", "reel.mp4", data)
+        time.sleep(0.5)  # the typing is written (the store's write follows a pause)
+        driver.refresh()  # the page goes with the piece it held
+        wait(driver, lambda d: d.find_element(By.ID, "app").is_displayed(), message="the app again")
+        element = f"{sha} {len(data)} video/mp4 reel.mp4"
+        wait(driver, lambda d: (api.note("Reel") or {}).get("attachments") == [element], timeout=30, message="synced after the reload")
+        assert api.blob(sha).content == data
+        sent = driver.execute_script("return window.patches")  # the new page's
+        assert [(p["offset"], p["status"]) for p in sent] == [(2 * MIB, 204), (4 * MIB, 204)], sent
+        assert sum(p["bytes"] for p in sent) == len(data) - 2 * MIB
+    finally:
+        driver.quit()
