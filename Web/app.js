@@ -518,8 +518,8 @@ function open(next) {
     next.shown = true;
   }
   ui.editor.hidden = false;
+  renderPreview(); // first: renderMeta then finds it drawn with the note's files
   renderMeta();
-  renderPreview();
 }
 
 // ---------------------------------------------------------------------------------------------
