@@ -18,7 +18,7 @@ import { NoteIndex, firstLine, summarize } from "./notes-index.js";
 import { NoteList } from "./list.js";
 import { Search } from "./search-client.js";
 import { renderMarkdown, toggleTask } from "./markdown.js";
-import { Attachments, AttachmentsEditor } from "./attachments.js";
+import { Attachments, AttachmentsEditor, ObjectUrls, shaOf } from "./attachments.js";
 
 const TEXT = ["title", "body"];
 const SAVE_DELAY = 200; // ms without a key before typing is written to the store
@@ -49,6 +49,7 @@ let search;
 let list;
 let accountPanel;
 let attachmentsEditor; // Web/attachments.js: the editor's files
+let attachments; // Web/attachments.js: the account's files (uploads, reads, the cached copies)
 let leaving = false; // signing out: the session ends on purpose
 let deleting = false; // the account is deleted: its database goes, then the page reloads
 let everywhere = false; // what the sign-out dialog's "Sign out anyway" does: sign out every device
@@ -474,6 +475,7 @@ function renderMeta() {
   ui.restore.hidden = !f.trashed;
   ui.purge.hidden = !f.trashed;
   if (attachmentsEditor) attachmentsEditor.render(draft.id, f.attachments);
+  if (previewing && (f.attachments || []).join("\n") !== previewFiles) renderPreview(); // a file came or went
   const refusal = draft.record.refusal;
   ui.refusal.hidden = !refusal;
   if (refusal) {
@@ -487,6 +489,10 @@ function renderMeta() {
 function closeEditor() {
   ui.editor.hidden = true;
   ui.app.classList.remove("editing");
+  // Nothing shows the note's images now: their object URLs go.
+  ui.preview.replaceChildren();
+  previewUrls.release();
+  if (attachmentsEditor) attachmentsEditor.clear();
 }
 
 /** Shows a draft in the editor; the one shown before is kept until its typing is written. */
@@ -512,8 +518,8 @@ function open(next) {
     next.shown = true;
   }
   ui.editor.hidden = false;
+  renderPreview(); // first: renderMeta then finds it drawn with the note's files
   renderMeta();
-  renderPreview();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -523,6 +529,8 @@ function open(next) {
 // text changes under it (a change from another device, a merge, a discard).
 
 let previewing = false;
+const previewUrls = new ObjectUrls(); // the blob: URLs of the images the preview shows
+let previewFiles = ""; // the attachments field the preview was drawn with
 
 function setPreview(on, { remember = true } = {}) {
   const was = previewing;
@@ -541,6 +549,7 @@ function setPreview(on, { remember = true } = {}) {
     renderPreview();
   } else {
     ui.preview.replaceChildren();
+    previewUrls.release();
     if (was && remember && draft) {
       // Back to the text, the caret where it was (kept by setField while the preview showed).
       const { selectionStart, selectionEnd } = ui.body;
@@ -555,7 +564,16 @@ function renderPreview() {
   const active = document.activeElement;
   const task = active && ui.preview.contains(active) && active.dataset ? active.dataset.task : undefined;
   const scroll = ui.preview.scrollTop;
-  const fragment = renderMarkdown(ui.body.value, { onToggleTask: toggleTaskAt });
+  // Files are shown when the note lists them in its attachments field (docs/protocol.md): read
+  // from this browser, else fetched from the server and kept for offline use.
+  const elements = (draft && draft.record.local.attachments) || [];
+  previewFiles = elements.join("\n");
+  const listed = new Set(elements.map(shaOf));
+  const fragment = renderMarkdown(ui.body.value, {
+    onToggleTask: toggleTaskAt,
+    loadAttachment: (sha) => (attachments && listed.has(sha) ? attachments.loadAttachment(sha) : null),
+    urls: previewUrls,
+  });
   if (!fragment.firstChild) {
     const empty = document.createElement("p");
     empty.className = "preview-empty";
@@ -1034,7 +1052,7 @@ async function main() {
       .finally(() => location.reload());
   });
   // Attachments (Web/attachments.js): files are uploaded before the changes that add them.
-  const attachments = new Attachments({ store, auth });
+  attachments = new Attachments({ store, auth });
   engine.blobs = attachments;
   attachments.addEventListener("uploaded", () => engine.schedulePush(0));
   attachments.addEventListener("error", (e) => toast(e.detail.message));

@@ -8,10 +8,12 @@
 // - `BlobCache`: the blobs in this browser, in the account's database (the object store `blobs`
 //   of Web/db.js): those added here and not yet uploaded (`pend`, never evicted) and those read
 //   from the server (a cache for offline use, least recently used evicted beyond a cap);
-// - `Attachments`: uploads (PUT /v1/blobs/{sha256}, retried with backoff), reads
-//   (`loadAttachment`: this browser first, else GET from the server, then cached), the gate the
-//   sync engine asks before pushing a change that adds a file, and the editor's list, paste,
-//   drop and "Attach file".
+// - `Attachments`: uploads (PUT /v1/blobs/{sha256} for a small file; a larger one in pieces
+//   with PATCH from the offset the server reports, so an upload cut off continues where the
+//   server got to; retried with backoff), reads (`loadAttachment`: this browser first, else GET
+//   from the server, then cached), the gate the sync engine asks before pushing a change that
+//   adds a file, and the editor's list, paste, drop and "Attach file";
+// - `ObjectUrls`: the blob: URLs images are shown with, each revoked once nothing shows it.
 // The access token goes in the Authorization header only, never in a URL.
 
 import { done, request } from "./db.js";
@@ -22,7 +24,8 @@ export const DEFAULT_CACHE_BYTES = 200 * 1024 * 1024;
 const OCTET = "application/octet-stream";
 const BLOBS = "blobs"; // the object store (Web/db.js creates it)
 const LIMITS_KEY = "blob-limits"; // meta: the server's GET /v1/blobs limits, for offline use
-const THUMB_MAX_BYTES = 10 * 1024 * 1024; // larger images get no thumbnail
+export const RESUMABLE_BYTES = 1024 * 1024; // larger files go up in PATCH pieces, resumable
+export const PIECE_BYTES = 2 * 1024 * 1024; // the bytes of one PATCH (kept by the server when it ends)
 
 // ---------------------------------------------------------------------------------------------
 // Pure functions.
@@ -164,6 +167,64 @@ export function backoff(n, random = Math.random) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Object URLs.
+
+/**
+ * The blob: URLs one view shows images with (the preview, the list's thumbnails), by a key (a
+ * hash): made once per key while wanted, and revoked when the view is drawn again without it
+ * (`keepOnly`) or goes away (`release`), so none outlives what shows it. `api` is the page's URL
+ * (createObjectURL, revokeObjectURL).
+ */
+export class ObjectUrls {
+  constructor(api = globalThis.URL) {
+    this.api = api;
+    this.urls = new Map(); // key -> url
+    this.wanted = new Set();
+  }
+
+  /** The keys the view shows now: the URLs of others are revoked, and none is made for them later. */
+  keepOnly(keys) {
+    this.wanted = new Set(keys);
+    for (const [key, url] of this.urls) {
+      if (!this.wanted.has(key)) {
+        this.urls.delete(key);
+        this.api.revokeObjectURL(url);
+      }
+    }
+  }
+
+  /** Adds a key to those the view shows. */
+  want(key) {
+    this.wanted.add(key);
+  }
+
+  /** The URL made for `key`, if any. */
+  peek(key) {
+    return this.urls.get(key) || null;
+  }
+
+  /** The URL of `key`'s blob, made now if need be; null when the view no longer shows `key`. */
+  get(key, blob) {
+    if (!this.wanted.has(key)) return null;
+    let url = this.urls.get(key);
+    if (!url) {
+      url = this.api.createObjectURL(blob);
+      this.urls.set(key, url);
+    }
+    return url;
+  }
+
+  /** The view went away: every URL is revoked. */
+  release() {
+    this.keepOnly([]);
+  }
+
+  get size() {
+    return this.urls.size;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The blobs in this browser.
 
 /**
@@ -261,6 +322,7 @@ export class Attachments extends EventTarget {
     this.timer = 0;
     this.limits = null; // { maxBlobBytes, storedBytes, quotaBytes }
     this.stopped = false;
+    this.pieceBytes = PIECE_BYTES;
     current = this;
     window.addEventListener("online", () => this.kick());
   }
@@ -456,20 +518,31 @@ export class Attachments extends EventTarget {
   }
 
   /**
-   * Uploads one blob (PUT /v1/blobs/{sha256}, after a HEAD says the server lacks it): "done",
-   * "retry" (offline, the server busy, the quota full: later) or "failed" (for good: too large,
-   * or the bytes here do not hash to the name, which never succeeds).
+   * Uploads one blob, after a HEAD says the server lacks it: a file up to RESUMABLE_BYTES with
+   * one PUT, a larger one with PATCHes of PIECE_BYTES from the offset the server has (so one cut
+   * off, by going offline or closing the page, continues from there). "done", "retry" (offline,
+   * the server busy, the quota full: later) or "failed" (for good: too large, or the bytes here do
+   * not hash to the name, which never succeeds). Says how far it got with "progress" events.
    */
   async upload(sha) {
     const entry = await this.cache.get(sha);
     if (!entry) return "done";
+    const total = entry.blob.size;
     let response;
     try {
       const head = await this.fetch(`/v1/blobs/${sha}`, { method: "HEAD" });
-      response = head.ok ? head : await this.fetch(`/v1/blobs/${sha}`, {
-        method: "PUT", headers: { "Content-Type": entry.type || OCTET }, body: entry.blob,
-      });
+      if (head.ok) {
+        response = head;
+      } else if (total > RESUMABLE_BYTES && head.status === 404) {
+        response = await this.patchFrom(sha, entry, offsetOf(head) ?? 0);
+      } else {
+        this.emit("progress", { sha, sent: 0, total });
+        response = await this.fetch(`/v1/blobs/${sha}`, {
+          method: "PUT", headers: { "Content-Type": entry.type || OCTET }, body: entry.blob,
+        });
+      }
     } catch {
+      this.emit("progress", { sha, total, paused: true });
       return "retry";
     }
     if (response.ok) {
@@ -484,6 +557,7 @@ export class Attachments extends EventTarget {
     const body = await response.json().catch(() => ({}));
     const code = body.error || `HTTP ${response.status}`;
     if (response.status === 413 && code === "quota_exceeded") {
+      this.emit("progress", { sha, total, paused: true });
       this.emit("error", { message: `A file could not be uploaded: ${body.message || "the account's storage is full"}. Trying again later.` });
       return "retry";
     }
@@ -493,8 +567,57 @@ export class Attachments extends EventTarget {
       this.emit("uploaded", { sha }); // the change waiting for it goes, and is refused, saying so
       return "failed";
     }
+    this.emit("progress", { sha, total, paused: true });
     return "retry";
   }
+
+  /**
+   * Sends a blob's bytes from `offset` (what the server has) in PATCHes of `pieceBytes`; each one
+   * the server keeps, so an interruption loses at most the piece under way. An
+   * `offset_mismatch` continues from the server's `Upload-Offset`. Resolves to the last
+   * response: ok once the server has it all; rejects when the network fails.
+   */
+  async patchFrom(sha, entry, offset) {
+    const total = entry.blob.size;
+    let mismatches = 0;
+    for (;;) {
+      this.emit("progress", { sha, sent: offset, total });
+      if (offset >= total) throw new Error("the server has every byte but not the blob"); // later: HEAD again
+      const end = Math.min(total, offset + this.pieceBytes);
+      const response = await this.fetch(`/v1/blobs/${sha}`, {
+        method: "PATCH",
+        headers: {
+          "Content-Type": "application/offset+octet-stream",
+          "Upload-Offset": String(offset),
+          "Upload-Length": String(total),
+          "Noted-Blob-Type": entry.type || OCTET,
+        },
+        body: entry.blob.slice(offset, end),
+      });
+      const reached = offsetOf(response);
+      if (response.status === 409 && reached !== null && reached <= total && mismatches < 3) {
+        const body = await response.clone().json().catch(() => ({}));
+        if (body.error !== "offset_mismatch") return response;
+        mismatches++;
+        offset = reached;
+        continue;
+      }
+      if (!response.ok) return response;
+      if (reached === null || reached <= offset) throw new Error("the server kept nothing of the piece");
+      mismatches = 0;
+      offset = reached;
+      if (offset >= total) {
+        this.emit("progress", { sha, sent: total, total });
+        return response;
+      }
+    }
+  }
+}
+
+/** A response's Upload-Offset, or null. */
+function offsetOf(response) {
+  const value = response.headers.get("Upload-Offset");
+  return value !== null && /^[0-9]+$/.test(value) && Number.isSafeInteger(Number(value)) ? Number(value) : null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -514,7 +637,10 @@ export class AttachmentsEditor {
     this.edit = edit;
     this.saveFile = saveFile;
     this.shownKey = null;
-    this.thumbs = new Map(); // sha -> data: URL (the page's CSP allows data: images, not blob:)
+    this.thumbs = new ObjectUrls(); // the thumbnails' blob: URLs, of the files listed now
+    this.uploads = new Map(); // sha -> { sent, total, paused }: uploads under way or waiting
+    attachments.addEventListener("progress", (e) => this.progress(e.detail));
+    attachments.addEventListener("uploaded", (e) => this.progress({ sha: e.detail.sha, done: true }));
     ui.input.addEventListener("change", () => {
       const files = [...ui.input.files];
       ui.input.value = "";
@@ -589,27 +715,44 @@ export class AttachmentsEditor {
     if (key === this.shownKey) return;
     if (!this.shownKey || !this.shownKey.startsWith(`${id}\n`)) this.say("");
     this.shownKey = key;
-    const items = elements.map((element) => parseElement(element) && { ...parseElement(element), element })
-      .filter(Boolean).map((file) => this.item(id, file));
+    const files = elements.map((element) => parseElement(element) && { ...parseElement(element), element }).filter(Boolean);
+    // Thumbnails of files still listed keep their URLs; the others' are revoked.
+    this.thumbs.keepOnly(files.filter((f) => isImageType(f.type)).map((f) => f.sha256));
+    const items = files.map((file) => this.item(id, file));
     this.ui.list.replaceChildren(...items);
     this.ui.list.hidden = items.length === 0;
+  }
+
+  /** No note is shown: the list is emptied and its thumbnails' URLs revoked. */
+  clear() {
+    this.shownKey = null;
+    this.thumbs.release();
+    this.ui.list.replaceChildren();
+    this.ui.list.hidden = true;
   }
 
   item(id, file) {
     const li = document.createElement("li");
     li.className = "attachment";
     li.dataset.sha256 = file.sha256;
-    if (isImageType(file.type) && file.size <= THUMB_MAX_BYTES) {
+    if (isImageType(file.type)) {
       const img = document.createElement("img");
       img.className = "thumb";
       img.alt = "";
       img.hidden = true;
-      this.thumbnail(file.sha256, file.type).then((url) => {
-        if (url) {
-          img.src = url;
-          img.hidden = false;
-        }
-      });
+      const show = (url) => {
+        img.src = url;
+        img.hidden = false;
+      };
+      const url = this.thumbs.peek(file.sha256);
+      if (url) {
+        show(url);
+      } else {
+        this.attachments.loadAttachment(file.sha256).then((blob) => {
+          const made = blob && li.isConnected ? this.thumbs.get(file.sha256, new Blob([blob], { type: file.type })) : null;
+          if (made) show(made);
+        }, () => {});
+      }
       li.append(img);
     }
     const name = document.createElement("span");
@@ -621,8 +764,51 @@ export class AttachmentsEditor {
     const download = button("Download", `Download ${file.name}`, () => this.download(file));
     const remove = button("Remove", `Remove ${file.name}`, () =>
       this.edit(id, (f) => ({ ...f, attachments: (f.attachments || []).filter((e) => e !== file.element) })));
-    li.append(name, " ", size, " ", download, " ", remove);
+    // An upload under way: "Uploading whiteboard.jpg — 40%", said politely, with a bar.
+    const status = document.createElement("span");
+    status.className = "attachment-progress";
+    status.setAttribute("aria-live", "polite");
+    li.append(name, " ", size, " ", download, " ", remove, status);
+    this.showProgress(li, file.name, this.uploads.get(file.sha256));
     return li;
+  }
+
+  /** An upload's progress (Attachments' "progress" and "uploaded" events), shown in its item. */
+  progress({ sha, sent, total, paused = false, done = false }) {
+    if (done) {
+      this.uploads.delete(sha);
+    } else {
+      const was = this.uploads.get(sha);
+      this.uploads.set(sha, { sent: sent ?? (was ? was.sent : 0), total, paused });
+    }
+    for (const li of this.ui.list.children) {
+      if (li.dataset.sha256 === sha) this.showProgress(li, li.querySelector(".attachment-name").textContent, this.uploads.get(sha));
+    }
+  }
+
+  showProgress(li, name, upload) {
+    const status = li.querySelector(".attachment-progress");
+    if (!upload) {
+      status.replaceChildren();
+      return;
+    }
+    const percent = upload.total > 0 ? Math.floor((upload.sent / upload.total) * 100) : 0;
+    const text = upload.paused
+      ? `Upload of ${name} paused at ${percent}%: it goes on when the server can be reached`
+      : `Uploading ${name} — ${percent}%`;
+    let label = status.querySelector(".attachment-progress-text");
+    let bar = status.querySelector("progress");
+    if (!label) {
+      label = document.createElement("span");
+      label.className = "attachment-progress-text";
+      label.id = `upload-${li.dataset.sha256}`;
+      bar = document.createElement("progress");
+      bar.max = 100;
+      bar.setAttribute("aria-labelledby", label.id);
+      status.replaceChildren(bar, " ", label);
+    }
+    bar.value = percent;
+    if (label.textContent !== text) label.textContent = text;
   }
 
   async download(file) {
@@ -632,25 +818,6 @@ export class AttachmentsEditor {
       return;
     }
     this.saveFile(blob.type === file.type ? blob : new Blob([blob], { type: file.type }), file.name);
-  }
-
-  /** A thumbnail's data: URL (kept for the last few images). */
-  async thumbnail(sha, type) {
-    if (this.thumbs.has(sha)) return this.thumbs.get(sha);
-    const found = await this.attachments.loadAttachment(sha);
-    if (!found) return null;
-    const blob = new Blob([found], { type });
-    const url = await new Promise((resolve) => {
-      const reader = new FileReader();
-      reader.onload = () => resolve(String(reader.result));
-      reader.onerror = () => resolve(null);
-      reader.readAsDataURL(blob);
-    });
-    if (url) {
-      this.thumbs.set(sha, url);
-      if (this.thumbs.size > 32) this.thumbs.delete(this.thumbs.keys().next().value);
-    }
-    return url;
   }
 }
 

@@ -946,11 +946,16 @@ let taskLabels = 0;
 /**
  * The note's text drawn as DOM nodes. `loadAttachment(sha256)` resolves to a Blob (or null) for
  * an `attachment:` image or link; `onToggleTask(index, checked)` is called when a task's box is
- * clicked (the caller edits the text, see toggleTask, and draws it again).
+ * clicked (the caller edits the text, see toggleTask, and draws it again). Images are shown
+ * through blob: URLs: `urls` (an ObjectUrls of Web/attachments.js, owned by the caller, who
+ * releases it when the drawing goes away) makes them and is told which this drawing shows
+ * (`keepOnly`: the URLs of a drawing before that this one does not show are revoked); without
+ * it, each URL is revoked once its image has loaded.
  */
-export function renderMarkdown(text, { loadAttachment = null, onToggleTask = null, document: doc = globalThis.document } = {}) {
+export function renderMarkdown(text, { loadAttachment = null, onToggleTask = null, urls = null, document: doc = globalThis.document } = {}) {
   const tree = parse(text);
   const fragment = doc.createDocumentFragment();
+  const images = new Set(); // the hashes of the attachment images drawn
   const el = (tag, className) => {
     const e = doc.createElement(tag);
     if (className) e.className = className;
@@ -974,19 +979,37 @@ export function renderMarkdown(text, { loadAttachment = null, onToggleTask = nul
       holder.replaceChildren(unavailable(node.alt));
       return holder;
     }
+    images.add(node.attachment);
+    const show = (url, revokeOnLoad) => {
+      const img = el("img");
+      img.alt = node.alt;
+      if (node.title) img.title = node.title;
+      if (revokeOnLoad) {
+        const revoke = () => URL.revokeObjectURL(url);
+        img.addEventListener("load", revoke, { once: true });
+        img.addEventListener("error", revoke, { once: true });
+      }
+      img.src = url; // a blob: URL: the page's policy allows img-src 'self' data: blob:
+      holder.replaceChildren(img);
+    };
+    const made = urls && urls.peek(node.attachment);
+    if (made) {
+      show(made, false); // drawn before: no wait, no flicker
+      return holder;
+    }
     Promise.resolve()
       .then(() => loadAttachment(node.attachment))
-      .then((blob) => (blob ? dataUrl(blob) : null))
-      .then((url) => {
-        if (!url) {
+      .then((blob) => {
+        if (!blob || !/^image\//.test(blob.type)) {
           holder.replaceChildren(unavailable(node.alt));
           return;
         }
-        const img = el("img");
-        img.alt = node.alt;
-        if (node.title) img.title = node.title;
-        img.src = url; // a data: URL: the page's policy allows img-src 'self' data: (not blob:)
-        holder.replaceChildren(img);
+        if (!urls) {
+          show(URL.createObjectURL(blob), true);
+          return;
+        }
+        const url = urls.get(node.attachment, blob);
+        if (url) show(url, false); // null: drawn again since without it, or released
       })
       .catch(() => holder.replaceChildren(unavailable(node.alt)));
     return holder;
@@ -1168,14 +1191,6 @@ export function renderMarkdown(text, { loadAttachment = null, onToggleTask = nul
   }
 
   blocks(fragment, tree.children);
+  if (urls) urls.keepOnly(images);
   return fragment;
-}
-
-function dataUrl(blob) {
-  return new Promise((resolve, reject) => {
-    const reader = new FileReader();
-    reader.onload = () => resolve(typeof reader.result === "string" && reader.result.startsWith("data:image/") ? reader.result : null);
-    reader.onerror = () => reject(reader.error);
-    reader.readAsDataURL(blob);
-  });
 }

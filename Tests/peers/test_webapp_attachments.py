@@ -95,6 +95,39 @@ def listed(driver):
         (li.querySelector('img.thumb:not([hidden])') || {}).src || null]);""")
 
 
+# The page's object URLs, counted: URL.createObjectURL and revokeObjectURL wrapped before the
+# app's scripts run, keeping each live URL's blob (the page's CSP lets no script fetch a blob: URL).
+TRACK_OBJECT_URLS = """
+window.liveObjectUrls = new Map();
+const create = URL.createObjectURL.bind(URL);
+const revoke = URL.revokeObjectURL.bind(URL);
+URL.createObjectURL = (blob) => { const url = create(blob); window.liveObjectUrls.set(url, blob); return url; };
+URL.revokeObjectURL = (url) => { window.liveObjectUrls.delete(url); return revoke(url); };
+"""
+
+
+def track_object_urls(driver):
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": TRACK_OBJECT_URLS})
+
+
+def live_object_urls(driver):
+    return driver.execute_script("return [...window.liveObjectUrls.keys()]")
+
+
+def object_url_bytes(driver, url):
+    """The bytes an object URL of the page holds (the page must track them)."""
+    got = driver.execute_async_script("""
+      const [url, done] = arguments;
+      const blob = window.liveObjectUrls.get(url);
+      if (!blob) return done(null);
+      blob.arrayBuffer().then((b) => {
+        let s = '';
+        for (const x of new Uint8Array(b)) s += String.fromCharCode(x);
+        done(btoa(s));
+      });""", url)
+    return base64.b64decode(got) if got is not None else None
+
+
 def offline_with_a_synced_note(driver, base, account, api, title, text):
     """Signs in, writes a note, waits for the server to have it, then takes the browser offline."""
     sign_in(driver, base, account)
@@ -131,6 +164,7 @@ def test_attach_paste_drop_upload_and_download_in_another_session(blob_server):
     path, sha = a_file("whiteboard.png", image)
     a, b = browser(), browser()
     try:
+        track_object_urls(a)
         sign_in(a, base, account)
         new_note(a, "Whiteboard", "see below")
         attach(a, path)
@@ -141,12 +175,12 @@ def test_attach_paste_drop_upload_and_download_in_another_session(blob_server):
         assert link in api.note("Whiteboard")["body"]
         got = api.blob(sha)
         assert got.status_code == 200 and got.content == image
-        # The list shows it, with a thumbnail (a data: URL: the page's CSP allows no blob: images).
+        # The list shows it, with a thumbnail (an object URL of the file's bytes).
         wait(a, lambda d: len(listed(d)) == 1 and listed(d)[0][2], message="the listed file and its thumbnail")
         name, size, thumb = listed(a)[0]
         assert (name, size) == ("whiteboard.png", f"{round(len(image) / 1024, 1) if len(image) < 10240 else round(len(image) / 1024)} KB")
-        assert thumb.startswith("data:image/png;base64,")
-        assert base64.b64decode(thumb.split(",", 1)[1]) == image
+        assert thumb.startswith("blob:")
+        assert object_url_bytes(a, thumb) == image
 
         # A paste and a drop onto the body attach files too (a text file: a link, not an image).
         text = "pasted text, 😀\n".encode()
@@ -284,5 +318,247 @@ def test_a_file_over_the_limit_is_refused_and_stored_nowhere(blob_server):
           const req = tx.objectStore('blobs').getAllKeys();
           req.onsuccess = () => done(req.result);""")
         assert stored == []
+    finally:
+        driver.quit()
+
+
+def preview_images(driver):
+    """The preview's images: [(src, naturalWidth, alt)]."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#preview img')].map(i => [i.src, i.complete ? i.naturalWidth : 0, i.alt])")
+
+
+def set_preview(driver, on):
+    toggle = driver.find_element(By.ID, "preview-toggle")
+    if (toggle.get_attribute("aria-pressed") == "true") != on:
+        toggle.click()
+    wait(driver, lambda d: d.find_element(By.ID, "preview").is_displayed() == on, message=f"preview {on}")
+
+
+def paste(driver, name, type_, data):
+    assert driver.execute_script(DISPATCH, "paste", name, type_, base64.b64encode(data).decode())
+
+
+def test_an_image_shows_inline_in_another_sessions_preview_and_offline_after_a_reload(blob_server):
+    """Issue 17's "the browser pastes an image and another session shows it": inline in the
+    Preview, through an object URL; fetched when the note is opened and kept for offline use; an
+    attachment link to another file downloads it."""
+    base = blob_server
+    account = register(base, "inl")
+    api = Api(base, account)
+    downloads = tempfile.mkdtemp(prefix="noted-web-downloads-")
+    image = png(48, 32, 5)
+    sha = hashlib.sha256(image).hexdigest()
+    text = b"minutes of the meeting\n"
+    text_sha = hashlib.sha256(text).hexdigest()
+    a, b = browser(), browser()
+    try:
+        sign_in(a, base, account)
+        new_note(a, "Board", "the board:")
+        paste(a, "board.png", "image/png", image)
+        paste(a, "minutes.txt", "text/plain", text)
+        wait(a, lambda d: f"[minutes.txt](attachment:{text_sha})" in body(d), message="the links at the caret")
+        wait(a, lambda d: len((api.note("Board") or {}).get("attachments", [])) == 2
+             and f"![board.png](attachment:{sha})" in api.note("Board")["body"], timeout=15, message="both files on the server")
+
+        track_object_urls(b)
+        b.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads})
+        sign_in(b, base, account)
+        open_note(b, "Board")
+        set_preview(b, True)
+        wait(b, lambda d: len(preview_images(d)) == 1 and preview_images(d)[0][1] == 48, message="the image inline in the preview")
+        src, width, alt = preview_images(b)[0]
+        assert src.startswith("blob:") and alt == "board.png"
+        assert object_url_bytes(b, src) == image
+        # The link to the text file downloads it.
+        b.find_element(By.CSS_SELECTOR, "#preview a.md-attachment-link").click()
+        target = os.path.join(downloads, "minutes.txt")
+        wait(b, lambda d: os.path.exists(target) and open(target, "rb").read() == text, message="the link's download")
+
+        # Offline, after a reload: the image was kept in this browser, and shows still.
+        time.sleep(1)  # the service worker has cached the shell
+        set_offline(b, True)
+        b.refresh()
+        wait(b, lambda d: d.find_element(By.ID, "app").is_displayed(), message="the app opens offline")
+        wait(b, lambda d: status(d).startswith("offline"), message="offline")
+        open_note(b, "Board")
+        set_preview(b, True)  # remembered on this device: on already
+        wait(b, lambda d: len(preview_images(d)) == 1 and preview_images(d)[0][1] == 48, message="the image inline, offline")
+        src = preview_images(b)[0][0]
+        assert src.startswith("blob:") and object_url_bytes(b, src) == image
+        assert "not available offline" not in b.find_element(By.ID, "preview").text
+    finally:
+        a.quit()
+        b.quit()
+
+
+def test_no_object_url_outlives_the_notes_that_showed_it(blob_server):
+    base = blob_server
+    account = register(base, "url")
+    api = Api(base, account)
+    images = {name: png(20 + i, 16, 10 + i) for i, name in enumerate(["one.png", "two.png", "three.png"])}
+    driver = browser()
+    try:
+        track_object_urls(driver)
+        sign_in(driver, base, account)
+        for title, names in [("Pics A", ["one.png", "two.png"]), ("Pics B", ["three.png"])]:
+            new_note(driver, title, "pictures")
+            for name in names:
+                paste(driver, name, "image/png", images[name])
+            wait(driver, lambda d: all(f"![{n}](attachment:" in body(d) for n in names), message=f"{title}'s links")
+        new_note(driver, "Plain", "no pictures")
+        wait(driver, lambda d: {n: len(f.get("attachments", [])) for n in ["Pics A", "Pics B", "Plain"] for f in [api.note(n) or {}]}
+             == {"Pics A": 2, "Pics B": 1, "Plain": 0}, timeout=15, message="the notes on the server")
+        set_preview(driver, True)
+
+        def shown(d, count):
+            """The preview's images and the list's thumbnails, every one loaded: their URLs."""
+            imgs = preview_images(d)
+            thumbs = [x[2] for x in listed(d)]
+            if len(imgs) != count or len(thumbs) != count or not all(i[1] > 0 for i in imgs) or not all(thumbs):
+                return None
+            return {i[0] for i in imgs} | set(thumbs)
+
+        for _ in range(3):
+            for title, count in [("Pics A", 2), ("Pics B", 1)]:
+                open_note(driver, title)
+                wait(driver, lambda d: shown(d, count), message=f"{title}'s images")
+                # Exactly the URLs shown are live: one per image in the preview, one per thumbnail.
+                wait(driver, lambda d: set(live_object_urls(d)) == shown(d, count), message="only what is shown is live")
+                assert len(live_object_urls(driver)) == 2 * count
+        # Preview off: only the thumbnails' URLs stay.
+        set_preview(driver, False)
+        wait(driver, lambda d: len(live_object_urls(d)) == 1, message="the preview's URLs revoked")
+        assert live_object_urls(driver) == [listed(driver)[0][2]]
+        set_preview(driver, True)
+        wait(driver, lambda d: shown(d, 1), message="drawn again")
+        # A note without images: nothing is live.
+        open_note(driver, "Plain")
+        wait(driver, lambda d: listed(d) == [] and "no pictures" in d.find_element(By.ID, "preview").text, message="the plain note")
+        wait(driver, lambda d: live_object_urls(d) == [], message="no object URL left")
+        # The note closed (deleted forever): nothing is live either.
+        open_note(driver, "Pics A")
+        wait(driver, lambda d: shown(d, 2), message="Pics A again")
+        driver.execute_script("window.confirm = () => true")
+        driver.find_element(By.ID, "trash").click()
+        wait(driver, lambda d: d.find_element(By.ID, "purge").is_displayed(), message="trashed")
+        driver.find_element(By.ID, "purge").click()
+        wait(driver, lambda d: not d.find_element(By.ID, "editor").is_displayed(), message="the editor closed")
+        wait(driver, lambda d: live_object_urls(d) == [], message="no object URL left after closing")
+    finally:
+        driver.quit()
+
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def large_blob_server():
+    """The server's default limits (files up to 25 MiB)."""
+    yield from run_server("--auth-attempts-per-minute", "1000")
+
+
+# PATCHes the page sends, counted; with `window.holdPatches = n`, every PATCH after the n-th
+# answered one waits for `window.releasePatch()` (so that the test can cut the upload there).
+COUNT_PATCHES = """
+window.patches = [];
+window.holdPatches = 0;
+const realFetch = window.fetch.bind(window);
+window.fetch = async (url, init = {}) => {
+  if (!init || init.method !== 'PATCH') return realFetch(url, init);
+  const record = { offset: Number(init.headers['Upload-Offset']), bytes: init.body.size, status: null };
+  if (window.holdPatches && window.patches.filter((p) => p.status === 204).length >= window.holdPatches) {
+    record.held = true;
+    await new Promise((resolve) => { window.releasePatch = resolve; });
+  }
+  window.patches.push(record);
+  try {
+    const response = await realFetch(url, init);
+    record.status = response.status;
+    return response;
+  } catch (error) {
+    record.status = 'failed';
+    throw error;
+  }
+};
+"""
+
+
+def head(api, sha):
+    r = requests.head(f"{api.base}/v1/blobs/{sha}", headers=api.headers)
+    return r.status_code, r.headers.get("Upload-Offset"), r.headers.get("Upload-Length")
+
+
+def upload_text(driver):
+    return driver.execute_script(
+        "const e = document.querySelector('#attachment-list .attachment-progress-text'); return e ? e.textContent : ''")
+
+
+def start_a_large_upload_and_hold_it(driver, base, account, api, title, name, data):
+    """Signs in, writes a note, attaches `data` as `name`, and holds the upload after its first
+    piece: the server has 2 MiB of it (HEAD says so), and the page says how far it got."""
+    sha = hashlib.sha256(data).hexdigest()
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": COUNT_PATCHES})
+    sign_in(driver, base, account)
+    new_note(driver, title, "a large file")
+    wait(driver, lambda d: api.note(title) is not None, timeout=15, message="the note on the server")
+    driver.execute_script("window.holdPatches = 1")
+    path = write(tempfile.mkdtemp(prefix="noted-web-attach-"), name, data)
+    attach(driver, path)
+    wait(driver, lambda d: d.execute_script("return typeof window.releasePatch === 'function'"), timeout=20, message="the second piece held")
+    assert head(api, sha) == (404, str(2 * MIB), str(len(data)))  # part of it on the server
+    percent = 2 * MIB * 100 // len(data)
+    wait(driver, lambda d: upload_text(d) == f"Uploading {name} — {percent}%", message="the progress shown")
+    assert driver.execute_script("return document.querySelector('#attachment-list progress').value") == percent
+    return sha
+
+
+def test_a_large_upload_cut_off_by_going_offline_continues_from_the_servers_offset(large_blob_server):
+    base = large_blob_server
+    account = register(base, "res")
+    api = Api(base, account)
+    data = random.Random(6).randbytes(6 * MIB)
+    driver = browser()
+    try:
+        sha = start_a_large_upload_and_hold_it(driver, base, account, api, "Tape", "big scan.pdf", data)
+        set_offline(driver, True)
+        wait(driver, lambda d: status(d).startswith("offline"), message="offline")
+        driver.execute_script("window.holdPatches = 0; window.releasePatch()")  # it goes, into no network
+        wait(driver, lambda d: d.execute_script("return window.patches.at(-1).status") == "failed", message="the piece fails offline")
+        wait(driver, lambda d: "paused at 33%" in upload_text(d), message="the upload shown paused")
+        assert head(api, sha) == (404, str(2 * MIB), str(len(data)))
+        assert not api.note("Tape").get("attachments")  # the change waits for the file
+        sent_before = len(driver.execute_script("return window.patches"))
+
+        set_offline(driver, False)
+        element = f"{sha} {len(data)} application/pdf big scan.pdf"
+        wait(driver, lambda d: (api.note("Tape") or {}).get("attachments") == [element], timeout=30, message="synced once online")
+        assert api.blob(sha).content == data
+        after = driver.execute_script("return window.patches")[sent_before:]
+        assert [(p["offset"], p["bytes"], p["status"]) for p in after] == [(2 * MIB, 2 * MIB, 204), (4 * MIB, 2 * MIB, 204)], after
+        assert sum(p["bytes"] for p in after) < len(data)  # continued: the first 2 MiB not sent again
+        wait(driver, lambda d: upload_text(d) == "", message="the progress gone")
+        wait(driver, lambda d: status(d) == "online", timeout=10, message="nothing pending")
+    finally:
+        driver.quit()
+
+
+def test_a_large_upload_cut_off_by_a_reload_continues_from_the_servers_offset(large_blob_server):
+    base = large_blob_server
+    account = register(base, "rel")
+    api = Api(base, account)
+    data = random.Random(7).randbytes(5 * MIB + 12345)
+    driver = browser()
+    try:
+        sha = start_a_large_upload_and_hold_it(driver, base, account, api, "Reel", "reel.mp4", data)
+        time.sleep(0.5)  # the typing is written (the store's write follows a pause)
+        driver.refresh()  # the page goes with the piece it held
+        wait(driver, lambda d: d.find_element(By.ID, "app").is_displayed(), message="the app again")
+        element = f"{sha} {len(data)} video/mp4 reel.mp4"
+        wait(driver, lambda d: (api.note("Reel") or {}).get("attachments") == [element], timeout=30, message="synced after the reload")
+        assert api.blob(sha).content == data
+        sent = driver.execute_script("return window.patches")  # the new page's
+        assert [(p["offset"], p["status"]) for p in sent] == [(2 * MIB, 204), (4 * MIB, 204)], sent
+        assert sum(p["bytes"] for p in sent) == len(data) - 2 * MIB
     finally:
         driver.quit()

@@ -1,11 +1,12 @@
-// Unit tests of Web/attachments.js (elements, hashing, the cache's eviction rule) and of the
-// change Web/sync.js builds for a note with attachments:
+// Unit tests of Web/attachments.js (elements, hashing, the cache's eviction rule, object URLs,
+// resumable uploads against a fake server) and of the change Web/sync.js builds for a note
+// with attachments:
 //   node --test Tests/web/
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  MAX_ELEMENT, addedElements, backoff, changeAddsShas, encodeElement, evictions, fittedName, humanSize,
-  markdownFor, normalizeType, parseElement, sha256Hex, shaOf,
+  Attachments, MAX_ELEMENT, ObjectUrls, RESUMABLE_BYTES, addedElements, backoff, changeAddsShas, encodeElement, evictions,
+  fittedName, humanSize, markdownFor, normalizeType, parseElement, sha256Hex, shaOf,
 } from "../../Web/attachments.js";
 import { buildChange } from "../../Web/sync.js";
 import { normalizeFields } from "../../Web/db.js";
@@ -136,4 +137,162 @@ test("normalizeFields keeps a record's attachments", () => {
   const a = `${SHA} 10 image/png a.png`;
   assert.deepEqual(normalizeFields({ attachments: [a, a, 3] }).attachments, [a]);
   assert.deepEqual(normalizeFields({}).attachments, []);
+});
+
+/** A page's URL.createObjectURL/revokeObjectURL, counting the live ones. */
+function fakeUrlApi() {
+  let n = 0;
+  const live = new Set();
+  return {
+    live,
+    createObjectURL: () => {
+      const url = `blob:fake/${++n}`;
+      live.add(url);
+      return url;
+    },
+    revokeObjectURL: (url) => live.delete(url),
+  };
+}
+
+test("ObjectUrls: one URL per key while shown, revoked when drawn without it or released", () => {
+  const api = fakeUrlApi();
+  const urls = new ObjectUrls(api);
+  const blob = new Blob(["x"], { type: "image/png" });
+  urls.keepOnly([SHA, OTHER]);
+  const a = urls.get(SHA, blob);
+  assert.equal(urls.get(SHA, blob), a); // made once
+  assert.equal(urls.peek(SHA), a);
+  urls.get(OTHER, blob);
+  assert.equal(api.live.size, 2);
+  urls.keepOnly([SHA]); // drawn again without OTHER
+  assert.deepEqual([...api.live], [a]);
+  assert.equal(urls.get(OTHER, blob), null); // a load that ends after: no URL for what is not shown
+  assert.equal(api.live.size, 1);
+  urls.release();
+  assert.equal(api.live.size, 0);
+  assert.equal(urls.get(SHA, blob), null);
+  assert.equal(urls.size, 0);
+});
+
+/**
+ * A fake blob endpoint as noted-server answers HEAD and PATCH (docs/protocol.md section 8),
+ * keeping `have` bytes of an upload; `cut(n)` makes the next PATCH keep only n bytes and fail
+ * as a network error does.
+ */
+function fakeServer(sha, total) {
+  const server = { have: 0, stored: false, patches: [], cutAt: null, bytes: [] };
+  server.fetch = async (path, init = {}) => {
+    assert.equal(path, `/v1/blobs/${sha}`);
+    const headers = (h) => ({ get: (name) => (name in h ? String(h[name]) : null) });
+    const answer = (status, h = {}, body = {}) => {
+      const r = { status, ok: status >= 200 && status < 300, headers: headers(h), json: async () => body };
+      r.clone = () => r;
+      return r;
+    };
+    if (init.method === "HEAD") {
+      return server.stored ? answer(200, { "Upload-Offset": total, "Upload-Length": total }) : answer(404, { "Upload-Offset": server.have, ...(server.have ? { "Upload-Length": total } : {}) });
+    }
+    assert.equal(init.method, "PATCH");
+    assert.equal(init.headers["Content-Type"], "application/offset+octet-stream");
+    assert.equal(init.headers["Upload-Length"], String(total));
+    assert.equal(init.headers["Noted-Blob-Type"], "application/pdf");
+    const offset = Number(init.headers["Upload-Offset"]);
+    if (offset !== server.have) return answer(409, { "Upload-Offset": server.have }, { error: "offset_mismatch" });
+    const piece = new Uint8Array(await init.body.arrayBuffer());
+    server.patches.push({ offset, size: piece.length });
+    if (server.cutAt !== null) {
+      const kept = piece.slice(0, server.cutAt);
+      server.bytes.push(kept);
+      server.have += kept.length;
+      server.cutAt = null;
+      throw new TypeError("Failed to fetch");
+    }
+    server.bytes.push(piece);
+    server.have += piece.length;
+    if (server.have === total) server.stored = true;
+    return answer(204, { "Upload-Offset": server.have });
+  };
+  return server;
+}
+
+function joined(pieces) {
+  const out = new Uint8Array(pieces.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of pieces) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** An Attachments over one pending blob, with `fetch` the fake server's. */
+function uploader(server, sha, blob) {
+  const a = Object.create(Attachments.prototype); // no constructor: no page, no database
+  let entry = { sha, blob, size: blob.size, type: "application/pdf", pend: 1 };
+  a.fetch = server.fetch;
+  a.pieceBytes = 256 * 1024;
+  a.events = [];
+  a.emit = (type, detail) => a.events.push([type, detail]);
+  a.cache = {
+    get: async () => entry,
+    update: async (_, change) => (entry = change(entry)),
+    evict: async () => {},
+  };
+  a.entry = () => entry;
+  return a;
+}
+
+test("uploads over 1 MiB go in PATCH pieces and continue from the server's offset after a cut", async () => {
+  const total = RESUMABLE_BYTES + 300 * 1024 + 7;
+  const data = new Uint8Array(total).map((_, i) => (i * 31 + (i >> 9)) & 255);
+  const blob = new Blob([data], { type: "application/pdf" });
+  const sha = await sha256Hex(data);
+  const server = fakeServer(sha, total);
+  const a = uploader(server, sha, blob);
+  // The second piece is cut off after 1000 bytes (the network went): retry later.
+  const orig = server.fetch;
+  let calls = 0;
+  a.fetch = async (path, init) => {
+    if (init.method === "PATCH" && ++calls === 2) server.cutAt = 1000;
+    return orig(path, init);
+  };
+  assert.equal(await a.upload(sha), "retry");
+  assert.equal(server.have, 256 * 1024 + 1000);
+  assert.ok(a.entry().pend);
+  assert.deepEqual(a.events.at(-1), ["progress", { sha, total, paused: true }]);
+  // Later: HEAD says where the server is; the upload goes on from there.
+  a.fetch = orig;
+  const before = server.patches.length;
+  assert.equal(await a.upload(sha), "done");
+  const after = server.patches.slice(before);
+  assert.equal(after[0].offset, 256 * 1024 + 1000);
+  assert.equal(after.reduce((n, p) => n + p.size, 0), total - (256 * 1024 + 1000)); // nothing sent twice
+  assert.ok(after.every((p) => p.size <= 256 * 1024));
+  assert.deepEqual(joined(server.bytes), data);
+  assert.equal(a.entry().pend, undefined);
+  assert.deepEqual(a.events.at(-1), ["uploaded", { sha }]);
+  assert.deepEqual(a.events.at(-2), ["progress", { sha, sent: total, total }]);
+});
+
+test("an offset_mismatch continues from the server's Upload-Offset", async () => {
+  const total = RESUMABLE_BYTES + 10;
+  const data = new Uint8Array(total).fill(7);
+  const sha = await sha256Hex(data);
+  const server = fakeServer(sha, total);
+  const a = uploader(server, sha, new Blob([data]));
+  // Another tab sent a piece between this one's HEAD and its PATCH.
+  const orig = server.fetch;
+  let headed = false;
+  a.fetch = async (path, init) => {
+    const r = await orig(path, init);
+    if (init.method === "HEAD" && !headed) {
+      headed = true;
+      server.bytes.push(data.slice(0, 5000));
+      server.have = 5000;
+    }
+    return r;
+  };
+  assert.equal(await a.upload(sha), "done");
+  assert.deepEqual(server.patches.map((p) => p.offset).slice(0, 2), [5000, 5000 + 256 * 1024]);
+  assert.deepEqual(joined(server.bytes), data);
 });
