@@ -1152,7 +1152,15 @@ def test_create_account_from_the_sign_in_page_then_the_app_is_signed_in(edge_ser
         assert "code=" not in driver.current_url
         wait(driver, lambda d: "online" in status(d), message="online")
         new_note(driver, "First note", "written right after signing up")
-        wait(driver, lambda d: status(d) == "online", message="synced")
+        # Synced when the server has it (the status says "online" before the typing is saved).
+        r = requests.post(edge_server + "/v1/sessions", json={"username": name, "password": "correct horse battery"})
+        assert r.status_code == 200, r.text
+        auth = {"Authorization": "Bearer " + r.json()["access_token"]}
+
+        def on_server(_):
+            records = requests.get(edge_server + "/v1/changes?since=0", headers=auth).json()["records"]
+            return [(n["fields"].get("title"), n["fields"].get("body")) for n in records] == [("First note", "written right after signing up")]
+        wait(driver, on_server, timeout=20, message="the note on the server")
     finally:
         driver.quit()
     # The account exists with that password, and holds the note.
