@@ -1,5 +1,8 @@
 // Text helpers shared by the sync engine: UTF-16 deltas in the diff-match-patch format
-// (docs/protocol.md section 1), never splitting a surrogate pair.
+// (docs/protocol.md section 1), never splitting a surrogate pair; the edit deltas and the
+// strict rebase of the Swift client (`RecordMath`), computed with Web/dmp.js.
+
+import { DELETE, EQUAL, INSERT, diff, diffCleanupEfficiency, diffCleanupSemanticLossless, patchApply, patchMake, toDelta } from "./dmp.js";
 
 const isHigh = (c) => c >= 0xd800 && c <= 0xdbff;
 const isLow = (c) => c >= 0xdc00 && c <= 0xdfff;
@@ -70,10 +73,11 @@ export function applyDelta(base, delta) {
 }
 
 /**
- * Three-way merge of two edits of `base`: both survive when they touch different places;
- * where they overlap, `mine` wins (the server keeps the other version in the history).
+ * Three-way merge of two edits of `base` for the editor (typing merged with a newer stored
+ * state): both survive when they touch different places; where they overlap, `mine` wins.
+ * Never loses what is typed. The sync engine uses the strict `rebase` below instead.
  */
-export function rebase(base, mine, theirs) {
+export function mergeText(base, mine, theirs) {
   if (mine === base) return theirs;
   if (theirs === base || theirs === mine) return mine;
   const m = hunk(base, mine);
@@ -95,6 +99,139 @@ export function rebase(base, mine, theirs) {
   const mineTail = base.length - end;
   return theirs.slice(0, start) + mine.slice(start, mine.length - mineTail) +
     theirs.slice(theirs.length - mineTail);
+}
+
+/**
+ * Whether two texts are equal as Swift's `String ==` sees them (canonical equivalence): the
+ * Swift client leaves a field whose text only changed normalization alone, and so does this.
+ */
+export function sameText(a, b) {
+  return a === b || a.normalize("NFC") === b.normalize("NFC");
+}
+
+/**
+ * The edit from `old` to `neu` as the Swift client sends it (`RecordMath.editDiffs`): a diff
+ * without stray one-letter matches (efficiency cleanup), aligned with words (lossless
+ * cleanup), each change widened to the whole words it touches.
+ */
+export function editDiffs(old, neu) {
+  let diffs = diff(old, neu);
+  diffs = diffCleanupEfficiency(diffs);
+  diffs = diffCleanupSemanticLossless(diffs);
+  return wholeWords(diffs);
+}
+
+/** The word-widened delta the Swift client sends for an edit of a text field; null: no edit. */
+export function editDelta(old, neu) {
+  if (sameText(old, neu)) return null;
+  return toDelta(editDiffs(old, neu));
+}
+
+/**
+ * This device's edit (`base` to `mine`) placed onto a newer server text (`theirs`) with the
+ * strict patch application, as `RecordMath.rebaseReportingConflicts` does: `{ text, clean }`,
+ * clean when every hunk found its place (an unplaced hunk is left out of `text`).
+ */
+export function rebase(base, mine, theirs) {
+  if (sameText(mine, base)) return { text: theirs, clean: true };
+  if (sameText(theirs, base) || sameText(theirs, mine)) return { text: mine, clean: true };
+  const patches = patchMake(base, editDiffs(base, mine));
+  const applied = patchApply(patches, theirs, { strict: true });
+  return { text: applied.text, clean: !applied.results.includes(false) };
+}
+
+// Word widening (`EditRuns` in RecordMath.swift) on extended grapheme clusters, as Swift's
+// `Character`s: each diff's text is split on its own, as `Array(diff.text)` does.
+
+const segmenter = typeof Intl !== "undefined" && Intl.Segmenter ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
+
+function characters(text) {
+  if (!text) return [];
+  if (segmenter) return Array.from(segmenter.segment(text), (s) => s.segment);
+  return Array.from(text); // without Intl.Segmenter: code points
+}
+
+const WHITE_SPACE = /^\p{White_Space}/u;
+
+/** Swift's `Character.isWhitespace`: the Unicode White_Space property of its first scalar. */
+function isWhitespace(character) {
+  return WHITE_SPACE.test(character);
+}
+
+/** `diffs` with every change widened to the words it touches (`RecordMath.wholeWords`). */
+export function wholeWords(diffs) {
+  // Runs of kept text with one change between each two: kept[i] before change i, kept[i + 1] after.
+  const kept = [[]];
+  const deleted = [];
+  const inserted = [];
+  let open = false;
+  for (const [op, text] of diffs) {
+    const chars = characters(text);
+    if (op === EQUAL) {
+      kept[kept.length - 1].push(...chars);
+      open = false;
+      continue;
+    }
+    if (!open) {
+      deleted.push([]);
+      inserted.push([]);
+      kept.push([]);
+      open = true;
+    }
+    (op === DELETE ? deleted : inserted)[deleted.length - 1].push(...chars);
+  }
+  const touchesWord = (atStart, i) => [deleted[i], inserted[i]]
+    .filter((run) => run.length)
+    .some((run) => !isWhitespace(atStart ? run[0] : run[run.length - 1]));
+  const join = (i) => {
+    deleted[i].push(...deleted[i + 1]);
+    inserted[i].push(...inserted[i + 1]);
+    kept.splice(i + 1, 1);
+    deleted.splice(i + 1, 1);
+    inserted.splice(i + 1, 1);
+  };
+  // One step of widening change i; returns [widened, i] (i may move back by one).
+  const widen = (i) => {
+    let widened = false;
+    const before = kept[i];
+    if (before.length && !isWhitespace(before[before.length - 1]) && touchesWord(true, i)) {
+      const last = before.pop();
+      deleted[i].unshift(last);
+      inserted[i].unshift(last);
+      widened = true;
+    }
+    const after = kept[i + 1];
+    if (after.length && !isWhitespace(after[0]) && touchesWord(false, i)) {
+      const first = after.shift();
+      deleted[i].push(first);
+      inserted[i].push(first);
+      widened = true;
+    }
+    // A run of kept text used up: the changes on either side become one.
+    if (!kept[i].length && i > 0) {
+      join(i - 1);
+      return [true, i - 1];
+    } else if (!kept[i + 1].length && i + 1 < deleted.length) {
+      join(i);
+      return [true, i];
+    }
+    return [widened, i];
+  };
+  for (let i = 0; i < deleted.length; i++) {
+    for (;;) {
+      const [widened, at] = widen(i);
+      i = at;
+      if (!widened) break;
+    }
+  }
+  const out = [];
+  for (let k = 0; k < kept.length; k++) {
+    if (kept[k].length) out.push([EQUAL, kept[k].join("")]);
+    if (k >= deleted.length) continue;
+    if (deleted[k].length) out.push([DELETE, deleted[k].join("")]);
+    if (inserted[k].length) out.push([INSERT, inserted[k].join("")]);
+  }
+  return out;
 }
 
 /** A random v4 UUID in canonical lower-case form. */
