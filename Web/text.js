@@ -141,14 +141,97 @@ export function rebase(base, mine, theirs) {
 }
 
 // Word widening (`EditRuns` in RecordMath.swift) on extended grapheme clusters, as Swift's
-// `Character`s: each diff's text is split on its own, as `Array(diff.text)` does.
+// `Character`s: each diff's text is split on its own, as `Array(diff.text)` does. Only the
+// clusters at the edges of the changes are ever looked at, so a run of text is split lazily
+// (`Intl.Segmenter`'s `containing`): splitting a whole long note is slow in some engines.
 
 const segmenter = typeof Intl !== "undefined" && Intl.Segmenter ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
 
-function characters(text) {
-  if (!text) return [];
-  if (segmenter) return Array.from(segmenter.segment(text), (s) => s.segment);
-  return Array.from(text); // without Intl.Segmenter: code points
+/** A piece of a run: `text.slice(start, end)`, split into clusters as `text` is on its own. */
+class Piece {
+  constructor(text, atom = false) {
+    this.text = text;
+    this.start = 0;
+    this.end = text.length;
+    this.atom = atom; // one cluster moved from another run: kept whole
+    this.segments = null;
+  }
+
+  cluster(at) {
+    if (this.atom) return this.text;
+    if (!segmenter) {
+      // Without Intl.Segmenter: code points.
+      const c = this.text.codePointAt(at);
+      if (c === undefined) return "";
+      if (c <= 0xffff && at > 0 && (c & 0xfc00) === 0xdc00 && (this.text.charCodeAt(at - 1) & 0xfc00) === 0xd800) return this.text.slice(at - 1, at + 1);
+      return String.fromCodePoint(c);
+    }
+    this.segments ??= segmenter.segment(this.text);
+    return this.segments.containing(at).segment;
+  }
+
+  get first() {
+    return this.cluster(this.start);
+  }
+
+  get last() {
+    return this.cluster(this.end - 1);
+  }
+}
+
+/** A run of clusters (Swift's `[Character]`) with what widening does to it. */
+class Run {
+  constructor() {
+    this.pieces = [];
+  }
+
+  get isEmpty() {
+    return this.pieces.length === 0;
+  }
+
+  get first() {
+    return this.pieces.length ? this.pieces[0].first : null;
+  }
+
+  get last() {
+    return this.pieces.length ? this.pieces[this.pieces.length - 1].last : null;
+  }
+
+  add(text) {
+    if (text.length) this.pieces.push(new Piece(text));
+  }
+
+  removeFirst() {
+    const piece = this.pieces[0];
+    const c = piece.first;
+    piece.start += c.length;
+    if (piece.start >= piece.end) this.pieces.shift();
+    return c;
+  }
+
+  removeLast() {
+    const piece = this.pieces[this.pieces.length - 1];
+    const c = piece.last;
+    piece.end -= c.length;
+    if (piece.start >= piece.end) this.pieces.pop();
+    return c;
+  }
+
+  prepend(c) {
+    this.pieces.unshift(new Piece(c, true));
+  }
+
+  append(c) {
+    this.pieces.push(new Piece(c, true));
+  }
+
+  concat(other) {
+    this.pieces.push(...other.pieces);
+  }
+
+  toString() {
+    return this.pieces.map((p) => p.text.slice(p.start, p.end)).join("");
+  }
 }
 
 const WHITE_SPACE = /^\p{White_Space}/u;
@@ -161,57 +244,53 @@ function isWhitespace(character) {
 /** `diffs` with every change widened to the words it touches (`RecordMath.wholeWords`). */
 export function wholeWords(diffs) {
   // Runs of kept text with one change between each two: kept[i] before change i, kept[i + 1] after.
-  const kept = [[]];
+  const kept = [new Run()];
   const deleted = [];
   const inserted = [];
   let open = false;
   for (const [op, text] of diffs) {
-    const chars = characters(text);
     if (op === EQUAL) {
-      kept[kept.length - 1].push(...chars);
+      kept[kept.length - 1].add(text);
       open = false;
       continue;
     }
     if (!open) {
-      deleted.push([]);
-      inserted.push([]);
-      kept.push([]);
+      deleted.push(new Run());
+      inserted.push(new Run());
+      kept.push(new Run());
       open = true;
     }
-    (op === DELETE ? deleted : inserted)[deleted.length - 1].push(...chars);
+    (op === DELETE ? deleted : inserted)[deleted.length - 1].add(text);
   }
   const touchesWord = (atStart, i) => [deleted[i], inserted[i]]
-    .filter((run) => run.length)
-    .some((run) => !isWhitespace(atStart ? run[0] : run[run.length - 1]));
+    .some((run) => !run.isEmpty && !isWhitespace(atStart ? run.first : run.last));
   const join = (i) => {
-    deleted[i].push(...deleted[i + 1]);
-    inserted[i].push(...inserted[i + 1]);
+    deleted[i].concat(deleted[i + 1]);
+    inserted[i].concat(inserted[i + 1]);
     kept.splice(i + 1, 1);
     deleted.splice(i + 1, 1);
     inserted.splice(i + 1, 1);
   };
-  // One step of widening change i; returns [widened, i] (i may move back by one).
+  // One step of widening change i: [whether anything moved, i] (i may move back by one).
   const widen = (i) => {
     let widened = false;
-    const before = kept[i];
-    if (before.length && !isWhitespace(before[before.length - 1]) && touchesWord(true, i)) {
-      const last = before.pop();
-      deleted[i].unshift(last);
-      inserted[i].unshift(last);
+    if (!kept[i].isEmpty && !isWhitespace(kept[i].last) && touchesWord(true, i)) {
+      const last = kept[i].removeLast();
+      deleted[i].prepend(last);
+      inserted[i].prepend(last);
       widened = true;
     }
-    const after = kept[i + 1];
-    if (after.length && !isWhitespace(after[0]) && touchesWord(false, i)) {
-      const first = after.shift();
-      deleted[i].push(first);
-      inserted[i].push(first);
+    if (!kept[i + 1].isEmpty && !isWhitespace(kept[i + 1].first) && touchesWord(false, i)) {
+      const first = kept[i + 1].removeFirst();
+      deleted[i].append(first);
+      inserted[i].append(first);
       widened = true;
     }
     // A run of kept text used up: the changes on either side become one.
-    if (!kept[i].length && i > 0) {
+    if (kept[i].isEmpty && i > 0) {
       join(i - 1);
       return [true, i - 1];
-    } else if (!kept[i + 1].length && i + 1 < deleted.length) {
+    } else if (kept[i + 1].isEmpty && i + 1 < deleted.length) {
       join(i);
       return [true, i];
     }
@@ -226,10 +305,10 @@ export function wholeWords(diffs) {
   }
   const out = [];
   for (let k = 0; k < kept.length; k++) {
-    if (kept[k].length) out.push([EQUAL, kept[k].join("")]);
+    if (!kept[k].isEmpty) out.push([EQUAL, kept[k].toString()]);
     if (k >= deleted.length) continue;
-    if (deleted[k].length) out.push([DELETE, deleted[k].join("")]);
-    if (inserted[k].length) out.push([INSERT, inserted[k].join("")]);
+    if (!deleted[k].isEmpty) out.push([DELETE, deleted[k].toString()]);
+    if (!inserted[k].isEmpty) out.push([INSERT, inserted[k].toString()]);
   }
   return out;
 }
