@@ -306,8 +306,7 @@ export class SyncEngine extends EventTarget {
         if (!current || !current.dirty || current.inflight) return undefined;
         const change = buildChange(current);
         if (!change) return { ...current, dirty: false };
-        // Sent as `set`s once: later changes are deltas again (SyncState.send in the Swift client).
-        return { ...current, dirty: false, forceSet: false, staleBase: null, inflight: { ccid: change.ccid, baseRev: change.baseRev, change, sent: current.local } };
+        return { ...current, dirty: false, inflight: { ccid: change.ccid, baseRev: change.baseRev, change, sent: current.local } };
       });
       if (stored && stored.inflight) changes.push(stored);
     }
@@ -352,7 +351,9 @@ export class SyncEngine extends EventTarget {
           const staleBase = Math.max(1, Math.min(current.inflight.baseRev, message.rev - 1));
           return { ...moved(current, shadow, current.local), inflight: null, forceSet: true, staleBase, updatedAt: new Date().toISOString() };
         }
-        return { ...moved(current, shadow, rebased.fields), inflight: null, updatedAt: new Date().toISOString() };
+        // Once a change is acknowledged, the next goes as deltas again (`set`s after a reject or
+        // an unplaceable rebase are for one change, as SyncState.send resets them in Swift).
+        return { ...moved(current, shadow, rebased.fields), inflight: null, forceSet: false, staleBase: null, updatedAt: new Date().toISOString() };
       }
       // Rejects (docs/protocol.md section 5).
       const currentRecord = message.current;
