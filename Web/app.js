@@ -13,7 +13,7 @@ import { Auth } from "./auth.js";
 import { accountOf, openCurrent, openFor, ownerOf, removeAccountDatabase } from "./accounts.js";
 import { AccountPanel, deleteAccount as deleteServerAccount, saveFile, signOutEverywhere as endEverySignIn } from "./account.js";
 import { SyncEngine, sameFields } from "./sync.js";
-import { hunk, rebase, uuid } from "./text.js";
+import { hunk, mergeText, uuid } from "./text.js";
 import { NoteIndex, firstLine, summarize } from "./notes-index.js";
 import { NoteList } from "./list.js";
 import { Search } from "./search-client.js";
@@ -373,7 +373,7 @@ async function save(d) {
       if (!current || current.purged) return undefined;
       const local = { ...current.local };
       for (const name of TEXT) {
-        local[name] = (current.lv || 0) === lv ? value[name] : rebase(base[name], value[name], current.local[name]);
+        local[name] = (current.lv || 0) === lv ? value[name] : mergeText(base[name], value[name], current.local[name]);
       }
       // An imported note's modification date stands until its content is edited here.
       if (local.title !== current.local.title || local.body !== current.local.body) local.modified = null;
@@ -388,7 +388,7 @@ async function save(d) {
   d.writing = false;
   if (written) {
     for (const name of TEXT) {
-      if (written.local[name] !== value[name]) d.setContent(name, rebase(value[name], d.content()[name], written.local[name]));
+      if (written.local[name] !== value[name]) d.setContent(name, mergeText(value[name], d.content()[name], written.local[name]));
     }
     d.base = { title: written.local.title, body: written.local.body };
     d.lv = written.lv;
@@ -432,7 +432,7 @@ function arrive(d, record) {
     const base = d.base[name];
     if (theirs === base) continue;
     const mine = d.content()[name];
-    d.setContent(name, mine === base ? theirs : rebase(base, mine, theirs));
+    d.setContent(name, mine === base ? theirs : mergeText(base, mine, theirs));
   }
   d.base = { title: record.local.title, body: record.local.body };
   d.lv = record.lv || 0;

@@ -1,7 +1,7 @@
 // The sync engine (docs/protocol.md): hello, pull to the end, resend in-flight changes, push dirty
 // notes with at most one change in flight per note, apply broadcasts, reconnect with backoff.
 
-import { applyDelta, makeDelta, rebase, uuid } from "./text.js";
+import { applyDelta, editDelta, rebase, uuid } from "./text.js";
 import { SCALAR_FIELDS, isPending, isUnsynced, newRecord, normalizeFields } from "./db.js";
 import { addedElements, changeAddsShas, shaOf } from "./attachments.js";
 
@@ -339,8 +339,21 @@ export class SyncEngine extends EventTarget {
         let serverFields;
         if (message.fields) serverFields = normalizeFields(message.fields);
         else serverFields = sent ? normalizeFields(sent) : current.local;
-        const local = rebaseFields(sent, current.local, serverFields);
-        return { ...moved(current, { fields: serverFields, rev: message.rev }, local), inflight: null, updatedAt: new Date().toISOString() };
+        const shadow = { fields: serverFields, rev: message.rev };
+        const rebased = rebaseFields(sent, current.local, serverFields);
+        if (!rebased.clean) {
+          // Edits made since the send do not fit onto the acknowledged state (a merged ack
+          // moved the text they edit), as RecordMath's strict rebase says. The user's text
+          // stays; the next change sends it as `set` ops against the revision the edits were
+          // made on, so the server sees a stale `set` and keeps the text it replaces as a
+          // conflict revision (the Swift client's `keepUnplacedEdits`). Diffing it against
+          // the acknowledged state would overwrite someone's text without a trace.
+          const staleBase = Math.max(1, Math.min(current.inflight.baseRev, message.rev - 1));
+          return { ...moved(current, shadow, current.local), inflight: null, forceSet: true, staleBase, updatedAt: new Date().toISOString() };
+        }
+        // Once a change is acknowledged, the next goes as deltas again (`set`s after a reject or
+        // an unplaceable rebase are for one change, as SyncState.send resets them in Swift).
+        return { ...moved(current, shadow, rebased.fields), inflight: null, forceSet: false, staleBase: null, updatedAt: new Date().toISOString() };
       }
       // Rejects (docs/protocol.md section 5).
       const currentRecord = message.current;
@@ -356,12 +369,16 @@ export class SyncEngine extends EventTarget {
         case "invalid_version":
         case "invalid_delta": {
           let shadow = current.shadow;
+          let local = current.local;
           if (currentRecord && !currentRecord.deleted) {
-            shadow = { fields: normalizeFields(currentRecord.fields), rev: currentRecord.rev };
+            const newer = { fields: normalizeFields(currentRecord.fields), rev: currentRecord.rev };
+            const rebased = rebaseFields(current.shadow ? current.shadow.fields : sent, current.local, newer.fields);
+            // Edits that do not fit onto it stay on the older revision: their `set` is then
+            // stale, and the server keeps the text it replaces as a conflict revision.
+            if (rebased.clean) [shadow, local] = [newer, rebased.fields];
           }
-          const local = shadow ? rebaseFields(current.shadow ? current.shadow.fields : sent, current.local, shadow.fields) : current.local;
           // Resend with set ops against the current revision.
-          return { ...current, shadow, local, inflight: null, dirty: true, forceSet: true };
+          return { ...current, shadow, local, inflight: null, dirty: true, forceSet: true, staleBase: null };
         }
         case "rate_limited":
         case "ccid_reused": // resent with a new ccid
@@ -439,7 +456,15 @@ export class SyncEngine extends EventTarget {
       if (!current) {
         return { ...newRecord(message.id, fields), shadow: { fields, rev: message.rev }, dirty: false, updatedAt: message.updatedAt };
       }
-      const local = holds(current) ? rebaseFields(base, current.local, fields) : fields;
+      let local = fields;
+      if (holds(current)) {
+        const rebased = rebaseFields(base, current.local, fields);
+        // Local edits that do not fit onto it: nothing moves; they go as a change against the
+        // older revision, which the server merges (keeping a conflict revision if it cannot
+        // place them either). A later broadcast then asks for a pull.
+        if (!rebased.clean) return undefined;
+        local = rebased.fields;
+      }
       return { ...moved(current, { fields, rev: message.rev }, local), updatedAt: message.updatedAt || current.updatedAt };
     });
     if (needPull) await this.pull();
@@ -461,7 +486,15 @@ function mergeServerRecord(current, record) {
   }
   if (current.inflight) return undefined; // the ack will bring the merged state
   const base = current.shadow ? current.shadow.fields : null;
-  const local = holds(current) && base ? rebaseFields(base, current.local, fields) : holds(current) ? current.local : fields;
+  let local = holds(current) ? current.local : fields;
+  if (holds(current) && base) {
+    const rebased = rebaseFields(base, current.local, fields);
+    // Local edits that do not fit onto the newer state: the record stays where it is and
+    // they go as a change against its revision, which the server merges (RecordMath's
+    // `move(requireClean:)` in the Swift client).
+    if (!rebased.clean) return undefined;
+    local = rebased.fields;
+  }
   return { ...moved(current, { fields, rev: record.rev }, local), updatedAt: record.updatedAt };
 }
 
@@ -488,7 +521,10 @@ export function buildChange(record) {
   // Normalized: a record an earlier version stored lacks the fields added since (`created`,
   // `modified`), which then read as their defaults, never as a change.
   const local = normalizeFields(record.local);
-  const change = { ccid: uuid(), collection: "notes", id: record.id, baseRev: shadow ? shadow.rev : 0 };
+  // After a merged ack the edits could not be rebased onto, the `set`s go against the older
+  // revision they were made on (`staleBase`), so that the server keeps what they replace.
+  const baseRev = shadow ? (record.forceSet && record.staleBase ? record.staleBase : shadow.rev) : 0;
+  const change = { ccid: uuid(), collection: "notes", id: record.id, baseRev };
   if (record.purged) {
     if (!shadow) return null;
     return { ...change, op: "delete" };
@@ -499,8 +535,15 @@ export function buildChange(record) {
     if (!base) {
       if (local[name] !== "") fields[name] = { set: local[name] };
     } else if (local[name] !== base[name]) {
-      const delta = makeDelta(base[name], local[name]);
-      fields[name] = record.forceSet || delta.length > local[name].length + 8 ? { set: local[name] } : { delta };
+      if (record.forceSet) {
+        fields[name] = { set: local[name] };
+        continue;
+      }
+      // The Swift client's word-widened delta (null: only the normalization changed, which
+      // the Swift client does not send either).
+      const delta = editDelta(base[name], local[name]);
+      if (delta === null) continue;
+      fields[name] = delta.length > local[name].length + 8 ? { set: local[name] } : { delta };
     }
   }
   for (const name of SET_FIELDS) {
@@ -543,11 +586,20 @@ function applyOps(base, ops) {
   return normalizeFields(fields);
 }
 
-/** The local edits made since `base`, rebased onto the server's `theirs`. */
-function rebaseFields(base, mine, theirs) {
-  if (!base) return mine;
+/**
+ * The local edits made since `base`, rebased onto the server's `theirs` (RecordMath's
+ * `rebaseReportingConflicts`): `{ fields, clean }`, clean when every text hunk found its
+ * place (the strict rebase of Web/text.js); sets and scalars always merge.
+ */
+export function rebaseFields(base, mine, theirs) {
+  if (!base) return { fields: mine, clean: true };
   const out = { ...theirs };
-  for (const name of TEXT_FIELDS) out[name] = rebase(base[name], mine[name], theirs[name]);
+  let clean = true;
+  for (const name of TEXT_FIELDS) {
+    const rebased = rebase(base[name], mine[name], theirs[name]);
+    out[name] = rebased.text;
+    if (!rebased.clean) clean = false;
+  }
   for (const name of SET_FIELDS) {
     const [b, m, t] = [base[name] || [], mine[name] || [], theirs[name] || []];
     const added = m.filter((x) => !b.includes(x));
@@ -557,7 +609,7 @@ function rebaseFields(base, mine, theirs) {
   for (const name of SCALAR_FIELDS) {
     if ((mine[name] ?? null) !== (base[name] ?? null)) out[name] = mine[name] ?? null;
   }
-  return out;
+  return { fields: out, clean };
 }
 
 function sameSet(a, b) {

@@ -1,5 +1,8 @@
 // Text helpers shared by the sync engine: UTF-16 deltas in the diff-match-patch format
-// (docs/protocol.md section 1), never splitting a surrogate pair.
+// (docs/protocol.md section 1), never splitting a surrogate pair; the edit deltas and the
+// strict rebase of the Swift client (`RecordMath`), computed with Web/dmp.js.
+
+import { DELETE, EQUAL, INSERT, diff, diffCleanupEfficiency, diffCleanupSemanticLossless, patchApply, patchMake, toDelta } from "./dmp.js";
 
 const isHigh = (c) => c >= 0xd800 && c <= 0xdbff;
 const isLow = (c) => c >= 0xdc00 && c <= 0xdfff;
@@ -70,10 +73,11 @@ export function applyDelta(base, delta) {
 }
 
 /**
- * Three-way merge of two edits of `base`: both survive when they touch different places;
- * where they overlap, `mine` wins (the server keeps the other version in the history).
+ * Three-way merge of two edits of `base` for the editor (typing merged with a newer stored
+ * state): both survive when they touch different places; where they overlap, `mine` wins.
+ * Never loses what is typed. The sync engine uses the strict `rebase` below instead.
  */
-export function rebase(base, mine, theirs) {
+export function mergeText(base, mine, theirs) {
   if (mine === base) return theirs;
   if (theirs === base || theirs === mine) return mine;
   const m = hunk(base, mine);
@@ -95,6 +99,218 @@ export function rebase(base, mine, theirs) {
   const mineTail = base.length - end;
   return theirs.slice(0, start) + mine.slice(start, mine.length - mineTail) +
     theirs.slice(theirs.length - mineTail);
+}
+
+/**
+ * Whether two texts are equal as Swift's `String ==` sees them (canonical equivalence): the
+ * Swift client leaves a field whose text only changed normalization alone, and so does this.
+ */
+export function sameText(a, b) {
+  return a === b || a.normalize("NFC") === b.normalize("NFC");
+}
+
+/**
+ * The edit from `old` to `neu` as the Swift client sends it (`RecordMath.editDiffs`): a diff
+ * without stray one-letter matches (efficiency cleanup), aligned with words (lossless
+ * cleanup), each change widened to the whole words it touches.
+ */
+export function editDiffs(old, neu) {
+  let diffs = diff(old, neu);
+  diffs = diffCleanupEfficiency(diffs);
+  diffs = diffCleanupSemanticLossless(diffs);
+  return wholeWords(diffs);
+}
+
+/** The word-widened delta the Swift client sends for an edit of a text field; null: no edit. */
+export function editDelta(old, neu) {
+  if (sameText(old, neu)) return null;
+  return toDelta(editDiffs(old, neu));
+}
+
+/**
+ * This device's edit (`base` to `mine`) placed onto a newer server text (`theirs`) with the
+ * strict patch application, as `RecordMath.rebaseReportingConflicts` does: `{ text, clean }`,
+ * clean when every hunk found its place (an unplaced hunk is left out of `text`).
+ */
+export function rebase(base, mine, theirs) {
+  if (sameText(mine, base)) return { text: theirs, clean: true };
+  if (sameText(theirs, base) || sameText(theirs, mine)) return { text: mine, clean: true };
+  const patches = patchMake(base, editDiffs(base, mine));
+  const applied = patchApply(patches, theirs, { strict: true });
+  return { text: applied.text, clean: !applied.results.includes(false) };
+}
+
+// Word widening (`EditRuns` in RecordMath.swift) on extended grapheme clusters, as Swift's
+// `Character`s: each diff's text is split on its own, as `Array(diff.text)` does. Only the
+// clusters at the edges of the changes are ever looked at, so a run of text is split lazily
+// (`Intl.Segmenter`'s `containing`): splitting a whole long note is slow in some engines.
+
+const segmenter = typeof Intl !== "undefined" && Intl.Segmenter ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
+
+/** A piece of a run: `text.slice(start, end)`, split into clusters as `text` is on its own. */
+class Piece {
+  constructor(text, atom = false) {
+    this.text = text;
+    this.start = 0;
+    this.end = text.length;
+    this.atom = atom; // one cluster moved from another run: kept whole
+    this.segments = null;
+  }
+
+  cluster(at) {
+    if (this.atom) return this.text;
+    if (!segmenter) {
+      // Without Intl.Segmenter: code points.
+      const c = this.text.codePointAt(at);
+      if (c === undefined) return "";
+      if (c <= 0xffff && at > 0 && (c & 0xfc00) === 0xdc00 && (this.text.charCodeAt(at - 1) & 0xfc00) === 0xd800) return this.text.slice(at - 1, at + 1);
+      return String.fromCodePoint(c);
+    }
+    this.segments ??= segmenter.segment(this.text);
+    return this.segments.containing(at).segment;
+  }
+
+  get first() {
+    return this.cluster(this.start);
+  }
+
+  get last() {
+    return this.cluster(this.end - 1);
+  }
+}
+
+/** A run of clusters (Swift's `[Character]`) with what widening does to it. */
+class Run {
+  constructor() {
+    this.pieces = [];
+  }
+
+  get isEmpty() {
+    return this.pieces.length === 0;
+  }
+
+  get first() {
+    return this.pieces.length ? this.pieces[0].first : null;
+  }
+
+  get last() {
+    return this.pieces.length ? this.pieces[this.pieces.length - 1].last : null;
+  }
+
+  add(text) {
+    if (text.length) this.pieces.push(new Piece(text));
+  }
+
+  removeFirst() {
+    const piece = this.pieces[0];
+    const c = piece.first;
+    piece.start += c.length;
+    if (piece.start >= piece.end) this.pieces.shift();
+    return c;
+  }
+
+  removeLast() {
+    const piece = this.pieces[this.pieces.length - 1];
+    const c = piece.last;
+    piece.end -= c.length;
+    if (piece.start >= piece.end) this.pieces.pop();
+    return c;
+  }
+
+  prepend(c) {
+    this.pieces.unshift(new Piece(c, true));
+  }
+
+  append(c) {
+    this.pieces.push(new Piece(c, true));
+  }
+
+  concat(other) {
+    this.pieces.push(...other.pieces);
+  }
+
+  toString() {
+    return this.pieces.map((p) => p.text.slice(p.start, p.end)).join("");
+  }
+}
+
+const WHITE_SPACE = /^\p{White_Space}/u;
+
+/** Swift's `Character.isWhitespace`: the Unicode White_Space property of its first scalar. */
+function isWhitespace(character) {
+  return WHITE_SPACE.test(character);
+}
+
+/** `diffs` with every change widened to the words it touches (`RecordMath.wholeWords`). */
+export function wholeWords(diffs) {
+  // Runs of kept text with one change between each two: kept[i] before change i, kept[i + 1] after.
+  const kept = [new Run()];
+  const deleted = [];
+  const inserted = [];
+  let open = false;
+  for (const [op, text] of diffs) {
+    if (op === EQUAL) {
+      kept[kept.length - 1].add(text);
+      open = false;
+      continue;
+    }
+    if (!open) {
+      deleted.push(new Run());
+      inserted.push(new Run());
+      kept.push(new Run());
+      open = true;
+    }
+    (op === DELETE ? deleted : inserted)[deleted.length - 1].add(text);
+  }
+  const touchesWord = (atStart, i) => [deleted[i], inserted[i]]
+    .some((run) => !run.isEmpty && !isWhitespace(atStart ? run.first : run.last));
+  const join = (i) => {
+    deleted[i].concat(deleted[i + 1]);
+    inserted[i].concat(inserted[i + 1]);
+    kept.splice(i + 1, 1);
+    deleted.splice(i + 1, 1);
+    inserted.splice(i + 1, 1);
+  };
+  // One step of widening change i: [whether anything moved, i] (i may move back by one).
+  const widen = (i) => {
+    let widened = false;
+    if (!kept[i].isEmpty && !isWhitespace(kept[i].last) && touchesWord(true, i)) {
+      const last = kept[i].removeLast();
+      deleted[i].prepend(last);
+      inserted[i].prepend(last);
+      widened = true;
+    }
+    if (!kept[i + 1].isEmpty && !isWhitespace(kept[i + 1].first) && touchesWord(false, i)) {
+      const first = kept[i + 1].removeFirst();
+      deleted[i].append(first);
+      inserted[i].append(first);
+      widened = true;
+    }
+    // A run of kept text used up: the changes on either side become one.
+    if (kept[i].isEmpty && i > 0) {
+      join(i - 1);
+      return [true, i - 1];
+    } else if (kept[i + 1].isEmpty && i + 1 < deleted.length) {
+      join(i);
+      return [true, i];
+    }
+    return [widened, i];
+  };
+  for (let i = 0; i < deleted.length; i++) {
+    for (;;) {
+      const [widened, at] = widen(i);
+      i = at;
+      if (!widened) break;
+    }
+  }
+  const out = [];
+  for (let k = 0; k < kept.length; k++) {
+    if (!kept[k].isEmpty) out.push([EQUAL, kept[k].toString()]);
+    if (k >= deleted.length) continue;
+    if (!deleted[k].isEmpty) out.push([DELETE, deleted[k].toString()]);
+    if (!inserted[k].isEmpty) out.push([INSERT, inserted[k].toString()]);
+  }
+  return out;
 }
 
 /** A random v4 UUID in canonical lower-case form. */
