@@ -13,6 +13,7 @@ import { Auth } from "./auth.js";
 import { accountOf, openCurrent, openFor, ownerOf, removeAccountDatabase } from "./accounts.js";
 import { AccountPanel, deleteAccount as deleteServerAccount, saveFile, signOutEverywhere as endEverySignIn } from "./account.js";
 import { SyncEngine, sameFields } from "./sync.js";
+import { browserTransport } from "./transport.js";
 import { hunk, mergeText, uuid } from "./text.js";
 import { NoteIndex, firstLine, summarize } from "./notes-index.js";
 import { NoteList } from "./list.js";
@@ -1036,7 +1037,7 @@ async function main() {
   list = new NoteList(ui.notes, ui.notesScroll, { render: renderRow, onOpen: (id) => select(id) });
   wireApp();
   const owner = await ownerOf(store);
-  engine = new SyncEngine({ store, auth, user: owner && owner.user });
+  engine = new SyncEngine({ store, auth, transport: browserTransport(), user: owner && owner.user });
   engine.addEventListener("records", (e) => onRecords(e.detail).catch((error) => toast(String(error))));
   engine.addEventListener("state", () => schedule());
   engine.addEventListener("pending", () => schedule());

@@ -1,9 +1,20 @@
 // The sync engine (docs/protocol.md): hello, pull to the end, resend in-flight changes, push dirty
 // notes with at most one change in flight per note, apply broadcasts, reconnect with backoff.
+//
+// The engine touches no IndexedDB, DOM or WebSocket of its own (docs/reliability.md, "The
+// engine outside the page"): it is given
+// - `store`: the records, the outbox, the meta (cursor, device): getMeta, setMeta, keys,
+//   pendingRecords, update, storePage, as Web/db.js's LocalStore (IndexedDB, the page) and
+//   Web/memory-store.js's MemoryStore (node) implement them;
+// - `transport`: the connection to the server and the network's state (Web/transport.js);
+// - `auth`: the access token (Web/auth.js: accessToken, invalidateAccessToken, refusedBecause,
+//   refreshSoon);
+// - `blobs` (set later, optional): the uploads a change adding a file waits for.
 
 import { applyDelta, editDelta, rebase, uuid } from "./text.js";
-import { SCALAR_FIELDS, isPending, isUnsynced, newRecord, normalizeFields } from "./db.js";
-import { addedElements, changeAddsShas, shaOf } from "./attachments.js";
+import { SCALAR_FIELDS, isPending, isUnsynced, newRecord, normalizeFields } from "./records.js";
+import { addedElements, changeAddsShas, shaOf } from "./elements.js";
+import { OPEN } from "./transport.js";
 
 const TEXT_FIELDS = ["title", "body"];
 const SET_FIELDS = ["tags", "attachments"];
@@ -11,9 +22,10 @@ const CLIENT = "noted-web/0.1.0";
 const PAGE = 500;
 
 export class SyncEngine extends EventTarget {
-  constructor({ store, auth, user = null, debounceMs = 300, requestTimeoutMs = 15000 }) {
+  constructor({ store, auth, transport, user = null, debounceMs = 300, requestTimeoutMs = 15000 }) {
     super();
     this.store = store;
+    this.transport = transport;
     this.auth = auth;
     this.user = user; // the account whose database `store` is: a welcome for another is refused
     this.debounceMs = debounceMs;
@@ -34,8 +46,7 @@ export class SyncEngine extends EventTarget {
     // Attachments (Web/attachments.js): { blocking(shas), missing(shas) }: a change adding a file
     // waits for its upload; a `missing_blob` reject uploads it again. Null: no gate.
     this.blobs = null;
-    window.addEventListener("online", () => this.kick());
-    window.addEventListener("offline", () => this.drop("browser offline"));
+    transport.watch?.({ online: () => this.kick(), offline: () => this.drop("browser offline") });
     this.watchdog = setInterval(() => this.checkTimeouts(), 1000);
   }
 
@@ -63,6 +74,13 @@ export class SyncEngine extends EventTarget {
     this.setState("offline");
   }
 
+  /** Stopped for good: its timers cleared too (a node process ends once every engine is disposed). */
+  dispose() {
+    this.stop();
+    clearTimeout(this.pushTimer);
+    clearInterval(this.watchdog);
+  }
+
   /** Try to connect now (after a network change or a local edit while offline). */
   kick() {
     if (this.stopped) return;
@@ -81,11 +99,9 @@ export class SyncEngine extends EventTarget {
       return;
     }
     this.setState("connecting");
-    const url = new URL("/v1/sync", location.href);
-    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
     let ws;
     try {
-      ws = new WebSocket(url);
+      ws = this.transport.connect();
     } catch {
       this.scheduleReconnect();
       return;
@@ -127,7 +143,7 @@ export class SyncEngine extends EventTarget {
     const base = Math.min(30000, 500 * 2 ** Math.min(this.attempt, 6));
     const delay = base / 2 + Math.random() * base / 2;
     this.attempt++;
-    this.reconnectTimer = setTimeout(() => this.connect(), navigator.onLine === false ? Math.max(delay, 2000) : delay);
+    this.reconnectTimer = setTimeout(() => this.connect(), this.transport.online?.() === false ? Math.max(delay, 2000) : delay);
   }
 
   async deviceId() {
@@ -140,7 +156,7 @@ export class SyncEngine extends EventTarget {
   }
 
   send(message) {
-    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) return false;
+    if (!this.ws || this.ws.readyState !== OPEN) return false;
     this.ws.send(JSON.stringify(message));
     return true;
   }
