@@ -7,7 +7,11 @@
 // Node 20 needs --experimental-websocket for the global WebSocket (scripts/test passes it).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Client, createAccount, heal, revisionTexts, signIn, sleep, startServer } from "./support/live.mjs";
+import { openFileStore } from "./support/file-store.mjs";
 
 const BIN = process.env.NOTED_SERVER_BIN;
 const NO_WEBSOCKET = typeof WebSocket === "undefined";
@@ -25,13 +29,15 @@ after(async () => {
   if (server) await server.stop();
 });
 
-/** A new user and `n` started clients of it, each signed in on its own session. */
-async function clients(n) {
+/** A new user and `n` started clients of it, each signed in on its own session (stores in `dir`'s files if given). */
+async function clients(n, dir = null) {
   const username = `web${++users}x${process.pid}`;
   await createAccount(server.base, username);
   const out = [];
   for (let i = 0; i < n; i++) {
-    const c = new Client(String.fromCharCode(65 + i), server.base, await signIn(server.base, username));
+    const name = String.fromCharCode(65 + i);
+    const store = dir ? openFileStore(join(dir, `${name}.json`)) : undefined;
+    const c = new Client(name, server.base, await signIn(server.base, username), { store });
     c.start();
     out.push(c);
   }
@@ -84,8 +90,9 @@ const STEPS = Number(process.env.NOTED_WEB_SIM_STEPS || 14);
 const SEED = Number(process.env.NOTED_WEB_SIM_SEED || Math.floor(Math.random() * 2 ** 31));
 
 /**
- * One seeded schedule: three clients create notes and replace or insert words (each a unique
- * token), go offline and come back, with pauses between steps; then all heal. Invariants
+ * One seeded schedule: three clients (stores persisted to files) create notes and replace or
+ * insert words (each a unique token), go offline and come back, are killed and started again
+ * on their files, with pauses between steps; then all heal. Invariants
  * (docs/reliability.md): all clients equal to the server; every token written is in its note's
  * text or in one of its conflict revisions, unless a later edit replaced it; no token twice;
  * no note lost or duplicated.
@@ -93,7 +100,8 @@ const SEED = Number(process.env.NOTED_WEB_SIM_SEED || Math.floor(Math.random() *
 async function schedule(seed, trace) {
   const rand = random(seed);
   const pick = (list) => list[Math.floor(rand() * list.length)];
-  const { list, token } = await clients(3);
+  const dir = mkdtempSync(join(tmpdir(), "noted-web-sim-"));
+  const { list, token } = await clients(3, dir);
   const created = []; // ids
   const tokens = new Map(); // token -> { id, client, step }
   const replaced = new Set(); // tokens a later edit replaced (their loss is the edit, not sync's)
@@ -106,6 +114,13 @@ async function schedule(seed, trace) {
       if (roll < 0.15) {
         c.setOnline(!c.online);
         trace.push(`${c.name} ${c.online ? "online" : "offline"}`);
+      } else if (roll < 0.2) {
+        // Killed (whatever it had not written to its file is gone) and started again on its file.
+        c.dispose();
+        const again = new Client(c.name, c.base, c.token, { store: openFileStore(join(dir, `${c.name}.json`)) });
+        again.start();
+        list[list.indexOf(c)] = again;
+        trace.push(`${c.name} killed and restarted`);
       } else if (roll < 0.25 && created.length < 4) {
         const id = await c.create({ title: `note ${step}`, body: "red green blue cyan magenta yellow" });
         created.push(id);
@@ -143,15 +158,18 @@ async function schedule(seed, trace) {
       }
     }
     const revisions = new Map();
+    let conflicts = 0;
     for (const [w, { id }] of tokens) {
       if (seen.get(w) === id || replaced.has(w)) continue;
       if (!revisions.has(id)) revisions.set(id, await revisionTexts(server.base, token, id));
       const kept = revisions.get(id).some((r) => r.conflict && r.body.split(/\s+/).includes(w));
       assert.ok(kept, `token ${w} (${JSON.stringify(tokens.get(w))}) is neither in note ${id} nor in a conflict revision of it`);
+      conflicts++;
     }
-    return { notes: notes.size, tokens: tokens.size, conflicts: [...revisions.values()].flat().filter((r) => r.conflict).length };
+    return { notes: notes.size, tokens: tokens.size, conflicts };
   } finally {
     for (const c of list) c.dispose();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -161,7 +179,8 @@ test("seeded schedules: edits, offline periods and reconnects of three JS client
     const trace = [];
     try {
       const result = await schedule(seed, trace);
-      t.diagnostic(`seed ${seed}: ${result.notes} notes, ${result.tokens} edits, ${result.conflicts} conflict revisions`);
+      const count = (word) => trace.filter((line) => line.includes(word)).length;
+      t.diagnostic(`seed ${seed}: ${result.notes} notes, ${result.tokens} edits (${result.conflicts} kept only in a conflict revision), ${count("offline")} offline periods, ${count("restarted")} restarts`);
     } catch (error) {
       console.log(`engine-live.test.mjs: failing seed NOTED_WEB_SIM_SEED=${seed}; its schedule:\n  ${trace.join("\n  ")}`);
       throw error;

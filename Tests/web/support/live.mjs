@@ -154,6 +154,8 @@ export class SwitchTransport {
 export class Client {
   constructor(name, base, token, { store = new MemoryStore() } = {}) {
     this.name = name;
+    this.base = base;
+    this.token = token;
     this.store = store;
     this.transport = new SwitchTransport(base);
     this.errors = [];
