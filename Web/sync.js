@@ -39,6 +39,7 @@ export class SyncEngine extends EventTarget {
     this.pending = new Map(); // rid -> { kind, ids, sentAt, since }
     this.rid = 0;
     this.stopped = true;
+    this.connecting = false; // awaiting the token for a connection
     this.limits = { maxChangesPerPush: 100 };
     this.staleRevs = new Map(); // id -> newest rev seen in a broadcast we could not apply
     this.progress = null; // { from, to, cursor, notes } while pulling: how far the pull has come
@@ -91,8 +92,18 @@ export class SyncEngine extends EventTarget {
   }
 
   async connect() {
+    // One connection at a time: a kick (an edit, the network back) while the token is being
+    // fetched must not open a second one, and a stop meanwhile opens none (issue 19: found by
+    // the node tests; the connection opened first was left open and unused).
+    if (this.stopped || this.ws || this.connecting) return;
+    this.connecting = true;
+    let token;
+    try {
+      token = await this.auth.accessToken().catch(() => null);
+    } finally {
+      this.connecting = false;
+    }
     if (this.stopped || this.ws) return;
-    const token = await this.auth.accessToken().catch(() => null);
     if (!token) {
       this.setState("offline");
       this.scheduleReconnect();
