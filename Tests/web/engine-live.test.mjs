@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client, createAccount, heal, revisionTexts, signIn, sleep, startServer } from "./support/live.mjs";
+import { Client, createAccount, heal, revisionTexts, serverNotes, signIn, sleep, startServer } from "./support/live.mjs";
 import { openFileStore } from "./support/file-store.mjs";
 
 const BIN = process.env.NOTED_SERVER_BIN;
@@ -146,7 +146,13 @@ async function schedule(seed, trace) {
       await sleep(Math.floor(rand() * 250));
     }
     trace.push("heal");
-    const notes = healed(await heal(list, server.base, token, 30000), ` (seed ${seed})`);
+    const result = await heal(list, server.base, token, 30000);
+    if (result.differences.length) {
+      for (const c of list) trace.push(await c.describe());
+      const held = await serverNotes(server.base, token);
+      trace.push(`server: ${JSON.stringify([...held].map(([id, n]) => [id.slice(0, 8), n.rev, n.fields.body]))}`);
+    }
+    const notes = healed(result, ` (seed ${seed})`);
     assert.equal(notes.size, created.length, `the server holds ${notes.size} notes, ${created.length} were created`);
     for (const id of created) assert.ok(notes.has(id), `note ${id} lost`);
     const seen = new Map();

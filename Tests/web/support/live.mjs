@@ -215,6 +215,16 @@ export class Client {
     return out;
   }
 
+  /** What a failure prints: the engine's state, its errors and its records. */
+  async describe() {
+    const e = this.engine;
+    const records = [...(await this.notes()).values()].map((r) => ({
+      id: r.id.slice(0, 8), body: r.local.body, rev: r.shadow && r.shadow.rev, dirty: r.dirty,
+      inflight: Boolean(r.inflight), forceSet: r.forceSet, refusal: r.refusal,
+    }));
+    return `${this.name}: ${e.state}, ready ${e.ready}, ${e.pending.size} unanswered, online ${this.online}, errors ${JSON.stringify(this.errors)}, records ${JSON.stringify(records)}`;
+  }
+
   /** Online, welcomed, nothing unanswered and nothing in the outbox. */
   async quiet() {
     const e = this.engine;
