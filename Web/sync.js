@@ -293,6 +293,12 @@ export class SyncEngine extends EventTarget {
       }
       this.emit("records", { ids: dropped, remote: true });
     }
+    if ((this.missedSeq || 0) > message.cursor) {
+      this.missedSeq = 0;
+      await this.pull();
+      return;
+    }
+    this.missedSeq = 0;
     this.ready = true;
     this.staleRevs.clear();
     await this.resendInflight();
@@ -358,7 +364,7 @@ export class SyncEngine extends EventTarget {
     let newId = null;
     let missing = null; // the files a change added that the server lacks (`missing_blob`)
     let source = null; // the local fields of a note the server no longer has
-    await this.store.update(message.id, (current) => {
+    await this.store.update(message.id, (current) => takeStash(message, current, ((current) => {
       if (!current || !current.inflight || current.inflight.ccid !== message.ccid) return undefined;
       const sent = current.inflight.sent;
       if (message.type === "ack") {
@@ -425,7 +431,7 @@ export class SyncEngine extends EventTarget {
           this.emit("error", { message: `Note "${current.local.title || "untitled"}" was refused: ${message.message || message.code}` });
           return { ...current, inflight: null, dirty: false, refusal: { code: String(message.code || "refused"), message: String(message.message || "") } };
       }
-    });
+    })(current)));
     if (missing) await this.blobsMissing(message.id, missing);
     if (newId) {
       if (source) await this.store.update(newId, () => newRecord(newId, source));
@@ -453,7 +459,12 @@ export class SyncEngine extends EventTarget {
   }
 
   async onBroadcast(message) {
-    if (!this.ready) return; // the pull in progress will bring it
+    if (!this.ready) {
+      // The pull in progress brings it, unless its page was read before this change was made
+      // (the page and the broadcast can cross): the pull's end then pulls again.
+      if (Number.isSafeInteger(message.seq)) this.missedSeq = Math.max(this.missedSeq || 0, message.seq);
+      return;
+    }
     let needPull = false;
     await this.store.update(message.id, (current) => {
       if (current && current.shadow && message.rev <= current.shadow.rev) return undefined; // old news
@@ -511,7 +522,14 @@ function mergeServerRecord(current, record) {
   if (!current) {
     return { ...newRecord(record.id, fields, record.createdAt), shadow: { fields, rev: record.rev }, dirty: false, updatedAt: record.updatedAt };
   }
-  if (current.inflight) return undefined; // the ack will bring the merged state
+  // A change of ours is unanswered: the newer state is kept beside it (`stash`) and taken once
+  // the answer is in. The ack may not bring it: a resent change is answered `duplicate`, with
+  // the state of when it was first applied, and the pull's cursor is already past this record
+  // (found by the node simulation, seed 108; the Swift client keeps a stash the same way).
+  if (current.inflight) {
+    if (current.stash && current.stash.rev >= record.rev) return undefined;
+    return { ...current, stash: { fields, rev: record.rev, updatedAt: record.updatedAt } };
+  }
   const base = current.shadow ? current.shadow.fields : null;
   let local = holds(current) ? current.local : fields;
   if (holds(current) && base) {
@@ -523,6 +541,18 @@ function mergeServerRecord(current, record) {
     local = rebased.fields;
   }
   return { ...moved(current, { fields, rev: record.rev }, local), updatedAt: record.updatedAt };
+}
+
+/**
+ * After a result (`next`, from `current`): a newer server state seen while the change was in
+ * flight (`current.stash`) is taken now, as a page would have been; the stash goes either way.
+ */
+function takeStash(message, current, next) {
+  if (!next || !current || !current.stash || !current.inflight || current.inflight.ccid !== message.ccid) return next;
+  const { stash, ...rest } = next;
+  if (!rest.shadow || stash.rev <= rest.shadow.rev) return rest;
+  const onto = mergeServerRecord(rest, { id: message.id, fields: stash.fields, rev: stash.rev, updatedAt: stash.updatedAt });
+  return onto === undefined ? rest : onto;
 }
 
 /** Whether a record has local edits a server state must not replace (unsent, or refused). */

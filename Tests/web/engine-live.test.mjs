@@ -3,7 +3,8 @@
 // in-memory stores (Web/memory-store.js) over real WebSockets, taken offline and back.
 // NOTED_SERVER_BIN: the server to start (skipped with a notice without it);
 // NOTED_WEB_SIM_SEED / NOTED_WEB_SIM_RUNS / NOTED_WEB_SIM_STEPS: the seeded schedule's seed
-// (random by default, printed on failure), its number of runs (1) and steps per run (14).
+// (1 by default, so that every run of the suite plays the same schedule; printed on failure),
+// its number of runs (1) and steps per run (14).
 // Node 20 needs --experimental-websocket for the global WebSocket (scripts/test passes it).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -87,7 +88,7 @@ function random(seed) {
 
 const RUNS = Number(process.env.NOTED_WEB_SIM_RUNS || 1);
 const STEPS = Number(process.env.NOTED_WEB_SIM_STEPS || 14);
-const SEED = Number(process.env.NOTED_WEB_SIM_SEED || Math.floor(Math.random() * 2 ** 31));
+const SEED = Number(process.env.NOTED_WEB_SIM_SEED || 1);
 
 /**
  * One seeded schedule: three clients (stores persisted to files) create notes and replace or
@@ -179,9 +180,14 @@ async function schedule(seed, trace) {
   }
 }
 
-test("seeded schedules: edits, offline periods and reconnects of three JS clients heal to the server's state", { skip, timeout: 120000 + RUNS * 60000 }, async (t) => {
-  for (let run = 0; run < RUNS; run++) {
-    const seed = SEED + run;
+// Seeds that found a bug, run every time: 108, a note created offline-to-be and edited
+// elsewhere meanwhile stayed at its first revision for ever (a resent create's duplicate ack
+// replaced the newer state its pull had brought; fixed with a stash in Web/sync.js).
+const REGRESSION_SEEDS = [108];
+
+test("seeded schedules: edits, offline periods and reconnects of three JS clients heal to the server's state", { skip, timeout: 120000 + (RUNS + REGRESSION_SEEDS.length) * 60000 }, async (t) => {
+  const seeds = [...REGRESSION_SEEDS, ...Array.from({ length: RUNS }, (_, run) => SEED + run)];
+  for (const seed of seeds) {
     const trace = [];
     try {
       const result = await schedule(seed, trace);
