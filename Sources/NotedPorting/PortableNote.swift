@@ -88,11 +88,18 @@ public struct PortableAttachment: Sendable, Hashable {
         return AttachmentReference(sha256: sha256, size: size, type: type, name: fitted)
     }
 
-    /// A type from the file name's extension, for sources that give none.
-    static func guessType(_ name: String) -> String {
-        let known = ["png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
-                     "heic": "image/heic", "pdf": "application/pdf", "txt": "text/plain", "m4a": "audio/mp4", "mp3": "audio/mpeg",
-                     "mp4": "video/mp4", "mov": "video/quicktime", "wav": "audio/wav"]
+    /// A type from the file name's extension, for sources (and `noted attach`) that give none.
+    public static func guessType(_ name: String) -> String {
+        let known = [
+            "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
+            "avif": "image/avif", "bmp": "image/bmp", "heic": "image/heic", "heif": "image/heif", "svg": "image/svg+xml",
+            "pdf": "application/pdf", "txt": "text/plain", "md": "text/markdown", "csv": "text/csv", "html": "text/html",
+            "json": "application/json", "zip": "application/zip",
+            "mp3": "audio/mpeg", "m4a": "audio/mp4", "aac": "audio/aac", "ogg": "audio/ogg", "oga": "audio/ogg", "wav": "audio/wav",
+            "flac": "audio/flac", "mp4": "video/mp4", "m4v": "video/mp4", "mov": "video/quicktime", "webm": "video/webm",
+            "doc": "application/msword", "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        ]
         return known[(name as NSString).pathExtension.lowercased()] ?? "application/octet-stream"
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NotedClient
 import NotedCore
+import NotedPorting
 
 /// `noted attach ID FILE`: a file attached to a note, kept here at once and synced.
 struct Attach: AsyncParsableCommand {
@@ -24,7 +25,7 @@ struct Attach: AsyncParsableCommand {
         } catch {
             throw CLIError("cannot read \(file): \(error.localizedDescription)")
         }
-        let mediaType = type?.lowercased() ?? MediaTypes.guess(url.pathExtension)
+        let mediaType = type?.lowercased() ?? PortableAttachment.guessType(url.lastPathComponent)
         guard AttachmentReference.isMediaType(mediaType) else { throw CLIError("--type is a MIME type such as image/png, in lower case") }
         let client = try await options.openClient()
         if !options.offline, !options.noSync, let limit = try? await client.maxAttachmentBytes(), Int64(data.count) > limit {
@@ -116,24 +117,6 @@ struct Fetch: AsyncParsableCommand {
             throw CLIError("cannot write \(path): \(error.localizedDescription)")
         }
         if !options.json { print("wrote \(file.data.count) bytes to \(path)") }
-    }
-}
-
-/// MIME types of the extensions people attach, for `noted attach` without `--type`.
-enum MediaTypes {
-    static let byExtension: [String: String] = [
-        "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
-        "avif": "image/avif", "bmp": "image/bmp", "heic": "image/heic", "heif": "image/heif", "svg": "image/svg+xml",
-        "pdf": "application/pdf", "txt": "text/plain", "md": "text/markdown", "csv": "text/csv", "html": "text/html",
-        "json": "application/json", "zip": "application/zip",
-        "mp3": "audio/mpeg", "m4a": "audio/mp4", "aac": "audio/aac", "ogg": "audio/ogg", "oga": "audio/ogg", "wav": "audio/wav",
-        "flac": "audio/flac", "mp4": "video/mp4", "m4v": "video/mp4", "mov": "video/quicktime", "webm": "video/webm",
-        "doc": "application/msword", "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-        "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    ]
-
-    static func guess(_ pathExtension: String) -> String {
-        byExtension[pathExtension.lowercased()] ?? "application/octet-stream"
     }
 }
 

@@ -20,8 +20,6 @@ public struct StoreEffect: Sendable, Hashable {
     public var needsPull = false
     /// The in-flight change was kept to be resent later (e.g. `rate_limited`).
     public var retryLater = false
-    /// Attachments' files must go to the server (again) before a change can be sent.
-    public var needsUpload = false
     /// The server refused a change for good; the edit stays local.
     public var refused: [(id: String, message: String)] = []
     /// Merges that could not place all of an edit: (note id, text fields).
@@ -422,7 +420,6 @@ extension LocalStore {
                     return effect
                 }
                 effect.retryLater = true
-                effect.needsUpload = true
                 return effect
             }
             let stash: NotedCore.Record? = change.newest.map { newest in
