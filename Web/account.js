@@ -611,8 +611,12 @@ export class AccountPanel {
     ui.downloadError.textContent = "";
     ui.downloadDone.textContent = "";
     try {
+      // What was typed here goes to the server first (the server makes the zip).
+      const unsynced = this.actions.settleUnsynced ? await this.actions.settleUnsynced() : 0;
       const name = await downloadAll(this.auth, format);
-      ui.downloadDone.textContent = `Downloaded ${name}. It holds what the server has: notes not yet synced from here are not in it.`;
+      ui.downloadDone.textContent = unsynced
+        ? `Downloaded ${name}. It holds what the server has: ${plural(unsynced, "note")} not yet synced from here ${unsynced === 1 ? "is" : "are"} not in it.`
+        : `Downloaded ${name}, with every note.`;
     } catch (error) {
       ui.downloadError.textContent = `Could not download the notes: ${error.message}`;
     }

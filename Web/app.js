@@ -838,6 +838,22 @@ async function unsyncedCount() {
 }
 
 /**
+ * Writes every draft's typing to the store and, while online, waits up to `ms` for the
+ * engine to push what is pending (a download of everything is made by the server from what
+ * it holds); the notes still unsynced after that: their count.
+ */
+async function settleUnsynced(ms = 8000) {
+  await flushDrafts();
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const records = await store.pendingRecords();
+    const waiting = records.filter((r) => !r.refusal).length;
+    if (waiting === 0 || !navigator.onLine || Date.now() >= deadline) return records.length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
  * Deletes the account (the server checks `password`), then this browser's database of it (its
  * notes, unsynced ones too, and its session): the page starts again signed out and says so.
  * Nothing syncs meanwhile; a refusal leaves everything as it was and rejects.
@@ -931,6 +947,7 @@ function wireApp() {
     signOutEverywhere: () => askSignOut(true),
     deleteAccount,
     unsynced: unsyncedCount,
+    settleUnsynced,
     exportUnsynced,
   });
   ui.account.addEventListener("click", () => accountPanel.open(ui.account));

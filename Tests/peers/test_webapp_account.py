@@ -462,10 +462,11 @@ def test_download_all_notes_gives_a_zip_of_every_note_as_markdown_or_json(accoun
         sign_in(driver, base, account)
         new_note(driver, "Groceries 🛒", "- [ ] milk\n- [x] eggs")
         new_note(driver, "Quote \" colon: x", "second")
-        wait(driver, lambda d: status(d) == "online", message="synced")
+        # At once, typing still unsaved: the page pushes it before the server makes the zip.
         open_account(driver)
         driver.find_element(By.ID, "download-markdown").click()
         wait(driver, lambda d: "Downloaded noted-export-" in text_of(d, "download-done"), timeout=20, message="download said")
+        assert text_of(driver, "download-done").endswith(", with every note."), text_of(driver, "download-done")
         wait(driver, lambda d: any(n.endswith(".zip") for n in os.listdir(downloads)), timeout=20, message="the zip saved")
         name = next(n for n in os.listdir(downloads) if n.endswith(".zip"))
         files = zipfile.ZipFile(os.path.join(downloads, name))
