@@ -20,6 +20,7 @@ import { NoteList } from "./list.js";
 import { Search } from "./search-client.js";
 import { renderMarkdown, toggleTask } from "./markdown.js";
 import { Attachments, AttachmentsEditor, ObjectUrls, shaOf } from "./attachments.js";
+import { groupRevisionsByDay, revisionDetails, revisionTime } from "./history.js";
 
 const TEXT = ["title", "body"];
 const SAVE_DELAY = 200; // ms without a key before typing is written to the store
@@ -732,6 +733,10 @@ async function discard() {
   toast("Discarded your version: the note is the server's again.");
 }
 
+/**
+ * Opens or closes the History panel; opening it lists the note's revisions from the server by
+ * local day (newest first), each with its time, its size and a Restore button.
+ */
 async function showHistory() {
   const open = ui.history.hidden;
   ui.history.hidden = !open;
@@ -741,26 +746,42 @@ async function showHistory() {
   ui.revisions.replaceChildren(Object.assign(document.createElement("li"), { textContent: "Loading…" }));
   try {
     const { revisions } = await auth.fetchJSON(`/v1/records/notes/${id}/revisions`);
-    ui.revisions.replaceChildren(...revisions.slice().reverse().map((rev) => {
-      const li = document.createElement("li");
-      const label = document.createElement("span");
-      label.textContent = `Revision ${rev.rev} · ${relativeTime(Date.parse(rev.updatedAt))}`;
-      if (rev.conflict) {
-        label.textContent += " · conflict";
-        label.className = "conflict";
-      }
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "quiet";
-      button.textContent = "Restore";
-      button.setAttribute("aria-label", `Restore revision ${rev.rev}`);
-      button.addEventListener("click", () => restoreRevision(id, rev));
-      li.append(label, " ", button);
-      return li;
-    }));
+    ui.revisions.replaceChildren(...groupRevisionsByDay(revisions).map((day) => historyDay(id, day)));
   } catch (error) {
     ui.revisions.replaceChildren(Object.assign(document.createElement("li"), { textContent: navigator.onLine ? `History unavailable (${error.message}).` : "History needs a connection." }));
   }
+}
+
+/** One day of the History panel: its heading ("Today", "Yesterday", a date) over its revisions. */
+function historyDay(id, day) {
+  const li = document.createElement("li");
+  const heading = Object.assign(document.createElement("h3"), { textContent: day.label });
+  const list = document.createElement("ul");
+  list.append(...day.revisions.map((rev) => historyEntry(id, rev)));
+  li.append(heading, list);
+  return li;
+}
+
+/**
+ * A revision in the History panel: its local time, its size (when the server sends one),
+ * "conflict" for a conflict revision, and its Restore button ("Restore revision N" to tools).
+ */
+function historyEntry(id, rev) {
+  const li = document.createElement("li");
+  const label = document.createElement("span");
+  const time = revisionTime(rev);
+  if (time) label.append(Object.assign(document.createElement("time"), { dateTime: rev.updatedAt, textContent: time }));
+  else label.append(`Revision ${rev.rev}`);
+  for (const detail of revisionDetails(rev)) label.append(` · ${detail}`);
+  if (rev.conflict) label.className = "conflict";
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "quiet";
+  button.textContent = "Restore";
+  button.setAttribute("aria-label", `Restore revision ${rev.rev}`);
+  button.addEventListener("click", () => restoreRevision(id, rev));
+  li.append(label, " ", button);
+  return li;
 }
 
 async function restoreRevision(id, rev) {

@@ -265,6 +265,7 @@ def test_history_panel_lists_revisions_and_restores_one(server, account):
     driver = browser()
     try:
         sign_in(driver, server, account)
+        started = driver.execute_script("return new Date().toDateString()")  # the browser's local day
         new_note(driver, "Versions", "first version")
         wait(driver, lambda d: any(r["fields"].get("body") == "first version" for r in server_notes(server, account)), message="v1 synced")
         body = by_label(driver, "Body")
@@ -273,6 +274,23 @@ def test_history_panel_lists_revisions_and_restores_one(server, account):
         wait(driver, lambda d: any(r["fields"].get("body") == "second version" for r in server_notes(server, account)), message="v2 synced")
         driver.find_element(By.ID, "history-toggle").click()
         wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#revisions button")) >= 2, message="revisions listed")
+        # By local day (issue 23): made just now, they are all under "Today", each with its time
+        # (and its size where the server sends one); the Restore buttons still name the revision.
+        days = driver.execute_script(
+            "return [...document.querySelectorAll('#revisions > li')].map(day => ({ heading: day.querySelector('h3')?.textContent,"
+            " entries: [...day.querySelectorAll('ul > li')].map(e => ({ text: e.textContent, time: e.querySelector('time')?.getAttribute('datetime'),"
+            " label: e.querySelector('button')?.getAttribute('aria-label') })) }))")
+        if driver.execute_script("return new Date().toDateString()") == started:
+            assert [d["heading"] for d in days] == ["Today"], days
+        else:  # local midnight passed during the test
+            assert {d["heading"] for d in days} <= {"Today", "Yesterday"}, days
+        entries = [e for d in days for e in d["entries"]]
+        assert len(entries) >= 2, days
+        for entry in entries:
+            assert re.search(r"\d{1,2}:\d{2}", entry["text"]), entry
+            assert entry["time"] and entry["time"].endswith("Z"), entry
+            assert re.fullmatch(r"Restore revision \d+", entry["label"] or ""), entry
+            assert "Revision " not in entry["text"], entry
         note = next(r for r in server_notes(server, account) if r["fields"].get("title") == "Versions")
         headers = {"Authorization": "Bearer " + _tokens[account]}
         revisions = requests.get(f"{server}/v1/records/notes/{note['id']}/revisions", headers=headers).json()["revisions"]
