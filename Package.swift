@@ -163,6 +163,7 @@ let package = Package(
                 "NotedClient",
                 "NotedCore",
                 "NotedServer",
+                "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -285,6 +285,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("blob-retention-hours"), help: "Hours an attachment no note references is kept after its upload, and an unfinished upload after its last write [NOTED_BLOB_RETENTION_HOURS]; default 24.")
     var blobRetentionHours: Int?
 
+    @Option(name: .customLong("history-days"), help: "Days a note's revision history reaches back (every save for 10 minutes, then one per 10 minutes of the last day, per hour of the last week, per day after); 0 keeps every revision [NOTED_HISTORY_DAYS]; default 90.")
+    var historyDays: Int?
+
     @Option(help: "Folder of collection schema documents (*.json, docs/collections.md) served besides notes [NOTED_COLLECTIONS].")
     var collections: String?
 
@@ -384,6 +387,10 @@ struct Serve: AsyncParsableCommand {
         if let text = blobRetentionHours.map(String.init) ?? environment["NOTED_BLOB_RETENTION_HOURS"] {
             guard let value = Int(text), (1...87_600).contains(value) else { throw ValidationError("--blob-retention-hours is a number of hours from 1 to 87600") }
             configuration.blobRetention = .seconds(value * 3600)
+        }
+        if let text = historyDays.map(String.init) ?? environment["NOTED_HISTORY_DAYS"] {
+            guard let value = Int(text), (0...36_500).contains(value) else { throw ValidationError("--history-days is a number of days from 0 (keep everything) to 36500") }
+            configuration.history = HistoryPolicy(days: value)
         }
         return configuration
     }

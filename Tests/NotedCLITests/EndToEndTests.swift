@@ -68,6 +68,15 @@ import Testing
             #expect(bodyA == (try await b.notes())[id]?["body"])
             let history = try JSONValue.parse(try await a.noted("history", id, "--json")).arrayValue ?? []
             #expect(history.count >= 3)
+            #expect(history.allSatisfy { ($0["size"]?.intValue ?? 0) > 0 }, "\(history)")
+            // As text: by day (today's, unless midnight passed meanwhile), newest first, with times and sizes.
+            let listing = try await a.noted("history", id).split(separator: "\n").map(String.init)
+            #expect(listing.first == "Today" || listing.first == "Yesterday", "\(listing)")
+            let entries = listing.filter { $0.hasPrefix("  ") }
+            #expect(entries.count == history.count, "\(listing)")
+            #expect(entries.allSatisfy { $0.range(of: #"^  \d\d:\d\d  rev \d+  \d+ B"#, options: .regularExpression) != nil }, "\(listing)")
+            let listedRevs = entries.compactMap { $0.split(separator: " ").dropFirst(2).first.flatMap { Int64($0) } }
+            #expect(listedRevs.first == history.compactMap { $0["rev"]?.intValue }.max(), "\(listing)")
             // Whatever the merge kept, both edits are in the history (a revision or a conflict revision).
             var bodies: Set<String> = []
             for entry in history {

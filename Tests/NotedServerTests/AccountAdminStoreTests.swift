@@ -15,8 +15,8 @@ import Testing
 
     func open(_ location: DatabaseLocation) throws -> any NotedStore {
         switch location {
-        case .sqlite(let path): try SQLiteStore(path: path, limits: Limits(), revisionsKept: 100)
-        case .postgres(let url): try PostgresStore(url: url, limits: Limits(), revisionsKept: 100, logger: Logger(label: "test"))
+        case .sqlite(let path): try SQLiteStore(path: path, limits: Limits())
+        case .postgres(let url): try PostgresStore(url: url, limits: Limits(), logger: Logger(label: "test"))
         }
     }
 

@@ -228,7 +228,7 @@ import Testing
                 }
             }
         case .postgres(let url):
-            let store = try PostgresStore(url: url, limits: Limits(), revisionsKept: 100, logger: Logger(label: "test"))
+            let store = try PostgresStore(url: url, limits: Limits(), logger: Logger(label: "test"))
             defer { Task { await store.shutdown() } }
             var total = 0
             for table in tables {

@@ -253,13 +253,6 @@ import Testing
         }
     }
 
-    @Test(arguments: backends) func anEditAgainstAPrunedBaseIsBaseUnavailable(backend: Backend) async throws {
-        try await withSession(backend, configure: { $0.revisionsKept = 1 }) { _, _, connection, id in
-            _ = try await connection.push(change(id, baseRev: 1, ["title": ["set": "second"]]))
-            try await expectReject(change(id, baseRev: 1, ["title": ["delta": "=8\t+!"]]), code: "base_unavailable", on: connection, seq: 2)
-        }
-    }
-
     @Test(arguments: backends) func tooManyChangesInOnePushIsOneErrorAndNothingApplied(backend: Backend) async throws {
         try await withSession(backend, configure: { $0.limits.maxChangesPerPush = 3 }) { _, _, connection, _ in
             let changes = (0..<4).map { _ in change(uuid(), baseRev: 0) }

@@ -159,7 +159,7 @@ import Testing
     }
 
     @Test(arguments: backends) func unreferencedBlobsAreCollectedAfterTheRetentionReferencedOnesKept(backend: Backend) async throws {
-        try await withStore(backend, revisionsKept: 3) { store in
+        try await withStore(backend) { store in
             let user = try await contract.makeUser(store)
             let (kept, dropped, inHistory, stray) = (Self.bytes(1000, seed: 6), Self.bytes(2000, seed: 7), Self.bytes(3000, seed: 8), Self.bytes(4000, seed: 9))
             var references: [String] = []
@@ -169,15 +169,20 @@ import Testing
             }
             let (noteA, noteB) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
             // A keeps `kept`; B had `dropped` and then `inHistory`, and `inHistory` was removed
-            // again: `inHistory` is still in a kept revision, `dropped` was in one that is pruned.
+            // again: `inHistory` is still in a kept revision (stored as a delta once the history is
+            // compacted), `dropped` was in one saved 200 days ago, thinned away.
+            let longAgo = Date().addingTimeInterval(-200 * 86400)
             #expect(try await contract.push(store, user: user, attach(noteA, add: [references[0]]))["status"] == "applied")
-            #expect(try await contract.push(store, user: user, attach(noteB, add: [references[1]]))["status"] == "applied")
-            #expect(try await contract.push(store, user: user, attach(noteB, baseRev: 1, remove: [references[1]]))["status"] == "applied")
+            #expect(try await contract.push(store, user: user, attach(noteB, add: [references[1]]), at: longAgo)["status"] == "applied")
+            #expect(try await contract.push(store, user: user, attach(noteB, baseRev: 1, remove: [references[1]]), at: longAgo.addingTimeInterval(1))["status"] == "applied")
             for rev in Int64(2)...5 {
                 #expect(try await contract.push(store, user: user, attach(noteB, baseRev: rev, title: "t\(rev)"))["status"] == "applied")
             }
             #expect(try await contract.push(store, user: user, attach(noteB, baseRev: 6, add: [references[2]]))["status"] == "applied")
             #expect(try await contract.push(store, user: user, attach(noteB, baseRev: 7, remove: [references[2]]))["status"] == "applied")
+            _ = try await store.thinHistory(now: Date().addingTimeInterval(1), policy: HistoryPolicy(days: 90), limit: 100)
+            #expect(try await store.revisions(userID: user, collection: "notes", id: noteB)?.map(\.rev) == [2, 3, 4, 5, 6, 7, 8])
+            #expect(try await store.revision(userID: user, collection: "notes", id: noteB, rev: 7, conflict: false)?.fields["attachments"] == .array([.string(references[2])]))
             // An upload under way that nobody continues.
             _ = try await store.beginBlobUpload(userID: user, sha256: Self.sha([9, 9]), length: 2, type: "image/png", quota: nil, now: Date())
             let usage = try await store.usage(userID: user).bytes
@@ -208,24 +213,21 @@ import Testing
     /// `attachments` field) and pending pushes keep working, and attachments work on it.
     @Test(arguments: backends) func aDatabaseFromBeforeAttachmentsUpgradesAndTakesThem(backend: Backend) async throws {
         try await withDatabase(backend) { location in
-            func open() throws -> any NotedStore {
-                switch location {
-                case .sqlite(let path): try SQLiteStore(path: path, limits: Limits(), revisionsKept: 100)
-                case .postgres(let url): try PostgresStore(url: url, limits: Limits(), revisionsKept: 100, logger: Logger(label: "test"))
-                }
-            }
-            let old = try open()
-            switch old {
-            case let sqlite as SQLiteStore: try await sqlite.migrate(upTo: "account-admin")
-            case let postgres as PostgresStore: try await postgres.migrate(upTo: "account-admin")
-            default: Issue.record("unknown store")
-            }
+            let old = try openStore(location)
+            try await migrate(old, upTo: "account-admin")
             let user = try await contract.makeUser(old)
             let id = UUID().uuidString.lowercased()
-            #expect(try await contract.push(old, user: user, contract.create(id, title: "Before"))["status"] == "applied")
+            // A note as that version wrote it (its push wrote these rows).
+            try await executeRaw(old, [
+                ("UPDATE user_seq SET seq = 1 WHERE user_id = $1", [user]),
+                ("INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at) VALUES ($1, 'notes', $2, 1, 1, $3, $4, 0, 0)",
+                 [user, id, false, #"{"title":"Before"}"#]),
+                ("INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at) VALUES ($1, 'notes', $2, 1, $3, 1, $4, NULL, NULL, 0)",
+                 [user, id, false, #"{"title":"Before"}"#]),
+            ])
             await old.shutdown()
 
-            let store = try open()
+            let store = try openStore(location)
             try await store.migrate()
             #expect(try await store.record(userID: user, collection: "notes", id: id)?.fields["title"] == "Before")
             let bytes = Self.bytes(5000, seed: 11)

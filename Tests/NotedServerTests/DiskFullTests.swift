@@ -13,7 +13,7 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("noted-full-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try SQLiteStore(path: dir.appendingPathComponent("noted.sqlite").path, limits: Limits(), revisionsKept: 10)
+        let store = try SQLiteStore(path: dir.appendingPathComponent("noted.sqlite").path, limits: Limits())
         try await store.migrate()
         let user = UUID().uuidString.lowercased()
         #expect(try await store.createUser(UserAccount(id: user, username: "full", usernameKey: "full", passwordHash: "x"), now: Date()))

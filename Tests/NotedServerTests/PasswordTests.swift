@@ -39,8 +39,8 @@ import Testing
         try await withDatabase(backend) { location in
             // What the earlier version stored: plain bcrypt over the password.
             let store: any NotedStore = switch location {
-            case .sqlite(let path): try SQLiteStore(path: path, limits: Limits(), revisionsKept: 100)
-            case .postgres(let url): try PostgresStore(url: url, limits: Limits(), revisionsKept: 100, logger: Logger(label: "test"))
+            case .sqlite(let path): try SQLiteStore(path: path, limits: Limits())
+            case .postgres(let url): try PostgresStore(url: url, limits: Limits(), logger: Logger(label: "test"))
             }
             try await store.migrate()
             let short = "correct horse battery", long = String(repeating: "y", count: 80)
@@ -59,8 +59,8 @@ import Testing
                 #expect(try await signIn(server, "old-long", long).status == .ok)
             }
             let reopened: any NotedStore = switch location {
-            case .sqlite(let path): try SQLiteStore(path: path, limits: Limits(), revisionsKept: 100)
-            case .postgres(let url): try PostgresStore(url: url, limits: Limits(), revisionsKept: 100, logger: Logger(label: "test"))
+            case .sqlite(let path): try SQLiteStore(path: path, limits: Limits())
+            case .postgres(let url): try PostgresStore(url: url, limits: Limits(), logger: Logger(label: "test"))
             }
             let upgraded = try await reopened.user(usernameKey: "old-short")?.passwordHash
             let kept = try await reopened.user(usernameKey: "old-long")?.passwordHash

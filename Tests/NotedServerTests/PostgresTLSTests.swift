@@ -49,7 +49,7 @@ import Testing
                 (url + "?sslmode=disable", false), (url, true), (url + "?sslmode=require", true),
                 (url + "?sslmode=verify-ca&sslrootcert=\(ca)", true), (localhost + "?sslmode=verify-full&sslrootcert=\(ca)", true),
             ] {
-                let store = try PostgresStore(url: target, limits: Limits(), revisionsKept: 100, logger: Logger(label: "test"))
+                let store = try PostgresStore(url: target, limits: Limits(), logger: Logger(label: "test"))
                 try await store.migrate()
                 let rows = try await store.client.query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", logger: store.logger)
                 var ssl: [Bool] = []
@@ -58,7 +58,7 @@ import Testing
                 await store.shutdown()
             }
             // The system's roots do not know the throwaway CA: verify-full refuses, and says where.
-            let untrusted = try PostgresStore(url: localhost + "?sslmode=verify-full", limits: Limits(), revisionsKept: 100, logger: Logger(label: "test"))
+            let untrusted = try PostgresStore(url: localhost + "?sslmode=verify-full", limits: Limits(), logger: Logger(label: "test"))
             do {
                 try await untrusted.migrate()
                 Issue.record("verify-full accepted a certificate of an unknown CA")

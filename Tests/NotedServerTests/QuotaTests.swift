@@ -16,8 +16,8 @@ import Testing
 
     func open(_ location: DatabaseLocation, quota: StorageQuota) throws -> any NotedStore {
         switch location {
-        case .sqlite(let path): try SQLiteStore(path: path, limits: Limits(), revisionsKept: 100, quota: quota)
-        case .postgres(let url): try PostgresStore(url: url, limits: Limits(), revisionsKept: 100, quota: quota, logger: Logger(label: "test"))
+        case .sqlite(let path): try SQLiteStore(path: path, limits: Limits(), quota: quota)
+        case .postgres(let url): try PostgresStore(url: url, limits: Limits(), quota: quota, logger: Logger(label: "test"))
         }
     }
 
@@ -105,39 +105,8 @@ import Testing
                 ("INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                  [user, "notes", ids[index], Int64(1), Int64(index + 1), index == 2, text, Int64(0), Int64(0)])
             }
-            switch (old, location) {
-            case (let sqlite as SQLiteStore, _):
-                try await sqlite.migrate(upTo: "collections")
-                try await sqlite.pool.write { db in
-                    for (sql, values) in statements {
-                        let arguments = StatementArguments(values.map { value -> (any DatabaseValueConvertible)? in
-                            switch value {
-                            case let text as String: text
-                            case let number as Int64: number
-                            case let flag as Bool: flag
-                            default: nil
-                            }
-                        })
-                        try db.execute(sql: sql.replacingOccurrences(of: #"\$\d"#, with: "?", options: .regularExpression), arguments: arguments)
-                    }
-                }
-            case (let postgres as PostgresStore, _):
-                try await postgres.migrate(upTo: "collections")
-                for (sql, values) in statements {
-                    var bindings = PostgresBindings()
-                    for value in values {
-                        switch value {
-                        case let text as String: bindings.append(text)
-                        case let number as Int64: bindings.append(number)
-                        case let flag as Bool: bindings.append(flag)
-                        default: break
-                        }
-                    }
-                    try await postgres.client.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: postgres.logger)
-                }
-            default:
-                Issue.record("unknown store")
-            }
+            try await migrate(old, upTo: "collections")
+            try await executeRaw(old, statements)
             await old.shutdown()
             // The new version migrates on start, and counts what the records hold.
             let store = try open(location, quota: .standard)

@@ -12,7 +12,7 @@ import Testing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("noted-sync-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try SQLiteStore(path: dir.appendingPathComponent("noted.sqlite").path, limits: Limits(), revisionsKept: 10)
+        let store = try SQLiteStore(path: dir.appendingPathComponent("noted.sqlite").path, limits: Limits())
         let level = try store.pool.write { try Int.fetchOne($0, sql: "PRAGMA synchronous") }
         #expect(level == 2, "PRAGMA synchronous on the writer: \(String(describing: level)) (2 = FULL)")
     }

@@ -16,9 +16,9 @@ import Testing
         return id
     }
 
-    func push(_ store: any NotedStore, user: String, _ json: JSONValue) async throws -> JSONValue {
+    func push(_ store: any NotedStore, user: String, _ json: JSONValue, at now: Date = Date()) async throws -> JSONValue {
         let change = try ChangeParser().parse(json)
-        return try await store.push(change, context: PushContext(userID: user, device: nil, now: Date(), bodyHash: change.json.jsonString)).reply.json
+        return try await store.push(change, context: PushContext(userID: user, device: nil, now: now, bodyHash: change.json.jsonString)).reply.json
     }
 
     func create(_ id: String, title: String) -> JSONValue {
@@ -248,26 +248,35 @@ import Testing
         }
     }
 
-    @Test(arguments: backends) func oldRevisionsArePrunedButConflictsAreKept(backend: Backend) async throws {
-        try await withStore(backend, revisionsKept: 2) { (store: any NotedStore) async throws in
+    @Test(arguments: backends) func oldSavesAreThinnedByTimeAndAThinnedBaseIsUnavailable(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
             let user = try await makeUser(store)
             let id = UUID().uuidString.lowercased()
-            _ = try await push(store, user: user, create(id, title: "0"))
+            let start = Date(timeIntervalSince1970: 1_790_000_000) // a 10-minute stretch begins here
+            _ = try await push(store, user: user, create(id, title: "0"), at: start)
             for rev in 1...3 {
                 let edit: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
                                        "baseRev": .int(Int64(rev)), "op": "upsert", "fields": ["title": ["set": .string("\(rev)")]]]
-                _ = try await push(store, user: user, edit)
+                _ = try await push(store, user: user, edit, at: start.addingTimeInterval(Double(rev)))
             }
-            let revisions = try #require(try await store.revisions(userID: user, collection: "notes", id: id))
-            #expect(revisions.map(\.rev) == [3, 4])
+            let policy = HistoryPolicy(days: 90)
+            // Within 10 minutes every save is kept (and compacted).
+            _ = try await store.thinHistory(now: start.addingTimeInterval(60), policy: policy, limit: 100)
+            #expect(try #require(try await store.revisions(userID: user, collection: "notes", id: id)).map(\.rev) == [1, 2, 3, 4])
+            for rev in Int64(1)...4 {
+                #expect(try await store.revision(userID: user, collection: "notes", id: id, rev: rev, conflict: false)?.fields["title"] == .string("\(rev - 1)"))
+            }
+            // An hour later the stretch keeps its newest save only.
+            _ = try await store.thinHistory(now: start.addingTimeInterval(3600), policy: policy, limit: 100)
+            #expect(try #require(try await store.revisions(userID: user, collection: "notes", id: id)).map(\.rev) == [4])
             let stale: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
                                     "baseRev": 1, "op": "upsert", "fields": ["title": ["delta": "=1\t+x"]]]
-            #expect(try await push(store, user: user, stale)["code"] == "base_unavailable")
+            #expect(try await push(store, user: user, stale, at: start.addingTimeInterval(3601))["code"] == "base_unavailable")
         }
     }
 
     @Test(arguments: backends) func conflictRevisionsAreKeptUpToTheNewestFew(backend: Backend) async throws {
-        try await withStore(backend, revisionsKept: 2) { (store: any NotedStore) async throws in
+        try await withStore(backend, conflictRevisionsKept: 2) { (store: any NotedStore) async throws in
             let user = try await makeUser(store)
             let id = UUID().uuidString.lowercased()
             _ = try await push(store, user: user, create(id, title: "0"))
@@ -331,7 +340,7 @@ import Testing
 @Suite struct PostgresReachabilityTests {
     @Test func anUnreachableServerFailsAtOnceWithTheReason() async throws {
         // Port 1 on loopback: nothing listens there.
-        let store = try PostgresStore(url: "postgres://noted@127.0.0.1:1/noted", limits: Limits(), revisionsKept: 10, logger: Logger(label: "test"))
+        let store = try PostgresStore(url: "postgres://noted@127.0.0.1:1/noted", limits: Limits(), logger: Logger(label: "test"))
         let started = ContinuousClock.now
         await #expect {
             try await store.migrate()
@@ -345,7 +354,7 @@ import Testing
     @Test func aMissingDatabaseOrRoleIsNamed() async throws {
         guard let url = Backend.postgresURL, var components = URLComponents(string: url) else { return }
         components.path = "/noted_no_such_database"
-        let store = try PostgresStore(url: components.string ?? url, limits: Limits(), revisionsKept: 10, logger: Logger(label: "test"))
+        let store = try PostgresStore(url: components.string ?? url, limits: Limits(), logger: Logger(label: "test"))
         await #expect {
             try await store.migrate()
         } throws: { error in

@@ -5,6 +5,7 @@ import NIOConcurrencyHelpers
 import NotedCore
 @testable import NotedServer
 import Testing
+import TestSupport
 
 /// A virtual instant: the simulation's clock only moves when a step says so.
 struct SimInstant: InstantProtocol {
@@ -331,6 +332,23 @@ final class SimClient {
     }
 }
 
+/// What the runs of one process did, for the summary line: the history steps are seen to thin,
+/// and to make clients meet `base_unavailable`.
+enum SimStats {
+    static let thinnedRevisions = NIOLockedValueBox(0)
+    static let baseUnavailable = NIOLockedValueBox(0)
+}
+
+struct RevisionKey: Hashable {
+    var rev: Int64
+    var conflict: Bool
+}
+
+struct SavedRevision {
+    var at: Date
+    var fields: [String: JSONValue]
+}
+
 /// The whole world of one run: the real server core over a real SQLite file, real clients.
 final class World {
     var random: SimRandom
@@ -339,8 +357,14 @@ final class World {
     var sync: SyncService
     var tokens: AccessTokens
     var serverUp = true
-    let time = SimTime()
+    let time: SimTime
     var now: SimInstant { time.now }
+    /// How far the server's clock is ahead of the clients' virtual time: the history steps move
+    /// it on by hours and days (the clients' own timers are not concerned).
+    let serverAhead: NIOLockedValueBox<TimeInterval>
+    /// Every revision the server saved, by record (`collection/id`): what a thinned history is
+    /// checked against (``checkHistory()``).
+    var savedRevisions: [String: [RevisionKey: SavedRevision]] = [:]
     var clients: [SimClient] = []
     var users: [String] = []
     var nextMarker = 1
@@ -386,7 +410,11 @@ final class World {
         directory = base + "/noted-sim-\(seed)-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         serverPath = directory + "/server.sqlite"
-        (sync, tokens) = try await World.openServer(path: serverPath)
+        let time = SimTime()
+        let ahead = NIOLockedValueBox<TimeInterval>(0)
+        self.time = time
+        serverAhead = ahead
+        (sync, tokens) = try await World.openServer(path: serverPath, clock: World.serverClock(time: time, ahead: ahead))
         let userCount = 2 + random.below(2)
         for u in 0..<userCount {
             let id = "user-\(u)"
@@ -402,24 +430,36 @@ final class World {
         }
     }
 
-    /// The server's configuration: few kept revisions (so `base_unavailable` happens), and the
-    /// wall-clock rate limits out of reach (they would make runs depend on real time).
+    /// The server's configuration: the wall-clock rate limits out of reach (they would make
+    /// runs depend on real time). Revisions are thinned by the history steps (a short period,
+    /// so that `base_unavailable` happens).
     static let configuration: ServerConfiguration = {
         var configuration = ServerConfiguration()
-        configuration.revisionsKept = 5
+        configuration.history = HistoryPolicy(days: 2)
         configuration.maxPushesPerSecond = 1_000_000
         configuration.maxErrorsPerMinute = 1_000_000
         return configuration
     }()
 
-    static func openServer(path: String) async throws -> (SyncService, AccessTokens) {
+    static func openServer(path: String, clock: @escaping @Sendable () -> Date) async throws -> (SyncService, AccessTokens) {
         let limits = configuration.limits
         let schemas = SchemaRegistry([.notes, journal])
-        let store = try SQLiteStore(path: path, schemas: schemas, limits: limits, revisionsKept: configuration.revisionsKept)
+        let store = try SQLiteStore(path: path, schemas: schemas, limits: limits)
         try await store.migrate()
-        let sync = SyncService(store: store, parser: ChangeParser(schemas: schemas, limits: limits), hub: SessionHub(), metrics: ServerMetrics())
+        var sync = SyncService(store: store, parser: ChangeParser(schemas: schemas, limits: limits), hub: SessionHub(), metrics: ServerMetrics())
+        sync.clock = clock
         let tokens = try await AccessTokens.load(store: store, issuer: "https://sim.noted.invalid", audience: "noted", lifetime: .seconds(3600))
         return (sync, tokens)
+    }
+
+    /// The server's time: a fixed start, plus the world's virtual time, plus what history steps added.
+    var serverClock: @Sendable () -> Date { World.serverClock(time: time, ahead: serverAhead) }
+
+    static func serverClock(time: SimTime, ahead: NIOLockedValueBox<TimeInterval>) -> @Sendable () -> Date {
+        {
+            let elapsed = time.now.offset.components
+            return Date(timeIntervalSince1970: 1_790_000_000 + Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18 + ahead.withLockedValue { $0 })
+        }
     }
 
     /// A real access token for the client's user, signed with the server's key; already
@@ -488,7 +528,28 @@ final class World {
         guard !link.closedByServer else { return }
         let keepGoing = try await link.session.handle(.text(value.jsonString), state: &link.state, shared: link.shared, continuation: link.continuation)
         if !keepGoing { link.closedByServer = true }
+        if value["type"] == "push", let userID = link.state.userID {
+            try await noteSavedRevisions(value, userID: userID)
+        }
         try await collectBroadcasts()
+    }
+
+    /// Remembers the revisions a push made (read back at once: nothing thins between a push
+    /// and this), for ``checkHistory()``.
+    func noteSavedRevisions(_ push: JSONValue, userID: String) async throws {
+        for change in push["changes"]?.arrayValue ?? [] {
+            // A change without `collection` is a note's (docs/protocol.md).
+            let collection = change["collection"]?.stringValue ?? "notes"
+            guard let id = change["id"]?.stringValue,
+                  let listed = try await sync.store.revisions(userID: userID, collection: collection, id: id) else { continue }
+            let key = "\(userID)/\(collection)/\(id)"
+            for summary in listed where savedRevisions[key]?[RevisionKey(rev: summary.rev, conflict: summary.conflict)] == nil {
+                guard let revision = try await sync.store.revision(userID: userID, collection: collection, id: id, rev: summary.rev, conflict: summary.conflict) else {
+                    throw SimFailure(description: "revision \(summary.rev) of \(key) is listed but cannot be read")
+                }
+                savedRevisions[key, default: [:]][RevisionKey(rev: summary.rev, conflict: summary.conflict)] = SavedRevision(at: revision.updatedAt, fields: revision.fields)
+            }
+        }
     }
 
     /// Moves what the hub published into each link's downstream queue.
@@ -510,6 +571,9 @@ final class World {
                 }
                 if message["type"] == "change", let userID = link.state.userID, userID != users[client.user] {
                     throw SimFailure(description: "a change of another user reached \(client.name)")
+                }
+                if message["type"] == "reject", message["code"] == "base_unavailable" {
+                    SimStats.baseUnavailable.withLockedValue { $0 += 1 }
                 }
                 if link.dropNextAck, message["type"] == "ack" {
                     link.dropNextAck = false

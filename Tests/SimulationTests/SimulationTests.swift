@@ -3,6 +3,7 @@ import Foundation
 import NotedCore
 @testable import NotedServer
 import Testing
+import TestSupport
 
 extension World {
     /// Heals every fault and runs until nothing moves; not quiescing is a failure.
@@ -45,8 +46,45 @@ extension World {
         throw SimFailure(description: "did not quiesce within 400 rounds: " + stuck.joined(separator: "; "))
     }
 
+    /// The history promises (docs/protocol.md, "History") over every revision the server saved:
+    /// each one the policy promises at the server's time is readable, and every revision it
+    /// still lists reads back exactly as it was saved (through any deltas). A purged record's
+    /// history is gone with it.
+    func checkHistory() async throws {
+        let now = serverClock()
+        let promise = HistoryPromise(days: World.configuration.history.days)
+        for (key, saved) in savedRevisions.sorted(by: { $0.key < $1.key }) {
+            let parts = key.split(separator: "/", maxSplits: 2).map(String.init)
+            let (userID, collection, id) = (parts[0], parts[1], parts[2])
+            let record = try await sync.store.record(userID: userID, collection: collection, id: id)
+            guard let record, !record.deleted else {
+                savedRevisions[key] = nil
+                continue
+            }
+            let listed = Set(try await sync.store.revisions(userID: userID, collection: collection, id: id)?.map { RevisionKey(rev: $0.rev, conflict: $0.conflict) } ?? [])
+            let ordinary = saved.filter { !$0.key.conflict }.sorted { $0.key.rev < $1.key.rev }.map { ($0.key.rev, $0.value.at) }
+            var promised = Set(promise.ordinary(ordinary, now: now).map { RevisionKey(rev: $0, conflict: false) })
+            for (revision, value) in saved where revision.conflict && promise.conflict(at: value.at, now: now) { promised.insert(revision) }
+            let missing = promised.subtracting(listed)
+            if !missing.isEmpty {
+                throw SimFailure(description: "history of \(key): promised revisions \(missing.map { "\($0.rev)\($0.conflict ? "c" : "")" }.sorted()) missing at \(now)")
+            }
+            for revision in listed {
+                guard let expected = saved[revision] else { continue }
+                let read = try await sync.store.revision(userID: userID, collection: collection, id: id, rev: revision.rev, conflict: revision.conflict)
+                if read?.fields != expected.fields {
+                    throw SimFailure(description: "history of \(key): revision \(revision.rev) reads \(read?.fields.description ?? "nothing"), saved \(expected.fields)")
+                }
+            }
+            if record.rev != ordinary.last?.0 ?? record.rev, listed.contains(RevisionKey(rev: record.rev, conflict: false)) == false {
+                throw SimFailure(description: "history of \(key): the current revision \(record.rev) is not kept")
+            }
+        }
+    }
+
     /// The invariants of docs/reliability.md, per user, over both collections.
     func check() async throws {
+        try await checkHistory()
         let markerPattern = /\[(\d+)\]/
         for (u, userID) in users.enumerated() {
             let page = try await sync.store.changes(userID: userID, since: 0, limit: 100_000)
@@ -82,6 +120,15 @@ extension World {
                         throw SimFailure(description: "conflict revision \(listed.rev) of \(record.id) listed but not readable")
                     }
                     for match in World.text(record.collection, revision.fields).matches(of: markerPattern) { inConflicts.insert(Int(match.1)!) }
+                }
+            }
+            // A conflict revision older than the history period is gone by design (docs/protocol.md,
+            // "History"): the text it held was kept for the period, as promised.
+            let promise = HistoryPromise(days: World.configuration.history.days)
+            for (key, saved) in savedRevisions where key.hasPrefix(userID + "/") {
+                for (revision, value) in saved where revision.conflict && !promise.conflict(at: value.at, now: serverClock()) {
+                    let collection = key.split(separator: "/")[1]
+                    for match in World.text(String(collection), value.fields).matches(of: markerPattern) { inConflicts.insert(Int(match.1)!) }
                 }
             }
             for marker in inserted[u, default: []].sorted() where counts[marker] == nil && !removed.contains(marker) && !inConflicts.contains(marker) {
@@ -262,7 +309,8 @@ struct SimulationTests {
                 for line in shrunk.trace { print("  " + line) }
             }
         }
-        print("simulation: \(runs) runs from seed \(first), \(jobs) at a time, \(failed.count) failed \(failed.map(\.seed)), \(ContinuousClock.now - started)")
+        print("simulation: \(runs) runs from seed \(first), \(jobs) at a time, \(failed.count) failed \(failed.map(\.seed)), \(ContinuousClock.now - started); "
+              + "history steps thinned \(SimStats.thinnedRevisions.withLockedValue { $0 }) revisions, \(SimStats.baseUnavailable.withLockedValue { $0 }) changes met base_unavailable")
     }
 
     static func printTrace(_ trace: [String], focus: String?) {

@@ -297,12 +297,77 @@ struct History: AsyncParsableCommand {
         }
         let revisions = try await cli { try await client.history(full) }
         if options.json {
-            printJSON(.array(revisions.map { ["rev": .int($0.rev), "updatedAt": .string($0.updatedAt), "device": $0.device.map(JSONValue.string) ?? .null, "conflict": .bool($0.conflict)] }))
+            printJSON(.array(revisions.map {
+                ["rev": .int($0.rev), "updatedAt": .string($0.updatedAt), "device": $0.device.map(JSONValue.string) ?? .null,
+                 "conflict": .bool($0.conflict), "size": $0.size.map(JSONValue.int) ?? .null]
+            }))
             return
         }
-        for revision in revisions {
-            print("\(revision.rev)\t\(revision.updatedAt)\t\(revision.device?.prefix(8) ?? "-")\(revision.conflict ? "\tconflict" : "")")
+        print(HistoryListing(revisions: revisions).text, terminator: "")
+    }
+}
+
+/// `noted history ID` as text: the revisions grouped by local day, newest first, each with its
+/// time, revision number and size ("Today", "Yesterday", then dates).
+struct HistoryListing {
+    var revisions: [RevisionSummary]
+    var now = Date()
+    var calendar = Calendar.current
+
+    var text: String {
+        var out = ""
+        var lastDay: Date?
+        let timeFormat = DateFormatter()
+        timeFormat.calendar = calendar
+        timeFormat.timeZone = calendar.timeZone
+        timeFormat.dateFormat = "HH:mm"
+        let sorted = revisions.enumerated().sorted { a, b in
+            let (x, y) = (Timestamp.parse(a.element.updatedAt) ?? .distantPast, Timestamp.parse(b.element.updatedAt) ?? .distantPast)
+            return x != y ? x > y : a.offset > b.offset
+        }.map(\.element)
+        for revision in sorted {
+            guard let at = Timestamp.parse(revision.updatedAt) else {
+                out += "rev \(revision.rev)\t(no date)\n"
+                continue
+            }
+            let day = calendar.startOfDay(for: at)
+            if day != lastDay {
+                if lastDay != nil { out += "\n" }
+                out += label(day) + "\n"
+                lastDay = day
+            }
+            var line = "  \(timeFormat.string(from: at))  rev \(revision.rev)"
+            if let size = revision.size { line += "  \(Self.size(size))" }
+            if revision.conflict { line += "  conflict" }
+            if let device = revision.device { line += "  device \(device.prefix(8))" }
+            out += line + "\n"
         }
+        return out
+    }
+
+    func label(_ day: Date) -> String {
+        let today = calendar.startOfDay(for: now)
+        if day == today { return "Today" }
+        if let yesterday = calendar.date(byAdding: .day, value: -1, to: today), day == yesterday { return "Yesterday" }
+        let format = DateFormatter()
+        format.calendar = calendar
+        format.timeZone = calendar.timeZone
+        format.locale = Locale(identifier: "en_US_POSIX")
+        format.dateFormat = "EEEE d MMMM yyyy"
+        return format.string(from: day)
+    }
+
+    /// Bytes as people read them (1 KB = 1000 B, as the web app shows them).
+    static func size(_ bytes: Int64) -> String {
+        if bytes < 1000 { return "\(bytes) B" }
+        let units = ["KB", "MB", "GB", "TB"]
+        var value = Double(bytes) / 1000
+        var unit = 0
+        while value >= 999.95 && unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return "\(String(format: "%.1f", value)) \(units[unit])"
     }
 }
 

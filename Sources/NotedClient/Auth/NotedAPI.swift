@@ -14,6 +14,8 @@ public struct RevisionSummary: Sendable, Hashable {
     public var updatedAt: String
     public var device: String?
     public var conflict: Bool
+    /// Bytes of the revision's fields as JSON, where the server says (docs/protocol.md).
+    public var size: Int64? = nil
 }
 
 /// One signed-in device of the account, as `GET /v1/account/devices` lists it.
@@ -98,7 +100,7 @@ public struct NotedAPI: Sendable {
         return (response["revisions"]?.arrayValue ?? []).compactMap { value in
             guard let rev = value["rev"]?.intValue else { return nil }
             return RevisionSummary(rev: rev, updatedAt: value["updatedAt"]?.stringValue ?? "", device: value["device"]?.stringValue,
-                                   conflict: value["conflict"]?.boolValue ?? false)
+                                   conflict: value["conflict"]?.boolValue ?? false, size: value["size"]?.intValue)
         }
     }
 

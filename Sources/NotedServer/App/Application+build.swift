@@ -100,6 +100,7 @@ public func buildApplication(
         services: [
             StoreService(store: store),
             SweepService(store: store, configuration: configuration, logger: logger),
+            HistoryService(store: store, policy: configuration.history, interval: configuration.historyInterval, logger: logger),
             RemoteFanout(sync: sync, revoked: tokens.revoked, logger: logger),
             KeyReloadService(tokens: tokens, store: store, logger: logger),
         ],
@@ -115,10 +116,10 @@ func openStore(_ configuration: ServerConfiguration, logger: Logger) async throw
     case .sqlite(let path):
         let directory = (path as NSString).deletingLastPathComponent
         try DataDirectory.secure(directory: directory.isEmpty ? "." : directory, database: path, logger: logger)
-        store = try SQLiteStore(path: path, schemas: configuration.schemas, limits: configuration.limits, revisionsKept: configuration.revisionsKept,
+        store = try SQLiteStore(path: path, schemas: configuration.schemas, limits: configuration.limits, conflictRevisionsKept: configuration.conflictRevisionsKept,
                                 quota: configuration.quota)
     case .postgres(let url):
-        store = try PostgresStore(url: url, schemas: configuration.schemas, limits: configuration.limits, revisionsKept: configuration.revisionsKept,
+        store = try PostgresStore(url: url, schemas: configuration.schemas, limits: configuration.limits, conflictRevisionsKept: configuration.conflictRevisionsKept,
                                   quota: configuration.quota, logger: logger)
     }
     do {
@@ -336,6 +337,34 @@ struct SweepService: Service {
                 logger.error("collecting attachments failed", metadata: ["error": .string(String(describing: error))])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: configuration.sweepInterval) }
+        }
+    }
+}
+
+/// Compacts and thins revision histories (``HistoryPolicy``): every few seconds, the records
+/// whose history is due, each in a small transaction of its own (never holding the writer long;
+/// on several nodes, one node per record at a time).
+struct HistoryService: Service {
+    let store: any NotedStore
+    let policy: HistoryPolicy
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            var more = false
+            do {
+                let done = try await store.thinHistory(now: Date(), policy: policy, limit: 100)
+                more = done.records + done.retried >= 100
+                if done.deleted > 0 {
+                    logger.debug("thinned revision histories", metadata: ["records": "\(done.records)", "deleted": "\(done.deleted)", "rewritten": "\(done.rewritten)"])
+                }
+            } catch {
+                logger.error("thinning revision histories failed", metadata: ["error": .string(String(describing: error))])
+            }
+            if !more {
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+            }
         }
     }
 }

@@ -43,8 +43,13 @@ public struct ServerConfiguration: Sendable {
     public var issuer: String?
     public var audience = "noted"
     public var limits = Limits()
-    /// Ordinary revisions kept per record (conflict revisions are always kept).
-    public var revisionsKept = 100
+    /// Which revisions the server keeps, by time (`--history-days`; docs/protocol.md, "History").
+    public var history = HistoryPolicy(days: 90)
+    /// How often the history service looks for histories due to be compacted and thinned.
+    public var historyInterval: Duration = .seconds(2)
+    /// Conflict revisions a record keeps at most (a bound against an account making conflicts
+    /// on purpose; far beyond what editing makes).
+    public var conflictRevisionsKept = 1000
     public var tombstoneRetention: Duration = .seconds(60 * 60 * 24 * 90)
     public var appliedChangeRetention: Duration = .seconds(60 * 60 * 24 * 30)
     public var sweepInterval: Duration = .seconds(60 * 60)

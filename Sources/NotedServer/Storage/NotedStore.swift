@@ -110,6 +110,9 @@ public protocol NotedStore: OAuthStore, BlobStore {
     func push(_ changes: [(change: Change, context: PushContext)]) async throws -> [Result<PushResult, any Error>]
     /// Removes tombstones and `ccid` results past their retention.
     func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws
+    /// Compacts and thins the revision histories due at `now` (at most `limit` records) to
+    /// what `policy` keeps, each record in a transaction of its own.
+    func thinHistory(now: Date, policy: HistoryPolicy, limit: Int) async throws -> HistoryThinning
     /// Calls `handler` for every change committed by any server node sharing this database, in
     /// commit order, until cancelled; `onListening` runs each time listening (re)starts, before
     /// the first notification after it, so a caller can catch up on what it may have missed
@@ -273,6 +276,19 @@ public enum RefreshRotation: Sendable, Hashable {
 }
 
 
+/// What one pass of ``NotedStore/thinHistory(now:policy:limit:)`` did.
+public struct HistoryThinning: Sendable, Hashable {
+    /// Records whose history was brought to the policy.
+    public var records = 0
+    /// Revisions deleted.
+    public var deleted = 0
+    /// Revisions stored anew (whole or as a delta).
+    public var rewritten = 0
+    /// Records left due because a save came while they were thinned.
+    public var retried = 0
+    public init() {}
+}
+
 /// One entry of a record's history.
 public struct RevisionInfo: Sendable, Hashable {
     public var rev: Int64
@@ -282,6 +298,8 @@ public struct RevisionInfo: Sendable, Hashable {
     public var ccid: String?
     public var conflict: Bool
     public var fields: [String: JSONValue]
+    /// Bytes of the revision's fields as compact JSON (nil where not known).
+    public var size: Int64? = nil
 
     public var summaryJSON: JSONValue {
         var object: [String: JSONValue] = [
@@ -290,6 +308,7 @@ public struct RevisionInfo: Sendable, Hashable {
         ]
         object["device"] = device.map(JSONValue.string) ?? .null
         object["ccid"] = ccid.map(JSONValue.string) ?? .null
+        if let size { object["size"] = .int(size) }
         return .object(object)
     }
 

@@ -26,6 +26,7 @@ extension PostgresStore {
             try await connection.query("DELETE FROM oauth_codes WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM recovery_codes WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM revisions WHERE user_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM history_due WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM records WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM applied_changes WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM blob_chunks WHERE user_id = \(id)", logger: logger)

@@ -26,7 +26,7 @@ public struct PostgresStore: NotedStore {
     static let pushDeadline: Duration = .seconds(30)
 
     /// Connects a pool to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
-    public init(url: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, quota: StorageQuota = .unlimited, logger: Logger) throws {
+    public init(url: String, schemas: SchemaRegistry = .v1, limits: Limits, conflictRevisionsKept: Int = 1000, quota: StorageQuota = .unlimited, logger: Logger) throws {
         let (configuration, tlsMode) = try Self.configurationAndTLS(from: url)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
@@ -34,7 +34,7 @@ public struct PostgresStore: NotedStore {
         self.tlsMode = tlsMode
         self.runTask = Task { await client.run() }
         self.logger = logger
-        self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept, quota: quota)
+        self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), conflictRevisionsKept: conflictRevisionsKept, quota: quota)
     }
 
     /// One direct connection (10 s connect timeout) before the pool is used: an unreachable
@@ -208,7 +208,7 @@ public struct PostgresStore: NotedStore {
             for try await name in try await connection.query("SELECT name FROM noted_migrations", logger: logger).decode(String.self) {
                 done.insert(name)
             }
-            var all = Self.migrations + [Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration, Self.accountAdminMigration, Self.blobsMigration]
+            var all = Self.migrations + [Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration, Self.accountAdminMigration, Self.blobsMigration, Self.historyMigration]
             if let last, let index = all.firstIndex(where: { $0.0 == last }) { all = Array(all[...index]) }
             for (name, statements) in all where !done.contains(name) {
                 for statement in statements {
@@ -381,20 +381,31 @@ public struct PostgresStore: NotedStore {
         try await client.withConnection { connection in
             guard try await Self.fetchRecord(connection, userID: userID, collection: collection, id: id, logger: logger) != nil
             else { return nil }
-            let rows = try await connection.query("""
-                SELECT rev, conflict, seq, '{}', device, ccid, updated_at FROM revisions
+            var result: [RevisionInfo] = []
+            for try await (rev, conflict, seq, device, ccid, updated, size) in try await connection.query("""
+                SELECT rev, conflict, seq, device, ccid, updated_at, size FROM revisions
                 WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id) ORDER BY rev, conflict
-                """, logger: logger)
-            return try await Self.revisions(rows)
+                """, logger: logger).decode((Int64, Bool, Int64, String?, String?, Int64, Int64?).self) {
+                result.append(RevisionInfo(rev: rev, seq: seq, updatedAt: Date(millis: updated), device: device, ccid: ccid,
+                                           conflict: conflict, fields: [:], size: size))
+            }
+            return result
         }
     }
 
     public func revision(userID: String, collection: String, id: String, rev: Int64, conflict: Bool) async throws -> RevisionInfo? {
-        let rows = try await client.query("""
-            SELECT rev, conflict, seq, fields, device, ccid, updated_at FROM revisions
-            WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id) AND rev = \(rev) AND conflict = \(conflict)
-            """, logger: logger)
-        return try await Self.revisions(rows).first
+        try await client.withConnection { connection in
+            if conflict {
+                let rows = try await Self.storedRevisions(connection.query("""
+                    SELECT rev, conflict, seq, fields, delta, size, device, ccid, updated_at FROM revisions
+                    WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id) AND rev = \(rev) AND conflict
+                    """, logger: logger))
+                return rows.first.map { $0.info(fields: $0.fields) }
+            }
+            let chain = try await Self.revisionChain(connection, userID: userID, collection: collection, id: id, rev: rev, logger: logger)
+            guard let first = chain.first else { return nil }
+            return first.info(fields: try HistoryChain.materialize(chain))
+        }
     }
 
     /// The push algorithm (``PushAlgorithm``) over one transaction: what it reads is fetched
@@ -471,20 +482,26 @@ public struct PostgresStore: NotedStore {
         // The base revision only matters for an update made against an older revision.
         let baseRev = change.op == .upsert ? change.baseRev : -1
         let rows = try await connection.query("""
-            SELECT r.collection, r.id, r.rev, r.seq, r.deleted, r.fields, r.created_at, r.updated_at, b.fields
+            SELECT r.collection, r.id, r.rev, r.seq, r.deleted, r.fields, r.created_at, r.updated_at, b.fields, b.delta
             FROM records r LEFT JOIN revisions b
               ON b.user_id = r.user_id AND b.collection = r.collection AND b.record_id = r.id
              AND b.rev = \(baseRev) AND NOT b.conflict AND r.rev > \(baseRev)
             WHERE r.user_id = \(userID) AND r.collection = \(change.collection) AND r.id = \(change.id)
             """, logger: logger)
-        for try await (collection, id, rev, seq, deleted, fields, created, updated, base)
-            in rows.decode((String, String, Int64, Int64, Bool, String, Int64, Int64, String?).self)
+        var baseIsDelta = false
+        for try await (collection, id, rev, seq, deleted, fields, created, updated, base, delta)
+            in rows.decode((String, String, Int64, Int64, Bool, String, Int64, Int64, String?, String?).self)
         {
             reads.record = Record(collection: collection, id: id, rev: rev, seq: seq, deleted: deleted, fields: try FieldsCoding.decode(fields),
                                   createdAt: Date(millis: created), updatedAt: Date(millis: updated))
             if let base {
-                reads.base = (baseRev, try FieldsCoding.decode(base))
+                if delta == nil { reads.base = (baseRev, try FieldsCoding.decode(base)) } else { baseIsDelta = true }
             }
+        }
+        if baseIsDelta {
+            // Stored as a delta (the history is compacted): read its chain up to a whole revision.
+            let chain = try await revisionChain(connection, userID: userID, collection: change.collection, id: change.id, rev: baseRev, logger: logger)
+            if !chain.isEmpty { reads.base = (baseRev, try HistoryChain.materialize(chain)) }
         }
         return reads
     }
@@ -512,15 +529,16 @@ public struct PostgresStore: NotedStore {
                 DELETE FROM revisions WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id)
                 """, logger: logger)
         case .insertRevision(let collection, let id, let revision):
+            let fields = FieldsCoding.encode(revision.fields)
             try await connection.query("""
-                INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at)
+                INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size)
                 VALUES (\(userID), \(collection), \(id), \(revision.rev), \(revision.conflict), \(revision.seq),
-                        \(FieldsCoding.encode(revision.fields)), \(revision.device), \(revision.ccid), \(revision.updatedAt.millis))
+                        \(fields), \(revision.device), \(revision.ccid), \(revision.updatedAt.millis), \(Int64(fields.utf8.count)))
                 """, logger: logger)
-        case .pruneRevisions(let collection, let id, let throughRev):
+        case .historyDue(let collection, let id, let at):
             try await connection.query("""
-                DELETE FROM revisions WHERE user_id = \(userID) AND collection = \(collection)
-                AND record_id = \(id) AND NOT conflict AND rev <= \(throughRev)
+                INSERT INTO history_due (user_id, collection, record_id, due_at) VALUES (\(userID), \(collection), \(id), \(at.millis))
+                ON CONFLICT (user_id, collection, record_id) DO UPDATE SET due_at = LEAST(history_due.due_at, excluded.due_at)
                 """, logger: logger)
         case .pruneConflictRevisions(let collection, let id, let keeping):
             try await connection.query("""
@@ -626,18 +644,6 @@ public struct PostgresStore: NotedStore {
             result.append(Record(
                 collection: collection, id: id, rev: rev, seq: seq, deleted: deleted, fields: try FieldsCoding.decode(fields),
                 createdAt: Date(millis: created), updatedAt: Date(millis: updated)))
-        }
-        return result
-    }
-
-    private static func revisions(_ rows: PostgresRowSequence) async throws -> [RevisionInfo] {
-        var result: [RevisionInfo] = []
-        for try await (rev, conflict, seq, fields, device, ccid, updated)
-            in rows.decode((Int64, Bool, Int64, String, String?, String?, Int64).self)
-        {
-            result.append(RevisionInfo(
-                rev: rev, seq: seq, updatedAt: Date(millis: updated), device: device, ccid: ccid, conflict: conflict,
-                fields: try FieldsCoding.decode(fields)))
         }
         return result
     }

@@ -14,6 +14,7 @@ extension SQLiteStore {
                 "DELETE FROM oauth_codes WHERE user_id = ?",
                 "DELETE FROM recovery_codes WHERE user_id = ?",
                 "DELETE FROM revisions WHERE user_id = ?",
+                "DELETE FROM history_due WHERE user_id = ?",
                 "DELETE FROM records WHERE user_id = ?",
                 "DELETE FROM applied_changes WHERE user_id = ?",
                 "DELETE FROM blobs WHERE user_id = ?",

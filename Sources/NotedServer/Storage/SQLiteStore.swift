@@ -13,7 +13,7 @@ public struct SQLiteStore: NotedStore {
     let blobLocks = KeyedAsyncLock()
 
     /// Opens (creating when needed) the database file at `path`.
-    public init(path: String, schemas: SchemaRegistry = .v1, limits: Limits, revisionsKept: Int, quota: StorageQuota = .unlimited) throws {
+    public init(path: String, schemas: SchemaRegistry = .v1, limits: Limits, conflictRevisionsKept: Int = 1000, quota: StorageQuota = .unlimited) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
@@ -24,7 +24,7 @@ public struct SQLiteStore: NotedStore {
         // GRDB switches a pool's writer to `synchronous = NORMAL` after `prepareDatabase` when it
         // enables WAL: set FULL again on the writer, or commits (acks) are not fsynced.
         try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
-        self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), revisionsKept: revisionsKept, quota: quota)
+        self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), conflictRevisionsKept: conflictRevisionsKept, quota: quota)
         self.commits = SQLiteGroupCommit(pool: pool)
         self.blobFiles = BlobFiles(root: ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("blobs"))
     }
@@ -123,6 +123,7 @@ public struct SQLiteStore: NotedStore {
         }
         Self.registerAccountAdminMigration(&migrator)
         Self.registerBlobsMigration(&migrator)
+        Self.registerHistoryMigration(&migrator)
         if let last {
             try migrator.migrate(pool, upTo: last)
         } else {
@@ -297,18 +298,26 @@ public struct SQLiteStore: NotedStore {
         try await pool.read { db in
             guard try Self.fetchRecord(db, userID: userID, collection: collection, id: id) != nil else { return nil }
             return try Row.fetchAll(db, sql: """
-                SELECT rev, conflict, seq, '{}' AS fields, device, ccid, updated_at FROM revisions
+                SELECT rev, conflict, seq, device, ccid, updated_at, size FROM revisions
                 WHERE user_id = ? AND collection = ? AND record_id = ? ORDER BY rev, conflict
-                """, arguments: [userID, collection, id]).map(Self.revision(from:))
+                """, arguments: [userID, collection, id]).map { row in
+                    RevisionInfo(rev: row["rev"], seq: row["seq"], updatedAt: Date(millis: row["updated_at"]), device: row["device"],
+                                 ccid: row["ccid"], conflict: row["conflict"], fields: [:], size: row["size"])
+                }
         }
     }
 
     public func revision(userID: String, collection: String, id: String, rev: Int64, conflict: Bool) async throws -> RevisionInfo? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: """
-                SELECT rev, conflict, seq, fields, device, ccid, updated_at FROM revisions
-                WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = ?
-                """, arguments: [userID, collection, id, rev, conflict]).map(Self.revision(from:))
+            if conflict {
+                return try Row.fetchOne(db, sql: """
+                    SELECT \(Self.revisionColumns) FROM revisions
+                    WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 1
+                    """, arguments: [userID, collection, id, rev]).map { try Self.storedRevision(from: $0) }.map { $0.info(fields: $0.fields) }
+            }
+            let chain = try Self.revisionChain(db, userID: userID, collection: collection, id: id, rev: rev)
+            guard let first = chain.first else { return nil }
+            return first.info(fields: try HistoryChain.materialize(chain))
         }
     }
 
@@ -377,9 +386,7 @@ public struct SQLiteStore: NotedStore {
         }
 
         func baseFields(rev: Int64) throws -> [String: JSONValue]? {
-            try String.fetchOne(db.cachedStatement(sql: """
-                SELECT fields FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 0
-                """), arguments: [userID, change.collection, change.id, rev]).map(FieldsCoding.decode)
+            try SQLiteStore.revisionFields(db, userID: userID, collection: change.collection, id: change.id, rev: rev)
         }
 
         func usage() throws -> StorageUsage {
@@ -419,15 +426,17 @@ public struct SQLiteStore: NotedStore {
             try db.cachedStatement(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ?")
                 .execute(arguments: [userID, collection, id])
         case .insertRevision(let collection, let id, let revision):
+            let fields = FieldsCoding.encode(revision.fields)
             try db.cachedStatement(sql: """
-                INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).execute(arguments: [userID, collection, id, revision.rev, revision.conflict, revision.seq,
-                                         FieldsCoding.encode(revision.fields), revision.device, revision.ccid, revision.updatedAt.millis])
-        case .pruneRevisions(let collection, let id, let throughRev):
+                                         fields, revision.device, revision.ccid, revision.updatedAt.millis, fields.utf8.count])
+        case .historyDue(let collection, let id, let at):
             try db.cachedStatement(sql: """
-                DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 0 AND rev <= ?
-                """).execute(arguments: [userID, collection, id, throughRev])
+                INSERT INTO history_due (user_id, collection, record_id, due_at) VALUES (?, ?, ?, ?)
+                ON CONFLICT (user_id, collection, record_id) DO UPDATE SET due_at = MIN(due_at, excluded.due_at)
+                """).execute(arguments: [userID, collection, id, at.millis])
         case .pruneConflictRevisions(let collection, let id, let keeping):
             try db.cachedStatement(sql: """
                 DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 1 AND rev NOT IN (
@@ -478,11 +487,5 @@ public struct SQLiteStore: NotedStore {
             collection: row["collection"], id: row["id"], rev: row["rev"], seq: row["seq"], deleted: row["deleted"],
             fields: try FieldsCoding.decode(row["fields"]),
             createdAt: Date(millis: row["created_at"]), updatedAt: Date(millis: row["updated_at"]))
-    }
-
-    private static func revision(from row: Row) throws -> RevisionInfo {
-        RevisionInfo(
-            rev: row["rev"], seq: row["seq"], updatedAt: Date(millis: row["updated_at"]), device: row["device"],
-            ccid: row["ccid"], conflict: row["conflict"], fields: try FieldsCoding.decode(row["fields"]))
     }
 }

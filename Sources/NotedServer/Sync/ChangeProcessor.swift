@@ -6,8 +6,9 @@ import NotedCore
 struct ChangeProcessor: Sendable {
     var schemas: SchemaRegistry
     var merger: FieldMerger
-    /// How many ordinary revisions to keep per record (conflict revisions are always kept).
-    var revisionsKept: Int
+    /// How many conflict revisions a record keeps at most (a bound against an account making
+    /// conflicts on purpose; ordinary revisions are kept by time, ``HistoryPolicy``).
+    var conflictRevisionsKept: Int
     /// What one user may store.
     var quota: StorageQuota = .unlimited
 

@@ -29,8 +29,9 @@ enum PushWrite: Sendable, Hashable {
     /// A purge: the record's whole history goes.
     case deleteRevisions(collection: String, id: String)
     case insertRevision(collection: String, id: String, RevisionInfo)
-    /// Ordinary revisions up to and including `throughRev` go (conflict revisions stay).
-    case pruneRevisions(collection: String, id: String, throughRev: Int64)
+    /// The record's history is to be compacted and thinned (``HistoryPolicy``) by `at` at the
+    /// latest: the history service's work list.
+    case historyDue(collection: String, id: String, at: Date)
     /// Conflict revisions beyond the newest `keeping` go (one account making conflicts on
     /// purpose must not grow the history without bound).
     case pruneConflictRevisions(collection: String, id: String, keeping: Int)
@@ -62,6 +63,11 @@ struct PushAlgorithm: Sendable {
         let currentSeq: Int64?
         let decision: ChangeProcessor.Decision
     }
+
+    /// How soon after a save its record's history is compacted (the save before it stored as a
+    /// delta): soon enough that a burst of saves never holds many whole copies, late enough that
+    /// a note being typed in is compacted once for several saves.
+    static let compactionDelay: TimeInterval = 3
 
     /// Text bytes (the change's and the stored ones of the fields it touches) beyond which
     /// deciding a change counts as costly (``isCostly(_:current:)``).
@@ -141,9 +147,11 @@ struct PushAlgorithm: Sendable {
             for revision in written.revisions {
                 writes.append(.insertRevision(collection: record.collection, id: record.id, revision))
             }
-            writes.append(.pruneRevisions(collection: record.collection, id: record.id, throughRev: record.rev - Int64(processor.revisionsKept)))
+            if !written.revisions.isEmpty {
+                writes.append(.historyDue(collection: record.collection, id: record.id, at: context.now.addingTimeInterval(Self.compactionDelay)))
+            }
             if written.revisions.contains(where: \.conflict) {
-                writes.append(.pruneConflictRevisions(collection: record.collection, id: record.id, keeping: processor.revisionsKept))
+                writes.append(.pruneConflictRevisions(collection: record.collection, id: record.id, keeping: processor.conflictRevisionsKept))
             }
             writes.append(.recordApplied(ccid: change.ccid, bodyHash: context.bodyHash, reply: ServerMessage.ack(written.reply).json.jsonString, at: context.now))
             writes.append(.announce(seq: next))

@@ -14,6 +14,8 @@ struct SyncService: Sendable {
     /// One pull at a time per user and node: a user's many connections cannot hold every
     /// database connection with pages at once (on PostgreSQL, the pool has 20).
     var pullTurns = UserTurns()
+    /// The server's clock: the time a change's revision is saved at (the simulation's is virtual).
+    var clock: @Sendable () -> Date = { Date() }
 
     var limits: Limits { parser.limits }
 
@@ -41,7 +43,7 @@ struct SyncService: Sendable {
             do {
                 let change = try parser.parse(raw)
                 let hash = SHA256.hash(data: Data(change.json.jsonString.utf8)).lowercaseHex
-                parsed.append((change: change, context: PushContext(userID: userID, device: device, now: Date(), bodyHash: hash)))
+                parsed.append((change: change, context: PushContext(userID: userID, device: device, now: clock(), bodyHash: hash)))
                 positions.append(replies.count)
                 replies.append(nil)
             } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 import NotedCore
 import PostgresNIO
@@ -109,12 +110,12 @@ private func listenerQuery(_ location: DatabaseLocation, terminate: Bool) async 
 
 /// Opens a migrated store on a fresh database.
 func withStore<T>(
-    _ backend: Backend, limits: Limits = Limits(), revisionsKept: Int = 100, _ body: (any NotedStore) async throws -> T
+    _ backend: Backend, limits: Limits = Limits(), conflictRevisionsKept: Int = 1000, _ body: (any NotedStore) async throws -> T
 ) async throws -> T {
     try await withDatabase(backend) { location in
         let store: any NotedStore = switch location {
-        case .sqlite(let path): try SQLiteStore(path: path, limits: limits, revisionsKept: revisionsKept)
-        case .postgres(let url): try PostgresStore(url: url, limits: limits, revisionsKept: revisionsKept, logger: Logger(label: "test"))
+        case .sqlite(let path): try SQLiteStore(path: path, limits: limits, conflictRevisionsKept: conflictRevisionsKept)
+        case .postgres(let url): try PostgresStore(url: url, limits: limits, conflictRevisionsKept: conflictRevisionsKept, logger: Logger(label: "test"))
         }
         try await store.migrate()
         do {
@@ -131,4 +132,58 @@ func withStore<T>(
 struct TestSetupError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// Runs SQL statements (`$1`-style placeholders; values String, Int64 or Bool) on a store's
+/// database directly: tests write what an earlier version of the schema held.
+func executeRaw(_ store: any NotedStore, _ statements: [(String, [any Sendable])]) async throws {
+    switch store {
+    case let sqlite as SQLiteStore:
+        try await sqlite.pool.write { db in
+            for (sql, values) in statements {
+                let arguments = StatementArguments(values.map { value -> (any DatabaseValueConvertible)? in
+                    switch value {
+                    case let text as String: text
+                    case let number as Int64: number
+                    case let flag as Bool: flag
+                    default: nil
+                    }
+                })
+                try db.execute(sql: sql.replacingOccurrences(of: #"\$\d+"#, with: "?", options: .regularExpression), arguments: arguments)
+            }
+        }
+    case let postgres as PostgresStore:
+        for (sql, values) in statements {
+            var bindings = PostgresBindings()
+            for value in values {
+                switch value {
+                case let text as String: bindings.append(text)
+                case let number as Int64: bindings.append(number)
+                case let flag as Bool: bindings.append(flag)
+                default: break
+                }
+            }
+            try await postgres.client.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: postgres.logger)
+        }
+    default:
+        Issue.record("unknown store")
+    }
+}
+
+/// Opens a store (not migrated) on `location`.
+func openStore(_ location: DatabaseLocation, quota: StorageQuota = .unlimited) throws -> any NotedStore {
+    switch location {
+    case .sqlite(let path): try SQLiteStore(path: path, limits: Limits(), quota: quota)
+    case .postgres(let url): try PostgresStore(url: url, limits: Limits(), quota: quota, logger: Logger(label: "test"))
+    }
+}
+
+/// Migrates `store` up to and including the migration named `last`: the schema an earlier
+/// version left (tests of upgrades).
+func migrate(_ store: any NotedStore, upTo last: String) async throws {
+    switch store {
+    case let sqlite as SQLiteStore: try await sqlite.migrate(upTo: last)
+    case let postgres as PostgresStore: try await postgres.migrate(upTo: last)
+    default: Issue.record("unknown store")
+    }
 }

@@ -1,0 +1,118 @@
+import Foundation
+import GRDB
+import NotedCore
+
+/// Revision history by time, stored as deltas (``HistoryPolicy``, ``HistoryChain``).
+extension SQLiteStore {
+    static func registerHistoryMigration(_ migrator: inout DatabaseMigrator) {
+        // Rows written before stay whole (`delta` NULL) and are compacted by the history service;
+        // every record with revisions is due at once.
+        migrator.registerMigration("history") { db in
+            try db.execute(sql: """
+                ALTER TABLE revisions ADD COLUMN delta TEXT;
+                ALTER TABLE revisions ADD COLUMN size INTEGER;
+                UPDATE revisions SET size = length(CAST(fields AS BLOB));
+                CREATE TABLE history_due (
+                    user_id TEXT NOT NULL,
+                    collection TEXT NOT NULL,
+                    record_id TEXT NOT NULL,
+                    due_at INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, collection, record_id)
+                );
+                CREATE INDEX history_due_by_time ON history_due(due_at);
+                INSERT INTO history_due (user_id, collection, record_id, due_at)
+                    SELECT DISTINCT user_id, collection, record_id, 0 FROM revisions;
+                """)
+        }
+    }
+
+    static let revisionColumns = "rev, conflict, seq, fields, delta, size, device, ccid, updated_at"
+
+    static func storedRevision(from row: Row) throws -> StoredRevision {
+        let values = try FieldsCoding.decode(row["fields"])
+        let delta: String? = row["delta"]
+        let size: Int64? = row["size"]
+        return StoredRevision(
+            rev: row["rev"], conflict: row["conflict"], seq: row["seq"], updatedAt: Date(millis: row["updated_at"]),
+            device: row["device"], ccid: row["ccid"], fields: values,
+            delta: try delta.map { try RevisionDelta(values: values, column: $0) },
+            size: size ?? Int64(FieldsCoding.encode(values).utf8.count))
+    }
+
+    /// The ordinary rows from `rev` up to the first whole one: what reading revision `rev` applies.
+    static func revisionChain(_ db: Database, userID: String, collection: String, id: String, rev: Int64) throws -> [StoredRevision] {
+        let cursor = try Row.fetchCursor(db.cachedStatement(sql: """
+            SELECT \(revisionColumns) FROM revisions
+            WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 0 AND rev >= ? ORDER BY rev
+            """), arguments: [userID, collection, id, rev])
+        var rows: [StoredRevision] = []
+        while let row = try cursor.next() {
+            let stored = try storedRevision(from: row)
+            if rows.isEmpty && stored.rev != rev { return [] }
+            rows.append(stored)
+            if stored.delta == nil { break }
+        }
+        return rows
+    }
+
+    /// The fields of ordinary revision `rev`, if still held.
+    static func revisionFields(_ db: Database, userID: String, collection: String, id: String, rev: Int64) throws -> [String: JSONValue]? {
+        let chain = try revisionChain(db, userID: userID, collection: collection, id: id, rev: rev)
+        return chain.isEmpty ? nil : try HistoryChain.materialize(chain)
+    }
+
+    static func storedRevisions(_ db: Database, userID: String, collection: String, id: String) throws -> [StoredRevision] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT \(revisionColumns) FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? ORDER BY rev, conflict
+            """), arguments: [userID, collection, id]).map(storedRevision(from:))
+    }
+
+    /// Thins and compacts the histories that are due at `now` (at most `limit` records), each in
+    /// a transaction of its own: read, decided without the writer, then written only if no save
+    /// came meanwhile (else it stays due and is taken again).
+    public func thinHistory(now: Date, policy: HistoryPolicy, limit: Int = 100) async throws -> HistoryThinning {
+        let due = try await pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT user_id, collection, record_id FROM history_due WHERE due_at <= ? ORDER BY due_at LIMIT ?
+                """, arguments: [now.millis, limit]).map { (userID: $0["user_id"] as String, collection: $0["collection"] as String, id: $0["record_id"] as String) }
+        }
+        var result = HistoryThinning()
+        for record in due {
+            let rows = try await pool.read { db in
+                try Self.storedRevisions(db, userID: record.userID, collection: record.collection, id: record.id)
+            }
+            let rewrite = try HistoryChain.plan(rows, policy: policy, now: now, deadline: .now + .seconds(1))
+            let shape = rows.map { "\($0.rev)/\($0.conflict)/\($0.delta == nil)" }
+            let written = try await pool.write { db -> Bool in
+                let current = try Self.storedShape(db, userID: record.userID, collection: record.collection, id: record.id)
+                guard current == shape else { return false } // a save came meanwhile: still due
+                for (rev, conflict) in rewrite.deletes {
+                    try db.execute(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = ?",
+                                   arguments: [record.userID, record.collection, record.id, rev, conflict])
+                }
+                for update in rewrite.updates {
+                    try db.execute(sql: """
+                        UPDATE revisions SET fields = ?, delta = ? WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 0
+                        """, arguments: [FieldsCoding.encode(update.fields), update.delta?.columnJSON, record.userID, record.collection, record.id, update.rev])
+                }
+                if let next = rewrite.nextReview, !rows.isEmpty {
+                    try db.execute(sql: "UPDATE history_due SET due_at = ? WHERE user_id = ? AND collection = ? AND record_id = ?",
+                                   arguments: [next.millis, record.userID, record.collection, record.id])
+                } else {
+                    try db.execute(sql: "DELETE FROM history_due WHERE user_id = ? AND collection = ? AND record_id = ?",
+                                   arguments: [record.userID, record.collection, record.id])
+                }
+                return true
+            }
+            result.count(rewrite, written: written)
+        }
+        return result
+    }
+
+    /// What a thinning checks is unchanged before it writes: every row's rev, kind and storage.
+    static func storedShape(_ db: Database, userID: String, collection: String, id: String) throws -> [String] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT rev, conflict, delta IS NULL AS whole FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? ORDER BY rev, conflict
+            """), arguments: [userID, collection, id]).map { "\($0["rev"] as Int64)/\($0["conflict"] as Bool)/\($0["whole"] as Bool)" }
+    }
+}
