@@ -121,6 +121,9 @@ import Testing
                     #expect(after.edited && after.next == .set(baseRev: nil) && after.refusal == state.refusal)
                 case .gone, .notFound, .alreadyExists, .invalidVersion, .ccidReused:
                     #expect(after.edited && after.next == state.next && after.refusal == state.refusal)
+                case _ where state.edited && state.inflight != nil:
+                    // Edited since the change was sent: those edits go out, not refused yet.
+                    #expect(after.edited && after.refusal == state.refusal, "\(code) after an edit since the send")
                 default:
                     #expect(!after.edited && after.refusal == "\(code.rawValue): m", "\(code) is final")
                 }

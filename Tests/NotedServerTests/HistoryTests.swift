@@ -73,7 +73,8 @@ import TestSupport
         let policy = HistoryPolicy(days: 90)
         let start = Date(timeIntervalSince1970: 1_700_000_000)
         let entries = [HistoryPolicy.Entry(rev: 1, at: start), .init(rev: 2, at: start.addingTimeInterval(30))]
-        #expect(policy.nextChange(ordinary: entries, conflicts: [], now: start.addingTimeInterval(31)) == start.addingTimeInterval(600))
+        // Rev 1 leaves the window at +600 s, rounded up to the next whole 5 minutes.
+        #expect(policy.nextChange(ordinary: entries, conflicts: [], now: start.addingTimeInterval(31)) == Date(timeIntervalSince1970: 1_700_000_700))
         #expect(HistoryPolicy(days: 0).nextChange(ordinary: entries, conflicts: [], now: start) == nil)
     }
 }
@@ -119,6 +120,68 @@ import TestSupport
         #expect(try delta.apply(to: newer) == older)
         // A patch that does not apply to what it is read against is an error, never a wrong text.
         #expect(throws: StoreError.self) { _ = try delta.apply(to: ["body": .string("something else entirely")]) }
+    }
+}
+
+@Suite struct HistoryChainTests {
+    /// The rows of one record in memory, with a rewrite applied as a store applies it.
+    struct Rows {
+        var rows: [Int64: StoredRevision] = [:]
+
+        mutating func save(rev: Int64, at: Date, fields: [String: JSONValue]) {
+            rows[rev] = StoredRevision(rev: rev, conflict: false, seq: rev, updatedAt: at, device: nil, ccid: nil, fields: fields, delta: nil,
+                                       size: Int64(FieldsCoding.encode(fields).utf8.count))
+        }
+
+        mutating func apply(_ rewrite: HistoryChain.Rewrite) {
+            for (rev, _) in rewrite.deletes { rows[rev] = nil }
+            for update in rewrite.updates {
+                rows[update.rev]?.fields = update.fields
+                rows[update.rev]?.delta = update.delta
+            }
+        }
+
+        func read(_ rev: Int64) throws -> [String: JSONValue] {
+            let chain = rows.values.filter { $0.rev >= rev }.sorted { $0.rev < $1.rev }
+            guard let end = chain.firstIndex(where: { $0.delta == nil }) else { throw StoreError.corrupt("no whole row") }
+            #expect(end <= HistoryChain.maxRun, "a chain of \(end) deltas")
+            return try HistoryChain.materialize(Array(chain[...end]))
+        }
+    }
+
+    /// 400 saves of a growing note kept (days 0 keeps everything), compacted after each: every
+    /// revision reads back, chains stay within ``HistoryChain/maxRun``, and a save rewrites a
+    /// bounded number of rows (anchors do not move with every save).
+    @Test func anchorsStayPutAsSavesComeAndEveryRevisionReadsBack() throws {
+        var rows = Rows()
+        var bodies: [Int64: String] = [:]
+        var body = "A note that grows. "
+        let start = Date(timeIntervalSince1970: 1_790_000_000)
+        var largestRewrite = 0
+        for rev in Int64(1)...400 {
+            body += "Save \(rev) adds a sentence. "
+            bodies[rev] = body
+            rows.save(rev: rev, at: start.addingTimeInterval(Double(rev)), fields: ["body": .string(body)])
+            let rewrite = try HistoryChain.plan(Array(rows.rows.values), policy: HistoryPolicy(days: 0), now: start.addingTimeInterval(Double(rev) + 5))
+            if rev > 10 { largestRewrite = max(largestRewrite, rewrite.updates.count) }
+            rows.apply(rewrite)
+        }
+        #expect(largestRewrite <= 2, "a save rewrote \(largestRewrite) rows")
+        #expect(rows.rows.values.filter { $0.delta == nil }.count <= 400 / (3 * HistoryChain.maxRun / 4) + 1)
+        for rev in Int64(1)...400 {
+            #expect(try rows.read(rev)["body"] == .string(bodies[rev]!))
+        }
+    }
+
+    /// Canonically equivalent texts (NFC and NFD) are different revisions: each reads back with
+    /// its own bytes.
+    @Test func equivalentButDifferentTextsReadBackByteForByte() throws {
+        let nfc = "Caf\u{E9} " + String(repeating: "au lait ", count: 20)
+        let nfd = "Cafe\u{301} " + String(repeating: "au lait ", count: 20)
+        #expect(nfc == nfd) // Swift's == is canonical equivalence
+        let delta = RevisionDelta.make(from: ["body": .string(nfc)], to: ["body": .string(nfd)])
+        let read = try delta.apply(to: ["body": .string(nfc)])
+        #expect(read["body"]?.stringValue.map { Array($0.utf8) } == Array(nfd.utf8))
     }
 }
 
@@ -220,6 +283,30 @@ import TestSupport
             for rev in kept {
                 #expect(try await store.revision(userID: user, collection: "notes", id: id, rev: rev, conflict: false)?.fields["body"]?.stringValue == bodies[rev])
             }
+        }
+    }
+
+    /// A record whose stored history cannot be read (its newest revision stored as a delta) is
+    /// set aside with the error counted; every other record is thinned as usual.
+    @Test(arguments: backends) func anUnreadableHistoryIsSetAsideAndTheOthersGoOn(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let user = try await contract.makeUser(store)
+            let start = Date(timeIntervalSince1970: 1_790_000_000)
+            let (broken, fine) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
+            for id in [broken, fine] {
+                _ = try await contract.push(store, user: user, contract.create(id, title: "t"), at: start)
+                for rev in Int64(1)...2 {
+                    _ = try await contract.push(store, user: user, edit(id, baseRev: rev, body: "body \(rev)"), at: start.addingTimeInterval(Double(rev)))
+                }
+            }
+            try await executeRaw(store, [("UPDATE revisions SET delta = '{}' WHERE user_id = $1 AND record_id = $2 AND rev = 3", [user, broken])])
+            let done = try await store.thinHistory(now: start.addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 100)
+            #expect(done.failed == 1 && done.records == 1, "\(done)")
+            #expect(done.lastFailure?.contains(broken) == true)
+            #expect(try await store.revisions(userID: user, collection: "notes", id: fine)?.map(\.rev) == [3])
+            // Set aside for a day: the next pass does not take it again.
+            let next = try await store.thinHistory(now: start.addingTimeInterval(3700), policy: HistoryPolicy(days: 90), limit: 100)
+            #expect(next.failed == 0 && next.records == 0, "\(next)")
         }
     }
 

@@ -184,6 +184,7 @@ struct SyncState: Hashable, Sendable {
     /// `rate_limited` changes nothing: the change stays in flight, resent later unchanged.
     mutating func refused(_ code: ErrorCode, message: String) {
         guard code != .rateLimited else { return }
+        let editedSince = inflight != nil && edited
         inflight = nil
         edited = true
         switch code {
@@ -192,7 +193,12 @@ struct SyncState: Hashable, Sendable {
         case .gone, .notFound, .alreadyExists, .invalidVersion, .ccidReused:
             break
         default:
-            // bad_request, invalid_field, unknown_collection, too_large: resending cannot help.
+            // bad_request, invalid_field, unknown_collection, too_large: resending the same
+            // cannot help. Edits made after the change was sent may be the user's correction
+            // (found by the simulation: a mood set right again before the refusal came left
+            // the record refused, and an edit to the same value changed nothing): they go out;
+            // if they still carry what was refused, that change is refused with nothing newer.
+            guard !editedSince else { return }
             edited = false
             refusal = "\(code.rawValue): \(message)"
         }

@@ -356,6 +356,11 @@ struct HistoryService: Service {
             do {
                 let done = try await store.thinHistory(now: Date(), policy: policy, limit: 100)
                 more = done.records + done.retried >= 100
+                if let failure = done.lastFailure {
+                    logger.error("a record's revision history could not be thinned; set aside for a day", metadata: [
+                        "records": "\(done.failed)", "last": .string(failure),
+                    ])
+                }
                 if done.deleted > 0 {
                     logger.debug("thinned revision histories", metadata: ["records": "\(done.records)", "deleted": "\(done.deleted)", "rewritten": "\(done.rewritten)"])
                 }

@@ -28,8 +28,8 @@ struct StoredRevision: Sendable, Hashable {
 /// reading any revision applies a bounded number of deltas (``maxRun``). Conflict revisions are
 /// always whole and outside the chain.
 enum HistoryChain {
-    /// At most this many deltas between two whole rows (a whole row that has at least half as
-    /// many below it stays whole, so that anchors do not move with every save). A delta is never
+    /// At most this many deltas between two whole rows (anchors are counted from the oldest
+    /// row, so that they do not move with every save). A delta is never
     /// larger than the text it replaces (``RevisionDelta/make(from:to:deadline:)``), so reading
     /// a revision costs at most this many patches of at most the note's size.
     static let maxRun = 100
@@ -64,7 +64,7 @@ enum HistoryChain {
     /// The rewrite that brings `rows` (every revision row of one record, any order) to what
     /// `policy` keeps at `now`, compacted: dropped rows deleted, the newest ordinary one whole,
     /// older kept ones as deltas from their newer kept neighbour, whole again every so often.
-    static func plan(_ rows: [StoredRevision], policy: HistoryPolicy, now: Date, deadline: ContinuousClock.Instant? = nil) throws -> Rewrite {
+    static func plan(_ rows: [StoredRevision], policy: HistoryPolicy, now: Date, diffTimeout: Duration = .seconds(1)) throws -> Rewrite {
         let ordinary = rows.filter { !$0.conflict }.sorted { $0.rev < $1.rev }
         let conflicts = rows.filter(\.conflict)
         var rewrite = Rewrite()
@@ -73,22 +73,22 @@ enum HistoryChain {
         let kept = policy.keptOrdinary(ordinary.map(\.entry), now: now)
 
         // Whole fields on demand: from the nearest whole row above (at most ``maxRun`` deltas).
-        var whole: [Int64: [String: JSONValue]] = [:]
+        var materialized: [Int64: [String: JSONValue]] = [:]
         let position = Dictionary(uniqueKeysWithValues: ordinary.enumerated().map { ($1.rev, $0) })
         func fields(of rev: Int64) throws -> [String: JSONValue] {
-            if let known = whole[rev] { return known }
+            if let known = materialized[rev] { return known }
             guard let start = position[rev] else { throw StoreError.corrupt("no revision \(rev)") }
             var index = start
-            while ordinary[index].delta != nil, whole[ordinary[index].rev] == nil {
+            while ordinary[index].delta != nil, materialized[ordinary[index].rev] == nil {
                 index += 1
                 guard index < ordinary.count else { throw StoreError.corrupt("the newest revision is stored as a delta") }
             }
-            var current = whole[ordinary[index].rev] ?? ordinary[index].fields
-            whole[ordinary[index].rev] = current
+            var current = materialized[ordinary[index].rev] ?? ordinary[index].fields
+            materialized[ordinary[index].rev] = current
             while index > start {
                 index -= 1
                 current = try ordinary[index].delta.map { try $0.apply(to: current) } ?? ordinary[index].fields
-                whole[ordinary[index].rev] = current
+                materialized[ordinary[index].rev] = current
             }
             return current
         }
@@ -97,32 +97,33 @@ enum HistoryChain {
         var storedAbove: [Int64: Int64] = [:]
         for (index, row) in ordinary.enumerated() where index + 1 < ordinary.count { storedAbove[row.rev] = ordinary[index + 1].rev }
 
-        let keptRows = ordinary.filter { kept.contains($0.rev) }.reversed()
-        var newerKept: StoredRevision?
-        var run = 0 // deltas since the last whole row above
-        for row in keptRows {
-            defer { newerKept = row }
-            guard let newer = newerKept else {
-                // The newest: whole.
+        // Which kept rows are whole: the newest, and anchors chosen from the oldest end, so that
+        // new saves at the top never move them: an existing whole row stays whole once at least
+        // three quarters of ``maxRun`` rows separate it from the anchor below (a thinning that
+        // shifts rows by a few does not move it); a new one is made when ``maxRun`` - 1 deltas
+        // would otherwise follow each other. (Every previous newest row is whole until the next
+        // pass; most become deltas then.)
+        let keptRows = ordinary.filter { kept.contains($0.rev) }
+        var whole = Set<Int64>()
+        var sinceAnchor = 0
+        for (index, row) in keptRows.enumerated() {
+            if index == keptRows.count - 1 || (row.delta == nil && sinceAnchor >= 3 * maxRun / 4) || sinceAnchor + 1 >= maxRun {
+                whole.insert(row.rev)
+                sinceAnchor = 0
+            } else {
+                sinceAnchor += 1
+            }
+        }
+        for (index, row) in keptRows.enumerated() {
+            if whole.contains(row.rev) {
                 if row.delta != nil { rewrite.updates.append((row.rev, try fields(of: row.rev), nil)) }
-                run = 0
                 continue
             }
-            if row.delta == nil && run >= maxRun / 2 {
-                // An anchor that has earned its place stays whole (anchors do not move with every save).
-                run = 0
-                continue
-            }
-            if run + 1 >= maxRun {
-                if row.delta != nil { rewrite.updates.append((row.rev, try fields(of: row.rev), nil)) }
-                run = 0
-                continue
-            }
+            let newer = keptRows[index + 1]
             if row.delta == nil || storedAbove[row.rev] != newer.rev {
-                let delta = RevisionDelta.make(from: try fields(of: newer.rev), to: try fields(of: row.rev), deadline: deadline)
+                let delta = RevisionDelta.make(from: try fields(of: newer.rev), to: try fields(of: row.rev), deadline: .now + diffTimeout)
                 rewrite.updates.append((row.rev, delta.values, delta))
             }
-            run += 1
         }
         for row in ordinary where !kept.contains(row.rev) { rewrite.deletes.append((row.rev, false)) }
         let remaining = ordinary.filter { kept.contains($0.rev) }
@@ -132,13 +133,44 @@ enum HistoryChain {
     }
 }
 
+/// A save came while a record's history was being thinned: it stays due, taken again.
+struct HistoryRetry: Error {}
+
+/// A record whose history is due: its user, collection and id.
+typealias DueHistory = (userID: String, collection: String, id: String)
+
 extension HistoryThinning {
-    /// Counts one record's pass: written, or left due because a save came meanwhile.
-    mutating func count(_ rewrite: HistoryChain.Rewrite, written: Bool) {
-        guard written else {
-            retried += 1
-            return
+    /// Runs `pass` for each due record and counts what it did; a record whose history cannot
+    /// be read (``StoreError``) is counted and handed to `setAside`, so that the others go on.
+    static func each(
+        _ due: [DueHistory], pass: (DueHistory) async throws -> HistoryChain.Rewrite, setAside: (DueHistory) async throws -> Void
+    ) async throws -> HistoryThinning {
+        var result = HistoryThinning()
+        for record in due {
+            do {
+                result.count(try await pass(record))
+            } catch is HistoryRetry {
+                result.retried += 1
+            } catch let error as StoreError {
+                result.failed("\(record.userID)/\(record.collection)/\(record.id)", error)
+                try await setAside(record)
+            }
         }
+        return result
+    }
+}
+
+extension HistoryThinning {
+    /// How long a record whose history failed is set aside.
+    static let failedRetry: TimeInterval = 24 * 60 * 60
+
+    mutating func failed(_ key: String, _ error: any Error) {
+        failed += 1
+        lastFailure = "\(key): \(error)"
+    }
+
+    /// Counts one record's pass.
+    mutating func count(_ rewrite: HistoryChain.Rewrite) {
         records += 1
         deleted += rewrite.deletes.count
         rewritten += rewrite.updates.count

@@ -103,8 +103,13 @@ public struct HistoryPolicy: Sendable, Hashable {
             for offset in [Self.window, Self.day, 7 * Self.day, period] { consider(entry.at.addingTimeInterval(offset)) }
         }
         for entry in conflicts { consider(entry.at.addingTimeInterval(period)) }
-        return earliest
+        // Rounded up to whole 5 minutes: a burst of saves is reviewed once, not once per save
+        // (a revision kept a little longer than needed is allowed).
+        return earliest.map { Date(timeIntervalSince1970: ($0.timeIntervalSince1970 / Self.reviewGranularity).rounded(.up) * Self.reviewGranularity) }
     }
+
+    /// What ``nextChange(ordinary:conflicts:now:)`` rounds up to.
+    static let reviewGranularity: TimeInterval = 5 * 60
 
     private struct StretchKey: Hashable {
         var length: TimeInterval

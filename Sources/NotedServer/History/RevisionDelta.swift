@@ -20,12 +20,14 @@ struct RevisionDelta: Sendable, Hashable {
     static func make(from newer: [String: JSONValue], to older: [String: JSONValue], deadline: ContinuousClock.Instant? = nil) -> RevisionDelta {
         var delta = RevisionDelta()
         let dmp = DiffMatchPatch()
-        for (name, value) in older where newer[name] != value {
+        // Compared as bytes: `JSONValue`'s `==` compares strings by canonical equivalence, and a
+        // revision must read back exactly as it was saved (NFC and NFD alike).
+        for (name, value) in older where !Self.sameBytes(newer[name], value) {
             if case .string(let text) = value, case .string(let newerText)? = newer[name], text.utf8.count > 64 {
                 let diffs = dmp.diff(newerText, text, checkLines: true, deadline: deadline)
                 let patches = dmp.patchMake(newerText, diffs)
                 let patchText = dmp.patchToText(patches)
-                if patchText.utf8.count < text.utf8.count, Self.applyPatch(patchText, to: newerText) == text {
+                if patchText.utf8.count < text.utf8.count, let applied = Self.applyPatch(patchText, to: newerText), applied.utf8.elementsEqual(text.utf8) {
                     delta.patches[name] = patchText
                     continue
                 }
@@ -48,6 +50,11 @@ struct RevisionDelta: Sendable, Hashable {
             fields[name] = .string(older)
         }
         return fields
+    }
+
+    static func sameBytes(_ a: JSONValue?, _ b: JSONValue?) -> Bool {
+        guard let a, let b else { return a == nil && b == nil }
+        return a.jsonString.utf8.elementsEqual(b.jsonString.utf8)
     }
 
     /// The `delta` column's JSON.

@@ -286,6 +286,10 @@ public struct HistoryThinning: Sendable, Hashable {
     public var rewritten = 0
     /// Records left due because a save came while they were thinned.
     public var retried = 0
+    /// Records whose history could not be read or rewritten (set aside for a day, so that the
+    /// others go on): how many, and the last error.
+    public var failed = 0
+    public var lastFailure: String?
     public init() {}
 }
 

@@ -25,6 +25,9 @@ extension PostgresStore {
             try await connection.query("DELETE FROM refresh_families WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM oauth_codes WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM recovery_codes WHERE user_id = \(id)", logger: logger)
+            // The records' rows first: the history service holds a record's row before its
+            // revisions and due row (PostgresStore+History), so the same order cannot deadlock.
+            try await connection.query("SELECT 1 FROM records WHERE user_id = \(id) FOR UPDATE", logger: logger)
             try await connection.query("DELETE FROM revisions WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM history_due WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM records WHERE user_id = \(id)", logger: logger)

@@ -77,61 +77,69 @@ extension PostgresStore {
             }
             return due
         }
-        var result = HistoryThinning()
-        for record in due {
-            let rows = try await Self.storedRevisions(client.query("""
-                SELECT rev, conflict, seq, fields, delta, size, device, ccid, updated_at FROM revisions
+        return try await HistoryThinning.each(due, pass: { try await thinHistory($0, now: now, policy: policy) }, setAside: { record in
+            try await client.query("""
+                UPDATE history_due SET due_at = \(now.addingTimeInterval(HistoryThinning.failedRetry).millis)
+                WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id)
+                """, logger: logger)
+        })
+    }
+
+    /// One record's pass; throws ``HistoryRetry`` when a save (or another node) came meanwhile.
+    private func thinHistory(_ record: DueHistory, now: Date, policy: HistoryPolicy) async throws -> HistoryChain.Rewrite {
+        let logger = self.logger
+        let rows = try await Self.storedRevisions(client.query("""
+            SELECT rev, conflict, seq, fields, delta, size, device, ccid, updated_at FROM revisions
+            WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id) ORDER BY rev, conflict
+            """, logger: logger))
+        let rewrite = try HistoryChain.plan(rows, policy: policy, now: now)
+        let shape = rows.map { "\($0.rev)/\($0.conflict)/\($0.delta == nil)" }
+        let written = try await client.withTransaction(logger: logger) { connection -> Bool in
+            // Pushes of this record write its row: holding it, nothing changes the history.
+            try await connection.query("""
+                SELECT 1 FROM records WHERE user_id = \(record.userID) AND collection = \(record.collection) AND id = \(record.id) FOR UPDATE
+                """, logger: logger)
+            var current: [String] = []
+            for try await (rev, conflict, whole) in try await connection.query("""
+                SELECT rev, conflict, delta IS NULL FROM revisions
                 WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id) ORDER BY rev, conflict
-                """, logger: logger))
-            let rewrite = try HistoryChain.plan(rows, policy: policy, now: now, deadline: .now + .seconds(1))
-            let shape = rows.map { "\($0.rev)/\($0.conflict)/\($0.delta == nil)" }
-            let written = try await client.withTransaction(logger: logger) { connection -> Bool in
-                // Pushes of this record write its row: holding it, nothing changes the history.
-                try await connection.query("""
-                    SELECT 1 FROM records WHERE user_id = \(record.userID) AND collection = \(record.collection) AND id = \(record.id) FOR UPDATE
-                    """, logger: logger)
-                var current: [String] = []
-                for try await (rev, conflict, whole) in try await connection.query("""
-                    SELECT rev, conflict, delta IS NULL FROM revisions
-                    WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id) ORDER BY rev, conflict
-                    """, logger: logger).decode((Int64, Bool, Bool).self) {
-                    current.append("\(rev)/\(conflict)/\(whole)")
-                }
-                guard current == shape else {
-                    // A save (or another node) changed it meanwhile: due again at once.
-                    try await connection.query("""
-                        UPDATE history_due SET due_at = LEAST(due_at, \(now.millis))
-                        WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id)
-                        """, logger: logger)
-                    return false
-                }
-                for (rev, conflict) in rewrite.deletes {
-                    try await connection.query("""
-                        DELETE FROM revisions WHERE user_id = \(record.userID) AND collection = \(record.collection)
-                        AND record_id = \(record.id) AND rev = \(rev) AND conflict = \(conflict)
-                        """, logger: logger)
-                }
-                for update in rewrite.updates {
-                    try await connection.query("""
-                        UPDATE revisions SET fields = \(FieldsCoding.encode(update.fields)), delta = \(update.delta?.columnJSON)
-                        WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id)
-                        AND rev = \(update.rev) AND NOT conflict
-                        """, logger: logger)
-                }
-                if let next = rewrite.nextReview, !rows.isEmpty {
-                    try await connection.query("""
-                        UPDATE history_due SET due_at = \(next.millis)
-                        WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id)
-                        """, logger: logger)
-                } else {
-                    try await connection.query("""
-                        DELETE FROM history_due WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id)
-                        """, logger: logger)
-                }
-                return true
+                """, logger: logger).decode((Int64, Bool, Bool).self) {
+                current.append("\(rev)/\(conflict)/\(whole)")
             }
-            result.count(rewrite, written: written)
+            guard current == shape else {
+                // A save (or another node) changed it meanwhile: due again at once.
+                try await connection.query("""
+                    UPDATE history_due SET due_at = LEAST(due_at, \(now.millis))
+                    WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id)
+                    """, logger: logger)
+                return false
+            }
+            for (rev, conflict) in rewrite.deletes {
+                try await connection.query("""
+                    DELETE FROM revisions WHERE user_id = \(record.userID) AND collection = \(record.collection)
+                    AND record_id = \(record.id) AND rev = \(rev) AND conflict = \(conflict)
+                    """, logger: logger)
+            }
+            for update in rewrite.updates {
+                try await connection.query("""
+                    UPDATE revisions SET fields = \(FieldsCoding.encode(update.fields)), delta = \(update.delta?.columnJSON)
+                    WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id)
+                    AND rev = \(update.rev) AND NOT conflict
+                    """, logger: logger)
+            }
+            if let next = rewrite.nextReview, !rows.isEmpty {
+                try await connection.query("""
+                    UPDATE history_due SET due_at = \(next.millis)
+                    WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id)
+                    """, logger: logger)
+            } else {
+                try await connection.query("""
+                    DELETE FROM history_due WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id)
+                    """, logger: logger)
+            }
+            return true
         }
-        return result
+        guard written else { throw HistoryRetry() }
+        return rewrite
     }
 }

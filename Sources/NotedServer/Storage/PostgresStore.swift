@@ -528,6 +528,9 @@ public struct PostgresStore: NotedStore {
             try await connection.query("""
                 DELETE FROM revisions WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id)
                 """, logger: logger)
+            try await connection.query("""
+                DELETE FROM history_due WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id)
+                """, logger: logger)
         case .insertRevision(let collection, let id, let revision):
             let fields = FieldsCoding.encode(revision.fields)
             try await connection.query("""

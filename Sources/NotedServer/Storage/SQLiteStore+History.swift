@@ -76,37 +76,44 @@ extension SQLiteStore {
                 SELECT user_id, collection, record_id FROM history_due WHERE due_at <= ? ORDER BY due_at LIMIT ?
                 """, arguments: [now.millis, limit]).map { (userID: $0["user_id"] as String, collection: $0["collection"] as String, id: $0["record_id"] as String) }
         }
-        var result = HistoryThinning()
-        for record in due {
-            let rows = try await pool.read { db in
-                try Self.storedRevisions(db, userID: record.userID, collection: record.collection, id: record.id)
+        return try await HistoryThinning.each(due, pass: { try await thinHistory($0, now: now, policy: policy) }, setAside: { record in
+            try await pool.write { db in
+                try db.execute(sql: "UPDATE history_due SET due_at = ? WHERE user_id = ? AND collection = ? AND record_id = ?",
+                               arguments: [now.addingTimeInterval(HistoryThinning.failedRetry).millis, record.userID, record.collection, record.id])
             }
-            let rewrite = try HistoryChain.plan(rows, policy: policy, now: now, deadline: .now + .seconds(1))
-            let shape = rows.map { "\($0.rev)/\($0.conflict)/\($0.delta == nil)" }
-            let written = try await pool.write { db -> Bool in
-                let current = try Self.storedShape(db, userID: record.userID, collection: record.collection, id: record.id)
-                guard current == shape else { return false } // a save came meanwhile: still due
-                for (rev, conflict) in rewrite.deletes {
-                    try db.execute(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = ?",
-                                   arguments: [record.userID, record.collection, record.id, rev, conflict])
-                }
-                for update in rewrite.updates {
-                    try db.execute(sql: """
-                        UPDATE revisions SET fields = ?, delta = ? WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 0
-                        """, arguments: [FieldsCoding.encode(update.fields), update.delta?.columnJSON, record.userID, record.collection, record.id, update.rev])
-                }
-                if let next = rewrite.nextReview, !rows.isEmpty {
-                    try db.execute(sql: "UPDATE history_due SET due_at = ? WHERE user_id = ? AND collection = ? AND record_id = ?",
-                                   arguments: [next.millis, record.userID, record.collection, record.id])
-                } else {
-                    try db.execute(sql: "DELETE FROM history_due WHERE user_id = ? AND collection = ? AND record_id = ?",
-                                   arguments: [record.userID, record.collection, record.id])
-                }
-                return true
-            }
-            result.count(rewrite, written: written)
+        })
+    }
+
+    /// One record's pass; throws ``HistoryRetry`` when a save came meanwhile.
+    private func thinHistory(_ record: DueHistory, now: Date, policy: HistoryPolicy) async throws -> HistoryChain.Rewrite {
+        let rows = try await pool.read { db in
+            try Self.storedRevisions(db, userID: record.userID, collection: record.collection, id: record.id)
         }
-        return result
+        let rewrite = try HistoryChain.plan(rows, policy: policy, now: now)
+        let shape = rows.map { "\($0.rev)/\($0.conflict)/\($0.delta == nil)" }
+        let written = try await pool.write { db -> Bool in
+            let current = try Self.storedShape(db, userID: record.userID, collection: record.collection, id: record.id)
+            guard current == shape else { return false } // a save came meanwhile: still due
+            for (rev, conflict) in rewrite.deletes {
+                try db.execute(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = ?",
+                               arguments: [record.userID, record.collection, record.id, rev, conflict])
+            }
+            for update in rewrite.updates {
+                try db.execute(sql: """
+                    UPDATE revisions SET fields = ?, delta = ? WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 0
+                    """, arguments: [FieldsCoding.encode(update.fields), update.delta?.columnJSON, record.userID, record.collection, record.id, update.rev])
+            }
+            if let next = rewrite.nextReview, !rows.isEmpty {
+                try db.execute(sql: "UPDATE history_due SET due_at = ? WHERE user_id = ? AND collection = ? AND record_id = ?",
+                               arguments: [next.millis, record.userID, record.collection, record.id])
+            } else {
+                try db.execute(sql: "DELETE FROM history_due WHERE user_id = ? AND collection = ? AND record_id = ?",
+                               arguments: [record.userID, record.collection, record.id])
+            }
+            return true
+        }
+        guard written else { throw HistoryRetry() }
+        return rewrite
     }
 
     /// What a thinning checks is unchanged before it writes: every row's rev, kind and storage.

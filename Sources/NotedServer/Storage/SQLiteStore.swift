@@ -425,6 +425,8 @@ public struct SQLiteStore: NotedStore {
         case .deleteRevisions(let collection, let id):
             try db.cachedStatement(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ?")
                 .execute(arguments: [userID, collection, id])
+            try db.cachedStatement(sql: "DELETE FROM history_due WHERE user_id = ? AND collection = ? AND record_id = ?")
+                .execute(arguments: [userID, collection, id])
         case .insertRevision(let collection, let id, let revision):
             let fields = FieldsCoding.encode(revision.fields)
             try db.cachedStatement(sql: """
