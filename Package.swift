@@ -164,6 +164,7 @@ let package = Package(
                 "NotedCore",
                 "NotedServer",
                 "TestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -46,7 +46,7 @@ import Testing
             after.edited && after.refusal == nil && after.conflicts.isEmpty && after.inflight == before.inflight
                 && after.purging == before.purging && after.next == before.next }),
         ("purge", { $0.purge() }, { before, after in
-            after.purging && after.edited && after.inflight == before.inflight && after.refusal == before.refusal }),
+            after.purging && after.edited && after.inflight == before.inflight && after.refusal == nil }),
         ("send", { $0.send(upsert) }, { before, after in
             after.inflight == upsert && !after.edited && after.next == .delta && after.refusal == nil
                 && after.purging == before.purging && after.conflicts == before.conflicts }),

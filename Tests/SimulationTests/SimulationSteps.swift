@@ -23,10 +23,9 @@ extension World {
         var historyPick = SimRandom(state: step.seed ^ 0x6869_7374_6F72_7900)
         if journaling && historyPick.chance(4) {
             try await historyStep(&historyPick)
-            // NOTED_SIM_HISTORY_SYNC=1: the jump instead of the step's action, with what the
-            // connected clients had queued delivered meanwhile. Not the default: it finds
-            // engine bugs of refused changes not yet fixed (seeds 87, and 17 and 22).
-            if ProcessInfo.processInfo.environment["NOTED_SIM_HISTORY_SYNC"] == "1" { return }
+            // The jump takes the step's place (NOTED_SIM_HISTORY_SYNC=0: it comes before it, and
+            // nothing is delivered during it, so that the other steps run as without history).
+            if World.historySync { return }
         }
         switch roll {
         case 0..<30:
@@ -86,11 +85,16 @@ extension World {
         }
     }
 
+    /// Whether history steps deliver what connected clients queued and take the step's place
+    /// (the default); `NOTED_SIM_HISTORY_SYNC=0` turns it off.
+    static let historySync = ProcessInfo.processInfo.environment["NOTED_SIM_HISTORY_SYNC"] != "0"
+
     /// Minutes to days pass on the server's clock, and the history service thins what is due;
     /// then every promise of the history policy is checked (``checkHistory()``).
     func historyStep(_ pick: inout SimRandom) async throws {
         let minutes = [5, 11, 45, 90, 6 * 60, 26 * 60, 3 * 24 * 60][pick.below(7)]
-        if ProcessInfo.processInfo.environment["NOTED_SIM_HISTORY_SYNC"] == "1" {
+        if World.historySync {
+            // Minutes pass: what the connected clients had queued is delivered meanwhile.
             for _ in 0..<20 {
                 var moved = false
                 for client in clients where client.link.map({ !$0.up.isEmpty || !$0.down.isEmpty }) ?? false {

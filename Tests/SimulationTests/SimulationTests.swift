@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 @testable import NotedClient
 import NotedCore
 @testable import NotedServer
@@ -40,7 +41,11 @@ extension World {
         for client in clients {
             let empty = try await client.store.isOutboxEmpty()
             if !(await client.engine.isSynced()) || !empty {
-                stuck.append("\(client.name) status \(await client.engine.currentStatus) outbox empty \(empty) syncErrors \(try await client.store.syncErrors().map(\.message))")
+                let rows = try await client.store.writer.read { db in
+                    try Row.fetchAll(db, sql: "SELECT id, collection, syncFlags, sync FROM record WHERE syncFlags <> 0")
+                        .map { "\(($0["id"] as String).prefix(8)) \($0["collection"] as String) flags \($0["syncFlags"] as Int) \($0["sync"] as String? ?? "")" }
+                }
+                stuck.append("\(client.name) status \(await client.engine.currentStatus) outbox empty \(empty) syncErrors \(try await client.store.syncErrors().map(\.message)) pending \(rows)")
             }
         }
         throw SimFailure(description: "did not quiesce within 400 rounds: " + stuck.joined(separator: "; "))

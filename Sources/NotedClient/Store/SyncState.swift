@@ -100,10 +100,12 @@ struct SyncState: Hashable, Sendable {
         conflicts = []
     }
 
-    /// The user purged the record.
+    /// The user purged the record: the purge replaces any refused edit (which would otherwise
+    /// still be listed as refused, on a record the user can no longer open).
     mutating func purge() {
         purging = true
         edited = true
+        refusal = nil
     }
 
     /// The pending edits go out as this change. One change per record is in flight at a time:

@@ -219,6 +219,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
                 if applied { snapshot.broadcastApplied(id: message.id, seq: message.seq) }
                 await events.emit(effect, origin: .remote)
                 await perform(machine.broadcastApplied(applied, now: clock.now))
+                await sendForks(effect)
             } catch {
                 await fail(error)
             }
@@ -314,9 +315,18 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
             let effect = try await apply(store)
             await events.emit(effect, origin: .remote)
             await perform(machine.answerApplied(needsPull: effect.needsPull, retryLater: effect.retryLater, now: clock.now))
+            await sendForks(effect)
         } catch {
             await fail(error)
         }
+    }
+
+    /// Text kept as a new note (its record purged elsewhere) is a local record to send: without
+    /// this, it waited for the next edit or connection (found by the simulation's history
+    /// steps: a connected, idle client kept it unsent).
+    private func sendForks(_ effect: StoreEffect) async {
+        guard !effect.forked.isEmpty else { return }
+        await perform(machine.localEdit(now: clock.now))
     }
 
     private func storePage(_ page: ChangesPage) async {
@@ -332,6 +342,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
             await events.emit(effect, origin: .remote)
             if keep != nil { await events.emit(.reset) }
             await perform(machine.pageStored(more: more, cursor: cursor, now: clock.now))
+            await sendForks(effect)
         } catch {
             await fail(error)
         }
