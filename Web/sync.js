@@ -364,6 +364,7 @@ export class SyncEngine extends EventTarget {
     let newId = null;
     let missing = null; // the files a change added that the server lacks (`missing_blob`)
     let source = null; // the local fields of a note the server no longer has
+    let lostIsFinal = true; // a file of `missing` that nobody has refuses the note (not if edited since the send)
     await this.store.update(message.id, (current) => takeStash(message, current, ((current) => {
       if (!current || !current.inflight || current.inflight.ccid !== message.ccid) return undefined;
       const sent = current.inflight.sent;
@@ -420,19 +421,23 @@ export class SyncEngine extends EventTarget {
           // Upload the files again (they wait for it in pushDirty), then the change goes again.
           if (this.blobs) {
             missing = changeAddsShas(current.inflight.change, current.shadow ? current.shadow.fields.attachments : []);
+            lostIsFinal = !editedSinceSent(current);
             return { ...current, inflight: null, dirty: true };
           }
           // Without attachments (no way to upload): refused, as below.
           // falls through
         default:
-          // bad_request, invalid_field, too_large, unknown_collection, a quota: resending cannot
-          // help. This device's version stays, held and marked, not sent again until the user
-          // edits the note (then it goes against the newest server state held) or discards it.
+          // bad_request, invalid_field, too_large, unknown_collection, a quota: resending the
+          // same cannot help. Edits made since it was sent go out as the next change (see
+          // `editedSinceSent`); otherwise this device's version stays, held and marked, not
+          // sent again until the user edits the note (then it goes against the newest server
+          // state held) or discards it.
+          if (editedSinceSent(current)) return { ...current, inflight: null, dirty: true };
           this.emit("error", { message: `Note "${current.local.title || "untitled"}" was refused: ${message.message || message.code}` });
           return { ...current, inflight: null, dirty: false, refusal: { code: String(message.code || "refused"), message: String(message.message || "") } };
       }
     })(current)));
-    if (missing) await this.blobsMissing(message.id, missing);
+    if (missing) await this.blobsMissing(message.id, missing, lostIsFinal);
     if (newId) {
       if (source) await this.store.update(newId, () => newRecord(newId, source));
       // `moved`: where the note's text went, for an editor that shows it.
@@ -448,10 +453,14 @@ export class SyncEngine extends EventTarget {
     }
   }
 
-  /** After `missing_blob`: the files are uploaded again; a file this browser lacks holds the change, refused. */
-  async blobsMissing(id, shas) {
+  /**
+   * After `missing_blob`: the files are uploaded again; a file this browser lacks holds the
+   * change, refused, unless `final` is false (the note was edited since the send: those edits
+   * go out, and are refused in turn if they still add the file).
+   */
+  async blobsMissing(id, shas, final = true) {
     const lost = await this.blobs.missing(shas);
-    if (lost.length === 0) return;
+    if (lost.length === 0 || !final) return;
     const message = "a file attached to it is neither on the server nor in this browser";
     await this.store.update(id, (current) => (current && current.dirty && !current.inflight
       ? { ...current, dirty: false, refusal: { code: "missing_blob", message } } : undefined));
@@ -553,6 +562,18 @@ function takeStash(message, current, next) {
   if (!rest.shadow || stash.rev <= rest.shadow.rev) return rest;
   const onto = mergeServerRecord(rest, { id: message.id, fields: stash.fields, rev: stash.rev, updatedAt: stash.updatedAt });
   return onto === undefined ? rest : onto;
+}
+
+/**
+ * Whether the record was edited after its change in flight was sent (sending clears `dirty`; an
+ * edit, a purge too, sets it again). A refusal of that change is then not final: the later
+ * edits may be the user's correction, and held as refused they would wait for yet another edit
+ * (typing the same text again saves nothing). They go out as the next change; if they still
+ * carry what was refused, that one is refused with nothing newer, and the refusal stands
+ * (SyncState.refused in the Swift client).
+ */
+function editedSinceSent(record) {
+  return Boolean(record.inflight && record.dirty);
 }
 
 /** Whether a record has local edits a server state must not replace (unsent, or refused). */

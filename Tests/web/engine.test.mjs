@@ -4,6 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SyncEngine } from "../../Web/sync.js";
 import { MemoryStore } from "../../Web/memory-store.js";
+import { isUnsynced, newRecord, normalizeFields } from "../../Web/records.js";
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -63,5 +64,161 @@ test("on open the engine says hello with the token and its stored device id", as
     assert.equal(hello.device, await store.getMeta("device"));
   } finally {
     engine.dispose();
+  }
+});
+
+/**
+ * An engine on a fake transport, welcomed and caught up (an empty pull), its pushes sent at once.
+ * `say(message)` hands it a server message; `pushes()` the changes it pushed, each with its
+ * push's `rid`; `errors` what it reported.
+ */
+async function connected(store = new MemoryStore()) {
+  const transport = fakeTransport();
+  const engine = new SyncEngine({ store, auth: { ...slowAuth, accessToken: async () => "t" }, transport, debounceMs: 0 });
+  const errors = [];
+  engine.addEventListener("error", (event) => errors.push(event.detail.message));
+  engine.start();
+  await sleep(10);
+  const ws = transport.sockets[0];
+  ws.readyState = 1;
+  await ws.onopen();
+  const sent = (type) => ws.sent.map((text) => JSON.parse(text)).filter((m) => m.type === type);
+  const s = {
+    engine, store, errors,
+    say: (message) => engine.onMessage(JSON.stringify(message)),
+    pushes: () => sent("push").flatMap((push) => push.changes.map((change) => ({ ...change, rid: push.rid }))),
+  };
+  await s.say({ type: "welcome", seq: 0 });
+  await s.say({ type: "changes", rid: sent("pull")[0].rid, records: [], cursor: 0, more: false });
+  assert.ok(engine.ready);
+  return s;
+}
+
+/** The server's answers to a pushed change. */
+const reject = (change, code) => ({ type: "reject", rid: change.rid, ccid: change.ccid, collection: "notes", id: change.id, code, message: `${code} (test)` });
+const ack = (change, rev) => ({ type: "ack", rid: change.rid, ccid: change.ccid, collection: "notes", id: change.id, rev, seq: rev });
+
+/** A note the server holds at rev 1, synced. */
+const synced = (id, fields) => ({ ...newRecord(id, fields), shadow: { fields: normalizeFields(fields), rev: 1 }, dirty: false });
+
+/** A local edit as Web/app.js writes it: the new fields, dirty, any refusal over. */
+const edit = (store, id, fields) => store.update(id, (r) => ({ ...r, local: normalizeFields({ ...r.local, ...fields }), dirty: true, refusal: null }));
+
+/** A purge as Web/app.js writes it (of a note the server has). */
+const purge = (store, id) => store.update(id, (r) => ({ ...r, purged: true, dirty: true, refusal: null }));
+
+/** A local write, then a push: what the page does after an edit. */
+async function pushAfter(s, write) {
+  await write();
+  s.engine.schedulePush(0);
+  await sleep(30);
+}
+
+test("a change refused for good after edits made since its send: those edits go out, not a refusal", async () => {
+  const s = await connected();
+  try {
+    await pushAfter(s, () => s.store.update("a", () => newRecord("a", { title: "Mood", folder: "bad" })));
+    const [first] = s.pushes();
+    await edit(s.store, "a", { folder: "good" }); // the user's correction, before the refusal came
+    await s.say(reject(first, "invalid_field"));
+    await sleep(30);
+    const second = s.pushes().at(-1);
+    assert.notEqual(second.ccid, first.ccid, "the correction is sent");
+    assert.deepEqual(second.fields.folder, { set: "good" });
+    assert.ok(!(await s.store.get("a")).refusal, "not refused");
+    assert.deepEqual(s.errors, []);
+    await s.say(ack(second, 1));
+    const done = await s.store.get("a");
+    assert.equal(isUnsynced(done), false);
+    assert.equal(done.local.folder, "good");
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("edits made since the send that still carry what was refused are refused in turn, then held", async () => {
+  const s = await connected();
+  try {
+    await pushAfter(s, () => s.store.update("a", () => newRecord("a", { title: "Mood", folder: "bad" })));
+    const [first] = s.pushes();
+    await edit(s.store, "a", { title: "Mood, later" });
+    await s.say(reject(first, "invalid_field"));
+    await sleep(30);
+    const second = s.pushes().at(-1);
+    assert.notEqual(second.ccid, first.ccid);
+    assert.deepEqual(second.fields.folder, { set: "bad" });
+    await s.say(reject(second, "invalid_field"));
+    await sleep(30);
+    const held = await s.store.get("a");
+    assert.equal(held.refusal.code, "invalid_field");
+    assert.equal(held.dirty, false);
+    assert.equal(held.local.title, "Mood, later");
+    assert.ok(isUnsynced(held), "kept as this device's refused version");
+    assert.equal(s.pushes().length, 2, "not sent again until edited");
+    assert.equal(s.errors.length, 1);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("a purge made while a change was in flight goes out when that change is refused (not listed as refused)", async () => {
+  const s = await connected();
+  try {
+    await s.store.update("a", () => synced("a", { title: "A" }));
+    await pushAfter(s, () => edit(s.store, "a", { folder: "bad" }));
+    const [first] = s.pushes();
+    await purge(s.store, "a");
+    await s.say(reject(first, "invalid_field"));
+    await sleep(30);
+    assert.ok(!(await s.store.get("a")).refusal, "not refused");
+    const second = s.pushes().at(-1);
+    assert.equal(second.op, "delete");
+    assert.equal(second.baseRev, 1);
+    await s.say(ack(second, 2));
+    assert.equal(await s.store.get("a"), undefined);
+    assert.deepEqual(s.store.unsynced(), []);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("missing_blob for a file nobody has, removed from the note since the send: the note goes without it", async () => {
+  const s = await connected();
+  s.engine.blobs = { blocking: async () => [], missing: async (shas) => shas }; // this browser lacks every file
+  const file = `${"a".repeat(64)} 3 text/plain f.txt`;
+  try {
+    await pushAfter(s, () => s.store.update("a", () => newRecord("a", { title: "A", attachments: [file] })));
+    const [first] = s.pushes();
+    assert.deepEqual(first.fields.attachments, { set: [file] });
+    await edit(s.store, "a", { attachments: [] });
+    await s.say(reject(first, "missing_blob"));
+    await sleep(30);
+    assert.ok(!(await s.store.get("a")).refusal, "not refused");
+    const second = s.pushes().at(-1);
+    assert.notEqual(second.ccid, first.ccid);
+    assert.equal(second.fields.attachments, undefined);
+    assert.deepEqual(s.errors, []);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("text kept as a new note after `gone` (purged elsewhere) is pushed at once, with no further edit", async () => {
+  const s = await connected();
+  try {
+    await s.store.update("a", () => synced("a", { title: "A", body: "theirs" }));
+    await pushAfter(s, () => edit(s.store, "a", { body: "mine" }));
+    const [first] = s.pushes();
+    await s.say({ ...reject(first, "gone"), current: { collection: "notes", id: "a", rev: 2, deleted: true, fields: {} } });
+    await sleep(30);
+    assert.equal(await s.store.get("a"), undefined);
+    const [fork] = await s.store.keys();
+    assert.notEqual(fork, undefined);
+    const change = s.pushes().at(-1);
+    assert.equal(change.id, fork, "the new note is sent");
+    assert.equal(change.baseRev, 0);
+    assert.deepEqual(change.fields.body, { set: "mine" });
+  } finally {
+    s.engine.dispose();
   }
 });
