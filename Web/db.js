@@ -11,10 +11,10 @@
 // fields again: then it is stored as `{ rev, same: true }` and filled in when read, which
 // halves what a pulled page costs to write and start-up costs to read.
 
-import { EMPTY_FIELDS, SCALAR_FIELDS, isPending, isUnsynced, newRecord, normalizeFields, stamp } from "./records.js";
+import { EMPTY_FIELDS, SCALAR_FIELDS, TEXT_FIELDS, isPending, isReplacement, isUnsynced, newRecord, normalizeFields, stamp } from "./records.js";
 
 // The records' pure functions live in Web/records.js (the engine and the in-memory store use them too).
-export { EMPTY_FIELDS, SCALAR_FIELDS, isPending, isUnsynced, newRecord, normalizeFields, stamp };
+export { EMPTY_FIELDS, SCALAR_FIELDS, TEXT_FIELDS, isPending, isUnsynced, newRecord, normalizeFields, stamp };
 
 const DB_NAME = "noted"; // the one database of the versions before one database per account (accounts.js)
 const DB_VERSION = 3; // 3: the object store `blobs` (Web/attachments.js)
@@ -59,6 +59,14 @@ export function unpack(record) {
   if (!record || !record.shadow || !record.shadow.same) return record;
   const local = record.local;
   return { ...record, shadow: { rev: record.shadow.rev, fields: { ...local, tags: [...local.tags], ...(local.attachments ? { attachments: [...local.attachments] } : {}) } } };
+}
+
+/** A `replacement` in a transaction's records store: `id` deleted, the new record added; returns it (stamped). */
+function replace(store, id, { replacedBy }) {
+  store.delete(id);
+  const added = stamp(replacedBy, undefined);
+  store.put(pack(added));
+  return added;
 }
 
 export class LocalStore {
@@ -207,15 +215,23 @@ export class LocalStore {
   /**
    * Reads a record and writes what `change(record)` returns, in one transaction; returns what
    * was stored (undefined: nothing written, null: deleted).
-   * `change` gets undefined for a missing record and may return null to delete it.
+   * `change` gets undefined for a missing record and may return null to delete it, or a
+   * `replacement` (Web/records.js) to delete it and add a new record in the same transaction
+   * (then null is returned).
    */
   async update(id, change) {
     const tx = this.db.transaction("records", "readwrite");
     const store = tx.objectStore("records");
     const current = unpack(await request(store.get(id)));
     let next = change(current);
-    if (next === null) store.delete(id);
-    else if (next !== undefined) store.put(pack((next = stamp(next, current))));
+    if (isReplacement(next)) {
+      replace(store, id, next);
+      next = null;
+    } else if (next === null) {
+      store.delete(id);
+    } else if (next !== undefined) {
+      store.put(pack((next = stamp(next, current))));
+    }
     await done(tx);
     return next;
   }
@@ -226,7 +242,8 @@ export class LocalStore {
    * only where the add finds the id taken (or the change needs the current record, as a
    * tombstone does) is the record read and merged. The requests are pipelined, never awaited
    * one by one. `apply` holds [id, change] pairs, `change` a pure function as for `update`.
-   * Returns a Map from id to what was stored (null: deleted) for the records that changed.
+   * Returns a Map from id to what was stored (null: deleted) for the records that changed (a
+   * `replacement`'s new record under its own id).
    * With `since`, the page is stored only if the stored cursor is still `since` (the one it
    * was pulled from); otherwise nothing is written and the promise rejects.
    */
@@ -241,7 +258,11 @@ export class LocalStore {
       req.onsuccess = () => {
         const current = unpack(req.result);
         const next = change(current);
-        if (next === null) {
+        if (isReplacement(next)) {
+          const added = replace(store, id, next);
+          if (current) written.set(id, null);
+          written.set(added.id, added);
+        } else if (next === null) {
           if (current) {
             store.delete(id);
             written.set(id, null);
@@ -256,7 +277,7 @@ export class LocalStore {
     const write = () => {
       for (const [id, change] of apply) {
         const fresh = change(undefined);
-        if (!fresh) {
+        if (!fresh || isReplacement(fresh)) {
           merge(id, change);
           continue;
         }

@@ -8,11 +8,13 @@
 // - get(id), getMany(ids), keys(), scan(visit): the records;
 // - pendingRecords(): the outbox (records dirty, in flight or refused: `pend` set by `stamp`);
 // - update(id, change): `change(current)` (undefined for a missing record) returns the next
-//   record, null to delete it or undefined to leave it; written atomically, returns what was
-//   stored (stamped) or null or undefined;
-// - storePage(apply, cursor, since): the pulled records (`apply`: [id, change] pairs) and the
-//   new cursor written together, only if the stored cursor is still `since` (else nothing is
-//   written and it rejects); returns a Map from id to what was stored (null: deleted).
+//   record, null to delete it, undefined to leave it, or a `replacement` (Web/records.js: it
+//   is deleted and a new record added under the new one's id); written atomically, returns
+//   what was stored (stamped) or null (deleted, replaced too) or undefined;
+// - storePage(apply, cursor, since): the pulled records (`apply`: [id, change] pairs, `change`
+//   as for `update`) and the new cursor written together, only if the stored cursor is still
+//   `since` (else nothing is written and it rejects); returns a Map from id to what was stored
+//   (null: deleted; a replacement's new record under its own id).
 // Records are copied in and out (structuredClone), as IndexedDB does: a caller holding one never
 // sees a later write. Blobs pending upload are not here: Web/attachments.js keeps them in
 // IndexedDB and the engine reaches them only through its `blobs` gate.
@@ -21,7 +23,7 @@
 // ({ records: [...], meta: {...} }), which `MemoryStore.from(state)` reads back: a node client
 // persisted to a file restarts with its outbox (Tests/web/support/file-store.mjs).
 
-import { isUnsynced, stamp } from "./records.js";
+import { isReplacement, isUnsynced, stamp } from "./records.js";
 
 const copy = (value) => (value === undefined ? undefined : structuredClone(value));
 
@@ -91,8 +93,14 @@ export class MemoryStore {
   async update(id, change) {
     const current = copy(this.records.get(id));
     let next = change(current);
-    if (next === null) this.records.delete(id);
-    else if (next !== undefined) this.records.set(id, copy((next = stamp(next, current))));
+    if (isReplacement(next)) {
+      this.replace(id, next);
+      next = null;
+    } else if (next === null) {
+      this.records.delete(id);
+    } else if (next !== undefined) {
+      this.records.set(id, copy((next = stamp(next, current))));
+    }
     if (next !== undefined) await this.written();
     return copy(next);
   }
@@ -105,7 +113,11 @@ export class MemoryStore {
     for (const [id, change] of apply) {
       const current = copy(this.records.get(id));
       const next = change(current);
-      if (next === null) {
+      if (isReplacement(next)) {
+        const added = this.replace(id, next);
+        if (current) written.set(id, null);
+        written.set(added.id, copy(added));
+      } else if (next === null) {
         if (current) {
           this.records.delete(id);
           written.set(id, null);
@@ -119,6 +131,14 @@ export class MemoryStore {
     this.meta.set("cursor", cursor);
     await this.written();
     return written;
+  }
+
+  /** A `replacement`: the record `id` deleted, the new one added (stamped as new); returns it. */
+  replace(id, { replacedBy }) {
+    this.records.delete(id);
+    const added = stamp(replacedBy, undefined);
+    this.records.set(added.id, copy(added));
+    return added;
   }
 
   /** The records with edits the server has not acknowledged (for tests: the outbox, refused included). */

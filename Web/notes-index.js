@@ -148,8 +148,9 @@ export class NoteIndex {
     const c = this.counts;
     this.facets++;
     if (entry.pending) c.pending += by;
-    if (entry.refusal) c.refused += by;
+    // A purged note is in no view, where its refusal could be read or discarded: not counted.
     if (entry.purged) return;
+    if (entry.refusal) c.refused += by;
     if (entry.trashed) {
       c.trash += by;
       return;

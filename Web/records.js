@@ -24,8 +24,27 @@ export function normalizeFields(fields) {
   };
 }
 
+/** The text fields of a note (docs/protocol.md section 1): edited by deltas, merged. */
+export const TEXT_FIELDS = ["title", "body"];
+
+/** The set fields of a note: elements added and removed, merged as sets. */
+export const SET_FIELDS = ["tags", "attachments"];
+
 /** The scalar fields of a note (docs/protocol.md section 1): replaced whole, the later change wins. */
 export const SCALAR_FIELDS = ["folder", "pinned", "trashed", "created", "modified"];
+
+/**
+ * Whether a record's text differs from the server's last state of it (its shadow; a note the
+ * server never had: from an empty note): a text field edited here and not acknowledged. What
+ * decides whether a note purged on the server is kept as a new note (Web/sync.js's
+ * `removeOrFork`, the Swift client's `removeOrFork`); a pin, a tag, the trash or a folder is
+ * not text.
+ */
+export function textEdited(record) {
+  const local = normalizeFields(record.local);
+  const base = normalizeFields(record.shadow ? record.shadow.fields : null);
+  return TEXT_FIELDS.some((name) => local[name] !== base[name]);
+}
 
 function dateField(value) {
   return typeof value === "number" && Number.isFinite(value) ? value : null;
@@ -66,4 +85,19 @@ export function isPending(record) {
  */
 export function isUnsynced(record) {
   return Boolean(record && (record.dirty || record.inflight || record.refusal));
+}
+
+/**
+ * What a store's `change` returns to put `record`, a new note, in the place of the record it
+ * was given: that one is deleted and `record` added (stamped as new) in the same write, so the
+ * text it keeps is never lost between two writes (Web/sync.js: a note purged on the server
+ * whose text edited here is kept under a new id).
+ */
+export function replacement(record) {
+  return { replacedBy: record };
+}
+
+/** Whether a store's `change` returned a `replacement`. */
+export function isReplacement(next) {
+  return Boolean(next && next.replacedBy);
 }

@@ -12,12 +12,12 @@
 // - `blobs` (set later, optional): the uploads a change adding a file waits for.
 
 import { applyDelta, editDelta, rebase, uuid } from "./text.js";
-import { SCALAR_FIELDS, isPending, isUnsynced, newRecord, normalizeFields } from "./records.js";
+import {
+  SCALAR_FIELDS, SET_FIELDS, TEXT_FIELDS, isReplacement, isUnsynced, newRecord, normalizeFields, replacement, textEdited,
+} from "./records.js";
 import { addedElements, changeAddsShas, shaOf } from "./elements.js";
 import { OPEN } from "./transport.js";
 
-const TEXT_FIELDS = ["title", "body"];
-const SET_FIELDS = ["tags", "attachments"];
 const CLIENT = "noted-web/0.1.0";
 const PAGE = 500;
 
@@ -255,9 +255,10 @@ export class SyncEngine extends EventTarget {
     if (message.reset && !this.resetIds) this.resetIds = new Set();
     const records = message.records || [];
     const apply = [];
+    const forks = [];
     for (const record of records) {
       if (this.resetIds) this.resetIds.add(record.id);
-      apply.push([record.id, (current) => mergeServerRecord(current, record)]);
+      apply.push([record.id, (current) => noteFork(forks, record.id, mergeServerRecord(current, record))]);
     }
     // The next page is asked for now, while this one is stored: the server's work and the
     // store's overlap. Pages are stored in the order they came (each store's transaction is
@@ -280,7 +281,7 @@ export class SyncEngine extends EventTarget {
       if (!message.more) this.progress = null;
     }
     // `records` holds what was stored: listeners need not read the page back.
-    this.emit("records", { ids: records.map((r) => r.id), records: written, remote: true });
+    this.emitRecords(records.map((r) => r.id), forks.filter((f) => written.has(f.to)), { records: written, remote: true });
     if (message.more || this.ws !== ws) return;
     if (this.resetIds) {
       const keep = this.resetIds;
@@ -333,19 +334,24 @@ export class SyncEngine extends EventTarget {
     }
     this.setState("syncing");
     const changes = [];
+    const removed = [];
     for (const record of ready) {
       // The change and its ccid are stored before the first send.
       const stored = await this.store.update(record.id, (current) => {
         if (!current || !current.dirty || current.inflight) return undefined;
         const change = buildChange(current);
-        if (!change) return { ...current, dirty: false };
+        // Nothing to send. A purge with nothing to send is of a note the server never had (its
+        // create refused after the purge was made): it goes, not kept as an unseen leftover.
+        if (!change) return current.purged ? null : { ...current, dirty: false };
         return { ...current, dirty: false, inflight: { ccid: change.ccid, baseRev: change.baseRev, change, sent: current.local } };
       });
       if (stored && stored.inflight) changes.push(stored);
+      if (stored === null) removed.push(record.id);
     }
     if (changes.length) {
       this.request({ type: "push", changes: changes.map((r) => r.inflight.change) }, "push", changes.map((r) => r.id));
     }
+    if (removed.length) this.emit("records", { ids: removed, remote: false });
     this.emit("pending");
   }
 
@@ -361,11 +367,10 @@ export class SyncEngine extends EventTarget {
   }
 
   async onResult(message) {
-    let newId = null;
+    const forks = []; // a note the server no longer has, its text kept as a new note
     let missing = null; // the files a change added that the server lacks (`missing_blob`)
-    let source = null; // the local fields of a note the server no longer has
     let lostIsFinal = true; // a file of `missing` that nobody has refuses the note (not if edited since the send)
-    await this.store.update(message.id, (current) => takeStash(message, current, ((current) => {
+    await this.store.update(message.id, (current) => noteFork(forks, message.id, takeStash(message, current, ((current) => {
       if (!current || !current.inflight || current.inflight.ccid !== message.ccid) return undefined;
       const sent = current.inflight.sent;
       if (message.type === "ack") {
@@ -394,10 +399,9 @@ export class SyncEngine extends EventTarget {
       switch (message.code) {
         case "gone":
         case "not_found":
-          // Keep the local text as a new note (read here: the record is deleted by this update).
-          newId = uuid();
-          source = current.local;
-          return null;
+          // Purged: removed, its text kept as a new note only if edited here; a purge of ours
+          // that crossed another device's is simply removed (`removeOrFork`).
+          return removeOrFork(current);
         case "base_unavailable":
         case "already_exists":
         case "invalid_version":
@@ -436,15 +440,9 @@ export class SyncEngine extends EventTarget {
           this.emit("error", { message: `Note "${current.local.title || "untitled"}" was refused: ${message.message || message.code}` });
           return { ...current, inflight: null, dirty: false, refusal: { code: String(message.code || "refused"), message: String(message.message || "") } };
       }
-    })(current)));
+    })(current))));
     if (missing) await this.blobsMissing(message.id, missing, lostIsFinal);
-    if (newId) {
-      if (source) await this.store.update(newId, () => newRecord(newId, source));
-      // `moved`: where the note's text went, for an editor that shows it.
-      this.emit("records", { ids: [message.id, newId], remote: false, moved: source ? { from: message.id, to: newId } : null });
-    } else {
-      this.emit("records", { ids: [message.id], remote: false });
-    }
+    this.emitRecords([message.id], forks, { remote: false });
     const stale = this.staleRevs.get(message.id);
     this.staleRevs.delete(message.id);
     const needsPull = message.type === "reject" && ["already_exists", "invalid_version"].includes(message.code) && !message.current;
@@ -475,18 +473,16 @@ export class SyncEngine extends EventTarget {
       return;
     }
     let needPull = false;
-    await this.store.update(message.id, (current) => {
+    const forks = [];
+    await this.store.update(message.id, (current) => noteFork(forks, message.id, ((current) => {
       if (current && current.shadow && message.rev <= current.shadow.rev) return undefined; // old news
       if (current && current.inflight) {
         // Our own change is unanswered: its ack (merged) brings the new state.
         this.staleRevs.set(message.id, message.rev);
         return undefined;
       }
-      if (message.op === "delete") {
-        if (current && isPending(current)) return { ...current, shadow: null, dirty: true };
-        if (current && current.refusal) return { ...current, shadow: null }; // still held, refused
-        return null;
-      }
+      // A purge needs no base: it applies whatever revision is held.
+      if (message.op === "delete") return removeOrFork(current);
       const base = current && current.shadow ? current.shadow.fields : null;
       const baseRev = current && current.shadow ? current.shadow.rev : 0;
       if (baseRev !== message.prevRev) {
@@ -513,31 +509,62 @@ export class SyncEngine extends EventTarget {
         local = rebased.fields;
       }
       return { ...moved(current, { fields, rev: message.rev }, local), updatedAt: message.updatedAt || current.updatedAt };
-    });
+    })(current)));
     if (needPull) await this.pull();
-    else this.emit("records", { ids: [message.id], remote: true });
+    else this.emitRecords([message.id], forks, { remote: true });
+    if (forks.length) this.schedulePush(0); // the new note goes at once, not with the next edit
   }
+
+  /**
+   * Says which records changed (`ids`, and `forks`' new notes); `moved` lists the forks
+   * ({ from, to }: a purged note's text kept as a new note), for an editor showing that text
+   * (Web/app.js moves it before it hears that the old note is gone).
+   */
+  emitRecords(ids, forks, detail) {
+    this.emit("records", { ...detail, ids: [...ids, ...forks.map((f) => f.to)], moved: forks });
+  }
+}
+
+/**
+ * A record purged on the server, as held here (undefined: not held): what the store keeps in its
+ * place (the Swift client's `removeOrFork`, docs/protocol.md). It is removed, unless it holds
+ * text edited here that the server never acknowledged (`textEdited`): that text is kept as a
+ * new note, under a new id (the purged one is never created again: the server answers it
+ * `gone`, or creates it again once its tombstone is swept, where the Swift clients, which
+ * buried the id, never show it), and sent as any new note; refused edits too (sent again, they
+ * are refused again if they still carry what was refused). Edits that changed no text (a pin, a
+ * tag, the trash, a folder) do not bring a purged note back: several devices would each bring
+ * back a copy of text nobody changed. A note the user was purging is removed.
+ * The test is made against the shadow the record holds now: a note re-created under its old id
+ * with the shadow dropped could no longer tell a pin from a text edit.
+ */
+function removeOrFork(current) {
+  if (!current || current.purged || !textEdited(current)) return null;
+  const copy = newRecord(uuid(), current.local);
+  if (current.createdAt) copy.createdAt = current.createdAt; // as the Swift client's copy
+  return replacement(copy);
+}
+
+/** `next` as a store's change returns it; a fork of the record `from` is noted in `forks`. */
+function noteFork(forks, from, next) {
+  if (isReplacement(next)) forks.push({ from, to: next.replacedBy.id });
+  return next;
 }
 
 /** What the store keeps after the server sent `record` (a pulled record, latest state). */
 function mergeServerRecord(current, record) {
   if (current && current.shadow && record.rev <= current.shadow.rev) return undefined;
-  if (record.deleted) {
-    if (current && isPending(current) && !current.inflight) return { ...current, shadow: null, dirty: true };
-    if (current && current.refusal) return { ...current, shadow: null }; // still held, refused
-    return current && current.inflight ? undefined : null;
-  }
-  const fields = normalizeFields(record.fields);
-  if (!current) {
-    return { ...newRecord(record.id, fields, record.createdAt), shadow: { fields, rev: record.rev }, dirty: false, updatedAt: record.updatedAt };
-  }
   // A change of ours is unanswered: the newer state is kept beside it (`stash`) and taken once
   // the answer is in. The ack may not bring it: a resent change is answered `duplicate`, with
   // the state of when it was first applied, and the pull's cursor is already past this record
-  // (found by the node simulation, seed 108; the Swift client keeps a stash the same way).
-  if (current.inflight) {
-    if (current.stash && current.stash.rev >= record.rev) return undefined;
-    return { ...current, stash: { fields, rev: record.rev, updatedAt: record.updatedAt } };
+  // (found by the node simulation, seed 108; the Swift client keeps a stash the same way). A
+  // purge is kept so too: ignored, it left the note here at the acknowledged revision for good,
+  // though the server no longer had it.
+  if (current && current.inflight) return stashed(current, record);
+  if (record.deleted) return removeOrFork(current);
+  const fields = normalizeFields(record.fields);
+  if (!current) {
+    return { ...newRecord(record.id, fields, record.createdAt), shadow: { fields, rev: record.rev }, dirty: false, updatedAt: record.updatedAt };
   }
   const base = current.shadow ? current.shadow.fields : null;
   let local = holds(current) ? current.local : fields;
@@ -552,15 +579,26 @@ function mergeServerRecord(current, record) {
   return { ...moved(current, { fields, rev: record.rev }, local), updatedAt: record.updatedAt };
 }
 
+/** A server state (a purge too) newer than the shadow, seen while a change is in flight: kept beside it. */
+function stashed(current, record) {
+  if (current.stash && current.stash.rev >= record.rev) return undefined;
+  const stash = record.deleted
+    ? { deleted: true, rev: record.rev }
+    : { fields: normalizeFields(record.fields), rev: record.rev, updatedAt: record.updatedAt };
+  return { ...current, stash };
+}
+
 /**
  * After a result (`next`, from `current`): a newer server state seen while the change was in
  * flight (`current.stash`) is taken now, as a page would have been; the stash goes either way.
+ * A purge seen so goes as if the answer and then the purge had come: only text edited since
+ * the send is kept as a new note.
  */
 function takeStash(message, current, next) {
-  if (!next || !current || !current.stash || !current.inflight || current.inflight.ccid !== message.ccid) return next;
+  if (!next || isReplacement(next) || !current || !current.stash || !current.inflight || current.inflight.ccid !== message.ccid) return next;
   const { stash, ...rest } = next;
   if (!rest.shadow || stash.rev <= rest.shadow.rev) return rest;
-  const onto = mergeServerRecord(rest, { id: message.id, fields: stash.fields, rev: stash.rev, updatedAt: stash.updatedAt });
+  const onto = mergeServerRecord(rest, { id: message.id, deleted: stash.deleted, fields: stash.fields, rev: stash.rev, updatedAt: stash.updatedAt });
   return onto === undefined ? rest : onto;
 }
 

@@ -70,7 +70,8 @@ test("on open the engine says hello with the token and its stored device id", as
 /**
  * An engine on a fake transport, welcomed and caught up (an empty pull), its pushes sent at once.
  * `say(message)` hands it a server message; `pushes()` the changes it pushed, each with its
- * push's `rid`; `errors` what it reported.
+ * push's `rid`; `sent(type)` the messages of a type it sent; `errors` what it reported;
+ * `records` the details of its "records" events.
  */
 async function connected(store = new MemoryStore()) {
   const transport = fakeTransport();
@@ -83,8 +84,10 @@ async function connected(store = new MemoryStore()) {
   ws.readyState = 1;
   await ws.onopen();
   const sent = (type) => ws.sent.map((text) => JSON.parse(text)).filter((m) => m.type === type);
+  const records = [];
+  engine.addEventListener("records", (event) => records.push(event.detail));
   const s = {
-    engine, store, errors,
+    engine, store, errors, records, sent,
     say: (message) => engine.onMessage(JSON.stringify(message)),
     pushes: () => sent("push").flatMap((push) => push.changes.map((change) => ({ ...change, rid: push.rid }))),
   };
@@ -220,5 +223,227 @@ test("text kept as a new note after `gone` (purged elsewhere) is pushed at once,
     assert.deepEqual(change.fields.body, { set: "mine" });
   } finally {
     s.engine.dispose();
+  }
+});
+
+test("a purge of a note whose create is refused after the purge was made: the note goes, nothing left", async () => {
+  const s = await connected();
+  try {
+    await pushAfter(s, () => s.store.update("a", () => newRecord("a", { title: "A", folder: "bad" })));
+    const [create] = s.pushes();
+    await s.store.update("a", (r) => ({ ...r, purged: true, dirty: true })); // Web/app.js's purge of a note in flight
+    await s.say(reject(create, "invalid_field"));
+    await sleep(30);
+    assert.deepEqual(await s.store.keys(), [], "not kept, purged and unsent, for ever");
+    assert.equal(s.pushes().length, 1);
+    assert.ok(s.records.some((r) => r.ids.includes("a") && !r.moved.length), "the page hears it is gone");
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+// Purged elsewhere: the Swift client's `removeOrFork` (docs/protocol.md, "What NotedClient does
+// where the contract leaves a client a choice"). A note purged on the server is removed here,
+// unless it holds text edited here that the server never acknowledged: that text is kept as a
+// new note (a new id), which is sent. A pin, a tag, the trash or a folder brings nothing back; a
+// note the user was purging is removed.
+
+/** A purge on the server (rev `rev`) as a broadcast, a pulled record and a `gone`'s `current`. */
+const purgeBroadcast = (id, rev) => ({ type: "change", collection: "notes", id, rev, prevRev: rev - 1, seq: rev + 10, op: "delete", fields: {}, updatedAt: "2026-01-01T00:00:00.000Z" });
+const tombstone = (id, rev) => ({ collection: "notes", id, rev, seq: rev + 10, deleted: true, fields: {}, createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z" });
+
+/** A pull from the stored cursor (`from`) answered by one last page holding `records`. */
+async function pulled(s, records, from = 3) {
+  await s.store.setMeta("cursor", from);
+  await s.engine.pull();
+  const { rid, since } = s.sent("pull").at(-1);
+  assert.equal(since, from);
+  await s.say({ type: "changes", rid, records, cursor: from + 20, more: false });
+}
+
+/** The engine idle (the push its catch-up scheduled has run): a write now stays unsent until a push. */
+const idle = () => sleep(20);
+
+/** What the store holds once the engine pushed whatever it would: ids, and the changes pushed since `before`. */
+async function settled(s, before) {
+  s.engine.schedulePush(0);
+  await sleep(30);
+  return { ids: await s.store.keys(), pushed: s.pushes().slice(before) };
+}
+
+test("a purge of ours crossing another device's: `gone` removes the note, no new note", async () => {
+  const s = await connected();
+  try {
+    await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
+    await pushAfter(s, () => purge(s.store, "a"));
+    const [del] = s.pushes();
+    assert.equal(del.op, "delete");
+    await s.say({ ...reject(del, "gone"), current: tombstone("a", 2) });
+    const { ids, pushed } = await settled(s, 1);
+    assert.deepEqual(ids, [], "nothing brought back");
+    assert.deepEqual(pushed, []);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("`gone` after edits that changed no text (pin, tags, trash, folder): the note is removed, not brought back", async () => {
+  const s = await connected();
+  try {
+    await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
+    await pushAfter(s, () => edit(s.store, "a", { pinned: true, tags: ["x"], trashed: true, folder: "f" }));
+    const [first] = s.pushes();
+    await s.say({ ...reject(first, "gone"), current: tombstone("a", 2) });
+    const { ids, pushed } = await settled(s, 1);
+    assert.deepEqual(ids, []);
+    assert.deepEqual(pushed, []);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("a purge here not yet sent, then the purge from another device (broadcast or page): removed, nothing left", async () => {
+  for (const arrives of ["broadcast", "page"]) {
+    const s = await connected();
+    try {
+      await idle();
+      await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
+      await purge(s.store, "a");
+      if (arrives === "broadcast") await s.say(purgeBroadcast("a", 2));
+      else await pulled(s, [tombstone("a", 2)]);
+      const { ids, pushed } = await settled(s, 0);
+      assert.deepEqual(ids, [], `${arrives}: no leftover record`);
+      assert.deepEqual(pushed, [], arrives);
+      assert.deepEqual(s.store.unsynced(), []);
+    } finally {
+      s.engine.dispose();
+    }
+  }
+});
+
+test("unsent text edits when the purge arrives: the text is sent as a new note, never under the purged id", async () => {
+  for (const arrives of ["broadcast", "page"]) {
+    const s = await connected();
+    try {
+      await idle();
+      await s.store.update("a", () => synced("a", { title: "A", body: "theirs" }));
+      await edit(s.store, "a", { body: "mine", pinned: true });
+      if (arrives === "broadcast") await s.say(purgeBroadcast("a", 2));
+      else await pulled(s, [tombstone("a", 2)]);
+      assert.equal(await s.store.get("a"), undefined, `${arrives}: the purged id is gone`);
+      const [fork] = await s.store.keys();
+      assert.ok(fork && fork !== "a", arrives);
+      const kept = await s.store.get(fork);
+      assert.equal(kept.local.body, "mine");
+      assert.equal(kept.local.pinned, true, "the rest of the note goes with its text");
+      assert.deepEqual(s.records.at(-1).moved, [{ from: "a", to: fork }], "an editor showing it follows its text");
+      assert.ok(s.records.at(-1).ids.includes(fork));
+      await sleep(30); // no further edit: the new note goes at once
+      const pushed = s.pushes();
+      assert.deepEqual(pushed.map((c) => [c.id, c.baseRev]), [[fork, 0]], `${arrives}: only the new note is sent`);
+      assert.deepEqual(pushed[0].fields.body, { set: "mine" });
+    } finally {
+      s.engine.dispose();
+    }
+  }
+});
+
+test("unsent edits that changed no text when the purge arrives: removed, nothing sent (a pin brings no copy back)", async () => {
+  for (const arrives of ["broadcast", "page"]) {
+    const s = await connected();
+    try {
+      await idle();
+      await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
+      await edit(s.store, "a", { pinned: true, tags: ["x"] });
+      if (arrives === "broadcast") await s.say(purgeBroadcast("a", 2));
+      else await pulled(s, [tombstone("a", 2)]);
+      const { ids, pushed } = await settled(s, 0);
+      assert.deepEqual(ids, [], arrives);
+      assert.deepEqual(pushed, [], `${arrives}: the purged id is not created again`);
+    } finally {
+      s.engine.dispose();
+    }
+  }
+});
+
+test("a refused note purged elsewhere: its edited text is sent as a new note, refused again (visibly) if it still carries what was refused", async () => {
+  for (const arrives of ["broadcast", "page"]) {
+    const s = await connected();
+    try {
+      await s.store.update("a", () => synced("a", { title: "A", body: "theirs" }));
+      await pushAfter(s, () => edit(s.store, "a", { body: "mine", folder: "bad" }));
+      const [first] = s.pushes();
+      await s.say(reject(first, "invalid_field"));
+      await sleep(30);
+      assert.equal((await s.store.get("a")).refusal.code, "invalid_field");
+      if (arrives === "broadcast") await s.say(purgeBroadcast("a", 2));
+      else await pulled(s, [tombstone("a", 2)]);
+      await sleep(30);
+      assert.equal(await s.store.get("a"), undefined, arrives);
+      const [fork] = await s.store.keys();
+      const second = s.pushes().at(-1);
+      assert.equal(second.id, fork, `${arrives}: the new note is sent`);
+      assert.equal(second.baseRev, 0);
+      assert.deepEqual(second.fields.folder, { set: "bad" });
+      await s.say(reject(second, "invalid_field"));
+      await sleep(30);
+      const held = await s.store.get(fork);
+      assert.equal(held.refusal.code, "invalid_field", "refused again, shown as refused");
+      assert.equal(held.local.body, "mine");
+      assert.equal(s.errors.length, 2);
+    } finally {
+      s.engine.dispose();
+    }
+  }
+});
+
+test("a refused note whose edits changed no text, purged elsewhere: removed", async () => {
+  for (const arrives of ["broadcast", "page"]) {
+    const s = await connected();
+    try {
+      await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
+      await pushAfter(s, () => edit(s.store, "a", { folder: "bad" }));
+      const [first] = s.pushes();
+      await s.say(reject(first, "invalid_field"));
+      await sleep(30);
+      if (arrives === "broadcast") await s.say(purgeBroadcast("a", 2));
+      else await pulled(s, [tombstone("a", 2)]);
+      const { ids, pushed } = await settled(s, 1);
+      assert.deepEqual(ids, [], arrives);
+      assert.deepEqual(pushed, [], arrives);
+    } finally {
+      s.engine.dispose();
+    }
+  }
+});
+
+test("a purge pulled while a change is in flight goes once it is answered: only text edited since the send is kept", async () => {
+  for (const later of [null, { title: "A, later" }]) {
+    const s = await connected();
+    try {
+      await s.store.update("a", () => synced("a", { title: "A", body: "theirs" }));
+      await pushAfter(s, () => edit(s.store, "a", { body: "mine" }));
+      const [first] = s.pushes();
+      if (later) await edit(s.store, "a", later);
+      // The change was applied (rev 2), then another device purged the note (rev 3); the page
+      // saying so comes before the answer (a resent change answered `duplicate`, say).
+      await pulled(s, [tombstone("a", 3)]);
+      assert.ok(await s.store.get("a"), "held until the answer");
+      await s.say({ ...ack(first, 2), status: "duplicate" });
+      const { ids, pushed: all } = await settled(s, 1);
+      const pushed = all.filter((c) => c.ccid !== first.ccid); // the pull's end resent the change in flight
+      assert.equal(ids.includes("a"), false, "not left at rev 2 for good");
+      if (!later) {
+        assert.deepEqual(ids, [], "the acknowledged text was the server's: nothing kept");
+        assert.deepEqual(pushed, []);
+      } else {
+        assert.equal(ids.length, 1);
+        const kept = await s.store.get(ids[0]);
+        assert.equal(kept.local.title, "A, later");
+        assert.deepEqual(pushed.map((c) => [c.id, c.baseRev]), [[ids[0], 0]]);
+      }
+    } finally {
+      s.engine.dispose();
+    }
   }
 });

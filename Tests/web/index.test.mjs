@@ -93,6 +93,19 @@ test("index: order, counts, out-of-order events, removal", () => {
   assert.equal(ix.query("all")[0].title, "A!");
 });
 
+test("index: a purged note's refusal is not counted (no view lists it, to read or discard it)", () => {
+  const ix = new NoteIndex();
+  const refusal = { code: "bad_request", message: "" };
+  ix.put(summarize(rec("a", 1, { title: "A" }, "2024-01-01T00:00:00Z", { refusal })));
+  ix.put(summarize(rec("b", 1, { title: "B" }, "2024-01-01T00:00:00Z", { refusal, purged: true })));
+  assert.equal(ix.counts.refused, 1);
+  ix.put(summarize(rec("a", 2, { title: "A" }, "2024-01-01T00:00:00Z", { refusal, purged: true })));
+  assert.equal(ix.counts.refused, 0);
+  ix.remove("a");
+  ix.remove("b");
+  assert.equal(ix.counts.refused, 0);
+});
+
 test("index: by date written or last changed, imported dates counting as the note's", () => {
   const ix = new NoteIndex();
   // "old": written in 2015 elsewhere (its `created`), changed last week; "new": written here

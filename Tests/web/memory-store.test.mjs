@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemoryStore } from "../../Web/memory-store.js";
-import { newRecord } from "../../Web/records.js";
+import { newRecord, replacement } from "../../Web/records.js";
 import { openFileStore } from "./support/file-store.mjs";
 
 test("update: writes, stamps, deletes, leaves; the outbox follows the marks", async () => {
@@ -49,6 +49,21 @@ test("storePage: records and cursor together, only onto the cursor the page was 
   const again = await store.storePage([["a", () => null]], 6, 5);
   assert.equal(again.get("a"), null);
   assert.deepEqual(await store.keys(), []);
+});
+
+test("a replacement deletes the record and adds the new one in the same write (update and storePage)", async () => {
+  const store = new MemoryStore();
+  await store.update("a", () => ({ ...newRecord("a", { title: "A" }), lv: 4 }));
+  assert.equal(await store.update("a", () => replacement(newRecord("b", { title: "A" }))), null);
+  assert.deepEqual(await store.keys(), ["b"]);
+  const b = await store.get("b");
+  assert.equal(b.lv, 1, "stamped as a new record");
+  assert.equal(b.pend, 1, "in the outbox");
+  const written = await store.storePage([["b", () => replacement(newRecord("c", { title: "A" }))]], 2, 0);
+  assert.equal(written.get("b"), null);
+  assert.equal(written.get("c").lv, 1);
+  assert.deepEqual(await store.keys(), ["c"]);
+  assert.equal(await store.getMeta("cursor"), 2);
 });
 
 test("a file store restarts with its records, cursor and outbox", async () => {
