@@ -23,8 +23,8 @@ extension World {
         var historyPick = SimRandom(state: step.seed ^ 0x6869_7374_6F72_7900)
         if journaling && historyPick.chance(4) {
             try await historyStep(&historyPick)
-            // The jump takes the step's place (NOTED_SIM_HISTORY_SYNC=0: it comes before it, and
-            // nothing is delivered during it, so that the other steps run as without history).
+            // With NOTED_SIM_HISTORY_SYNC=1 the jump takes the step's place; by default it comes
+            // before it and nothing is delivered during it (the other steps run as without history).
             if World.historySync { return }
         }
         switch roll {
@@ -86,8 +86,11 @@ extension World {
     }
 
     /// Whether history steps deliver what connected clients queued and take the step's place
-    /// (the default); `NOTED_SIM_HISTORY_SYNC=0` turns it off.
-    static let historySync = ProcessInfo.processInfo.environment["NOTED_SIM_HISTORY_SYNC"] != "0"
+    /// (`NOTED_SIM_HISTORY_SYNC=1`; it found the bugs of docs/reliability.md "History"). Off by
+    /// default: with it on, the repeatability check (seed 42 run twice) once gave two traces in
+    /// a loaded CI run, not reproduced here; until that is understood the default form only
+    /// adds the jump before the step's own action.
+    static let historySync = ProcessInfo.processInfo.environment["NOTED_SIM_HISTORY_SYNC"] == "1"
 
     /// Minutes to days pass on the server's clock, and the history service thins what is due;
     /// then every promise of the history policy is checked (``checkHistory()``).
