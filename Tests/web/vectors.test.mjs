@@ -46,7 +46,7 @@ test("shared vectors: every rebase gives the Swift client's text and clean flag"
 
 // Named regressions of the text bug classes of docs/reliability.md.
 
-test("regression (seeds 3, 35): a stale deletion does not remove text written meanwhile", () => {
+test("regression (Swift seeds 3, 35): a stale deletion does not remove text written meanwhile", () => {
   // One device deleted [1]; another had meanwhile replaced it by [30].
   assert.deepEqual(rebase("[1]", "", "[30]"), { text: "[30]", clean: false });
   assert.deepEqual(rebase("a [1] b", "a b", "a [30] b"), { text: "a [30] b", clean: false });
@@ -56,7 +56,7 @@ test("regression (seeds 3, 35): a stale deletion does not remove text written me
   assert.deepEqual(rebase("[1]", "", "[3]"), { text: "[3]", clean: false });
 });
 
-test("regression (seed 5): an insertion is not spliced into a word someone rewrote", () => {
+test("regression (Swift seed 5): an insertion is not spliced into a word someone rewrote", () => {
   // [7] became [57] here: sent as the whole word replaced, not as "insert 5".
   assert.deepEqual(editDiffs("one [7] two", "one [57] two"), [[0, "one "], [-1, "[7]"], [1, "[57]"], [0, " two"]]);
   assert.equal(editDelta("[7]", "[57]"), "-3\t+%5B57%5D");

@@ -1,0 +1,189 @@
+// Named regressions, on the web app's sync engine (Web/sync.js), of every bug class the Swift
+// client's deterministic simulation found (docs/reliability.md, "Deterministic simulation" and
+// "Swift and JavaScript clients together"): each test plays the Swift seed's situation on a
+// fake transport (the server's messages written by hand) and a MemoryStore. The text-level
+// classes (seeds 3, 35 and 5) are in Tests/web/vectors.test.mjs under the same naming.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { SyncEngine } from "../../Web/sync.js";
+import { MemoryStore } from "../../Web/memory-store.js";
+import { isUnsynced, newRecord, normalizeFields } from "../../Web/records.js";
+import { rebase } from "../../Web/text.js";
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * An engine on a fake transport, welcomed and caught up (an empty first pull: cursor 0, as a
+ * new account's), its pushes sent at once. `say(message)` hands it a server message;
+ * `pushes()` the changes it pushed, each with its push's `rid`; `sent(type)` the messages of a
+ * type it sent.
+ */
+async function connected(store = new MemoryStore()) {
+  const sockets = [];
+  const transport = {
+    connect() {
+      const ws = { readyState: 0, sent: [], send(text) { this.sent.push(text); }, close() { this.readyState = 3; } };
+      sockets.push(ws);
+      return ws;
+    },
+  };
+  const auth = { accessToken: async () => "t", invalidateAccessToken() {}, refusedBecause() {} };
+  const engine = new SyncEngine({ store, auth, transport, debounceMs: 0 });
+  const errors = [];
+  engine.addEventListener("error", (event) => errors.push(event.detail.message));
+  engine.start();
+  await sleep(10);
+  const ws = sockets[0];
+  ws.readyState = 1;
+  await ws.onopen();
+  const sent = (type) => ws.sent.map((text) => JSON.parse(text)).filter((m) => m.type === type);
+  const s = {
+    engine, store, errors, sent,
+    say: (message) => engine.onMessage(JSON.stringify(message)),
+    pushes: () => sent("push").flatMap((push) => push.changes.map((change) => ({ ...change, rid: push.rid }))),
+    /** Answers the engine's latest pull with one last page. */
+    page: (records, cursor) => {
+      const pull = sent("pull").at(-1);
+      return s.say({ type: "changes", rid: pull.rid, records, cursor, more: false });
+    },
+  };
+  await s.say({ type: "welcome", seq: 0 });
+  await s.page([], 0);
+  assert.ok(engine.ready);
+  return s;
+}
+
+const T = "2026-01-01T00:00:00.000Z";
+const reject = (change, code) => ({ type: "reject", rid: change.rid, ccid: change.ccid, collection: "notes", id: change.id, code, message: `${code} (test)` });
+const ack = (change, rev, seq = rev, extra = {}) => ({ type: "ack", rid: change.rid, ccid: change.ccid, collection: "notes", id: change.id, rev, seq, status: "applied", ...extra });
+const created = (id, fields, rev = 1, seq = rev) => ({ type: "change", collection: "notes", id, rev, prevRev: rev - 1, seq, op: "upsert", fields: Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, { set: v }])), updatedAt: T });
+const purgeBroadcast = (id, rev, seq = rev + 10) => ({ type: "change", collection: "notes", id, rev, prevRev: rev - 1, seq, op: "delete", fields: {}, updatedAt: T });
+const record = (id, fields, rev, seq = rev) => ({ collection: "notes", id, rev, seq, deleted: false, fields, createdAt: T, updatedAt: T });
+const synced = (id, fields, rev = 1) => ({ ...newRecord(id, fields), shadow: { fields: normalizeFields(fields), rev }, dirty: false });
+const edit = (store, id, fields) => store.update(id, (r) => ({ ...r, local: normalizeFields({ ...r.local, ...fields }), dirty: true, refusal: null }));
+const purge = (store, id) => store.update(id, (r) => ({ ...r, purged: true, dirty: true, refusal: null }));
+
+/** A local write, then a push: what the page does after an edit. */
+async function pushAfter(s, write) {
+  await write();
+  s.engine.schedulePush(0);
+  await sleep(30);
+}
+
+/** The engine reconnected: welcomed again, its pull (from the stored cursor) sent. */
+async function reconnect(s, seq) {
+  s.engine.ready = false;
+  await s.say({ type: "welcome", seq });
+  return s.sent("pull").at(-1);
+}
+
+test("regression (Swift seed 46): edits made after the send that do not fit onto a merged ack go as stale sets, against the revision they were made on", async () => {
+  const s = await connected();
+  try {
+    await s.store.update("a", () => synced("a", { title: "T", body: "a [1] b" }, 1));
+    await pushAfter(s, () => edit(s.store, "a", { body: "a [1] [2] b" }));
+    const [first] = s.pushes();
+    assert.equal(first.baseRev, 1);
+    await edit(s.store, "a", { body: "a [4] [2] b" }); // [1] replaced here after the send
+    // The server merged our change onto another device's, which replaced [1] by [3] (rev 2).
+    await s.say(ack(first, 3, 3, { status: "merged", fields: { title: "T", body: "a [3] [2] b" } }));
+    await sleep(30);
+    const second = s.pushes().at(-1);
+    assert.notEqual(second.ccid, first.ccid);
+    assert.equal(second.baseRev, 1, "against the revision the edit was made on, not the acknowledged one");
+    assert.deepEqual(second.fields.body, { set: "a [4] [2] b" }, "a stale set: the server keeps [3] as a conflict revision");
+    assert.equal((await s.store.get("a")).local.body, "a [4] [2] b", "the user's text stays");
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("regression (Swift, first simulation version): unsynced pin-only edits on two devices do not bring back a note a third purged", async () => {
+  for (const arrives of ["broadcast", "gone"]) {
+    const s = await connected();
+    try {
+      await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
+      if (arrives === "broadcast") {
+        s.engine.ready = false; // not pushed yet
+        await edit(s.store, "a", { pinned: true, tags: ["x"] });
+        s.engine.ready = true;
+        await s.say(purgeBroadcast("a", 2));
+      } else {
+        await pushAfter(s, () => edit(s.store, "a", { pinned: true }));
+        await s.say({ ...reject(s.pushes()[0], "gone"), current: { collection: "notes", id: "a", rev: 2, seq: 12, deleted: true, fields: {} } });
+      }
+      s.engine.schedulePush(0);
+      await sleep(30);
+      assert.deepEqual(await s.store.keys(), [], arrives);
+      assert.equal(s.pushes().filter((c) => c.op !== "upsert" || !c.fields.pinned).length, 0, `${arrives}: no copy sent`);
+    } finally {
+      s.engine.dispose();
+    }
+  }
+});
+
+test("regression (Swift seeds 17, 22, 61): text kept as a new note because its note was purged elsewhere is sent at once by a connected, idle client", async () => {
+  const s = await connected();
+  try {
+    await s.store.update("a", () => synced("a", { title: "A", body: "theirs" }));
+    s.engine.ready = false;
+    await edit(s.store, "a", { body: "mine" });
+    s.engine.ready = true;
+    await s.say(purgeBroadcast("a", 2));
+    await sleep(30); // no further edit, no reconnect
+    const [fork] = await s.store.keys();
+    assert.ok(fork && fork !== "a");
+    assert.deepEqual(s.pushes().map((c) => [c.id, c.baseRev, c.fields.body]), [[fork, 0, { set: "mine" }]]);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("regression (Swift seed 87, an earlier form of the history steps): a change refused for good after the note was edited again: the later edit goes out", async () => {
+  const s = await connected();
+  try {
+    await pushAfter(s, () => s.store.update("a", () => newRecord("a", { title: "A", folder: "bad" })));
+    const [first] = s.pushes();
+    await edit(s.store, "a", { folder: "good" });
+    await s.say(reject(first, "invalid_field"));
+    await sleep(30);
+    const second = s.pushes().at(-1);
+    assert.notEqual(second.ccid, first.ccid);
+    assert.deepEqual(second.fields.folder, { set: "good" });
+    await s.say(ack(second, 1));
+    assert.equal(isUnsynced(await s.store.get("a")), false);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("regression (Swift seed 271): a note purged while its change was refused is not listed as refused; the purge goes", async () => {
+  const s = await connected();
+  try {
+    await s.store.update("a", () => synced("a", { title: "A" }));
+    await pushAfter(s, () => edit(s.store, "a", { folder: "bad" }));
+    await s.say(reject(s.pushes()[0], "invalid_field"));
+    await sleep(30);
+    assert.equal((await s.store.get("a")).refusal.code, "invalid_field");
+    await pushAfter(s, () => purge(s.store, "a"));
+    const del = s.pushes().at(-1);
+    assert.equal(del.op, "delete");
+    await s.say(ack(del, 2));
+    assert.equal(await s.store.get("a"), undefined);
+    assert.deepEqual(s.store.unsynced(), []);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+// Found by Tests/web/mixed-live.test.mjs (a noted home and a JS client), not by the Swift
+// simulation, whose markers are never one inside another: one device makes "gamma" into
+// "cligamma", another (not having seen it) into "webgamma". Both clients' strict rebase (and
+// the server's merge: same rule) place the second onto the first as "cliwebgamma", clean: the
+// deletion of "gamma" takes exactly its text, unchanged, and the insertion lands at a word
+// boundary, so neither strict check refuses it, yet the result splices two words. The noted
+// CLI gives the same (two homes, checked by hand). A rule shared with the Swift client and the
+// vectors: kept here as a todo, to be decided on both sides.
+test("known (todo): a word rewritten around the word another device replaced is spliced, not kept as a conflict", { todo: "shared strict-rebase rule; the Swift client does the same" }, () => {
+  assert.deepEqual(rebase("a gamma b", "a webgamma b", "a cligamma b"), { text: "a cligamma b", clean: false });
+});
