@@ -13,7 +13,7 @@
 
 import { applyDelta, editDelta, rebase, uuid } from "./text.js";
 import {
-  SCALAR_FIELDS, SET_FIELDS, TEXT_FIELDS, isReplacement, isUnsynced, newRecord, normalizeFields, replacement, textEdited,
+  SCALAR_FIELDS, SET_FIELDS, TEXT_FIELDS, isReplacement, newRecord, normalizeFields, replacement, textEdited,
 } from "./records.js";
 import { addedElements, changeAddsShas, shaOf } from "./elements.js";
 import { OPEN } from "./transport.js";
@@ -44,6 +44,10 @@ export class SyncEngine extends EventTarget {
     this.staleRevs = new Map(); // id -> newest rev seen in a broadcast we could not apply
     this.progress = null; // { from, to, cursor, notes } while pulling: how far the pull has come
     this.latestSeq = 0; // the welcome's seq
+    // Records whose server state this engine learned from a broadcast or an ack, with that
+    // change's seq, not yet covered by a stored page's cursor: a snapshot read before that
+    // change does not name them, and must not drop them (see `dropAbsent`).
+    this.heardSeqs = new Map();
     // Attachments (Web/attachments.js): { blocking(shas), missing(shas) }: a change adding a file
     // waits for its upload; a `missing_blob` reject uploads it again. Null: no gate.
     this.blobs = null;
@@ -243,16 +247,31 @@ export class SyncEngine extends EventTarget {
 
   async pull() {
     this.resetIds = null;
-    const cursor = (await this.store.getMeta("cursor")) || 0;
+    let cursor = (await this.store.getMeta("cursor")) || 0;
+    // A snapshot interrupted halfway (the connection lost between its pages) is pulled again
+    // from 0: resumed from its last page's cursor, it would never drop what it lacks.
+    if (cursor !== 0 && (await this.store.getMeta("snapshot"))) {
+      await this.store.setMeta("cursor", 0);
+      cursor = 0;
+    }
     this.progress = { from: cursor, to: Math.max(this.latestSeq, cursor), cursor, notes: 0 };
     // A pull from 0 starts a snapshot and its pages continue it: the server answers them
-    // bounded and never with a reset (docs/protocol.md, section 8, "Pull").
+    // bounded and never with a reset (docs/protocol.md, section 8, "Pull"). It carries no
+    // tombstones, so at its end the synced records none of its pages named are treated as
+    // purged (`dropAbsent`, as the Swift client's: found by its simulation, seeds 66 and 84).
     this.snapshot = cursor === 0;
+    if (this.snapshot) {
+      this.resetIds = new Set();
+      await this.store.setMeta("snapshot", true);
+    }
     this.request({ type: "pull", since: cursor, limit: PAGE, ...(this.snapshot ? { snapshot: true } : {}) }, "pull");
   }
 
   async onChanges(message, since) {
-    if (message.reset && !this.resetIds) this.resetIds = new Set();
+    if (message.reset && !this.resetIds) {
+      this.resetIds = new Set();
+      await this.store.setMeta("snapshot", true);
+    }
     const records = message.records || [];
     const apply = [];
     const forks = [];
@@ -275,6 +294,7 @@ export class SyncEngine extends EventTarget {
       if (this.ws === ws) this.drop("could not store a page");
       throw error;
     }
+    for (const [id, seq] of this.heardSeqs) if (seq <= message.cursor) this.heardSeqs.delete(id);
     if (this.progress) {
       this.progress.notes += records.length;
       this.progress.cursor = message.cursor;
@@ -286,13 +306,7 @@ export class SyncEngine extends EventTarget {
     if (this.resetIds) {
       const keep = this.resetIds;
       this.resetIds = null;
-      const dropped = [];
-      for (const id of await this.store.keys()) {
-        if (keep.has(id)) continue;
-        const result = await this.store.update(id, (record) => (record && record.shadow && !isUnsynced(record) ? null : undefined));
-        if (result === null) dropped.push(id);
-      }
-      this.emit("records", { ids: dropped, remote: true });
+      await this.dropAbsent(keep, message.cursor);
     }
     if ((this.missedSeq || 0) > message.cursor) {
       this.missedSeq = 0;
@@ -304,6 +318,33 @@ export class SyncEngine extends EventTarget {
     this.staleRevs.clear();
     await this.resendInflight();
     this.schedulePush(0);
+  }
+
+  /**
+   * The end of a snapshot (a pull from 0, or a `reset`), stored up to `cursor`: a record none of
+   * its pages named (`keep`) was purged on the server, as if its tombstone had come (the Swift
+   * client's `dropAbsent`): removed, or its unsent text kept as a new note (`removeOrFork`). A
+   * record with a change in flight (a create too) waits for the answer: an ack with a `seq` up
+   * to `cursor` means the change was applied before the snapshot, so the record has been purged
+   * since (`absentAtSeq`, Swift seed 1065). Records heard of in a broadcast or an ack newer
+   * than the snapshot are kept (the page was read before that change).
+   */
+  async dropAbsent(keep, cursor) {
+    for (const id of this.heardSeqs.keys()) keep.add(id);
+    const dropped = [];
+    const forks = [];
+    for (const id of await this.store.keys()) {
+      if (keep.has(id)) continue;
+      const result = await this.store.update(id, (record) => noteFork(forks, id, ((record) => {
+        if (!record) return undefined;
+        if (record.inflight) return { ...record, inflight: { ...record.inflight, absentAtSeq: cursor } };
+        if (!record.shadow) return undefined; // never on the server: a create still to send
+        return removeOrFork(record);
+      })(record)));
+      if (result === null) dropped.push(id);
+    }
+    await this.store.deleteMeta("snapshot");
+    this.emitRecords(dropped.filter((id) => !forks.some((f) => f.to === id)), forks, { remote: true });
   }
 
   async resendInflight() {
@@ -367,6 +408,7 @@ export class SyncEngine extends EventTarget {
   }
 
   async onResult(message) {
+    if (message.type === "ack" && Number.isSafeInteger(message.seq)) this.heard(message.id, message.seq);
     const forks = []; // a note the server no longer has, its text kept as a new note
     let missing = null; // the files a change added that the server lacks (`missing_blob`)
     let lostIsFinal = true; // a file of `missing` that nobody has refuses the note (not if edited since the send)
@@ -474,6 +516,7 @@ export class SyncEngine extends EventTarget {
     }
     let needPull = false;
     const forks = [];
+    this.heard(message.id, Number.isSafeInteger(message.seq) ? message.seq : Infinity);
     await this.store.update(message.id, (current) => noteFork(forks, message.id, ((current) => {
       if (current && current.shadow && message.rev <= current.shadow.rev) return undefined; // old news
       if (current && current.inflight) {
@@ -513,6 +556,11 @@ export class SyncEngine extends EventTarget {
     if (needPull) await this.pull();
     else this.emitRecords([message.id], forks, { remote: true });
     if (forks.length) this.schedulePush(0); // the new note goes at once, not with the next edit
+  }
+
+  /** A change of record `id` (its `seq`) the next snapshot's pages may have been read before. */
+  heard(id, seq) {
+    this.heardSeqs.set(id, Math.max(this.heardSeqs.get(id) || 0, seq));
   }
 
   /**

@@ -98,6 +98,89 @@ test("regression (Swift seed 46): edits made after the send that do not fit onto
   }
 });
 
+test("regression (Swift seeds 66, 84): a note held from a broadcast before the first pull found anything, purged while offline, goes with the next pull from 0", async () => {
+  const s = await connected();
+  try {
+    await s.say(created("a", { title: "A", body: "text" }, 1, 1));
+    assert.ok(await s.store.get("a"), "held from the broadcast");
+    assert.equal(await s.store.getMeta("cursor") || 0, 0, "a broadcast moves no cursor");
+    // Offline; another device purged the note (rev 2, seq 2). Back online: a pull from 0, which
+    // carries no tombstones, does not name it.
+    const pull = await reconnect(s, 2);
+    assert.equal(pull.since, 0);
+    await s.page([], 2);
+    await sleep(30);
+    assert.equal(await s.store.get("a"), undefined, "not kept for ever");
+    assert.deepEqual(s.pushes(), []);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("regression (Swift seeds 66, 84): the same with unsent edits: text edited here is kept as a new note, a pin brings nothing back", async () => {
+  for (const [change, kept] of [[{ body: "mine" }, true], [{ pinned: true }, false]]) {
+    const s = await connected();
+    try {
+      await s.say(created("a", { title: "A", body: "text" }, 1, 1));
+      s.engine.ready = false; // offline: the edit waits
+      await edit(s.store, "a", change);
+      await reconnect(s, 2);
+      await s.page([], 2);
+      await sleep(30);
+      assert.equal(await s.store.get("a"), undefined, JSON.stringify(change));
+      const ids = await s.store.keys();
+      assert.equal(ids.length, kept ? 1 : 0, JSON.stringify(change));
+      if (kept) {
+        assert.equal((await s.store.get(ids[0])).local.body, "mine");
+        assert.deepEqual(s.pushes().map((c) => [c.id, c.baseRev]), [[ids[0], 0]], "sent as a new note");
+      } else {
+        assert.deepEqual(s.pushes(), []);
+      }
+    } finally {
+      s.engine.dispose();
+    }
+  }
+});
+
+test("regression (Swift seeds 66, 84): a snapshot interrupted after its first page is pulled again from 0, so what it lacks still goes", async () => {
+  const s = await connected();
+  try {
+    await s.say(created("a", { title: "A", body: "text" }, 1, 1));
+    await reconnect(s, 9);
+    const first = s.sent("pull").at(-1);
+    assert.equal(first.since, 0);
+    await s.say({ type: "changes", rid: first.rid, records: [record("b", { title: "B" }, 1, 3)], cursor: 3, more: true });
+    await sleep(10);
+    const again = await reconnect(s, 9); // the connection dropped before the next page
+    assert.equal(again.since, 0);
+    await s.page([record("b", { title: "B" }, 1, 3), record("c", { title: "C" }, 1, 5)], 9);
+    await sleep(30);
+    assert.deepEqual((await s.store.keys()).sort(), ["b", "c"]);
+    assert.equal(await s.store.getMeta("cursor"), 9);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("regression (Swift seed 1288): a purge broadcast (prevRev 1) reaching a client whose create is in flight: the note goes", async () => {
+  const s = await connected();
+  try {
+    await pushAfter(s, () => s.store.update("a", () => newRecord("a", { title: "A", body: "text" })));
+    const [create] = s.pushes();
+    await s.say(purgeBroadcast("a", 2, 2));
+    await s.say(ack(create, 1, 1));
+    await sleep(30);
+    // The engine may pull to learn what it missed: from 0 here, a snapshot without the note.
+    const pull = s.sent("pull").at(-1);
+    if (pull.since === 0 && s.sent("pull").length > 1) await s.page([], 2);
+    await sleep(30);
+    assert.equal(await s.store.get("a"), undefined);
+    assert.deepEqual(s.pushes().slice(1), []);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
 test("regression (Swift, first simulation version): unsynced pin-only edits on two devices do not bring back a note a third purged", async () => {
   for (const arrives of ["broadcast", "gone"]) {
     const s = await connected();
@@ -171,6 +254,22 @@ test("regression (Swift seed 271): a note purged while its change was refused is
     await s.say(ack(del, 2));
     assert.equal(await s.store.get("a"), undefined);
     assert.deepEqual(s.store.unsynced(), []);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("regression (Swift randomConcurrentEditsConverge, aBroadcastNewerThanTheSnapshotIsKept): a record a broadcast brought during a pull from 0, newer than the snapshot's pages, is kept", async () => {
+  const s = await connected();
+  try {
+    // A pull from 0 while connected (the engine asks for one when a broadcast does not fit).
+    await s.engine.pull();
+    const pull = s.sent("pull").at(-1);
+    assert.equal(pull.since, 0);
+    await s.say(created("n", { title: "New" }, 1, 7)); // committed after the page below was read
+    await s.say({ type: "changes", rid: pull.rid, records: [], cursor: 5, more: false });
+    await sleep(30);
+    assert.ok(await s.store.get("n"), "not dropped: newer than the snapshot");
   } finally {
     s.engine.dispose();
   }
