@@ -421,6 +421,14 @@ export class SyncEngine extends EventTarget {
         if (message.fields) serverFields = normalizeFields(message.fields);
         else serverFields = sent ? normalizeFields(sent) : current.local;
         const shadow = { fields: serverFields, rev: message.rev };
+        const absentAt = current.inflight.absentAtSeq;
+        if (Number.isSafeInteger(absentAt) && Number.isSafeInteger(message.seq) && message.seq <= absentAt) {
+          // Applied before a snapshot that no longer had the record: purged since. Only text
+          // edited after the send is kept (as a new note), as if the ack and then the tombstone
+          // had come (the Swift client's `absentAtSeq`; its simulation, seed 1065: a resent
+          // create's `duplicate` ack otherwise put the purged note back at rev 1 for good).
+          return removeOrFork({ ...current, shadow });
+        }
         const rebased = rebaseFields(sent, current.local, serverFields);
         if (!rebased.clean) {
           // Edits made since the send do not fit onto the acknowledged state (a merged ack

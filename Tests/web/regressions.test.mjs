@@ -162,6 +162,37 @@ test("regression (Swift seeds 66, 84): a snapshot interrupted after its first pa
   }
 });
 
+test("regression (Swift seed 1065): a create whose ack was lost, purged elsewhere, a pull from 0, then the resend's duplicate ack: the note goes, not back at rev 1", async () => {
+  for (const later of [null, { body: "edited after the send" }]) {
+    const s = await connected();
+    try {
+      await pushAfter(s, () => s.store.update("a", () => newRecord("a", { title: "A", body: "text" })));
+      const [create] = s.pushes();
+      // Applied (rev 1, seq 1), its ack lost with the connection; purged by another device (seq 2).
+      if (later) await edit(s.store, "a", later);
+      const pull = await reconnect(s, 2);
+      assert.equal(pull.since, 0);
+      await s.page([], 2);
+      await sleep(10);
+      const resent = s.pushes().at(-1);
+      assert.equal(resent.ccid, create.ccid, "the change in flight is resent unchanged");
+      await s.say({ ...ack(resent, 1, 1), status: "duplicate" });
+      await sleep(30);
+      assert.equal(await s.store.get("a"), undefined, "not at rev 1 for good");
+      const ids = await s.store.keys();
+      if (!later) {
+        assert.deepEqual(ids, [], "the acknowledged text was the server's: nothing kept");
+      } else {
+        assert.equal(ids.length, 1, "text edited after the send is kept as a new note");
+        assert.equal((await s.store.get(ids[0])).local.body, "edited after the send");
+        assert.equal(s.pushes().at(-1).id, ids[0]);
+      }
+    } finally {
+      s.engine.dispose();
+    }
+  }
+});
+
 test("regression (Swift seed 1288): a purge broadcast (prevRev 1) reaching a client whose create is in flight: the note goes", async () => {
   const s = await connected();
   try {
