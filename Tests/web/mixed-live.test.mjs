@@ -6,7 +6,7 @@
 // invariants of docs/reliability.md are checked over both kinds of client.
 // NOTED_SERVER_BIN and NOTED_BIN: the server and the CLI (skipped with a notice without either);
 // NOTED_WEB_SIM_SEED / NOTED_WEB_SIM_RUNS: the seeded schedule's first seed (1) and runs (1), as
-// in engine-live.test.mjs; NOTED_MIX_STEPS: steps per run (16). A failing seed prints its
+// in engine-live.test.mjs; NOTED_MIX_STEPS: steps per run (24). A failing seed prints its
 // schedule and every client's state.
 // Node 20 needs --experimental-websocket for the global WebSocket (scripts/test passes it).
 import { after, before, test } from "node:test";
@@ -65,7 +65,7 @@ async function devices(js, cli) {
  * online and settle, and again, until every JS client and every home holds exactly the server's
  * notes (ids, revs, fields) with nothing pending. Returns { server, differences }.
  */
-async function healAll(clients, homes, token, rounds = 8) {
+async function healAll(clients, homes, token, rounds = 5) {
   let differences = [];
   let notes = new Map();
   for (let round = 0; round < rounds; round++) {
@@ -167,7 +167,7 @@ function random(seed) {
 
 const RUNS = Number(process.env.NOTED_WEB_SIM_RUNS || 1);
 const SEED = Number(process.env.NOTED_WEB_SIM_SEED || 1);
-const STEPS = Number(process.env.NOTED_MIX_STEPS || 16);
+const STEPS = Number(process.env.NOTED_MIX_STEPS || 24);
 
 /** A word edit of a body: `token` inserted at, or replacing the word at, `place` (0…1); the replaced word. */
 function wordEdit(body, token, place, insert) {
@@ -189,7 +189,7 @@ function wordEdit(body, token, place, insert) {
 async function schedule(seed, trace) {
   const rand = random(seed);
   const pick = (list) => list[Math.floor(rand() * list.length)];
-  const { clients, homes, token } = await devices(2, 2);
+  const { clients, homes, token, dir } = await devices(2, 2);
   const created = []; // ids
   const purged = new Set(); // ids a client purged
   const tokens = new Map(); // token -> { id, by, step }
@@ -203,9 +203,17 @@ async function schedule(seed, trace) {
       const roll = rand();
       const device = pick([...clients, ...homes]);
       const live = created.filter((id) => !purged.has(id));
-      if (kind(device) === "js" && roll < 0.15) {
+      if (kind(device) === "js" && roll < 0.12) {
         device.setOnline(!device.online);
         trace.push(`${device.name} ${device.online ? "online" : "offline"}`);
+      } else if (kind(device) === "js" && roll < 0.15) {
+        // Killed (whatever it had not written to its file is gone) and started again on its file.
+        device.dispose();
+        const again = new Client(device.name, device.base, device.token, { store: openFileStore(join(dir, `${device.name}.json`)) });
+        if (!device.online) again.setOnline(false);
+        again.start();
+        clients[clients.indexOf(device)] = again;
+        trace.push(`${device.name} killed and restarted${device.online ? "" : " (offline)"}`);
       } else if (kind(device) === "cli" && roll < 0.15) {
         const ok = await device.syncOnce();
         trace.push(`${device.name} sync${ok ? "" : " (not finished)"}`);
@@ -303,15 +311,21 @@ async function schedule(seed, trace) {
   }
 }
 
-test("seeded schedules: two JS clients and two noted homes of one user, offline edits on both kinds, heal to the server's state", { skip, timeout: 60000 + RUNS * 90000 }, async (t) => {
-  for (let run = 0; run < RUNS; run++) {
-    const seed = SEED + run;
+// Seeds that found a bug, run every time (the schedule depends on real time, so a seed does not
+// replay exactly; at 24 steps): 4, two JS clients offline while a noted home purged a note, their
+// pulls from 0 (no tombstones) left it with them for ever (Web/sync.js now drops what a
+// snapshot lacks, as the Swift client does).
+const REGRESSION_SEEDS = STEPS === 24 ? [4] : [];
+
+test("seeded schedules: two JS clients and two noted homes of one user, offline edits on both kinds, heal to the server's state", { skip, timeout: 60000 + (RUNS + REGRESSION_SEEDS.length) * 120000 }, async (t) => {
+  const seeds = [...REGRESSION_SEEDS, ...Array.from({ length: RUNS }, (_, run) => SEED + run)];
+  for (const seed of seeds) {
     const trace = [];
     const started = Date.now();
     try {
       const r = await schedule(seed, trace);
       const count = (word) => trace.filter((line) => line.includes(word)).length;
-      t.diagnostic(`seed ${seed}: ${r.notes} notes, ${r.tokens} edits (${r.conflicts} kept only in a conflict revision), ${r.purged} purged, ${count("offline")} offline steps, ${count(" sync")} noted syncs, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      t.diagnostic(`seed ${seed}: ${r.notes} notes, ${r.tokens} edits (${r.conflicts} kept only in a conflict revision), ${r.purged} purged, ${count("offline")} offline steps, ${count("restarted")} restarts, ${count(" sync")} noted syncs, ${((Date.now() - started) / 1000).toFixed(1)} s`);
     } catch (error) {
       console.log(`mixed-live.test.mjs: failing seed NOTED_WEB_SIM_SEED=${seed} NOTED_MIX_STEPS=${STEPS}; its schedule:\n  ${trace.join("\n  ")}`);
       throw error;
