@@ -20,6 +20,8 @@ function run(bin, args, { input, timeoutMs = 60000 } = {}) {
       if (error && typeof error.code !== "number") reject(new Error(`${args.join(" ")}: ${error.message} ${stderr}`));
       else resolve({ code: error ? error.code : 0, stdout, stderr });
     });
+    // A command that does not read its input may exit before it is written: no EPIPE.
+    child.stdin.on("error", () => {});
     child.stdin.end(input ?? "");
   });
 }
