@@ -391,6 +391,10 @@ export class SyncEngine extends EventTarget {
     }
     if (changes.length) {
       this.request({ type: "push", changes: changes.map((r) => r.inflight.change) }, "push", changes.map((r) => r.id));
+    } else {
+      // Nothing was due after all (the edits now equal the server's state): not "syncing" for
+      // good (found by Tests/web/mixed-live.test.mjs, seed 27).
+      this.setState(this.pending.size ? "syncing" : "online");
     }
     if (removed.length) this.emit("records", { ids: removed, remote: false });
     this.emit("pending");

@@ -317,3 +317,19 @@ test("regression (Swift randomConcurrentEditsConverge, aBroadcastNewerThanTheSna
 test("known (todo): a word rewritten around the word another device replaced is spliced, not kept as a conflict", { todo: "shared strict-rebase rule; the Swift client does the same" }, () => {
   assert.deepEqual(rebase("a gamma b", "a webgamma b", "a cligamma b"), { text: "a cligamma b", clean: false });
 });
+
+// Found by Tests/web/mixed-live.test.mjs (seed 27 at 24 steps, every time): a JS client trashed
+// a note another device had trashed meanwhile; the broadcast left nothing to send, and the
+// engine stayed "syncing" for good (pushDirty said so before finding that no change was due).
+test("an edit that turns out to change nothing the server holds: the engine goes back online, not syncing for good", async () => {
+  const s = await connected();
+  try {
+    await s.store.update("a", () => synced("a", { title: "A", trashed: true }));
+    await pushAfter(s, () => edit(s.store, "a", { trashed: true }));
+    assert.deepEqual(s.pushes(), [], "nothing to send");
+    assert.equal((await s.store.get("a")).dirty, false);
+    assert.equal(s.engine.state, "online");
+  } finally {
+    s.engine.dispose();
+  }
+});
