@@ -685,6 +685,10 @@ function holds(record) {
  * once nothing differs, a refusal is over.
  */
 function moved(current, shadow, local) {
+  // A purge not yet sent still goes, against the newer revision (the Swift client's
+  // `edited = purging || …`; found by Tests/web/mixed-live.test.mjs, seed 41: it was dropped,
+  // the note left on the server and hidden here for good).
+  if (current.purged) return { ...current, shadow, local, dirty: true, refusal: null };
   const differs = !sameFields(local, shadow.fields);
   const { refusal, ...rest } = current;
   const held = differs && refusal;

@@ -333,3 +333,36 @@ test("an edit that turns out to change nothing the server holds: the engine goes
     s.engine.dispose();
   }
 });
+
+// Found by Tests/web/mixed-live.test.mjs (seed 41 at 24 steps): a JS client purged a note while
+// offline; meanwhile another device edited it. Back online, the newer state was taken under the
+// purge and the record marked as having nothing to send: the purge was never sent, the note
+// stayed on the server and on every other device, hidden here for good. The Swift client's
+// `moved` keeps a purge to send (`edited = purging || …`).
+test("a purge not yet sent when a newer state of the note arrives (page or broadcast) still goes", async () => {
+  for (const arrives of ["page", "broadcast"]) {
+    const s = await connected();
+    try {
+      await s.store.update("a", () => synced("a", { title: "A", body: "one two" }, 1));
+      s.engine.ready = false; // offline: the purge waits
+      await purge(s.store, "a");
+      if (arrives === "page") {
+        await reconnect(s, 2);
+        await s.page([record("a", { title: "A", body: "one 2" }, 2, 2)], 2);
+      } else {
+        s.engine.ready = true;
+        await s.say({ type: "change", collection: "notes", id: "a", rev: 2, prevRev: 1, seq: 2, op: "upsert", fields: { body: { set: "one 2" } }, updatedAt: T });
+      }
+      s.engine.schedulePush(0);
+      await sleep(30);
+      const del = s.pushes().at(-1);
+      assert.ok(del, `${arrives}: the purge is sent`);
+      assert.equal(del.op, "delete", arrives);
+      assert.equal(del.baseRev, 2, arrives);
+      await s.say(ack(del, 3));
+      assert.deepEqual(await s.store.keys(), [], arrives);
+    } finally {
+      s.engine.dispose();
+    }
+  }
+});
