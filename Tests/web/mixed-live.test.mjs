@@ -280,18 +280,24 @@ async function schedule(seed, trace) {
       if (purged.has(id)) assert.ok(!notes.has(id), `purged note ${id} is still on the server`);
       else assert.ok(notes.has(id), `note ${id} lost`);
     }
+    // A token twice fails, but for the one exception of docs/reliability.md's invariant 2: a
+    // note purged while several devices had unsynced text edits in it comes back once per such
+    // device, as a new note, so a token of a purged note may be in several such new notes.
     const where = new Map(); // token -> the note holding it
     for (const [id, note] of notes) {
       for (const w of `${note.fields.title} ${note.fields.body}`.split(/\s+/)) {
         if (!tokens.has(w)) continue;
-        assert.ok(!where.has(w), `token ${w} twice (in ${where.get(w)} and ${id})`);
-        where.set(w, id);
+        const forks = purged.has(tokens.get(w).id) && !created.includes(id) && !created.includes(where.get(w));
+        assert.ok(!where.has(w) || forks, `token ${w} twice (in ${where.get(w)} and ${id})`);
+        if (!where.has(w)) where.set(w, id);
       }
       if (!created.includes(id)) {
-        const kept = [...where].some(([w, at]) => at === id && purged.has(tokens.get(w).id));
+        const kept = `${note.fields.title} ${note.fields.body}`.split(/\s+/).some((w) => tokens.has(w) && purged.has(tokens.get(w).id));
         assert.ok(kept, `note ${id} (${JSON.stringify(note.fields.body)}) was never created and keeps no text of a purged note`);
       }
     }
+    const extra = [...notes.keys()].filter((id) => !created.includes(id)).length;
+    assert.ok(extra <= (purged.size ? clients.length + homes.length - 1 : 0), `${extra} notes nobody created (at most one per other device, and only after a purge)`);
     // Every token in its note, or in one of its conflict revisions, unless a later edit replaced
     // it or its note was purged (a fork may keep it elsewhere: counted above, once).
     const revisions = new Map();
