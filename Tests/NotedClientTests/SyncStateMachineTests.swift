@@ -76,131 +76,92 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         let pullMessage = sentMessages(pull).first
         #expect(pullMessage?["since"] == 7)
         let first: JSONValue = ["type": "changes", "records": [], "cursor": 9, "more": true, "reset": false, "rid": pullMessage?["rid"] ?? .null]
-        #expect(harness.machine.received(first, now: harness.now) == [.storePage(decodedPage(first))])
-        let next = harness.machine.pageStored(more: true, cursor: 9, now: harness.now)
+        // The next page is asked for as the first arrives, before the first is stored.
+        let next = harness.machine.received(first, now: harness.now)
+        #expect(next.last == .storePage(decodedPage(first)))
         #expect(sentMessages(next).first?["since"] == 9)
-        #expect(!next.contains { if case .composePush = $0 { true } else { false } })
+        let stored = harness.machine.pageStored(more: true, cursor: 9, now: harness.now)
+        #expect(stored.isEmpty)
         let last: JSONValue = ["type": "changes", "records": [], "cursor": 12, "more": false, "reset": false, "rid": sentMessages(next).first?["rid"] ?? .null]
-        _ = harness.machine.received(last, now: harness.now)
+        #expect(harness.machine.received(last, now: harness.now) == [.storePage(decodedPage(last))])
         let done = harness.machine.pageStored(more: false, cursor: 12, now: harness.now)
         #expect(done.contains(.composePush(excluding: [], limit: 400)))
     }
 
-    @Test func aPageForAnUnknownRequestIsIgnored() {
+    /// One pull ahead at most: pages come in order, each asks for the next as it arrives, and
+    /// `pageStored` sends nothing while that pull is out.
+    @Test func theNextPageIsAskedForWhileAPageIsStoredOneAhead() {
         var harness = MachineHarness()
-        _ = harness.connectAndCatchUp()
-        let stray: JSONValue = ["type": "changes", "records": [], "cursor": 3, "more": false, "reset": false, "rid": 999]
-        #expect(harness.machine.received(stray, now: harness.now).isEmpty)
+        _ = harness.connectAndCatchUp(cursor: 0)
+        var pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now)).first
+        var cursor: Int64 = 0
+        for page in 1...5 {
+            #expect(pull?["type"] == "pull")
+            #expect(pull?["since"] == .int(cursor))
+            let more = page < 5
+            cursor += 500
+            let message: JSONValue = ["type": "changes", "records": [], "cursor": .int(cursor), "more": .bool(more), "reset": false, "rid": pull?["rid"] ?? .null]
+            let actions = harness.machine.received(message, now: harness.now)
+            #expect(actions.last == .storePage(decodedPage(message)))
+            #expect(sentMessages(actions).count == (more ? 1 : 0))
+            let stored = harness.machine.pageStored(more: more, cursor: cursor, now: harness.now)
+            #expect(sentMessages(stored).filter { $0["type"] == "pull" }.isEmpty)
+            pull = sentMessages(actions).first
+        }
+        #expect(harness.machine.cursor == 2500)
     }
 
-    @Test func pushesRespectMaxChangesPerPushAndOneChangePerRecord() {
+    /// A reset page (`cursor: 0`, `more: true`) asks at once for the snapshot from 0, marked
+    /// `snapshot: true`, and the snapshot's pages ask on with the mark.
+    @Test func aResetPageAsksForTheSnapshotAheadMarkedAsOne() {
         var harness = MachineHarness()
-        let compose = harness.connectAndCatchUp()
-        #expect(compose.contains(.composePush(excluding: [], limit: 8)))
-        let actions = harness.machine.composed([change("a", ccid: "1"), change("b", ccid: "2"), change("c", ccid: "3")], now: harness.now)
-        let pushes = sentMessages(actions)
-        #expect(pushes.count == 2)
-        #expect(pushes.map { $0["changes"]?.arrayValue?.count } == [2, 1])
-        #expect(harness.machine.inFlight == ["a": "1", "b": "2", "c": "3"])
-        // A record already in flight is never sent again on this connection.
-        _ = harness.machine.localEdit(now: harness.now)
-        let again = harness.advance(.milliseconds(301))
-        #expect(again.contains(.composePush(excluding: ["a", "b", "c"], limit: 8)))
-        #expect(sentMessages(harness.machine.composed([change("a", ccid: "9")], now: harness.now)).isEmpty)
+        _ = harness.connectAndCatchUp(cursor: 40)
+        let pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now)).first
+        let reset: JSONValue = ["type": "changes", "records": [], "cursor": 0, "more": true, "reset": true, "rid": pull?["rid"] ?? .null]
+        let fromZero = sentMessages(harness.machine.received(reset, now: harness.now)).first
+        #expect(fromZero?["since"] == 0)
+        #expect(fromZero?["snapshot"] == true)
+        #expect(harness.machine.pageStored(more: true, cursor: 0, now: harness.now).isEmpty)
+        let page: JSONValue = ["type": "changes", "records": [], "cursor": 7, "more": true, "reset": false, "rid": fromZero?["rid"] ?? .null]
+        let ahead = sentMessages(harness.machine.received(page, now: harness.now)).first
+        #expect(ahead?["since"] == 7)
+        #expect(ahead?["snapshot"] == true)
     }
 
-    @Test func anAckFreesTheRecordAndComposesAgain() {
+    /// A pull wanted again while a pull asked ahead is out (a broadcast that did not apply) is
+    /// made after the last page: the page asked ahead may have been read before that change.
+    @Test func aPullWantedAgainWhilePagesComeIsMadeAfterTheLast() {
         var harness = MachineHarness()
-        _ = harness.connectAndCatchUp()
-        let push = sentMessages(harness.machine.composed([change("a", ccid: "1")], now: harness.now))[0]
-        let ack: JSONValue = ["type": "ack", "ccid": "1", "collection": "notes", "id": "a", "rev": 1, "status": "applied", "rid": push["rid"] ?? .null]
-        #expect(harness.machine.received(ack, now: harness.now) == [.applyAck(decodedAck(ack))])
-        #expect(harness.machine.inFlight.isEmpty)
-        let after = harness.machine.answerApplied(needsPull: false, retryLater: false, now: harness.now)
-        #expect(after.contains(.composePush(excluding: [], limit: 8)))
-        let idle = harness.machine.composed([], now: harness.now)
-        #expect(idle.contains(.status(.synced)))
-        #expect(harness.machine.isIdle)
+        _ = harness.connectAndCatchUp(cursor: 0)
+        let pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now)).first
+        let first: JSONValue = ["type": "changes", "records": [], "cursor": 3, "more": true, "reset": false, "rid": pull?["rid"] ?? .null]
+        let ahead = sentMessages(harness.machine.received(first, now: harness.now)).first
+        #expect(harness.machine.broadcastApplied(false, now: harness.now).isEmpty)
+        #expect(harness.machine.pageStored(more: true, cursor: 3, now: harness.now).isEmpty)
+        let last: JSONValue = ["type": "changes", "records": [], "cursor": 4, "more": false, "reset": false, "rid": ahead?["rid"] ?? .null]
+        #expect(sentMessages(harness.machine.received(last, now: harness.now)).isEmpty)
+        let after = sentMessages(harness.machine.pageStored(more: false, cursor: 4, now: harness.now)).first
+        #expect(after?["type"] == "pull")
+        #expect(after?["since"] == 4)
     }
 
-    @Test func debounceWaitsForQuietAfterTheLastEdit() {
-        var harness = MachineHarness { $0.debounce = .milliseconds(300) }
-        _ = harness.connectAndCatchUp()
-        _ = harness.machine.composed([], now: harness.now)
-        _ = harness.machine.localEdit(now: harness.now)
-        #expect(harness.advance(.milliseconds(200)).isEmpty)
-        _ = harness.machine.localEdit(now: harness.now)
-        #expect(harness.advance(.milliseconds(200)).isEmpty)
-        #expect(harness.advance(.milliseconds(150)).contains(.composePush(excluding: [], limit: 8)))
-    }
-
-    @Test func anUnansweredRequestMeansADeadConnection() {
-        var harness = MachineHarness { $0.requestTimeout = .seconds(5) }
-        _ = harness.connectAndCatchUp()
-        _ = harness.machine.composed([change("a", ccid: "1")], now: harness.now)
-        #expect(harness.advance(.seconds(4)).isEmpty)
-        let dead = harness.advance(.seconds(2))
-        #expect(dead.first == .close)
-        #expect(dead.contains { if case .status(.offline) = $0 { true } else { false } })
-        #expect(harness.machine.inFlight.isEmpty)
-        // After the backoff, a new connection; the in-flight change is resent there (store side).
-        let reconnect = harness.advance(.seconds(1))
-        #expect(reconnect.contains(.connect(id: 2)))
-    }
-
-    @Test func lostConnectionsBackOffExponentiallyWithJitter() {
-        let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
-        print("lostConnectionsBackOffExponentiallyWithJitter: NOTED_TEST_SEED=\(seed)")
-        var harness = MachineHarness(seed: seed) {
-            $0.initialBackoff = .seconds(1)
-            $0.maxBackoff = .seconds(8)
-        }
-        var delays: [Duration] = []
-        var id = 0
-        if case .connect(let first)? = harness.machine.start().first { id = first }
-        for _ in 0..<6 {
-            let lost = harness.machine.connectionLost(id: id, now: harness.now)
-            guard case .status(.offline(let delay))? = lost.first else {
-                Issue.record("expected offline status, got \(lost)")
-                return
-            }
-            delays.append(delay)
-            let reconnect = harness.advance(delay)
-            guard case .connect(let next)? = reconnect.first else {
-                Issue.record("expected a reconnect after \(delay), got \(reconnect)")
-                return
-            }
-            id = next
-        }
-        let caps: [Duration] = [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8), .seconds(8)]
-        for (delay, cap) in zip(delays, caps) {
-            #expect(delay >= cap / 2 && delay <= cap, "delay \(delay) outside [\(cap / 2), \(cap)]")
-        }
-    }
-
-    @Test func aSuccessfulWelcomeResetsTheBackoff() {
-        var harness = MachineHarness { $0.initialBackoff = .seconds(1) }
-        _ = harness.machine.start()
-        for id in 1...4 {
-            let lost = harness.machine.connectionLost(id: id, now: harness.now)
-            guard case .status(.offline(let delay))? = lost.first else { return }
-            _ = harness.advance(delay)
-        }
-        let hello = harness.machine.connected(id: 5, token: "t", device: "d", cursor: 0, now: harness.now)
-        _ = harness.machine.received(["type": "welcome", "user": "u", "seq": 0, "rid": sentMessages(hello)[0]["rid"] ?? .null], now: harness.now)
-        let lost = harness.machine.connectionLost(id: 5, now: harness.now)
-        guard case .status(.offline(let delay))? = lost.first else {
-            Issue.record("expected offline")
-            return
-        }
-        #expect(delay <= .seconds(1))
-    }
-
-    @Test func aStaleConnectionLossIsIgnored() {
+    /// A pull asked ahead and refused by the server while a page is stored is asked again once
+    /// that page is stored.
+    @Test func aPullAskedAheadAndRefusedIsAskedAgainAfterTheStore() {
         var harness = MachineHarness()
-        _ = harness.connectAndCatchUp()
-        #expect(harness.machine.connectionLost(id: 42, now: harness.now).isEmpty)
-        #expect(harness.machine.isConnected)
+        _ = harness.connectAndCatchUp(cursor: 0)
+        let pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now)).first
+        let first: JSONValue = ["type": "changes", "records": [], "cursor": 3, "more": true, "reset": false, "rid": pull?["rid"] ?? .null]
+        let ahead = sentMessages(harness.machine.received(first, now: harness.now)).first
+        let refused: JSONValue = ["type": "error", "code": "rate_limited", "message": "slow down", "rid": ahead?["rid"] ?? .null]
+        _ = harness.machine.received(refused, now: harness.now)
+        let again = sentMessages(harness.machine.pageStored(more: true, cursor: 3, now: harness.now)).first
+        #expect(again?["type"] == "pull")
+        #expect(again?["since"] == 3)
+        let last: JSONValue = ["type": "changes", "records": [], "cursor": 4, "more": false, "reset": false, "rid": again?["rid"] ?? .null]
+        #expect(sentMessages(harness.machine.received(last, now: harness.now)).isEmpty)
+        #expect(sentMessages(harness.machine.pageStored(more: false, cursor: 4, now: harness.now)).isEmpty)
+        #expect(harness.machine.cursor == 4)
     }
 
     @Test func aBroadcastNotAtPrevRevTriggersOnePull() {
