@@ -404,6 +404,21 @@ def zombie(pid):
         return True
 
 
+# Installed before the app's scripts: the messages its WebSocket sends are kept in window.__sent.
+LOG_SENT = """
+(() => {
+  const Real = window.WebSocket;
+  window.__sent = [];
+  window.WebSocket = class extends Real {
+    send(data) {
+      try { window.__sent.push(JSON.parse(data)); } catch {}
+      return super.send(data);
+    }
+  };
+})();
+"""
+
+
 def test_a_browser_killed_with_pushes_unanswered_sends_its_edits_exactly_once(srv):
     base = srv.base
     account = register(base, "killed")
@@ -448,18 +463,24 @@ def test_a_browser_killed_with_pushes_unanswered_sends_its_edits_exactly_once(sr
         assert all(outbox[i]["local"]["body"] == t for i, t in expected.items())
         assert not any(r.get("shadow") and r["shadow"].get("rev", 0) > 1 for r in outbox.values()), "acknowledged while the server was stopped"
 
+        inflight = {i: r["inflight"] for i, r in outbox.items()}
+        assert set(inflight) == set(expected), "a change in flight for each note"
+
         kill_browser(a, profile)
         a = None
         srv.proc.send_signal(signal.SIGCONT)
         stopped = False
-        # What the server made of the pushes that reached it (the killed connection may have
-        # delivered them): said, not asserted; either way the resends must apply exactly once.
-        seen = {r["id"]: r["fields"].get("body") for r in live_notes(base, account)}
-        print(f"\nafter the kill, before the restart, the server holds: {seen}")
+        # The pushes had reached the server's socket: it applies them now, and its acks go
+        # nowhere. The restarted browser must not apply them a second time.
+        def applied(_):
+            notes = {r["id"]: r["fields"] for r in live_notes(base, account)}
+            return all(notes.get(i, {}).get("body") == change["sent"]["body"] for i, change in inflight.items())
+        wait(b, applied, timeout=20, message="the pushes in flight when the browser was killed applied by the server")
 
         # A new Chromium on the same profile: still signed in, the outbox still there, and it
         # reaches the server exactly once.
         a2 = chromium(profile)
+        a2.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": LOG_SENT})
         a2.get(base + "/")
         # (Signed out here, the welcome page shown, is a failure too: the session is in the profile.)
         wait(a2, lambda d: d.find_element(By.ID, "app").is_displayed(), timeout=30, message="the app, signed in from the profile")
@@ -473,6 +494,10 @@ def test_a_browser_killed_with_pushes_unanswered_sends_its_edits_exactly_once(sr
         assert sorted(r["fields"]["title"] for r in notes) == ["East", "North", "South", "Written before the crash"], "no note doubled"
         assert {r["id"]: r["fields"]["body"] for r in notes} == expected  # no text doubled or lost
         assert pending_records(a2) == []
+        # The changes in flight at the kill were sent again under their ccids (the server
+        # answered them as duplicates: applied once), then the typing on top.
+        pushed = [c["ccid"] for m in a2.execute_script("return window.__sent") if m.get("type") == "push" for c in m["changes"]]
+        assert {c["ccid"] for c in inflight.values()} <= set(pushed), (inflight, pushed)
         # Each note's history: every revision's text is a step of the typing, none doubled.
         for note_id, text in expected.items():
             revisions = requests.get(f"{base}/v1/records/notes/{note_id}/revisions", headers=auth(account)).json()["revisions"]
