@@ -311,6 +311,21 @@ def test_offline_edits_in_several_notes_and_a_new_note_survive_a_reload_then_syn
         expected[ids["Alpha"]] += "\nthird line, after the reload"
         expected[new_id] = "written with no network and more"
         wait(a, lambda d: all_stored(d, expected), timeout=15, message="the later typing stored")
+
+        # Typing reloaded at once, before the page wrote it (it writes when typing pauses): in
+        # one note the editor left (its write under way or not), and in the one open.
+        open_exactly(a, "Made offline")
+        type_at_end(a, ", kept")
+        open_exactly(a, "Gamma")
+        type_at_end(a, " burst")
+        a.refresh()
+        expected[new_id] += ", kept"
+        expected[ids["Gamma"]] += " burst"
+        wait(a, lambda d: d.find_element(By.ID, "app").is_displayed() and len(listed(d)) == 5, timeout=30, message="the app again")
+        wait(a, lambda d: all_stored(d, expected), timeout=15, message="the typing of just before the reload stored")
+        for title, note_id in (("Gamma", ids["Gamma"]), ("Made offline", new_id)):
+            open_exactly(a, title)
+            assert body(a) == expected[note_id], title
         # Nothing reached the server meanwhile.
         assert {r["id"]: (r["rev"], r["fields"]) for r in server_notes(base, account)} == {i: (r["rev"], r["fields"]) for i, r in before.items()}
 
