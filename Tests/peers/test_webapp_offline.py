@@ -6,7 +6,8 @@ Swift client"): headless Chromium driven by Selenium against a real noted-server
 - Edits in several notes and a note created offline survive a reload while still offline, and
   reach the server and the other browser once online.
 - A browser killed (SIGKILL of its process tree) while its pushes are unanswered, the server
-  stopped (SIGSTOP): a new browser on the same profile sends its pending edits exactly once.
+  stopped (SIGSTOP): a new browser on the same profile sends its pending edits exactly once;
+  and again with the server running, killed as soon as quick typing in three notes is stored.
 
 Skipped with a printed notice where Chromium cannot be found (as Tests/peers/test_webapp.py)."""
 import os
@@ -531,6 +532,54 @@ def test_a_browser_killed_with_pushes_unanswered_sends_its_edits_exactly_once(sr
     finally:
         if stopped:
             srv.proc.send_signal(signal.SIGCONT)
+        for d in (a, a2, b):
+            if d is not None:
+                d.quit()
+
+
+def test_a_browser_killed_while_its_typing_syncs_online_sends_it_exactly_once(srv):
+    """The same without stopping the server: typing in three notes quickly, the browser killed
+    as soon as the typing is in IndexedDB, whatever its changes' state (unsent, in flight,
+    acknowledged): the race is real, the outcome must not depend on it."""
+    base = srv.base
+    account = register(base, "racing")
+    ids = {t: str(uuid.uuid4()) for t in ("Red", "Green", "Blue")}
+    push_notes(base, account, {i: (t, t.lower() + ":") for t, i in ids.items()})
+    profile = profile_dir()
+    a, b = chromium(profile), chromium(profile_dir())
+    a2 = None
+    try:
+        sign_in(a, base, account)
+        sign_in(b, base, account)
+        wait(a, lambda d: len(listed(d)) == 3, message="three notes listed")
+        for title, keys in (("Red", " r1 r2"), ("Green", " g1"), ("Blue", " b1 b2 b3"), ("Red", " r3"), ("Green", " g2")):
+            open_exactly(a, title)
+            type_at_end(a, keys)
+        expected = {ids["Red"]: "red: r1 r2 r3", ids["Green"]: "green: g1 g2", ids["Blue"]: "blue: b1 b2 b3"}
+        wait(a, lambda d: all((stored(d, i) or {}).get("local", {}).get("body") == t for i, t in expected.items()),
+             timeout=15, message="the typing stored")
+        states = {i: ("dirty" if r["dirty"] else "in flight" if r["inflight"] else "acknowledged")
+                  for i in expected for r in [stored(a, i)]}
+        kill_browser(a, profile)
+        a = None
+        print(f"\nkilled with: {sorted(states.values())}")
+
+        a2 = chromium(profile)
+        a2.get(base + "/")
+        wait(a2, lambda d: d.find_element(By.ID, "app").is_displayed(), timeout=30, message="the app, signed in from the profile")
+
+        def on_server(_):
+            notes = {r["id"]: r["fields"] for r in live_notes(base, account)}
+            return all(notes.get(i, {}).get("body") == t for i, t in expected.items())
+        wait(a2, on_server, timeout=45, message="the typing reached the server")
+        wait(a2, lambda d: status(d) == "online", timeout=30, message="nothing pending")
+        assert {r["id"]: r["fields"]["body"] for r in live_notes(base, account)} == expected  # nothing doubled, nothing lost
+        for title, note_id in (("Red", ids["Red"]), ("Green", ids["Green"]), ("Blue", ids["Blue"])):
+            open_exactly(b, title)
+            wait(b, lambda d: body(d) == expected[note_id], timeout=15, message=f"{title}'s text in the other session")
+            open_exactly(a2, title)
+            assert body(a2) == expected[note_id]
+    finally:
         for d in (a, a2, b):
             if d is not None:
                 d.quit()
