@@ -164,6 +164,123 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         #expect(harness.machine.cursor == 4)
     }
 
+    @Test func aPageForAnUnknownRequestIsIgnored() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp()
+        let stray: JSONValue = ["type": "changes", "records": [], "cursor": 3, "more": false, "reset": false, "rid": 999]
+        #expect(harness.machine.received(stray, now: harness.now).isEmpty)
+    }
+
+    @Test func pushesRespectMaxChangesPerPushAndOneChangePerRecord() {
+        var harness = MachineHarness()
+        let compose = harness.connectAndCatchUp()
+        #expect(compose.contains(.composePush(excluding: [], limit: 8)))
+        let actions = harness.machine.composed([change("a", ccid: "1"), change("b", ccid: "2"), change("c", ccid: "3")], now: harness.now)
+        let pushes = sentMessages(actions)
+        #expect(pushes.count == 2)
+        #expect(pushes.map { $0["changes"]?.arrayValue?.count } == [2, 1])
+        #expect(harness.machine.inFlight == ["a": "1", "b": "2", "c": "3"])
+        // A record already in flight is never sent again on this connection.
+        _ = harness.machine.localEdit(now: harness.now)
+        let again = harness.advance(.milliseconds(301))
+        #expect(again.contains(.composePush(excluding: ["a", "b", "c"], limit: 8)))
+        #expect(sentMessages(harness.machine.composed([change("a", ccid: "9")], now: harness.now)).isEmpty)
+    }
+
+    @Test func anAckFreesTheRecordAndComposesAgain() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp()
+        let push = sentMessages(harness.machine.composed([change("a", ccid: "1")], now: harness.now))[0]
+        let ack: JSONValue = ["type": "ack", "ccid": "1", "collection": "notes", "id": "a", "rev": 1, "status": "applied", "rid": push["rid"] ?? .null]
+        #expect(harness.machine.received(ack, now: harness.now) == [.applyAck(decodedAck(ack))])
+        #expect(harness.machine.inFlight.isEmpty)
+        let after = harness.machine.answerApplied(needsPull: false, retryLater: false, now: harness.now)
+        #expect(after.contains(.composePush(excluding: [], limit: 8)))
+        let idle = harness.machine.composed([], now: harness.now)
+        #expect(idle.contains(.status(.synced)))
+        #expect(harness.machine.isIdle)
+    }
+
+    @Test func debounceWaitsForQuietAfterTheLastEdit() {
+        var harness = MachineHarness { $0.debounce = .milliseconds(300) }
+        _ = harness.connectAndCatchUp()
+        _ = harness.machine.composed([], now: harness.now)
+        _ = harness.machine.localEdit(now: harness.now)
+        #expect(harness.advance(.milliseconds(200)).isEmpty)
+        _ = harness.machine.localEdit(now: harness.now)
+        #expect(harness.advance(.milliseconds(200)).isEmpty)
+        #expect(harness.advance(.milliseconds(150)).contains(.composePush(excluding: [], limit: 8)))
+    }
+
+    @Test func anUnansweredRequestMeansADeadConnection() {
+        var harness = MachineHarness { $0.requestTimeout = .seconds(5) }
+        _ = harness.connectAndCatchUp()
+        _ = harness.machine.composed([change("a", ccid: "1")], now: harness.now)
+        #expect(harness.advance(.seconds(4)).isEmpty)
+        let dead = harness.advance(.seconds(2))
+        #expect(dead.first == .close)
+        #expect(dead.contains { if case .status(.offline) = $0 { true } else { false } })
+        #expect(harness.machine.inFlight.isEmpty)
+        // After the backoff, a new connection; the in-flight change is resent there (store side).
+        let reconnect = harness.advance(.seconds(1))
+        #expect(reconnect.contains(.connect(id: 2)))
+    }
+
+    @Test func lostConnectionsBackOffExponentiallyWithJitter() {
+        let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
+        print("lostConnectionsBackOffExponentiallyWithJitter: NOTED_TEST_SEED=\(seed)")
+        var harness = MachineHarness(seed: seed) {
+            $0.initialBackoff = .seconds(1)
+            $0.maxBackoff = .seconds(8)
+        }
+        var delays: [Duration] = []
+        var id = 0
+        if case .connect(let first)? = harness.machine.start().first { id = first }
+        for _ in 0..<6 {
+            let lost = harness.machine.connectionLost(id: id, now: harness.now)
+            guard case .status(.offline(let delay))? = lost.first else {
+                Issue.record("expected offline status, got \(lost)")
+                return
+            }
+            delays.append(delay)
+            let reconnect = harness.advance(delay)
+            guard case .connect(let next)? = reconnect.first else {
+                Issue.record("expected a reconnect after \(delay), got \(reconnect)")
+                return
+            }
+            id = next
+        }
+        let caps: [Duration] = [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8), .seconds(8)]
+        for (delay, cap) in zip(delays, caps) {
+            #expect(delay >= cap / 2 && delay <= cap, "delay \(delay) outside [\(cap / 2), \(cap)]")
+        }
+    }
+
+    @Test func aSuccessfulWelcomeResetsTheBackoff() {
+        var harness = MachineHarness { $0.initialBackoff = .seconds(1) }
+        _ = harness.machine.start()
+        for id in 1...4 {
+            let lost = harness.machine.connectionLost(id: id, now: harness.now)
+            guard case .status(.offline(let delay))? = lost.first else { return }
+            _ = harness.advance(delay)
+        }
+        let hello = harness.machine.connected(id: 5, token: "t", device: "d", cursor: 0, now: harness.now)
+        _ = harness.machine.received(["type": "welcome", "user": "u", "seq": 0, "rid": sentMessages(hello)[0]["rid"] ?? .null], now: harness.now)
+        let lost = harness.machine.connectionLost(id: 5, now: harness.now)
+        guard case .status(.offline(let delay))? = lost.first else {
+            Issue.record("expected offline")
+            return
+        }
+        #expect(delay <= .seconds(1))
+    }
+
+    @Test func aStaleConnectionLossIsIgnored() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp()
+        #expect(harness.machine.connectionLost(id: 42, now: harness.now).isEmpty)
+        #expect(harness.machine.isConnected)
+    }
+
     @Test func aBroadcastNotAtPrevRevTriggersOnePull() {
         var harness = MachineHarness()
         _ = harness.connectAndCatchUp(cursor: 5)
