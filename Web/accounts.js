@@ -2,18 +2,25 @@
 // device"). An account's notes, outbox, cursor, refusals and session live in the IndexedDB
 // database `noted:<issuer>:<user id>` (the access token's `iss` and `sub`), so that signing in
 // as someone else never erases anything and never shows one account's notes to another, and an
-// account signing in again finds what it left unsynced and syncs it. localStorage names the
-// database of the account that signed in last: the page opens it at start.
+// account signing in again finds what it left unsynced and syncs it. The small database
+// `noted-current` (and localStorage, as the versions before) names the database of the account
+// that signed in last: the page opens it at start.
 //
 // The versions before kept one database, `noted` (LEGACY), for whoever signed in. It stays the
 // database of the account it belongs to (its `account` setting, else the user of the session it
 // holds), pending edits included; one that names no account (its session was lost) goes to the
 // first account that signs in, as it would have before. Any other account gets its own.
 
-import { LocalStore } from "./db.js";
+import { LocalStore, done, request } from "./db.js";
 import { claims } from "./auth.js";
 
 const CURRENT = "noted.account"; // localStorage: the database opened at start
+// IndexedDB: the same name, kept where it survives the browser being killed. Chromium writes
+// localStorage to disk some seconds after a change: a browser killed meanwhile (a crash, the
+// system ending it) started signed out, offline with no way back in, though the account's
+// session and unsynced notes were in its database (Tests/peers/test_webapp_offline.py). An
+// IndexedDB transaction is kept once it completes ("strict": on disk, for this rare write).
+const POINTER = "noted-current";
 export const LEGACY = "noted";
 
 /** The account a session is for: { issuer, user }, or null. */
@@ -43,12 +50,49 @@ function remembered() {
   }
 }
 
+function openPointer() {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(POINTER, 1);
+    req.onupgradeneeded = () => req.result.createObjectStore("current");
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = () => reject(req.error);
+  });
+}
+
+/** The database named in `noted-current` (null: none, or it cannot be read). */
+async function pointer() {
+  try {
+    const db = await openPointer();
+    try {
+      return (await request(db.transaction("current", "readonly").objectStore("current").get("database"))) || null;
+    } finally {
+      db.close();
+    }
+  } catch {
+    return null;
+  }
+}
+
+/** Names `name` in `noted-current` (null: names nothing). */
+async function setPointer(name) {
+  const db = await openPointer();
+  try {
+    const tx = db.transaction("current", "readwrite", { durability: "strict" });
+    if (name === null) tx.objectStore("current").delete("database");
+    else tx.objectStore("current").put(name, "database");
+    await done(tx);
+  } finally {
+    db.close();
+  }
+}
+
 /**
  * The database of the account that signed in last in this profile (signed in still or not), or
  * null when there is none (nothing is created then).
  */
 export async function openCurrent(options) {
-  let name = remembered();
+  // `noted-current` first: localStorage may be older (a sign-in not yet written to disk).
+  let name = (await pointer()) || remembered();
   if (!name && (await LocalStore.exists(LEGACY))) name = LEGACY; // written by a version before
   if (!name) return null;
   const store = await LocalStore.open(name, options);
@@ -72,6 +116,7 @@ export async function openFor(account, options) {
   if (!store) store = await LocalStore.open(own, options);
   const owner = await store.getMeta("account");
   if (!sameAccount(owner, account)) await store.setMeta("account", account);
+  await setPointer(store.name);
   localStorage.setItem(CURRENT, store.name);
   return store;
 }
@@ -85,6 +130,7 @@ export async function removeAccountDatabase(store, options) {
   const name = store.name;
   store.close();
   await LocalStore.remove(name, options);
+  if ((await pointer()) === name) await setPointer(null);
   if (remembered() === name) {
     try {
       localStorage.removeItem(CURRENT);

@@ -28,6 +28,7 @@ const SAVE_MAX_DELAY = 1000; // typing without a pause is written at least this 
 const PUSH_DELAY = 100; // ms from a written edit to its push (typing is already debounced)
 const PULL_LIST_INTERVAL = 250; // ms between two makings of the list while pulled pages arrive
 const SIGNED_OUT_NOTE = "noted.signed-out"; // sessionStorage: why the page starts signed out (said once)
+const UNSAVED_KEY = "noted.unsaved"; // sessionStorage: typing not yet written when the page went away
 const PREVIEW_KEY = "noted.preview"; // localStorage: "on" when this device shows notes as Markdown
 
 const $ = (id) => document.getElementById(id);
@@ -298,6 +299,7 @@ class Draft {
     this.shown = false;
     this.text = null; // the text while the editor does not show it
     this.writing = false;
+    this.writingValue = null; // the text a write under way stores
     this.again = false;
     this.deferred = undefined; // a newer stored state that arrived while writing (null: deleted)
     this.timer = 0;
@@ -367,6 +369,7 @@ async function save(d) {
     return;
   }
   d.writing = true;
+  d.writingValue = value;
   const base = { ...d.base };
   const lv = d.lv;
   let written;
@@ -383,11 +386,13 @@ async function save(d) {
     });
   } catch (error) {
     d.writing = false;
+    d.writingValue = null;
     toast(`Could not save "${value.title || "Untitled"}": ${error.message}. Retrying.`);
     d.timer = setTimeout(() => save(d), 2000);
     return;
   }
   d.writing = false;
+  d.writingValue = null;
   if (written) {
     for (const name of TEXT) {
       if (written.local[name] !== value[name]) d.setContent(name, mergeText(value[name], d.content()[name], written.local[name]));
@@ -465,6 +470,72 @@ function gone(d, record) {
 
 function flushAll() {
   for (const d of drafts.values()) if (d.timer || d.dirty) save(d);
+}
+
+/**
+ * The page is going away (a reload, a navigation, the tab closed) with typing not yet written:
+ * the write `flushAll` starts then does not finish (its read of the note is answered to no one
+ * once the page is gone: keys typed within SAVE_DELAY of a reload were lost, found by
+ * Tests/peers/test_webapp_offline.py). So the typing also goes to sessionStorage, at once, and
+ * this tab's next start writes it to the store (`restoreUnsaved`) before anything syncs.
+ */
+function keepUnsaved() {
+  const unsaved = [];
+  for (const d of drafts.values()) {
+    if (!d.dirty) continue;
+    unsaved.push({ id: d.id, lv: d.lv, base: d.base, text: { ...d.content() }, writing: d.writingValue, local: d.record.local, synced: Boolean(d.record.shadow) });
+  }
+  try {
+    if (unsaved.length) sessionStorage.setItem(UNSAVED_KEY, JSON.stringify({ database: store.name, unsaved }));
+    else sessionStorage.removeItem(UNSAVED_KEY);
+  } catch {
+    // No storage: as before, only what was written stays.
+  }
+}
+
+/** What `keepUnsaved` kept when this tab's page last went away (read once: it goes). */
+function takeUnsaved() {
+  try {
+    const kept = JSON.parse(sessionStorage.getItem(UNSAVED_KEY) || "null");
+    sessionStorage.removeItem(UNSAVED_KEY);
+    return kept;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Writes the typing `keepUnsaved` kept to the store, as `save` would have: onto the note as it
+ * was typed on (or as the write under way left it, if that one finished), else merged onto
+ * what the store holds now. A note the store lacks is created (a new note whose first write
+ * did not finish), under a new id if the server had it (as `gone` keeps typing).
+ */
+async function restoreUnsaved(kept) {
+  if (!kept || kept.database !== store.name || !Array.isArray(kept.unsaved)) return;
+  for (const u of kept.unsaved) {
+    const text = { title: String(u.text.title), body: String(u.text.body) };
+    let missing = false;
+    await store.update(u.id, (current) => {
+      if (!current) {
+        missing = true;
+        return undefined;
+      }
+      if (current.purged) return undefined;
+      const finished = u.writing && TEXT.every((name) => current.local[name] === u.writing[name]);
+      const base = finished ? u.writing : u.base;
+      const local = { ...current.local };
+      for (const name of TEXT) {
+        local[name] = (current.lv || 0) === u.lv || finished ? text[name] : mergeText(base[name], text[name], current.local[name]);
+      }
+      if (TEXT.every((name) => local[name] === current.local[name])) return undefined;
+      local.modified = null;
+      return { ...current, local, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
+    });
+    if (missing) {
+      const id = u.synced ? uuid() : u.id;
+      await store.update(id, (current) => current || newRecord(id, { ...u.local, ...text }));
+    }
+  }
 }
 
 function renderMeta() {
@@ -1030,7 +1101,19 @@ function wireApp() {
   document.addEventListener("visibilitychange", () => {
     if (document.visibilityState === "hidden") flushAll();
   });
-  window.addEventListener("pagehide", flushAll);
+  window.addEventListener("pagehide", () => {
+    keepUnsaved();
+    flushAll();
+  });
+  // Back from the back-forward cache: this page writes its typing itself.
+  window.addEventListener("pageshow", (event) => {
+    if (!event.persisted) return;
+    try {
+      sessionStorage.removeItem(UNSAVED_KEY);
+    } catch {
+      // No storage.
+    }
+  });
   setInterval(() => schedule("rows"), 30000); // "2 min ago"
 }
 
@@ -1060,6 +1143,9 @@ async function main() {
     auth.store = store;
     await auth.load();
   }
+  // Typing this tab's last page could not write (`keepUnsaved`); a signed-out start drops it
+  // (signing out and a lost session write every draft first).
+  const unsaved = takeUnsaved();
   if (!auth.signedIn) {
     ui.signedOut.hidden = false;
     showSignedOutNote();
@@ -1104,6 +1190,7 @@ async function main() {
   attachments.start();
   // /Attachments
   window.noted = { store, auth, engine, index, attachments }; // for tests and the curious
+  await restoreUnsaved(unsaved).catch((error) => toast(`Could not restore the typing of before the reload: ${error.message}`));
   engine.start();
   // The one read of every record (the search worker reads the texts itself).
   const oldRefusals = [];

@@ -76,14 +76,92 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         let pullMessage = sentMessages(pull).first
         #expect(pullMessage?["since"] == 7)
         let first: JSONValue = ["type": "changes", "records": [], "cursor": 9, "more": true, "reset": false, "rid": pullMessage?["rid"] ?? .null]
-        #expect(harness.machine.received(first, now: harness.now) == [.storePage(decodedPage(first))])
-        let next = harness.machine.pageStored(more: true, cursor: 9, now: harness.now)
+        // The next page is asked for as the first arrives, before the first is stored.
+        let next = harness.machine.received(first, now: harness.now)
+        #expect(next.last == .storePage(decodedPage(first)))
         #expect(sentMessages(next).first?["since"] == 9)
-        #expect(!next.contains { if case .composePush = $0 { true } else { false } })
+        let stored = harness.machine.pageStored(more: true, cursor: 9, now: harness.now)
+        #expect(stored.isEmpty)
         let last: JSONValue = ["type": "changes", "records": [], "cursor": 12, "more": false, "reset": false, "rid": sentMessages(next).first?["rid"] ?? .null]
-        _ = harness.machine.received(last, now: harness.now)
+        #expect(harness.machine.received(last, now: harness.now) == [.storePage(decodedPage(last))])
         let done = harness.machine.pageStored(more: false, cursor: 12, now: harness.now)
         #expect(done.contains(.composePush(excluding: [], limit: 400)))
+    }
+
+    /// One pull ahead at most: pages come in order, each asks for the next as it arrives, and
+    /// `pageStored` sends nothing while that pull is out.
+    @Test func theNextPageIsAskedForWhileAPageIsStoredOneAhead() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp(cursor: 0)
+        var pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now)).first
+        var cursor: Int64 = 0
+        for page in 1...5 {
+            #expect(pull?["type"] == "pull")
+            #expect(pull?["since"] == .int(cursor))
+            let more = page < 5
+            cursor += 500
+            let message: JSONValue = ["type": "changes", "records": [], "cursor": .int(cursor), "more": .bool(more), "reset": false, "rid": pull?["rid"] ?? .null]
+            let actions = harness.machine.received(message, now: harness.now)
+            #expect(actions.last == .storePage(decodedPage(message)))
+            #expect(sentMessages(actions).count == (more ? 1 : 0))
+            let stored = harness.machine.pageStored(more: more, cursor: cursor, now: harness.now)
+            #expect(sentMessages(stored).filter { $0["type"] == "pull" }.isEmpty)
+            pull = sentMessages(actions).first
+        }
+        #expect(harness.machine.cursor == 2500)
+    }
+
+    /// A reset page (`cursor: 0`, `more: true`) asks at once for the snapshot from 0, marked
+    /// `snapshot: true`, and the snapshot's pages ask on with the mark.
+    @Test func aResetPageAsksForTheSnapshotAheadMarkedAsOne() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp(cursor: 40)
+        let pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now)).first
+        let reset: JSONValue = ["type": "changes", "records": [], "cursor": 0, "more": true, "reset": true, "rid": pull?["rid"] ?? .null]
+        let fromZero = sentMessages(harness.machine.received(reset, now: harness.now)).first
+        #expect(fromZero?["since"] == 0)
+        #expect(fromZero?["snapshot"] == true)
+        #expect(harness.machine.pageStored(more: true, cursor: 0, now: harness.now).isEmpty)
+        let page: JSONValue = ["type": "changes", "records": [], "cursor": 7, "more": true, "reset": false, "rid": fromZero?["rid"] ?? .null]
+        let ahead = sentMessages(harness.machine.received(page, now: harness.now)).first
+        #expect(ahead?["since"] == 7)
+        #expect(ahead?["snapshot"] == true)
+    }
+
+    /// A pull wanted again while a pull asked ahead is out (a broadcast that did not apply) is
+    /// made after the last page: the page asked ahead may have been read before that change.
+    @Test func aPullWantedAgainWhilePagesComeIsMadeAfterTheLast() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp(cursor: 0)
+        let pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now)).first
+        let first: JSONValue = ["type": "changes", "records": [], "cursor": 3, "more": true, "reset": false, "rid": pull?["rid"] ?? .null]
+        let ahead = sentMessages(harness.machine.received(first, now: harness.now)).first
+        #expect(harness.machine.broadcastApplied(false, now: harness.now).isEmpty)
+        #expect(harness.machine.pageStored(more: true, cursor: 3, now: harness.now).isEmpty)
+        let last: JSONValue = ["type": "changes", "records": [], "cursor": 4, "more": false, "reset": false, "rid": ahead?["rid"] ?? .null]
+        #expect(sentMessages(harness.machine.received(last, now: harness.now)).isEmpty)
+        let after = sentMessages(harness.machine.pageStored(more: false, cursor: 4, now: harness.now)).first
+        #expect(after?["type"] == "pull")
+        #expect(after?["since"] == 4)
+    }
+
+    /// A pull asked ahead and refused by the server while a page is stored is asked again once
+    /// that page is stored.
+    @Test func aPullAskedAheadAndRefusedIsAskedAgainAfterTheStore() {
+        var harness = MachineHarness()
+        _ = harness.connectAndCatchUp(cursor: 0)
+        let pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now)).first
+        let first: JSONValue = ["type": "changes", "records": [], "cursor": 3, "more": true, "reset": false, "rid": pull?["rid"] ?? .null]
+        let ahead = sentMessages(harness.machine.received(first, now: harness.now)).first
+        let refused: JSONValue = ["type": "error", "code": "rate_limited", "message": "slow down", "rid": ahead?["rid"] ?? .null]
+        _ = harness.machine.received(refused, now: harness.now)
+        let again = sentMessages(harness.machine.pageStored(more: true, cursor: 3, now: harness.now)).first
+        #expect(again?["type"] == "pull")
+        #expect(again?["since"] == 3)
+        let last: JSONValue = ["type": "changes", "records": [], "cursor": 4, "more": false, "reset": false, "rid": again?["rid"] ?? .null]
+        #expect(sentMessages(harness.machine.received(last, now: harness.now)).isEmpty)
+        #expect(sentMessages(harness.machine.pageStored(more: false, cursor: 4, now: harness.now)).isEmpty)
+        #expect(harness.machine.cursor == 4)
     }
 
     @Test func aPageForAnUnknownRequestIsIgnored() {

@@ -222,9 +222,10 @@ final class SimLink {
         continuation = Outbox(raw)
         iterator = stream.makeAsyncIterator()
         let sessionID = session.id
-        // The session's expiry timer is a wall-clock task; the simulation injects expiry itself.
+        let deadlines = session.environment.deadlines
+        // The session's deadline is watched on the wall clock; the simulation injects expiry itself.
         connection = SimConnection {
-            shared.withLockedValue { $0.timer?.cancel() }
+            deadlines.unwatch(sessionID)
             hub.leave(session: sessionID)
         }
     }

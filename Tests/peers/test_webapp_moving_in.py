@@ -186,9 +186,18 @@ def test_two_factor_sign_in_turned_on_used_with_a_code_and_a_recovery_code_then_
         assert text_of(driver, "two-factor-dialog-title") == "Save your recovery codes"
         assert not shown(driver, "two-factor-qr") and driver.find_element(By.ID, "two-factor-secret").get_attribute("value") == ""
         button(driver, "Download recovery codes").click()
-        wait(driver, lambda d: "noted-recovery-codes.txt" in os.listdir(downloads), timeout=10, message="the codes saved")
-        with open(os.path.join(downloads, "noted-recovery-codes.txt")) as saved:
-            text = saved.read()
+        saved_path = os.path.join(downloads, "noted-recovery-codes.txt")
+
+        def saved_text():
+            # Chromium may show the file before its bytes are in it: read until they are.
+            try:
+                with open(saved_path) as saved:
+                    return saved.read()
+            except FileNotFoundError:
+                return ""
+
+        wait(driver, lambda d: saved_text().strip() != "", timeout=10, message="the codes saved")
+        text = saved_text()
         assert all(code in text.splitlines() for code in codes) and account[0] in text, text
         assert text_of(driver, "two-factor-downloaded") == "Downloaded noted-recovery-codes.txt."
         button(driver, "Done").click()

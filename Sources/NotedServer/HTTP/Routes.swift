@@ -213,14 +213,13 @@ struct Routes: Sendable {
     }
 
     func addWebSocket(to router: Router<NotedRequestContext>) {
+        let environment = SyncSession.Environment(sync: sync, tokens: tokens, configuration: configuration)
         router.ws("/v1/sync") { request, _ in
             originAllowed(request) ? .upgrade([:]) : .dontUpgrade
         } onUpgrade: { inbound, outbound, context in
             var logger = context.logger
             logger[metadataKey: "session"] = .string(UUID().uuidString.lowercased())
-            let session = SyncSession(
-                sync: sync, tokens: tokens, configuration: configuration,
-                headerToken: bearerToken(context.request), logger: logger)
+            let session = SyncSession(environment: environment, headerToken: bearerToken(context.request), logger: logger)
             try await session.run(inbound: inbound, outbound: outbound)
         }
     }

@@ -9,28 +9,55 @@ import ServiceLifecycle
 ///
 /// Messages are handled in order by the reading task; everything sent goes through one
 /// `Outgoing` stream drained by a writer task, so replies and broadcasts never interleave
-/// inside a frame. A timer task enforces the hello deadline and the token's expiry.
-struct SyncSession {
-    let id = UUID()
-    let sync: SyncService
-    let tokens: AccessTokens
-    let configuration: ServerConfiguration
-    let headerToken: String?
-    var logger: Logger
+/// inside a frame. ``SessionDeadlines`` enforces the hello deadline and the token's expiry.
+///
+/// A class: the session's tasks and their closures share one reference to it instead of each
+/// holding a copy of it and of the server's configuration (an idle connection's memory,
+/// issue 18).
+final class SyncSession: Sendable {
+    /// What every session of a server shares, held by reference (one per server).
+    final class Environment: Sendable {
+        let sync: SyncService
+        let tokens: AccessTokens
+        let configuration: ServerConfiguration
+        let deadlines = SessionDeadlines()
 
-    /// State shared with the timer task.
+        init(sync: SyncService, tokens: AccessTokens, configuration: ServerConfiguration) {
+            self.sync = sync
+            self.tokens = tokens
+            self.configuration = configuration
+        }
+    }
+
+    let id = UUID()
+    let environment: Environment
+    let headerToken: String?
+    let logger: Logger
+    var sync: SyncService { environment.sync }
+    var tokens: AccessTokens { environment.tokens }
+
+    init(environment: Environment, headerToken: String?, logger: Logger) {
+        self.environment = environment
+        self.headerToken = headerToken
+        self.logger = logger
+    }
+
+    convenience init(sync: SyncService, tokens: AccessTokens, configuration: ServerConfiguration, headerToken: String?, logger: Logger) {
+        self.init(environment: Environment(sync: sync, tokens: tokens, configuration: configuration), headerToken: headerToken, logger: logger)
+    }
+
+    /// The session's deadline (``SessionDeadlines`` enforces it): the hello deadline, then
+    /// the token's expiry.
     struct Shared {
         var deadline: Date
         var deadlineCode: ErrorCode
-        /// The task that sleeps until `deadline`; replaced whenever the deadline changes.
-        var timer: Task<Void, Never>?
     }
 
     func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
         let (stream, streamContinuation) = AsyncStream.makeStream(of: Outgoing.self)
-        let continuation = Outbox(streamContinuation, limit: configuration.maxQueuedBytesPerSession)
+        let continuation = Outbox(streamContinuation, limit: environment.configuration.maxQueuedBytesPerSession)
         let shared = NIOLockedValueBox(Shared(
-            deadline: Date().addingTimeInterval(configuration.helloTimeout.timeInterval), deadlineCode: .unauthenticated))
+            deadline: Date().addingTimeInterval(environment.configuration.helloTimeout.timeInterval), deadlineCode: .unauthenticated))
         sync.hub.track(session: id, continuation: continuation)
         sync.metrics.connections.increment()
         defer {
@@ -63,18 +90,18 @@ struct SyncSession {
         inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, stream: AsyncStream<Outgoing>,
         continuation: Outbox, shared: NIOLockedValueBox<Shared>
     ) async throws {
-        Self.armTimer(shared, continuation)
-        defer { shared.withLockedValue { $0.timer?.cancel() } }
+        armTimer(shared, continuation)
+        defer { environment.deadlines.unwatch(id) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await item in stream {
                     defer { continuation.written(item) }
                     switch item {
                     case .message(let message):
-                        sync.metrics.messagesOut.increment()
+                        self.sync.metrics.messagesOut.increment()
                         try await outbound.write(.text(message.jsonString))
                     case .text(let text):
-                        sync.metrics.messagesOut.increment()
+                        self.sync.metrics.messagesOut.increment()
                         try await outbound.write(.text(text))
                     case .close(let code, let reason):
                         try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
@@ -84,9 +111,9 @@ struct SyncSession {
             }
             var state = State()
             do {
-                for try await message in inbound.messages(maxSize: configuration.limits.maxMessageBytes) {
+                for try await message in inbound.messages(maxSize: environment.configuration.limits.maxMessageBytes) {
                     sync.metrics.messagesIn.increment()
-                    let keepGoing = try await handle(message, state: &state, shared: shared, continuation: continuation)
+                    let keepGoing = try await handleAside(message, state: &state, shared: shared, continuation: continuation)
                     // A client that does not read what it asked for: stop reading it too.
                     if !keepGoing || continuation.overflowed { break }
                 }
@@ -102,30 +129,30 @@ struct SyncSession {
         }
     }
 
-    /// Starts the task that enforces the hello deadline or the token's expiry, cancelling the
-    /// one before: called again whenever the deadline changes, so the timer sleeps until the
-    /// deadline instead of waking up to look at it (10,000 idle connections polling every
-    /// 250 ms kept 30 % of a core busy).
-    private static func armTimer(_ shared: NIOLockedValueBox<Shared>, _ continuation: Outbox) {
-        let timer = Task {
-            while !Task.isCancelled {
-                let (deadline, code) = shared.withLockedValue { ($0.deadline, $0.deadlineCode) }
-                let wait = deadline.timeIntervalSinceNow
-                if wait <= 0 {
-                    let message = code == .tokenExpired ? "the access token expired" : "no valid hello"
-                    continuation.yield(.message(ServerMessage.error(ServerError(ProtocolError(code, message))).json))
-                    continuation.yield(.close(code: 4001, reason: message))
-                    return
-                }
-                // At most an hour at a time: a deadline far away never reaches an overflowing conversion.
-                try? await Task.sleep(for: .milliseconds(Int(min(wait, 3600) * 1000) + 1))
+    /// ``handle(_:state:shared:continuation:)`` in a child task that ends with it. A task keeps
+    /// the memory its deepest call needed until it ends (the concurrency runtime's task
+    /// allocator keeps its slabs), and verifying a token, reading the store or merging a push
+    /// goes deep: handled in the reading task, that memory stayed with every idle connection
+    /// for its whole life (issue 18, docs/benchmarks.md "Idle connections").
+    private func handleAside(
+        _ message: WebSocketMessage, state: inout State, shared: NIOLockedValueBox<Shared>, continuation: Outbox
+    ) async throws -> Bool {
+        let before = state
+        let (keepGoing, after) = try await withThrowingTaskGroup(of: (Bool, State).self) { group in
+            group.addTask {
+                var state = before
+                let keepGoing = try await self.handle(message, state: &state, shared: shared, continuation: continuation)
+                return (keepGoing, state)
             }
+            return try await group.next()!
         }
-        let previous = shared.withLockedValue { shared in
-            defer { shared.timer = timer }
-            return shared.timer
-        }
-        previous?.cancel()
+        state = after
+        return keepGoing
+    }
+
+    /// Has the session's deadline (changed in `shared`) enforced: called again whenever it changes.
+    private func armTimer(_ shared: NIOLockedValueBox<Shared>, _ continuation: Outbox) {
+        environment.deadlines.watch(id, shared: shared, continuation: continuation)
     }
 
     /// Per-connection state owned by the reading task.
@@ -178,7 +205,7 @@ struct SyncSession {
         _ message: WebSocketMessage, state: inout State, shared: NIOLockedValueBox<Shared>,
         continuation: Outbox
     ) async throws -> Bool {
-        let replies = Replies(continuation: continuation, maxErrorsPerMinute: configuration.maxErrorsPerMinute, logger: logger)
+        let replies = Replies(continuation: continuation, maxErrorsPerMinute: environment.configuration.maxErrorsPerMinute, logger: logger)
         guard case .text(let text) = message else {
             return replies.fail(ProtocolError(.badRequest, "binary frames are not supported; send JSON text frames"), &state)
         }
@@ -240,8 +267,8 @@ struct SyncSession {
             return replies.close(.unauthenticated, "invalid access token", closeCode: 4001)
         }
         // One account cannot hold every connection: the newest beyond the cap is refused.
-        guard sync.hub.sessionCount(user: verified.userID) < configuration.maxSessionsPerUser else {
-            return replies.close(.rateLimited, "too many sync connections for this user (at most \(configuration.maxSessionsPerUser)); close another first",
+        guard sync.hub.sessionCount(user: verified.userID) < environment.configuration.maxSessionsPerUser else {
+            return replies.close(.rateLimited, "too many sync connections for this user (at most \(environment.configuration.maxSessionsPerUser)); close another first",
                                  closeCode: 4029)
         }
         state.userID = verified.userID
@@ -250,7 +277,7 @@ struct SyncSession {
             $0.deadline = verified.expiresAt
             $0.deadlineCode = .tokenExpired
         }
-        Self.armTimer(shared, replies.continuation)
+        armTimer(shared, replies.continuation)
         // `welcome` first: `change` messages only ever follow it. A change committed between
         // reading the seq and joining is not broadcast to us, but the client pulls after
         // welcome and finds it there.
@@ -275,7 +302,7 @@ struct SyncSession {
             return replies.close(.unauthenticated, "the token belongs to another user", closeCode: 4001)
         }
         shared.withLockedValue { $0.deadline = verified.expiresAt }
-        Self.armTimer(shared, replies.continuation)
+        armTimer(shared, replies.continuation)
         sync.hub.reauthenticated(user: userID, session: id, signInSession: verified.sessionID)
         replies.send(try await welcome(verified, rid: rid).0)
         return true
@@ -283,12 +310,12 @@ struct SyncSession {
 
     /// Answers every change of a push, in order, unless the push is too large or too frequent.
     private func push(_ changes: [JSONValue], userID: String, rid: RequestID?, state: inout State, replies: Replies) async throws -> Bool {
-        guard changes.count <= configuration.limits.maxChangesPerPush else {
-            return replies.fail(ProtocolError(.tooLarge, "a push holds at most \(configuration.limits.maxChangesPerPush) changes"), rid: rid, &state)
+        guard changes.count <= environment.configuration.limits.maxChangesPerPush else {
+            return replies.fail(ProtocolError(.tooLarge, "a push holds at most \(environment.configuration.limits.maxChangesPerPush) changes"), rid: rid, &state)
         }
         let now = Date()
         state.pushes = state.pushes.filter { now.timeIntervalSince($0) < 1 } + [now]
-        if state.pushes.count > configuration.maxPushesPerSecond {
+        if state.pushes.count > environment.configuration.maxPushesPerSecond {
             for reply in sync.rejectAll(changes: changes, error: ProtocolError(.rateLimited, "too many pushes; slow down"), rid: rid) {
                 replies.send(reply)
             }
@@ -303,7 +330,7 @@ struct SyncSession {
     /// The `welcome` message and the user's `seq` it reports.
     private func welcome(_ token: VerifiedToken, rid: RequestID?) async throws -> (ServerMessage, Int64) {
         let seq = try await sync.store.latestSeq(userID: token.userID)
-        let welcome = Welcome(user: token.userID, seq: seq, expiresAt: token.expiresAt, limits: configuration.limits, rid: rid)
+        let welcome = Welcome(user: token.userID, seq: seq, expiresAt: token.expiresAt, limits: environment.configuration.limits, rid: rid)
         return (.welcome(welcome), seq)
     }
 }
