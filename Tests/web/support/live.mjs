@@ -26,7 +26,9 @@ export async function startServer(bin) {
   const dir = mkdtempSync(join(tmpdir(), "noted-web-live-"));
   let proc = null;
   const launch = async (port) => {
-    const child = spawn(bin, ["--port", String(port), "--data", dir, "--auth-attempts-per-minute", "100000"], { stdio: ["ignore", "pipe", "ignore"] });
+    // One issuer whatever the port: its default (http://HOST:PORT) would be port 0's at the first
+    // start, and the tokens issued then refused after a restart on the real port.
+    const child = spawn(bin, ["--port", String(port), "--data", dir, "--issuer", "http://noted-web-live.invalid", "--auth-attempts-per-minute", "100000"], { stdio: ["ignore", "pipe", "ignore"] });
     const lines = createInterface({ input: child.stdout });
     const first = await new Promise((resolve, reject) => {
       lines.once("line", resolve);
@@ -93,24 +95,27 @@ export async function startServer(bin) {
  * Not `fetch`: node's WebSocket shares fetch's connection pool, and an upgrade sent on a
  * connection kept alive after a `POST /v1/sessions` was refused ("non-101 status code").
  */
-function http(base, method, path, { token, body } = {}) {
-  return httpRetrying(base, method, path, { token, body });
+function http(base, method, path, { token, body, conflictIfRetried = false } = {}) {
+  return httpRetrying(base, method, path, { token, body, conflictIfRetried });
 }
 
 /**
- * While the server restarts (a simulation step), a request finds no one listening: it is tried
- * again for up to 30 s. Only a refused connection is retried for a POST (it never reached the
- * server); a GET is retried after a reset too.
+ * While the server restarts (a simulation step), a request finds no one listening, or its
+ * connection is reset: it is tried again for up to 30 s. A POST is sent again too: a second
+ * session is harmless, and an account whose creation was answered by a reset may exist already
+ * (`conflictIfRetried`: a 409 after a retry then counts as done).
  */
 async function httpRetrying(base, method, path, options) {
   const until = Date.now() + 30000;
+  let retried = false;
   for (;;) {
     try {
       return await httpOnce(base, method, path, options);
     } catch (error) {
-      const refused = error.code === "ECONNREFUSED";
-      const reset = ["ECONNRESET", "EPIPE"].includes(error.code) || /socket hang up/.test(error.message);
-      if (!(refused || (reset && method === "GET")) || Date.now() > until) throw error;
+      if (retried && options.conflictIfRetried && / 409 /.test(error.message)) return null;
+      const lost = ["ECONNREFUSED", "ECONNRESET", "EPIPE"].includes(error.code) || /socket hang up/.test(error.message);
+      if (!lost || Date.now() > until) throw error;
+      retried = true;
       await sleep(200);
     }
   }
@@ -136,7 +141,7 @@ function httpOnce(base, method, path, { token, body } = {}) {
 }
 
 export async function createAccount(base, username) {
-  await http(base, "POST", "/v1/accounts", { body: { username, password: PASSWORD } });
+  await http(base, "POST", "/v1/accounts", { body: { username, password: PASSWORD }, conflictIfRetried: true });
 }
 
 /** A new session's access token (POST /v1/sessions), as each device of the user gets its own. */
