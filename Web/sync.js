@@ -119,6 +119,8 @@ export class SyncEngine extends EventTarget {
     }
     this.ws = ws;
     this.ready = false;
+    this.welcomed = false;
+    this.connectedAt = Date.now();
     this.pending.clear();
     ws.onopen = async () => {
       const device = await this.deviceId();
@@ -181,6 +183,13 @@ export class SyncEngine extends EventTarget {
 
   checkTimeouts() {
     const now = Date.now();
+    // A handshake or a hello never answered is given up like a request: a refused connection
+    // may fire `error` and never `close` (node 20's WebSocket), and a stopped server answers
+    // nothing (found by the node simulation: clients stayed `connecting` after a server restart).
+    if (this.ws && !this.welcomed && now - this.connectedAt > this.requestTimeoutMs) {
+      this.drop("no welcome");
+      return;
+    }
     for (const entry of this.pending.values()) {
       if (now - entry.sentAt > this.requestTimeoutMs) {
         this.drop("request timed out");
@@ -209,6 +218,7 @@ export class SyncEngine extends EventTarget {
           return;
         }
         this.attempt = 0;
+        this.welcomed = true;
         if (message.limits) this.limits = message.limits;
         if (Number.isSafeInteger(message.seq)) this.latestSeq = message.seq;
         if (!this.ready) {

@@ -447,3 +447,27 @@ test("a purge pulled while a change is in flight goes once it is answered: only 
     }
   }
 });
+
+test("a connection whose handshake or hello is never answered is given up after the request timeout, and another opened", async () => {
+  // Node 20's WebSocket, refused a connection, fires `error` and never `close` (found by the
+  // node simulation: every client of a run stayed `connecting` after a server restart); a server
+  // that stops answering leaves a `hello` unanswered the same way.
+  for (const opened of [false, true]) {
+    const transport = fakeTransport();
+    const engine = new SyncEngine({ store: new MemoryStore(), auth: { ...slowAuth, accessToken: async () => "t" }, transport, requestTimeoutMs: 300 });
+    try {
+      engine.start();
+      await sleep(20);
+      assert.equal(transport.sockets.length, 1);
+      if (opened) {
+        transport.sockets[0].readyState = 1;
+        await transport.sockets[0].onopen(); // hello sent, no welcome comes
+      }
+      await sleep(2500); // the watchdog (every second) gives it up; the reconnect waits 0.25–0.5 s
+      assert.ok(transport.sockets.length >= 2, `still waiting on the first connection (opened: ${opened})`);
+      assert.equal(transport.sockets[0].readyState, 3, "the first connection closed");
+    } finally {
+      engine.dispose();
+    }
+  }
+});
