@@ -635,7 +635,10 @@ function holds(record) {
  * once nothing differs, a refusal is over.
  */
 function moved(current, shadow, local) {
-  const differs = !sameFields(local, shadow.fields);
+  // A purge not sent yet stays to be sent whatever the fields: it is no difference of fields
+  // (found by the node simulation, seeds 21 and 34: an answer or a page arriving after the
+  // purge cleared `dirty`, and the purge never went).
+  const differs = !sameFields(local, shadow.fields) || Boolean(current.purged);
   const { refusal, ...rest } = current;
   const held = differs && refusal;
   return held ? { ...rest, shadow, local, dirty: false, refusal } : { ...rest, shadow, local, dirty: differs };

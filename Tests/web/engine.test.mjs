@@ -471,3 +471,37 @@ test("a connection whose handshake or hello is never answered is given up after 
     }
   }
 });
+
+test("a purge made while a change is in flight, or before a newer state comes, still goes out", async () => {
+  // Found by the node simulation (seeds 21, 34): the answer (or the page) moved the note onto
+  // the server's state, `dirty` was recomputed from the fields alone, and the purge was never
+  // sent; the note stayed here unseen (purged) and on the server for good.
+  const record = (id, rev, body) => ({ collection: "notes", id, rev, seq: rev + 10, deleted: false, fields: { title: "A", body }, createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z" });
+  {
+    const s = await connected();
+    try {
+      await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
+      await pushAfter(s, () => edit(s.store, "a", { body: "text more" }));
+      const [first] = s.pushes();
+      await purge(s.store, "a"); // while the edit is in flight
+      await s.say(ack(first, 2));
+      const { pushed } = await settled(s, 1);
+      assert.deepEqual(pushed.map((c) => [c.id, c.op, c.baseRev]), [["a", "delete", 2]]);
+    } finally {
+      s.engine.dispose();
+    }
+  }
+  {
+    const s = await connected();
+    try {
+      await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
+      await idle();
+      await purge(s.store, "a"); // not sent yet when the newer state comes
+      await pulled(s, [record("a", 2, "text theirs")]);
+      const { pushed } = await settled(s, 0);
+      assert.deepEqual(pushed.map((c) => [c.id, c.op, c.baseRev]), [["a", "delete", 2]]);
+    } finally {
+      s.engine.dispose();
+    }
+  }
+});
