@@ -252,8 +252,12 @@ export class SyncEngine extends EventTarget {
   }
 
   async pull() {
-    this.resetIds = null;
     const cursor = (await this.store.getMeta("cursor")) || 0;
+    // A pull from 0 carries no tombstones: like a `reset`, it is a snapshot, and a synced note
+    // none of its pages names was purged (`absentFromSnapshot`, the Swift client's
+    // `dropAbsent`). Found by the node simulation (seed 53): a client whose cursor was still 0
+    // (its first pull found nothing, broadcasts brought the notes) kept a purged note for good.
+    this.resetIds = cursor === 0 ? new Set() : null;
     this.progress = { from: cursor, to: Math.max(this.latestSeq, cursor), cursor, notes: 0 };
     // A pull from 0 starts a snapshot and its pages continue it: the server answers them
     // bounded and never with a reset (docs/protocol.md, section 8, "Pull").
@@ -297,12 +301,14 @@ export class SyncEngine extends EventTarget {
       const keep = this.resetIds;
       this.resetIds = null;
       const dropped = [];
+      const forks = [];
       for (const id of await this.store.keys()) {
         if (keep.has(id)) continue;
-        const result = await this.store.update(id, (record) => (record && record.shadow && !isUnsynced(record) ? null : undefined));
+        const result = await this.store.update(id, (record) => noteFork(forks, id, absentFromSnapshot(record, message.cursor)));
         if (result === null) dropped.push(id);
       }
-      this.emit("records", { ids: dropped, remote: true });
+      this.emitRecords(dropped, forks, { remote: true });
+      if (forks.length) this.schedulePush(0);
     }
     if ((this.missedSeq || 0) > message.cursor) {
       this.missedSeq = 0;
@@ -385,6 +391,14 @@ export class SyncEngine extends EventTarget {
       const sent = current.inflight.sent;
       if (message.type === "ack") {
         if (current.inflight.change.op === "delete") return null;
+        const absentAt = current.inflight.absentAtSeq;
+        if (Number.isSafeInteger(absentAt) && Number.isSafeInteger(message.seq) && message.seq <= absentAt) {
+          // Applied before a snapshot that no longer named the note: purged since. Only text
+          // edited after the send is kept (as a new note), as if the ack and then the purge had
+          // come (the Swift client's `absentAtSeq`).
+          const acknowledged = message.fields ? normalizeFields(message.fields) : normalizeFields(sent);
+          return removeOrFork({ ...current, shadow: { fields: acknowledged, rev: message.rev } });
+        }
         let serverFields;
         if (message.fields) serverFields = normalizeFields(message.fields);
         else serverFields = sent ? normalizeFields(sent) : current.local;
@@ -553,6 +567,19 @@ function removeOrFork(current) {
   const copy = newRecord(uuid(), current.local);
   if (current.createdAt) copy.createdAt = current.createdAt; // as the Swift client's copy
   return replacement(copy);
+}
+
+/**
+ * A record a snapshot (a pull from 0, or a `reset`) did not name, the snapshot ending at
+ * `cursor`: the server purged it. A note never sent stays; one with a change in flight waits for
+ * the answer (an ack with a `seq` up to `cursor` was applied before the snapshot, so the note
+ * has been purged since); any other goes as a purge seen (`removeOrFork`).
+ */
+function absentFromSnapshot(record, cursor) {
+  if (!record) return undefined;
+  if (record.inflight) return { ...record, inflight: { ...record.inflight, absentAtSeq: cursor } };
+  if (!record.shadow) return undefined;
+  return removeOrFork(record);
 }
 
 /** `next` as a store's change returns it; a fork of the record `from` is noted in `forks`. */

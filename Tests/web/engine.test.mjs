@@ -505,3 +505,39 @@ test("a purge made while a change is in flight, or before a newer state comes, s
     }
   }
 });
+
+test("a pull from 0 is a snapshot: a synced note it does not name was purged and goes; one with a change in flight goes if the ack is older than the snapshot", async () => {
+  // Found by the node simulation (seed 53): a client restarted with its cursor still at 0 (its
+  // first pull had found nothing; broadcasts brought the notes) kept for good a note purged
+  // meanwhile, since a pull from 0 carries no tombstones (the Swift client's `dropAbsent`).
+  const s = await connected();
+  try {
+    await s.store.update("flight", () => synced("flight", { title: "F", body: "x" }));
+    await pushAfter(s, () => edit(s.store, "flight", { body: "x y" }));
+    const change = s.pushes().find((c) => c.id === "flight");
+    // Not pushed yet when the snapshot ends (written after the push):
+    await s.store.update("gone", () => synced("gone", { title: "Gone", body: "old" }));
+    await s.store.update("edited", () => ({ ...synced("edited", { title: "E", body: "old" }), local: normalizeFields({ title: "E", body: "old mine" }), dirty: true }));
+    await s.store.update("pinned", () => ({ ...synced("pinned", { title: "P", body: "old" }), local: normalizeFields({ title: "P", body: "old", pinned: true }), dirty: true }));
+    await s.store.update("new", () => newRecord("new", { title: "New here" }));
+    await s.store.setMeta("cursor", 0);
+    await s.engine.pull();
+    const { rid, since } = s.sent("pull").at(-1);
+    assert.equal(since, 0);
+    await s.say({ type: "changes", rid, records: [], cursor: 40, more: false });
+    await sleep(30);
+    const ids = await s.store.keys();
+    assert.ok(!ids.includes("gone"), "a synced note the snapshot lacks is dropped");
+    assert.ok(!ids.includes("pinned"), "an unsent pin does not bring it back");
+    assert.ok(!ids.includes("edited"));
+    assert.ok(ids.includes("new"), "a note never sent stays");
+    const kept = await Promise.all(ids.map((id) => s.store.get(id)));
+    assert.ok(kept.some((r) => r.local.body === "old mine" && !["edited"].includes(r.id)), "unsent text kept as a new note");
+    assert.ok(ids.includes("flight"), "a change in flight waits for its answer");
+    await s.say({ ...ack(change, 2), seq: 30 }); // applied before the snapshot: purged since
+    await sleep(30);
+    assert.ok(!(await s.store.keys()).includes("flight"), "gone once the ack says it was applied before the snapshot");
+  } finally {
+    s.engine.dispose();
+  }
+});
