@@ -434,11 +434,13 @@ const specs = [...REGRESSION_SEEDS, ...Array.from({ length: RUNS }, (_, run) => 
 test("seeded schedules: edits, purges, lost and repeated messages, client and server restarts of three JS clients heal to the server's state", { skip, timeout: 600000 + specs.length * 90000 }, async (t) => {
   const started = Date.now();
   const failures = [];
+  const totals = {};
   let done = 0;
   await pool(specs, JOBS, async (spec) => {
     const plan = makePlan(spec);
     const { trace, result, error } = await runOnce(spec, plan);
     done++;
+    for (const [key, value] of Object.entries(result || {})) totals[key] = (totals[key] || 0) + value;
     if (error) {
       failures.push({ spec, plan, trace, error });
       console.log(`engine-live.test.mjs: FAILED seed NOTED_WEB_SIM_SEED=${spec.seed} (${spec.model}): ${error.message}\n  plan:\n    ${plan.map(describeStep).join("\n    ")}\n  trace:\n    ${trace.join("\n    ")}`);
@@ -451,7 +453,7 @@ test("seeded schedules: edits, purges, lost and repeated messages, client and se
   });
   const seconds = Math.round((Date.now() - started) / 1000);
   t.diagnostic(`${specs.length} runs (${JOBS} at a time), ${specs.length - failures.length} passed, ${seconds} s, ${server.restarts} server restarts`);
-  console.log(`engine-live.test.mjs: ${specs.length} runs (${JOBS} at a time), ${specs.length - failures.length} passed, ${seconds} s; failed: ${failures.map((f) => f.spec.seed).join(", ") || "none"}`);
+  console.log(`engine-live.test.mjs: ${specs.length} runs (${JOBS} at a time), ${specs.length - failures.length} passed, ${seconds} s; failed: ${failures.map((f) => f.spec.seed).join(", ") || "none"}; totals of the passing runs ${JSON.stringify(totals)}`);
   if (failures.length === 0) return;
   const first = failures[0];
   if (SHRINK) {
