@@ -25,7 +25,7 @@ export class FaultTransport extends SwitchTransport {
     this.lastPush = null; // the text of the last push frame sent, on any connection
     this.dropAnswers = 0; // answers still to drop
     this.losePush = false;
-    this.counts = { dropped: 0, answersDropped: 0, duplicated: 0, pushesLost: 0 };
+    this.counts = { dropped: 0, answersDropped: 0, duplicated: 0, pushesLost: 0, duplicateAcks: 0 };
   }
 
   connect() {
@@ -89,6 +89,7 @@ class FaultConnection {
         t.log(`dropped answer ${describe(event.data)}`);
         return;
       }
+      if (/"status":"duplicate"/.test(String(event.data))) t.counts.duplicateAcks++;
       this.onmessage?.({ data: event.data });
     });
     ws.addEventListener("close", (event) => {
