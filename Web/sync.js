@@ -13,7 +13,7 @@
 
 import { applyDelta, editDelta, rebase, uuid } from "./text.js";
 import {
-  SCALAR_FIELDS, SET_FIELDS, TEXT_FIELDS, isReplacement, isUnsynced, newRecord, normalizeFields, replacement, textEdited,
+  SCALAR_FIELDS, SET_FIELDS, TEXT_FIELDS, isReplacement, newRecord, normalizeFields, replacement, textEdited,
 } from "./records.js";
 import { addedElements, changeAddsShas, shaOf } from "./elements.js";
 import { OPEN } from "./transport.js";
