@@ -123,6 +123,8 @@ export class SyncEngine extends EventTarget {
     }
     this.ws = ws;
     this.ready = false;
+    this.welcomed = false;
+    this.connectedAt = Date.now();
     this.pending.clear();
     ws.onopen = async () => {
       const device = await this.deviceId();
@@ -185,6 +187,13 @@ export class SyncEngine extends EventTarget {
 
   checkTimeouts() {
     const now = Date.now();
+    // A handshake or a hello never answered is given up like a request: a refused connection
+    // may fire `error` and never `close` (node 20's WebSocket), and a stopped server answers
+    // nothing (found by the node simulation: clients stayed `connecting` after a server restart).
+    if (this.ws && !this.welcomed && now - this.connectedAt > this.requestTimeoutMs) {
+      this.drop("no welcome");
+      return;
+    }
     for (const entry of this.pending.values()) {
       if (now - entry.sentAt > this.requestTimeoutMs) {
         this.drop("request timed out");
@@ -213,6 +222,7 @@ export class SyncEngine extends EventTarget {
           return;
         }
         this.attempt = 0;
+        this.welcomed = true;
         if (message.limits) this.limits = message.limits;
         if (Number.isSafeInteger(message.seq)) this.latestSeq = message.seq;
         if (!this.ready) {
@@ -335,12 +345,7 @@ export class SyncEngine extends EventTarget {
     const forks = [];
     for (const id of await this.store.keys()) {
       if (keep.has(id)) continue;
-      const result = await this.store.update(id, (record) => noteFork(forks, id, ((record) => {
-        if (!record) return undefined;
-        if (record.inflight) return { ...record, inflight: { ...record.inflight, absentAtSeq: cursor } };
-        if (!record.shadow) return undefined; // never on the server: a create still to send
-        return removeOrFork(record);
-      })(record)));
+      const result = await this.store.update(id, (record) => noteFork(forks, id, absentFromSnapshot(record, cursor)));
       if (result === null) dropped.push(id);
     }
     await this.store.deleteMeta("snapshot");
@@ -603,6 +608,19 @@ function removeOrFork(current) {
   const copy = newRecord(uuid(), current.local);
   if (current.createdAt) copy.createdAt = current.createdAt; // as the Swift client's copy
   return replacement(copy);
+}
+
+/**
+ * A record a snapshot (a pull from 0, or a `reset`) did not name, the snapshot ending at
+ * `cursor`: the server purged it. A note never sent stays; one with a change in flight waits for
+ * the answer (an ack with a `seq` up to `cursor` was applied before the snapshot, so the note
+ * has been purged since); any other goes as a purge seen (`removeOrFork`).
+ */
+function absentFromSnapshot(record, cursor) {
+  if (!record) return undefined;
+  if (record.inflight) return { ...record, inflight: { ...record.inflight, absentAtSeq: cursor } };
+  if (!record.shadow) return undefined;
+  return removeOrFork(record);
 }
 
 /** `next` as a store's change returns it; a fork of the record `from` is noted in `forks`. */

@@ -447,3 +447,97 @@ test("a purge pulled while a change is in flight goes once it is answered: only 
     }
   }
 });
+
+test("a connection whose handshake or hello is never answered is given up after the request timeout, and another opened", async () => {
+  // Node 20's WebSocket, refused a connection, fires `error` and never `close` (found by the
+  // node simulation: every client of a run stayed `connecting` after a server restart); a server
+  // that stops answering leaves a `hello` unanswered the same way.
+  for (const opened of [false, true]) {
+    const transport = fakeTransport();
+    const engine = new SyncEngine({ store: new MemoryStore(), auth: { ...slowAuth, accessToken: async () => "t" }, transport, requestTimeoutMs: 300 });
+    try {
+      engine.start();
+      await sleep(20);
+      assert.equal(transport.sockets.length, 1);
+      if (opened) {
+        transport.sockets[0].readyState = 1;
+        await transport.sockets[0].onopen(); // hello sent, no welcome comes
+      }
+      await sleep(2500); // the watchdog (every second) gives it up; the reconnect waits 0.25–0.5 s
+      assert.ok(transport.sockets.length >= 2, `still waiting on the first connection (opened: ${opened})`);
+      assert.equal(transport.sockets[0].readyState, 3, "the first connection closed");
+    } finally {
+      engine.dispose();
+    }
+  }
+});
+
+test("a purge made while a change is in flight, or before a newer state comes, still goes out", async () => {
+  // Found by the node simulation (seeds 21, 34): the answer (or the page) moved the note onto
+  // the server's state, `dirty` was recomputed from the fields alone, and the purge was never
+  // sent; the note stayed here unseen (purged) and on the server for good.
+  const record = (id, rev, body) => ({ collection: "notes", id, rev, seq: rev + 10, deleted: false, fields: { title: "A", body }, createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z" });
+  {
+    const s = await connected();
+    try {
+      await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
+      await pushAfter(s, () => edit(s.store, "a", { body: "text more" }));
+      const [first] = s.pushes();
+      await purge(s.store, "a"); // while the edit is in flight
+      await s.say(ack(first, 2));
+      const { pushed } = await settled(s, 1);
+      assert.deepEqual(pushed.map((c) => [c.id, c.op, c.baseRev]), [["a", "delete", 2]]);
+    } finally {
+      s.engine.dispose();
+    }
+  }
+  {
+    const s = await connected();
+    try {
+      await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
+      await idle();
+      await purge(s.store, "a"); // not sent yet when the newer state comes
+      await pulled(s, [record("a", 2, "text theirs")]);
+      const { pushed } = await settled(s, 0);
+      assert.deepEqual(pushed.map((c) => [c.id, c.op, c.baseRev]), [["a", "delete", 2]]);
+    } finally {
+      s.engine.dispose();
+    }
+  }
+});
+
+test("a pull from 0 is a snapshot: a synced note it does not name was purged and goes; one with a change in flight goes if the ack is older than the snapshot", async () => {
+  // Found by the node simulation (seed 53): a client restarted with its cursor still at 0 (its
+  // first pull had found nothing; broadcasts brought the notes) kept for good a note purged
+  // meanwhile, since a pull from 0 carries no tombstones (the Swift client's `dropAbsent`).
+  const s = await connected();
+  try {
+    await s.store.update("flight", () => synced("flight", { title: "F", body: "x" }));
+    await pushAfter(s, () => edit(s.store, "flight", { body: "x y" }));
+    const change = s.pushes().find((c) => c.id === "flight");
+    // Not pushed yet when the snapshot ends (written after the push):
+    await s.store.update("gone", () => synced("gone", { title: "Gone", body: "old" }));
+    await s.store.update("edited", () => ({ ...synced("edited", { title: "E", body: "old" }), local: normalizeFields({ title: "E", body: "old mine" }), dirty: true }));
+    await s.store.update("pinned", () => ({ ...synced("pinned", { title: "P", body: "old" }), local: normalizeFields({ title: "P", body: "old", pinned: true }), dirty: true }));
+    await s.store.update("new", () => newRecord("new", { title: "New here" }));
+    await s.store.setMeta("cursor", 0);
+    await s.engine.pull();
+    const { rid, since } = s.sent("pull").at(-1);
+    assert.equal(since, 0);
+    await s.say({ type: "changes", rid, records: [], cursor: 40, more: false });
+    await sleep(30);
+    const ids = await s.store.keys();
+    assert.ok(!ids.includes("gone"), "a synced note the snapshot lacks is dropped");
+    assert.ok(!ids.includes("pinned"), "an unsent pin does not bring it back");
+    assert.ok(!ids.includes("edited"));
+    assert.ok(ids.includes("new"), "a note never sent stays");
+    const kept = await Promise.all(ids.map((id) => s.store.get(id)));
+    assert.ok(kept.some((r) => r.local.body === "old mine" && !["edited"].includes(r.id)), "unsent text kept as a new note");
+    assert.ok(ids.includes("flight"), "a change in flight waits for its answer");
+    await s.say({ ...ack(change, 2), seq: 30 }); // applied before the snapshot: purged since
+    await sleep(30);
+    assert.ok(!(await s.store.keys()).includes("flight"), "gone once the ack says it was applied before the snapshot");
+  } finally {
+    s.engine.dispose();
+  }
+});

@@ -16,34 +16,78 @@ import { uuid } from "../../../Web/text.js";
 export const PASSWORD = "correct horse battery";
 export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** `noted-server --port 0 --data <tmpdir>`: resolves with { base, stop() } once it listens. */
+/**
+ * `noted-server --port 0 --data <tmpdir>`: resolves with { base, port, dir, stop(), restart() }
+ * once it listens. `restart({ signal })` kills it (SIGTERM by default, or SIGKILL) and starts it
+ * again on the same data directory and port, so clients reconnect by themselves; restarts are
+ * serialized, and one may be awaited while another is under way.
+ */
 export async function startServer(bin) {
   const dir = mkdtempSync(join(tmpdir(), "noted-web-live-"));
-  const proc = spawn(bin, ["--port", "0", "--data", dir, "--auth-attempts-per-minute", "1000"], { stdio: ["ignore", "pipe", "ignore"] });
-  const lines = createInterface({ input: proc.stdout });
-  const first = await new Promise((resolve, reject) => {
-    lines.once("line", resolve);
-    proc.once("error", reject);
-    proc.once("exit", (code) => reject(new Error(`noted-server exited (${code}) before listening`)));
-  });
-  const m = /noted-server listening on (http:\/\/\S+)/.exec(first);
-  if (!m) {
-    proc.kill("SIGKILL");
-    throw new Error(`unexpected first line ${JSON.stringify(first)}`);
-  }
-  lines.on("line", () => {}); // keep reading: a full pipe would block the server
-  return {
-    base: m[1],
+  let proc = null;
+  const launch = async (port) => {
+    // One issuer whatever the port: its default (http://HOST:PORT) would be port 0's at the first
+    // start, and the tokens issued then refused after a restart on the real port.
+    const child = spawn(bin, ["--port", String(port), "--data", dir, "--issuer", "http://noted-web-live.invalid", "--auth-attempts-per-minute", "100000"], { stdio: ["ignore", "pipe", "ignore"] });
+    const lines = createInterface({ input: child.stdout });
+    const first = await new Promise((resolve, reject) => {
+      lines.once("line", resolve);
+      child.once("error", reject);
+      child.once("exit", (code) => reject(new Error(`noted-server exited (${code}) before listening`)));
+    });
+    const m = /noted-server listening on (http:\/\/\S+)/.exec(first);
+    if (!m) {
+      child.kill("SIGKILL");
+      throw new Error(`unexpected first line ${JSON.stringify(first)}`);
+    }
+    lines.on("line", () => {}); // keep reading: a full pipe would block the server
+    proc = child;
+    return m[1];
+  };
+  const kill = async (signal) => {
+    const child = proc;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill(signal);
+    await Promise.race([exited, sleep(3000)]);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGKILL");
+      await exited;
+    }
+  };
+  const base = await launch(0);
+  const port = Number(new URL(base).port);
+  let restarting = Promise.resolve();
+  const server = {
+    base,
+    port,
+    dir,
+    restarts: 0,
+    /** Killed with `signal` and started again on the same data and port (retried while the port is not free yet). */
+    restart({ signal = "SIGTERM", downMs = 0 } = {}) {
+      restarting = restarting.then(async () => {
+        await kill(signal);
+        if (downMs) await sleep(downMs);
+        for (let attempt = 0; ; attempt++) {
+          try {
+            await launch(port);
+            break;
+          } catch (error) {
+            if (attempt >= 20) throw error;
+            await sleep(250);
+          }
+        }
+        server.restarts++;
+      });
+      return restarting;
+    },
     async stop() {
-      if (proc.exitCode === null) {
-        const exited = new Promise((resolve) => proc.once("exit", resolve));
-        proc.kill("SIGTERM");
-        await Promise.race([exited, sleep(3000)]);
-        if (proc.exitCode === null) proc.kill("SIGKILL");
-      }
+      await restarting.catch(() => {});
+      await kill("SIGTERM");
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  return server;
 }
 
 /**
@@ -51,7 +95,33 @@ export async function startServer(bin) {
  * Not `fetch`: node's WebSocket shares fetch's connection pool, and an upgrade sent on a
  * connection kept alive after a `POST /v1/sessions` was refused ("non-101 status code").
  */
-function http(base, method, path, { token, body } = {}) {
+function http(base, method, path, { token, body, conflictIfRetried = false } = {}) {
+  return httpRetrying(base, method, path, { token, body, conflictIfRetried });
+}
+
+/**
+ * While the server restarts (a simulation step), a request finds no one listening, or its
+ * connection is reset: it is tried again for up to 30 s. A POST is sent again too: a second
+ * session is harmless, and an account whose creation was answered by a reset may exist already
+ * (`conflictIfRetried`: a 409 after a retry then counts as done).
+ */
+async function httpRetrying(base, method, path, options) {
+  const until = Date.now() + 30000;
+  let retried = false;
+  for (;;) {
+    try {
+      return await httpOnce(base, method, path, options);
+    } catch (error) {
+      if (retried && options.conflictIfRetried && / 409 /.test(error.message)) return null;
+      const lost = ["ECONNREFUSED", "ECONNRESET", "EPIPE"].includes(error.code) || /socket hang up/.test(error.message);
+      if (!lost || Date.now() > until) throw error;
+      retried = true;
+      await sleep(200);
+    }
+  }
+}
+
+function httpOnce(base, method, path, { token, body } = {}) {
   const headers = { Connection: "close" };
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -71,7 +141,7 @@ function http(base, method, path, { token, body } = {}) {
 }
 
 export async function createAccount(base, username) {
-  await http(base, "POST", "/v1/accounts", { body: { username, password: PASSWORD } });
+  await http(base, "POST", "/v1/accounts", { body: { username, password: PASSWORD }, conflictIfRetried: true });
 }
 
 /** A new session's access token (POST /v1/sessions), as each device of the user gets its own. */
@@ -152,19 +222,19 @@ export class SwitchTransport {
 
 /** One JS client: a store, a transport, an engine; edits written as the page writes them (Web/app.js). */
 export class Client {
-  constructor(name, base, token, { store = new MemoryStore() } = {}) {
+  constructor(name, base, token, { store = new MemoryStore(), transport = new SwitchTransport(base), requestTimeoutMs = undefined } = {}) {
     this.name = name;
     this.base = base;
     this.token = token;
     this.store = store;
-    this.transport = new SwitchTransport(base);
+    this.transport = transport;
     this.errors = [];
     const auth = {
       accessToken: async () => token,
       invalidateAccessToken() {},
       refusedBecause(message) { throw new Error(`refused: ${message}`); },
     };
-    this.engine = new SyncEngine({ store, auth, transport: this.transport, debounceMs: 20 });
+    this.engine = new SyncEngine({ store, auth, transport: this.transport, debounceMs: 20, ...(requestTimeoutMs ? { requestTimeoutMs } : {}) });
     this.engine.addEventListener("error", (e) => this.errors.push(e.detail.message));
   }
 
@@ -203,6 +273,19 @@ export class Client {
       return { ...current, local: normalizeFields(local), dirty: true, refusal: null, updatedAt: new Date().toISOString() };
     });
     if (done) this.engine.schedulePush();
+    return done;
+  }
+
+  /** Purges the note as the page's purge does (Web/app.js): a note the server never had goes at once. Whether anything was written. */
+  async purge(id) {
+    let done = false;
+    await this.store.update(id, (current) => {
+      if (!current || current.purged) return undefined;
+      done = true;
+      if (!current.shadow && !current.inflight) return null; // never reached the server
+      return { ...current, purged: true, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
+    });
+    if (done) this.engine.schedulePush(0);
     return done;
   }
 
