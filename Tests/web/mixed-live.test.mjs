@@ -3,11 +3,14 @@
 // and JavaScript clients together"): the `noted` CLI (the Swift NotedClient sync engine, one
 // home directory per device, Tests/web/support/cli.mjs) and the web app's engine (Web/sync.js,
 // Tests/web/support/live.mjs) edit the same notes, offline and online, then all heal and the
-// invariants of docs/reliability.md are checked over both kinds of client.
+// invariants of docs/reliability.md are checked over both kinds of client. In the seeded
+// schedule the JS clients' messages are lost and repeated (the FaultTransport of engine-live)
+// and the server is killed and restarted under all of them.
 // NOTED_SERVER_BIN and NOTED_BIN: the server and the CLI (skipped with a notice without either);
 // NOTED_WEB_SIM_SEED / NOTED_WEB_SIM_RUNS: the seeded schedule's first seed (1) and runs (1), as
-// in engine-live.test.mjs; NOTED_MIX_STEPS: steps per run (24). A failing seed prints its
-// schedule and every client's state.
+// in engine-live.test.mjs; NOTED_MIX_STEPS: steps per run (24); NOTED_WEB_SIM_REQUEST_TIMEOUT_MS:
+// the JS engines' request timeout in the schedule (1500, as engine-live). A failing seed prints
+// its schedule and every client's state.
 // Node 20 needs --experimental-websocket for the global WebSocket (scripts/test passes it).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -17,6 +20,7 @@ import { join } from "node:path";
 import { Client, createAccount, heal, revisionTexts, serverNotes, signIn, sleep, startServer } from "./support/live.mjs";
 import { openFileStore } from "./support/file-store.mjs";
 import { CliHome, compareCli } from "./support/cli.mjs";
+import { FaultTransport } from "./support/faults.mjs";
 
 const SERVER_BIN = process.env.NOTED_SERVER_BIN;
 const CLI_BIN = process.env.NOTED_BIN;
@@ -38,18 +42,31 @@ after(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-/** A new user; `js` started JavaScript clients (stores in files of `dir`) and `cli` signed-in `noted` homes of it. */
-async function devices(js, cli) {
+/**
+ * A new user; `js` started JavaScript clients (stores in files of `dir`) and `cli` signed-in
+ * `noted` homes of it. With `faults` (a trace array), the JS clients talk through a
+ * FaultTransport (faults.mjs) and give a request up after REQUEST_TIMEOUT_MS, as engine-live's;
+ * `open(name, token)` starts such a client again on its file (a killed client's restart).
+ */
+async function devices(js, cli, { faults = null } = {}) {
   const username = `mix${++users}x${process.pid}`;
   await createAccount(server.base, username);
   const dir = mkdtempSync(join(tmpdir(), "noted-web-mix-"));
   dirs.push(dir);
+  const open = (name, token) => {
+    const options = { store: openFileStore(join(dir, `${name}.json`)) };
+    if (faults) {
+      options.transport = new FaultTransport(server.base, { log: (line) => faults.push(`  ${name}: ${line}`) });
+      options.requestTimeoutMs = REQUEST_TIMEOUT_MS;
+    }
+    const c = new Client(name, server.base, token, options);
+    c.start();
+    return c;
+  };
   const clients = [];
   for (let i = 0; i < js; i++) {
     const name = String.fromCharCode(65 + i);
-    const c = new Client(name, server.base, await signIn(server.base, username), { store: openFileStore(join(dir, `${name}.json`)) });
-    c.start();
-    clients.push(c);
+    clients.push(open(name, await signIn(server.base, username)));
   }
   const homes = [];
   for (let i = 0; i < cli; i++) {
@@ -57,7 +74,7 @@ async function devices(js, cli) {
     await home.login(server.base, username);
     homes.push(home);
   }
-  return { clients, homes, dir, token: await signIn(server.base, username) };
+  return { clients, homes, dir, open, token: await signIn(server.base, username) };
 }
 
 /**
@@ -168,6 +185,44 @@ function random(seed) {
 const RUNS = Number(process.env.NOTED_WEB_SIM_RUNS || 1);
 const SEED = Number(process.env.NOTED_WEB_SIM_SEED || 1);
 const STEPS = Number(process.env.NOTED_MIX_STEPS || 24);
+const REQUEST_TIMEOUT_MS = Number(process.env.NOTED_WEB_SIM_REQUEST_TIMEOUT_MS || 1500);
+const MAX_SERVER_RESTARTS = 2;
+
+/**
+ * The fault drawn after a step, from a generator of its own (so the steps are drawn exactly as
+ * before the faults came, and a regression seed keeps its schedule), with engine-live's
+ * probabilities: for a JS client (A or B, half each), drop its connection 0.05 (half at once,
+ * half with its next push), drop its next answer 0.05, duplicate its last push 0.05; a server
+ * restart 0.04 (at most MAX_SERVER_RESTARTS a run; SIGKILL or SIGTERM, half each; down for
+ * 0.5–2.5 s more, and not waited for: the next steps, `noted` commands included, go on while
+ * it is down); else none (0.81).
+ */
+function drawFault(faultRand) {
+  const roll = faultRand();
+  const client = Math.floor(faultRand() * 2);
+  const flip = faultRand() < 0.5;
+  const downMs = 500 + Math.floor(faultRand() * 2000);
+  if (roll < 0.05) return { kind: "drop-connection", client, onPush: flip };
+  if (roll < 0.10) return { kind: "drop-answer", client };
+  if (roll < 0.15) return { kind: "duplicate-push", client };
+  if (roll < 0.19) return { kind: "restart-server", signal: flip ? "SIGKILL" : "SIGTERM", downMs };
+  return null;
+}
+
+/**
+ * A `noted` write that may fail (a command that is not `--offline` while the server restarts):
+ * `write()`'s value, or, when it threw, `landed()`'s (what the home's database holds: whether
+ * the write is there, left for the next `noted sync`; if not, it counts as never written).
+ */
+async function cliWrite(home, failures, write, landed) {
+  try {
+    return await write();
+  } catch (error) {
+    const value = await landed();
+    failures.push(`${home.name}: ${error.message.split("\n")[0].slice(0, 200)} (${value ? "written here" : "not written"})`);
+    return value;
+  }
+}
 
 /** A word edit of a body: `token` inserted at, or replacing the word at, `place` (0…1); the replaced word. */
 function wordEdit(body, token, place, insert) {
@@ -184,12 +239,21 @@ function wordEdit(body, token, place, insert) {
  * cli2) of one user. Steps: creates, word replacements and insertions (each a unique token) on
  * both kinds, JS clients offline and back, CLI edits written `--offline` (left unsynced until a
  * `noted sync` step or the heal) or online, trash and restore, and now and then a purge from
- * either kind while others edit. Then all heal and the invariants are checked.
+ * either kind while others edit; after each step maybe a fault (drawFault): a JS client's
+ * connection or next answer dropped or its last push sent again, or the server killed and
+ * restarted (`noted` commands that fail meanwhile: cliWrite). Then all heal and the invariants
+ * are checked.
  */
 async function schedule(seed, trace) {
   const rand = random(seed);
+  // The faults' own generator: the steps above are drawn from `rand` exactly as before.
+  const faultRand = random((seed ^ 0x5eed) + 0x9e3779b9);
   const pick = (list) => list[Math.floor(rand() * list.length)];
-  const { clients, homes, token, dir } = await devices(2, 2);
+  const { clients, homes, token, open } = await devices(2, 2, { faults: trace });
+  const counts = { faults: 0, serverRestarts: 0, whileDown: 0 };
+  const failures = []; // `noted` writes that failed (cliWrite)
+  let restarting = null; // a server restart under way: resolves with its error, if any
+  let down = false;
   const created = []; // ids
   const purged = new Set(); // ids a client purged
   const tokens = new Map(); // token -> { id, by, step }
@@ -203,15 +267,18 @@ async function schedule(seed, trace) {
       const roll = rand();
       const device = pick([...clients, ...homes]);
       const live = created.filter((id) => !purged.has(id));
+      if (down) {
+        trace.push(`(the server is down)`);
+        if (kind(device) === "cli") counts.whileDown++;
+      }
       if (kind(device) === "js" && roll < 0.12) {
         device.setOnline(!device.online);
         trace.push(`${device.name} ${device.online ? "online" : "offline"}`);
       } else if (kind(device) === "js" && roll < 0.15) {
         // Killed (whatever it had not written to its file is gone) and started again on its file.
         device.dispose();
-        const again = new Client(device.name, device.base, device.token, { store: openFileStore(join(dir, `${device.name}.json`)) });
+        const again = open(device.name, device.token);
         if (!device.online) again.setOnline(false);
-        again.start();
         clients[clients.indexOf(device)] = again;
         trace.push(`${device.name} killed and restarted${device.online ? "" : " (offline)"}`);
       } else if (kind(device) === "cli" && roll < 0.15) {
@@ -220,9 +287,11 @@ async function schedule(seed, trace) {
       } else if (roll < 0.25 && created.length < 5) {
         const fields = { title: `note ${step}`, body: "red green blue cyan magenta yellow" };
         const offline = rand() < 0.5;
-        const id = kind(device) === "js" ? await device.create(fields) : await device.create(fields, { offline });
-        created.push(id);
-        trace.push(`${device.name} create ${id.slice(0, 8)}${kind(device) === "cli" && offline ? " --offline" : ""}`);
+        const id = kind(device) === "js" ? await device.create(fields)
+          : await cliWrite(device, failures, () => device.create(fields, { offline }),
+            async () => [...(await device.notes())].find(([, n]) => n.fields.title === fields.title)?.[0] ?? null);
+        if (id) created.push(id);
+        trace.push(`${device.name} create ${id ? id.slice(0, 8) : "(failed, not written)"}${kind(device) === "cli" && offline ? " --offline" : ""}`);
       } else if (roll < 0.3 && live.length > 2 && purged.size < 1) {
         const id = pick(live);
         let done;
@@ -235,16 +304,21 @@ async function schedule(seed, trace) {
           });
           if (done) device.engine.schedulePush(0);
         } else {
-          done = await device.act("purge", id, { offline: rand() < 0.5 });
+          const offline = rand() < 0.5;
+          done = await cliWrite(device, failures, () => device.act("purge", id, { offline }), async () => !(await device.notes()).has(id));
         }
         if (done) purged.add(id);
         trace.push(`${device.name} purge ${id.slice(0, 8)}${done ? "" : " (not here yet)"}`);
       } else if (roll < 0.36) {
         const id = pick(live);
         const trashed = rand() < 0.6;
-        const done = kind(device) === "js"
-          ? await device.edit(id, (f) => ({ ...f, trashed }))
-          : await device.act(trashed ? "trash" : "restore", id, { offline: rand() < 0.5 });
+        let done;
+        if (kind(device) === "js") done = await device.edit(id, (f) => ({ ...f, trashed }));
+        else {
+          const offline = rand() < 0.5;
+          done = await cliWrite(device, failures, () => device.act(trashed ? "trash" : "restore", id, { offline }),
+            async () => (await device.notes()).get(id)?.fields.trashed === trashed);
+        }
         trace.push(`${device.name} ${trashed ? "trash" : "restore"} ${id.slice(0, 8)}${done ? "" : " (not here yet)"}`);
       } else {
         const id = pick(live);
@@ -260,16 +334,62 @@ async function schedule(seed, trace) {
         };
         const done = kind(device) === "js"
           ? await device.edit(id, (f) => ({ ...f, body: apply(f.body) }))
-          : await device.edit(id, apply, { offline });
+          : await cliWrite(device, failures, () => device.edit(id, apply, { offline }),
+            async () => Boolean((await device.notes()).get(id)?.fields.body.split(" ").includes(word)));
         if (done) {
           tokens.set(word, { id, by: device.name, step });
           if (was && tokens.has(was)) replaced.add(was);
         }
         trace.push(`${device.name} ${insert ? "insert" : "replace"} ${word} in ${id.slice(0, 8)}${kind(device) === "cli" && offline ? " --offline" : ""}${done ? "" : " (not here yet)"}`);
       }
+      const fault = drawFault(faultRand);
+      if (fault) {
+        const c = clients[fault.client];
+        let line = fault.kind === "restart-server" ? "server" : `${c.name}`;
+        switch (fault.kind) {
+          case "drop-connection":
+            if (fault.onPush) {
+              c.transport.loseNextPush();
+              line += " drop connection with its next push";
+            } else line += ` drop connection${c.transport.dropConnection() ? "" : " (no connection)"}`;
+            counts.faults++;
+            break;
+          case "drop-answer":
+            c.transport.dropNextAnswer();
+            line += " drop next answer";
+            counts.faults++;
+            break;
+          case "duplicate-push":
+            line += ` duplicate last push${c.engine.ready && c.transport.duplicateLastPush() ? "" : " (nothing to duplicate)"}`;
+            counts.faults++;
+            break;
+          case "restart-server":
+            if (restarting || counts.serverRestarts >= MAX_SERVER_RESTARTS) {
+              line += ` ${fault.signal} (skipped: ${restarting ? "a restart is under way" : "enough restarts this run"})`;
+              break;
+            }
+            // Not waited for: the next steps run while it is down.
+            counts.serverRestarts++;
+            down = true;
+            line += ` ${fault.signal}, down ${fault.downMs} ms more, restarted (not waited for)`;
+            restarting = server.restart({ signal: fault.signal, downMs: fault.downMs }).then(() => null, (error) => error).then((error) => {
+              down = false;
+              restarting = null;
+              trace.push(`  server up again${error ? `: ${error.message}` : ""}`);
+              return error;
+            });
+            break;
+        }
+        trace.push(line);
+      }
       await sleep(Math.floor(rand() * 200));
     }
     trace.push("heal");
+    for (const c of clients) c.transport.calm();
+    if (restarting) {
+      const error = await restarting;
+      if (error) throw error;
+    }
     const result = await healAll(clients, homes, token);
     if (result.differences.length) trace.push(...(await describe(clients, homes, token)));
     const notes = healed(result, ` (seed ${seed})`);
@@ -311,9 +431,12 @@ async function schedule(seed, trace) {
     }
     const errors = clients.flatMap((c) => c.errors);
     assert.deepEqual(errors, [], "the JS clients reported errors");
-    return { notes: notes.size, tokens: tokens.size, conflicts, purged: purged.size };
+    const fired = clients.reduce((sum, c) => sum + c.transport.counts.answersDropped + c.transport.counts.duplicated + c.transport.counts.dropped + c.transport.counts.pushesLost, 0);
+    return { notes: notes.size, tokens: tokens.size, conflicts, purged: purged.size, ...counts, fired, cliFailures: failures.length };
   } finally {
+    if (failures.length) trace.push(`noted writes that failed: ${failures.join("; ")}`);
     dispose(clients);
+    if (restarting) await restarting;
   }
 }
 
@@ -335,7 +458,7 @@ test("seeded schedules: two JS clients and two noted homes of one user, offline 
     try {
       const r = await schedule(seed, trace);
       const count = (word) => trace.filter((line) => line.includes(word)).length;
-      t.diagnostic(`seed ${seed}: ${r.notes} notes, ${r.tokens} edits (${r.conflicts} kept only in a conflict revision), ${r.purged} purged, ${count("offline")} offline steps, ${count("restarted")} restarts, ${count(" sync")} noted syncs, ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      t.diagnostic(`seed ${seed}: ${r.notes} notes, ${r.tokens} edits (${r.conflicts} kept only in a conflict revision), ${r.purged} purged, ${count("offline")} offline steps, ${count("killed and restarted")} restarts, ${count(" sync")} noted syncs, ${r.faults} fault steps (${r.fired} fired), ${r.serverRestarts} server restarts (${r.whileDown} noted commands while it was down, ${r.cliFailures} failed), ${((Date.now() - started) / 1000).toFixed(1)} s`);
     } catch (error) {
       console.log(`mixed-live.test.mjs: failing seed NOTED_WEB_SIM_SEED=${seed} NOTED_MIX_STEPS=${STEPS}; its schedule:\n  ${trace.join("\n  ")}`);
       throw error;
