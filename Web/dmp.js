@@ -1409,8 +1409,25 @@ function applyEdits(edits, diffs, startLoc, box, keepingPairs, strict) {
     }
   }
   let expected = 0;
-  for (const [op, modText] of edits) {
-    if (op !== EQUAL) index2 = xIndex(diffs, index1);
+  // Strict: what this hunk's edits have added to the text so far, less what they removed.
+  let shift = 0;
+  // Strict: where the run of edits (deletions and insertions between two equalities) the
+  // current edit belongs to begins and ends in the expected text: the boundaries an insertion
+  // of it must not glue across are around the whole run.
+  let runStart = 0;
+  let runEnd = 0;
+  for (let e = 0; e < edits.length; e++) {
+    const [op, modText] = edits[e];
+    if (strict && op !== EQUAL && (e === 0 || edits[e - 1][0] === EQUAL)) {
+      runStart = expected;
+      runEnd = expected;
+      for (let f = e; f < edits.length && edits[f][0] !== EQUAL; f++) if (edits[f][0] === DELETE) runEnd += edits[f][1].length;
+    }
+    // Strict: an edit's place is its place in the expected text, mapped, plus what the hunk
+    // changed before it. The reference maps `index1`, which counts the insertions, through a
+    // mapping of the expected text only: past the found text's end it can land a unit short and
+    // glue an insertion onto a word (the web simulation, seed 5248).
+    if (op !== EQUAL) index2 = strict ? xIndex(diffs, expected) + shift : xIndex(diffs, index1);
     if (strict && op === INSERT) {
       // Where the text before it is still as it was, and not inside a new word.
       if (expected > 0 && expected <= changed.length && changed[expected - 1]) return false;
@@ -1419,6 +1436,12 @@ function applyEdits(edits, diffs, startLoc, box, keepingPairs, strict) {
       const wasInWord = expected > 0 && expected < expectedText.length &&
         !isWordBoundary(expectedText.charCodeAt(expected - 1)) && !isWordBoundary(expectedText.charCodeAt(expected));
       if (splitsWord && !wasInWord) return false;
+      // Nor glued onto a word on a side where the expected text had a boundary.
+      const gluesBefore = at > 0 && modText.length > 0 && runStart > 0 && isWordBoundary(expectedText.charCodeAt(runStart - 1)) &&
+        !isWordBoundary(text.charCodeAt(at - 1)) && !isWordBoundary(modText.charCodeAt(0));
+      const gluesAfter = at < text.length && modText.length > 0 && runEnd < expectedText.length && isWordBoundary(expectedText.charCodeAt(runEnd)) &&
+        !isWordBoundary(text.charCodeAt(at)) && !isWordBoundary(modText.charCodeAt(modText.length - 1));
+      if (gluesBefore || gluesAfter) return false;
     }
     if (strict && op === DELETE) {
       // Only text that is still exactly as it was.
@@ -1432,15 +1455,18 @@ function applyEdits(edits, diffs, startLoc, box, keepingPairs, strict) {
       if (keepingPairs && insidePair(text, at)) at--;
       text = text.substring(0, at) + modText + text.substring(at);
       box.text = text;
+      shift += modText.length;
     } else if (op === DELETE) {
       let from = Math.min(startLoc + index2, text.length);
-      let to = Math.min(Math.max(from, startLoc + xIndex(diffs, index1 + modText.length)), text.length);
+      const end = strict ? xIndex(diffs, expected) + shift : xIndex(diffs, index1 + modText.length);
+      let to = Math.min(Math.max(from, startLoc + end), text.length);
       if (keepingPairs && insidePair(text, from)) from++;
       if (keepingPairs && insidePair(text, to)) to--;
       if (strict && text.substring(from, to) !== modText) return false;
       if (from < to) {
         text = text.substring(0, from) + text.substring(to);
         box.text = text;
+        shift -= to - from;
       }
     }
     if (op !== DELETE) index1 += modText.length;

@@ -190,6 +190,31 @@ struct PatchTests {
         #expect(dmp.patchApply(patches, to: "The quick red fox jumps.", strict: false) == dmp.patchApply(patches, to: "The quick red fox jumps."))
     }
 
+    /// Found by the web simulation (seed 5248): two insertions of one hunk, beside an insertion
+    /// made meanwhile; the reference places the second one unit short ("threet19C  four"),
+    /// mapping a position that counts the first insertion past the end of the found text.
+    /// Strict application places each edit by its place in the expected text.
+    @Test func strictApplyPlacesEachInsertionOfAHunkWhereItBelongs() {
+        let base = "one two three four five six t1B eight"
+        // The client's word-widened delta, as the server's merge makes its patch from it.
+        let diffs = [Diff(.equal, "one two "), Diff(.insert, "t10C "), Diff(.equal, "three "), Diff(.insert, "t19C "), Diff(.equal, "four five six t1B eight")]
+        let patches = dmp.patchMake(base, diffs)
+        let applied = dmp.patchApply(patches, to: "t9B one two t22A three four five six t21A eight", strict: true)
+        #expect(applied.text == "t9B one two t22A t10C three t19C four five six t21A eight")
+        #expect(applied.results == [true])
+    }
+
+    /// Found by the web app's mixed test: "gamma" made "cligamma" on one device and "webgamma"
+    /// on another. An insertion may not glue onto a word on a side where the expected text had
+    /// a boundary around its edits: the hunk is left out (the caller keeps it as a conflict),
+    /// not spliced into "cliwebgamma".
+    @Test func strictApplyDoesNotGlueAnInsertionOntoAWordWrittenMeanwhile() {
+        let diffs = [Diff(.equal, "a "), Diff(.delete, "gamma"), Diff(.insert, "webgamma"), Diff(.equal, " b")]
+        let applied = dmp.patchApply(dmp.patchMake("a gamma b", diffs), to: "a cligamma b", strict: true)
+        #expect(applied.text == "a cligamma b")
+        #expect(applied.results == [false])
+    }
+
     @Test func patchApplyOfNoPatchesChangesNothing() {
         let result = Self.applying().patchApply(dmp.patchMake("", ""), to: "Hello world.")
         #expect(result.text == "Hello world.")
