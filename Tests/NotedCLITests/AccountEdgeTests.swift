@@ -93,11 +93,12 @@ import Testing
             let second = try await a.noted("new", "--title", "Big two", "--body", "start")
             try await b.noted("sync")
 
-            // Each device adds 110,000 characters (one at the end, one at the start), each within
-            // the 200,000 limit; merged on the server they are not: the later push is refused
-            // (too_large).
-            let aText = "start" + String(repeating: "a", count: 110_000)
-            let bText = String(repeating: "b", count: 110_000) + "start"
+            // Each device adds 110,000 characters (a word at the end, a word at the start), each
+            // within the 200,000 limit; merged on the server they are not: the later push is
+            // refused (too_large). (Glued onto "start" on both sides they would be two rewrites of
+            // one word: a conflict revision, not a merge.)
+            let aText = "start " + String(repeating: "a", count: 110_000)
+            let bText = String(repeating: "b", count: 110_000) + " start"
             for id in [first, second] {
                 try await a.noted("edit", "--offline", id, "--body-stdin", stdin: aText)
                 try await b.noted("edit", "--offline", id, "--body-stdin", stdin: bText)
