@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client, createAccount, heal, revisionTexts, serverNotes, signIn, sleep, startServer } from "./support/live.mjs";
+import { Client, createAccount, heal, random, revisionTexts, serverNotes, signIn, sleep, startServer } from "./support/live.mjs";
 import { openFileStore } from "./support/file-store.mjs";
 import { FaultTransport } from "./support/faults.mjs";
 import { shrink } from "./support/shrink.mjs";
@@ -79,18 +79,6 @@ test("two JS clients, one offline, edit different words of one note: both come o
     b.dispose();
   }
 });
-
-/** mulberry32: a small seeded generator. */
-function random(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const env = process.env;
 const RUNS = Number(env.NOTED_WEB_SIM_RUNS ?? 12);

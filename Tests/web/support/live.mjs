@@ -349,3 +349,15 @@ function compare(name, notes, server) {
   for (const id of notes.keys()) if (!server.has(id)) out.push(`${name}: holds ${id}, which the server has not`);
   return out;
 }
+
+/** mulberry32: the simulations' small seeded generator (a function returning [0, 1)). */
+export function random(seed) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
