@@ -18,7 +18,8 @@ public struct PostgresStore: NotedStore {
     let logger: Logger
     let processor: ChangeProcessor
     /// Tells this node's own commit notifications from other nodes'.
-    let nodeID = UUID().uuidString.lowercased()
+    let nodeID: String
+    let commits: PostgresGroupCommit
     static let commitChannel = "noted_commits"
     /// How long a push may wait for PostgreSQL before it fails: far beyond any real push. Its
     /// client has given up on the connection by then (after 15 s) and resent on a new one;
@@ -34,7 +35,11 @@ public struct PostgresStore: NotedStore {
         self.tlsMode = tlsMode
         self.runTask = Task { await client.run() }
         self.logger = logger
-        self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), conflictRevisionsKept: conflictRevisionsKept, quota: quota)
+        let processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), conflictRevisionsKept: conflictRevisionsKept, quota: quota)
+        self.processor = processor
+        let nodeID = UUID().uuidString.lowercased()
+        self.nodeID = nodeID
+        self.commits = PostgresGroupCommit(client: client, algorithm: PushAlgorithm(processor: processor), nodeID: nodeID, logger: logger)
     }
 
     /// One direct connection (10 s connect timeout) before the pool is used: an unreachable
@@ -408,157 +413,17 @@ public struct PostgresStore: NotedStore {
         }
     }
 
-    /// The push algorithm (``PushAlgorithm``) over one transaction: what it reads is fetched
-    /// first (the user's `seq` row locked, so every push of one user serializes on every node),
-    /// then its writes run in order; the commit makes them durable and delivers the `NOTIFY`.
-    ///
-    /// A push that PostgreSQL has not answered within ``pushDeadline`` fails (``withDeadline(_:_:_:)``).
+    /// The push algorithm (``PushAlgorithm``) through group commit (``PostgresGroupCommit``):
+    /// with other changes waiting, this one goes into their transaction. A push that PostgreSQL
+    /// has not answered within ``pushDeadline`` fails.
     public func push(_ change: Change, context: PushContext) async throws -> PushResult {
-        let algorithm = PushAlgorithm(processor: processor)
-        let logger = self.logger
-        let nodeID = self.nodeID
-        let schemas = processor.schemas
-        let client = self.client
-        /// A transaction's end: the answer, or what it read when the decision is costly.
-        enum Outcome: Sendable {
-            case answered(PushResult)
-            case decideOutside(PrefetchedPushReads)
-        }
-        do {
-            var prepared: PushAlgorithm.Prepared?
-            while true {
-                let outcome = try await withDeadline(Self.pushDeadline, "PostgreSQL") { [prepared] in
-                    try await client.withTransaction(logger: logger) { connection -> Outcome in
-                        var reads = try await Self.pushReads(change, userID: context.userID, processorSchemas: schemas, connection: connection, logger: logger)
-                        if prepared == nil, algorithm.isCostly(change, current: reads.record) {
-                            _ = try reads.lockedSeq()  // a deleted account is refused before any work
-                            return .decideOutside(reads)
-                        }
-                        let (result, writes) = try algorithm.run(change, context: context, reads: &reads, prepared: prepared)
-                        for write in writes {
-                            try await Self.execute(write, userID: context.userID, nodeID: nodeID, connection: connection, logger: logger)
-                        }
-                        return .answered(result)
-                    }
-                }
-                switch outcome {
-                case .answered(let result):
-                    return result
-                case .decideOutside(var reads):
-                    // No connection is held and no row locked while this computes; the next
-                    // transaction uses it only if the record and the ccid result are unchanged.
-                    prepared = try algorithm.prepare(change, context: context, reads: &reads)
-                }
-            }
-        } catch let error as PostgresTransactionError where error.closureError is AccountDeleted {
-            // Rolled back: the account is gone (``NotedStore/deleteUser(id:)``).
-            throw AccountDeleted()
-        }
+        try await push([(change, context)])[0].get()
     }
 
-    /// The reads of a push, in PostgreSQL's SQL: three round trips (the record and the revision
-    /// at `baseRev` come in one).
-    private static func pushReads(_ change: Change, userID: String, processorSchemas: SchemaRegistry, connection: PostgresConnection, logger: Logger) async throws -> PrefetchedPushReads {
-        var reads = PrefetchedPushReads(seq: nil)
-        for try await (seq, bytes, records) in try await connection.query(
-            "SELECT seq, stored_bytes, stored_records FROM user_seq WHERE user_id = \(userID) FOR UPDATE", logger: logger
-        ).decode((Int64, Int64, Int64).self) {
-            reads.seq = seq
-            reads.stored = StorageUsage(bytes: bytes, records: records)
-        }
-        for try await (hash, reply) in try await connection.query(
-            "SELECT body_hash, reply FROM applied_changes WHERE user_id = \(userID) AND ccid = \(change.ccid)", logger: logger
-        ).decode((String, String).self) {
-            reads.applied = (hash, reply)
-        }
-        let named = PushAlgorithm.namedAttachments(change, schema: processorSchemas[change.collection])
-        if !named.isEmpty {
-            for try await (hash, size) in try await connection.query(
-                "SELECT sha256, size FROM blobs WHERE user_id = \(userID) AND sha256 = ANY(\(Array(named)))", logger: logger
-            ).decode((String, Int64).self) {
-                reads.blobs[hash] = size
-            }
-        }
-        // The base revision only matters for an update made against an older revision.
-        let baseRev = change.op == .upsert ? change.baseRev : -1
-        let rows = try await connection.query("""
-            SELECT r.collection, r.id, r.rev, r.seq, r.deleted, r.fields, r.created_at, r.updated_at, b.fields, b.delta
-            FROM records r LEFT JOIN revisions b
-              ON b.user_id = r.user_id AND b.collection = r.collection AND b.record_id = r.id
-             AND b.rev = \(baseRev) AND NOT b.conflict AND r.rev > \(baseRev)
-            WHERE r.user_id = \(userID) AND r.collection = \(change.collection) AND r.id = \(change.id)
-            """, logger: logger)
-        var baseIsDelta = false
-        for try await (collection, id, rev, seq, deleted, fields, created, updated, base, delta)
-            in rows.decode((String, String, Int64, Int64, Bool, String, Int64, Int64, String?, String?).self)
-        {
-            reads.record = Record(collection: collection, id: id, rev: rev, seq: seq, deleted: deleted, fields: try FieldsCoding.decode(fields),
-                                  createdAt: Date(millis: created), updatedAt: Date(millis: updated))
-            if let base {
-                if delta == nil { reads.base = (baseRev, try FieldsCoding.decode(base)) } else { baseIsDelta = true }
-            }
-        }
-        if baseIsDelta {
-            // Stored as a delta (the history is compacted): read its chain up to a whole revision.
-            let chain = try await revisionChain(connection, userID: userID, collection: change.collection, id: change.id, rev: baseRev, logger: logger)
-            if !chain.isEmpty { reads.base = (baseRev, try HistoryChain.materialize(chain)) }
-        }
-        return reads
-    }
-
-    /// One statement of a push, in PostgreSQL's SQL.
-    private static func execute(_ write: PushWrite, userID: String, nodeID: String, connection: PostgresConnection, logger: Logger) async throws {
-        switch write {
-        case .setSeq(let seq):
-            try await connection.query("UPDATE user_seq SET seq = \(seq) WHERE user_id = \(userID)", logger: logger)
-        case .setUsage(let usage):
-            try await connection.query("""
-                UPDATE user_seq SET stored_bytes = \(usage.bytes), stored_records = \(usage.records) WHERE user_id = \(userID)
-                """, logger: logger)
-        case .upsertRecord(let record):
-            try await connection.query("""
-                INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
-                VALUES (\(userID), \(record.collection), \(record.id), \(record.rev), \(record.seq), \(record.deleted),
-                        \(FieldsCoding.encode(record.fields)), \(record.createdAt.millis), \(record.updatedAt.millis))
-                ON CONFLICT (user_id, collection, id) DO UPDATE SET
-                    rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
-                    fields = excluded.fields, updated_at = excluded.updated_at
-                """, logger: logger)
-        case .deleteRevisions(let collection, let id):
-            try await connection.query("""
-                DELETE FROM revisions WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id)
-                """, logger: logger)
-            try await connection.query("""
-                DELETE FROM history_due WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id)
-                """, logger: logger)
-        case .insertRevision(let collection, let id, let revision):
-            let fields = FieldsCoding.encode(revision.fields)
-            try await connection.query("""
-                INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size)
-                VALUES (\(userID), \(collection), \(id), \(revision.rev), \(revision.conflict), \(revision.seq),
-                        \(fields), \(revision.device), \(revision.ccid), \(revision.updatedAt.millis), \(Int64(fields.utf8.count)))
-                """, logger: logger)
-        case .historyDue(let collection, let id, let at):
-            try await connection.query("""
-                INSERT INTO history_due (user_id, collection, record_id, due_at) VALUES (\(userID), \(collection), \(id), \(at.millis))
-                ON CONFLICT (user_id, collection, record_id) DO UPDATE SET due_at = LEAST(history_due.due_at, excluded.due_at)
-                """, logger: logger)
-        case .pruneConflictRevisions(let collection, let id, let keeping):
-            try await connection.query("""
-                DELETE FROM revisions WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id) AND conflict
-                AND rev NOT IN (SELECT rev FROM revisions WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id)
-                                AND conflict ORDER BY rev DESC LIMIT \(keeping))
-                """, logger: logger)
-        case .recordApplied(let ccid, let bodyHash, let reply, let at):
-            try await connection.query("""
-                INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at)
-                VALUES (\(userID), \(ccid), \(bodyHash), \(reply), \(at.millis))
-                """, logger: logger)
-        case .announce(let seq):
-            // Delivered to every listening node when (and only if) the transaction commits.
-            let payload = "\(nodeID) \(userID) \(seq)"
-            try await connection.query("SELECT pg_notify(\(Self.commitChannel), \(payload))", logger: logger)
-        }
+    /// The changes of one push message, in order, through group commit: one transaction (one
+    /// WAL flush) for them and the other users' changes waiting with them.
+    public func push(_ changes: [(change: Change, context: PushContext)]) async throws -> [Result<PushResult, any Error>] {
+        await commits.run(changes)
     }
 
     public func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws {

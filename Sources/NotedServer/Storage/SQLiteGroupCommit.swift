@@ -7,8 +7,10 @@ import NIOConcurrencyHelpers
 /// transaction holding it has committed (`synchronous=FULL`: on disk).
 ///
 /// A push refused by the algorithm (`ProtocolError`, an account deleted) wrote nothing and is
-/// answered alone; the others of its batch go on. A database error (a full disk) fails the
-/// whole transaction, so every push of the batch gets it: none of them was stored.
+/// answered alone; the others of its batch go on. A database error rolls the whole transaction
+/// back: one a statement of a single push may have caused (a constraint) has each push of the
+/// batch tried again alone, so that one cannot fail the others; one of the database as a whole
+/// (a full disk) is every push's answer: none of them was stored.
 actor SQLiteGroupCommit {
     /// One push's work inside the shared write transaction: its writes, and its answer.
     typealias Work = @Sendable (Database) throws -> PushResult
@@ -53,24 +55,47 @@ actor SQLiteGroupCommit {
             let batch = Array(waiting.prefix(Self.maxBatch))
             waiting.removeFirst(batch.count)
             do {
-                let outcomes = try await pool.write { db in
-                    try batch.map { job -> Result<PushResult, any Error> in
-                        do {
-                            return .success(try job.work(db))
-                        } catch let error as DatabaseError {
-                            // The transaction as a whole fails: nothing of the batch is kept.
-                            throw error
-                        } catch {
-                            // Refused before writing anything: answered alone.
-                            return .failure(error)
-                        }
+                let outcomes = try await commit(batch)
+                for (job, outcome) in zip(batch, outcomes) { job.answer(outcome) }
+            } catch let error as DatabaseError where batch.count > 1 && Self.mayBeOneChanges(error) {
+                // One change may be to blame (a statement refused): each is tried again alone,
+                // in order, so that it cannot fail the others.
+                for job in batch {
+                    do {
+                        job.answer(try await commit([job])[0])
+                    } catch {
+                        job.answer(.failure(error))
                     }
                 }
-                for (job, outcome) in zip(batch, outcomes) { job.answer(outcome) }
             } catch {
                 for job in batch { job.answer(.failure(error)) }
             }
         }
         committing = false
+    }
+
+    /// Runs `batch` in one transaction; throws when the transaction as a whole fails.
+    private func commit(_ batch: [(work: Work, answer: Answer)]) async throws -> [Result<PushResult, any Error>] {
+        try await pool.write { db in
+            try batch.map { job -> Result<PushResult, any Error> in
+                do {
+                    return .success(try job.work(db))
+                } catch let error as DatabaseError {
+                    // The transaction as a whole fails: nothing of the batch is kept.
+                    throw error
+                } catch {
+                    // Refused before writing anything: answered alone.
+                    return .failure(error)
+                }
+            }
+        }
+    }
+
+    /// Whether a statement of one change may have caused `error` (a constraint, a trigger, a
+    /// value too big), rather than the database as a whole (a full disk, an I/O error, a
+    /// damaged file), which would fail every change alike.
+    private static func mayBeOneChanges(_ error: DatabaseError) -> Bool {
+        ![.SQLITE_FULL, .SQLITE_IOERR, .SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_READONLY, .SQLITE_NOMEM, .SQLITE_CANTOPEN, .SQLITE_BUSY]
+            .contains(error.resultCode)
     }
 }

@@ -1,0 +1,511 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NotedCore
+import PostgresNIO
+
+/// Group commit for the PostgreSQL store (issue 18): the changes that arrive while a transaction
+/// is in flight, from every connection and user of this node, go into the next transaction
+/// together, which reads and writes them with a fixed number of set-based statements (about a
+/// dozen round trips for the whole batch, where one change alone took as many), and one commit
+/// (one WAL flush) makes them all durable.
+///
+/// - Each change is answered only once the transaction holding it has committed, with its own
+///   result (`applied_changes` keeps it, as for a change committed alone).
+/// - The users' `seq` rows are locked in one statement, in `user_id` order (two nodes' batches
+///   cannot deadlock), for as long as the transaction lasts: every push of one user still
+///   serializes on every node.
+/// - One user's changes keep their order. A batch holds a record, and a `ccid`, at most once:
+///   a later change of the same record (or a resend of the same `ccid`) waits for the next
+///   batch, and so does everything after it from the same user.
+/// - The costly decisions (``PushAlgorithm/isCostly(_:current:)``: a merge, a diff of long
+///   texts) are made outside every transaction: such a change leaves its batch (with the
+///   user's later changes) with what the batch read, is decided on a task of its own while
+///   other batches commit, and then joins a batch that uses the decision if nothing it was
+///   made from has changed (``PushAlgorithm/run(_:context:reads:prepared:)``).
+/// - A change refused by the algorithm (a reject, an account deleted) writes nothing and is
+///   answered alone; the others of its batch go on. An error PostgreSQL reports for the batch
+///   (a constraint, a deadlock) rolls it back, and its changes are tried again each in a
+///   transaction of its own, so one change cannot fail the others; a connection lost or a
+///   database that does not answer within ``PostgresStore/pushDeadline`` fails the batch.
+actor PostgresGroupCommit {
+    typealias Answer = @Sendable (Result<PushResult, any Error>) -> Void
+
+    /// The most changes one transaction holds: a bound on its statements' size and on how long
+    /// the first change of a batch waits for the others.
+    static let maxBatch = 256
+
+    /// A change waiting to be committed; it leaves ``waiting`` when answered.
+    private final class Item {
+        let number: UInt64
+        let change: Change
+        let context: PushContext
+        let answer: Answer
+        var prepared: PushAlgorithm.Prepared?
+        /// Being decided outside the transactions: not eligible for a batch until it is.
+        var preparing = false
+        /// Its batch failed as a whole: it runs in a transaction of its own.
+        var alone = false
+
+        init(number: UInt64, change: Change, context: PushContext, answer: @escaping Answer) {
+            self.number = number
+            self.change = change
+            self.context = context
+            self.answer = answer
+        }
+    }
+
+    private let client: PostgresClient
+    private let algorithm: PushAlgorithm
+    private let nodeID: String
+    private let logger: Logger
+    /// In arrival order.
+    private var waiting: [Item] = []
+    private var draining = false
+    private var numbered: UInt64 = 0
+    /// Transactions committed and the changes answered from them (tests, diagnostics).
+    private(set) var committed: (transactions: Int, changes: Int) = (0, 0)
+
+    init(client: PostgresClient, algorithm: PushAlgorithm, nodeID: String, logger: Logger) {
+        self.client = client
+        self.algorithm = algorithm
+        self.nodeID = nodeID
+        self.logger = logger
+    }
+
+    /// Commits `changes` in this order, after every change queued before them; returns their
+    /// results once the transactions holding them have committed.
+    func run(_ changes: [(change: Change, context: PushContext)]) async -> [Result<PushResult, any Error>] {
+        guard !changes.isEmpty else { return [] }
+        return await withCheckedContinuation { continuation in
+            let gather = Gather(count: changes.count, continuation: continuation)
+            for (index, (change, context)) in changes.enumerated() {
+                numbered += 1
+                waiting.append(Item(number: numbered, change: change, context: context) { gather.set(index, $0) })
+            }
+            kick()
+        }
+    }
+
+    private func kick() {
+        guard !draining else { return }
+        draining = true
+        Task { await drain() }
+    }
+
+    private func drain() async {
+        while let batch = nextBatch() {
+            let jobs = batch.map { Job(change: $0.change, context: $0.context, prepared: $0.prepared) }
+            let outcomes: [Outcome]
+            do {
+                let (client, algorithm, nodeID, logger) = (self.client, self.algorithm, self.nodeID, self.logger)
+                outcomes = try await withDeadline(PostgresStore.pushDeadline, "PostgreSQL") {
+                    try await client.withTransaction(logger: logger) { connection in
+                        try await Self.commit(jobs, algorithm: algorithm, nodeID: nodeID, connection: connection, logger: logger)
+                    }
+                }
+            } catch {
+                if batch.count > 1, Self.isReportedByPostgres(error) {
+                    logger.notice("a batch of changes failed as a whole; trying each alone", metadata: [
+                        "changes": "\(batch.count)", "error": .string(String(describing: error)),
+                    ])
+                    for item in batch { item.alone = true }
+                } else {
+                    answer(batch.map { ($0, Result<PushResult, any Error>.failure(error)) })
+                }
+                continue
+            }
+            var answered: [(Item, Result<PushResult, any Error>)] = []
+            committed.transactions += 1
+            committed.changes += outcomes.count { if case .answered = $0 { true } else { false } }
+            for (item, outcome) in zip(batch, outcomes) {
+                switch outcome {
+                case .answered(let result):
+                    answered.append((item, result))
+                case .deferred:
+                    continue
+                case .decideOutside(let reads):
+                    item.preparing = true
+                    prepare(item, reads: reads)
+                }
+            }
+            answer(answered)
+        }
+        draining = false
+    }
+
+    /// The next batch: the eligible changes in arrival order, each record and `ccid` once, a
+    /// user's changes only up to the first of them that cannot join.
+    private func nextBatch() -> [Item]? {
+        var batch: [Item] = []
+        var closed = Set<String>()
+        var records = Set<[String]>()
+        var ccids = Set<[String]>()
+        for item in waiting {
+            let user = item.context.userID
+            guard !closed.contains(user) else { continue }
+            let record = [user, item.change.collection, item.change.id]
+            let ccid = [user, item.change.ccid]
+            if item.preparing || records.contains(record) || ccids.contains(ccid) || (item.alone && !batch.isEmpty) {
+                closed.insert(user)
+                continue
+            }
+            batch.append(item)
+            records.insert(record)
+            ccids.insert(ccid)
+            if item.alone || batch.count == Self.maxBatch { break }
+        }
+        return batch.isEmpty ? nil : batch
+    }
+
+    private func answer(_ results: [(Item, Result<PushResult, any Error>)]) {
+        guard !results.isEmpty else { return }
+        let done = Set(results.map { ObjectIdentifier($0.0) })
+        waiting.removeAll { done.contains(ObjectIdentifier($0)) }
+        for (item, result) in results { item.answer(result) }
+    }
+
+    /// Decides `item` on a task of its own, from what its batch read.
+    private func prepare(_ item: Item, reads: PrefetchedPushReads) {
+        let (algorithm, change, context, number) = (self.algorithm, item.change, item.context, item.number)
+        Task.detached {
+            var reads = reads
+            let prepared = Result { try algorithm.prepare(change, context: context, reads: &reads) }
+            await self.finishPreparing(number, prepared)
+        }
+    }
+
+    private func finishPreparing(_ number: UInt64, _ prepared: Result<PushAlgorithm.Prepared, any Error>) {
+        guard let item = waiting.first(where: { $0.number == number }) else { return }
+        switch prepared {
+        case .success(let decision):
+            item.prepared = decision
+            item.preparing = false
+            kick()
+        case .failure(let error):
+            answer([(item, .failure(error))])
+        }
+    }
+
+    /// Whether PostgreSQL itself refused the batch (so that a change of it may be to blame),
+    /// rather than the connection or the deadline failing it.
+    private static func isReportedByPostgres(_ error: any Error) -> Bool {
+        var error = error
+        if let transaction = error as? PostgresTransactionError {
+            guard let inner = transaction.closureError ?? transaction.commitError else { return false }
+            error = inner
+        }
+        return (error as? PSQLError)?.serverInfo != nil
+    }
+}
+
+extension PostgresGroupCommit {
+    /// What one change of a batch carries into the transaction.
+    struct Job: Sendable {
+        let change: Change
+        let context: PushContext
+        let prepared: PushAlgorithm.Prepared?
+    }
+
+    /// What became of one change of a batch.
+    enum Outcome: Sendable {
+        /// Committed with the batch (or refused, writing nothing).
+        case answered(Result<PushResult, any Error>)
+        /// Left for a later batch: an earlier change of its user left this one.
+        case deferred
+        /// Costly to decide: to be decided outside, from these reads.
+        case decideOutside(PrefetchedPushReads)
+    }
+
+    /// Reads everything the batch's changes need (the users' `seq` rows locked), runs the
+    /// algorithm over each in order, then writes what it decided, one statement per kind of
+    /// write for the whole batch, in the order the algorithm lists them for one change.
+    static func commit(
+        _ jobs: [Job], algorithm: PushAlgorithm, nodeID: String, connection: PostgresConnection, logger: Logger
+    ) async throws -> [Outcome] {
+        var state = try await BatchReads.read(jobs, schemas: algorithm.processor.schemas, connection: connection, logger: logger)
+        var outcomes: [Outcome] = []
+        var writes = BatchWrites()
+        var closed = Set<String>()
+        for (index, job) in jobs.enumerated() {
+            let user = job.context.userID
+            guard !closed.contains(user) else {
+                outcomes.append(.deferred)
+                continue
+            }
+            var reads = state.reads(for: index, of: job)
+            if job.prepared == nil, reads.seq != nil, algorithm.isCostly(job.change, current: reads.record) {
+                closed.insert(user)
+                outcomes.append(.decideOutside(reads))
+                continue
+            }
+            do {
+                let (result, list) = try algorithm.run(job.change, context: job.context, reads: &reads, prepared: job.prepared)
+                for write in list {
+                    state.apply(write, user: user)
+                    writes.add(write, user: user, nodeID: nodeID)
+                }
+                outcomes.append(.answered(.success(result)))
+            } catch {
+                outcomes.append(.answered(.failure(error)))
+            }
+        }
+        try await writes.execute(users: state, connection: connection, logger: logger)
+        return outcomes
+    }
+}
+
+/// What a batch's transaction read, by change (in the batch's order) and by user; the users'
+/// `seq` and usage move as the algorithm decides each change.
+struct BatchReads: Sendable {
+    var seqs: [String: Int64] = [:]
+    var usage: [String: StorageUsage] = [:]
+    var applied: [Int: (bodyHash: String, reply: String)] = [:]
+    var records: [Int: Record] = [:]
+    var bases: [Int: (rev: Int64, fields: [String: JSONValue])] = [:]
+    var blobs: [String: [String: Int64]] = [:]
+    /// The users whose `seq` row a change of the batch wrote, in the order first written.
+    var written: [String] = []
+
+    func reads(for index: Int, of job: PostgresGroupCommit.Job) -> PrefetchedPushReads {
+        let user = job.context.userID
+        var reads = PrefetchedPushReads(seq: seqs[user])
+        reads.stored = usage[user] ?? StorageUsage()
+        reads.applied = applied[index]
+        reads.record = records[index]
+        reads.base = bases[index]
+        reads.blobs = blobs[user] ?? [:]
+        return reads
+    }
+
+    mutating func apply(_ write: PushWrite, user: String) {
+        switch write {
+        case .setSeq(let seq):
+            if !written.contains(user) { written.append(user) }
+            seqs[user] = seq
+        case .setUsage(let stored):
+            usage[user] = stored
+        default:
+            break
+        }
+    }
+
+    static func read(_ jobs: [PostgresGroupCommit.Job], schemas: SchemaRegistry, connection: PostgresConnection, logger: Logger) async throws -> BatchReads {
+        var state = BatchReads()
+        let users = Array(Set(jobs.map(\.context.userID))).sorted()
+        // Locked in one order on every node, so that two batches never wait for each other.
+        for try await (user, seq, bytes, records) in try await connection.query("""
+            SELECT user_id, seq, stored_bytes, stored_records FROM user_seq WHERE user_id = ANY(\(users)) ORDER BY user_id FOR UPDATE
+            """, logger: logger).decode((String, Int64, Int64, Int64).self) {
+            state.seqs[user] = seq
+            state.usage[user] = StorageUsage(bytes: bytes, records: records)
+        }
+        let jobUsers = jobs.map(\.context.userID)
+        let ccids = jobs.map(\.change.ccid)
+        for try await (index, hash, reply) in try await connection.query("""
+            SELECT v.i, a.body_hash, a.reply
+            FROM unnest(\(jobUsers)::text[], \(ccids)::text[]) WITH ORDINALITY AS v(user_id, ccid, i)
+            JOIN applied_changes a ON a.user_id = v.user_id AND a.ccid = v.ccid
+            """, logger: logger).decode((Int64, String, String).self) {
+            state.applied[Int(index) - 1] = (hash, reply)
+        }
+        try await readRecords(jobs, into: &state, connection: connection, logger: logger)
+        var blobUsers: [String] = []
+        var blobHashes: [String] = []
+        for job in jobs {
+            for hash in PushAlgorithm.namedAttachments(job.change, schema: schemas[job.change.collection]) {
+                blobUsers.append(job.context.userID)
+                blobHashes.append(hash)
+            }
+        }
+        if !blobHashes.isEmpty {
+            for try await (user, hash, size) in try await connection.query("""
+                SELECT DISTINCT b.user_id, b.sha256, b.size FROM unnest(\(blobUsers)::text[], \(blobHashes)::text[]) AS v(user_id, sha256)
+                JOIN blobs b ON b.user_id = v.user_id AND b.sha256 = v.sha256
+                """, logger: logger).decode((String, String, Int64).self) {
+                state.blobs[user, default: [:]][hash] = size
+            }
+        }
+        return state
+    }
+
+    /// The records the changes name, with the revision at each update's `baseRev` when it is not
+    /// the current one (the merge's base).
+    private static func readRecords(_ jobs: [PostgresGroupCommit.Job], into state: inout BatchReads, connection: PostgresConnection, logger: Logger) async throws {
+        let jobUsers = jobs.map(\.context.userID)
+        let collections = jobs.map(\.change.collection)
+        let ids = jobs.map(\.change.id)
+        // The base revision only matters for an update made against an older revision.
+        let baseRevs = jobs.map { $0.change.op == .upsert ? $0.change.baseRev : -1 }
+        let rows = try await connection.query("""
+            SELECT v.i, r.rev, r.seq, r.deleted, r.fields, r.created_at, r.updated_at, b.fields, b.delta
+            FROM unnest(\(jobUsers)::text[], \(collections)::text[], \(ids)::text[], \(baseRevs)::bigint[])
+                 WITH ORDINALITY AS v(user_id, collection, id, base_rev, i)
+            JOIN records r ON r.user_id = v.user_id AND r.collection = v.collection AND r.id = v.id
+            LEFT JOIN revisions b
+              ON b.user_id = r.user_id AND b.collection = r.collection AND b.record_id = r.id
+             AND b.rev = v.base_rev AND NOT b.conflict AND r.rev > v.base_rev
+            """, logger: logger)
+        var baseIsDelta: [Int] = []
+        for try await (position, rev, seq, deleted, fields, created, updated, base, delta)
+            in rows.decode((Int64, Int64, Int64, Bool, String, Int64, Int64, String?, String?).self)
+        {
+            let index = Int(position) - 1
+            let change = jobs[index].change
+            state.records[index] = Record(collection: change.collection, id: change.id, rev: rev, seq: seq, deleted: deleted,
+                                          fields: try FieldsCoding.decode(fields), createdAt: Date(millis: created), updatedAt: Date(millis: updated))
+            if let base {
+                if delta == nil { state.bases[index] = (baseRevs[index], try FieldsCoding.decode(base)) } else { baseIsDelta.append(index) }
+            }
+        }
+        for index in baseIsDelta {
+            // Stored as a delta (the history is compacted): read its chain up to a whole revision.
+            let change = jobs[index].change
+            let chain = try await PostgresStore.revisionChain(connection, userID: jobUsers[index], collection: change.collection, id: change.id,
+                                                              rev: baseRevs[index], logger: logger)
+            if !chain.isEmpty { state.bases[index] = (baseRevs[index], try HistoryChain.materialize(chain)) }
+        }
+    }
+}
+
+/// A batch's writes, gathered by kind: each kind is one statement over arrays (`unnest`). A
+/// batch holds a record at most once, so running the kinds in the order the algorithm lists
+/// them for one change (``PushAlgorithm/run(_:context:reads:prepared:)``) writes what running
+/// each change's list in turn would.
+struct BatchWrites {
+    private var records: [(user: String, record: Record)] = []
+    private var purged: [(user: String, collection: String, id: String)] = []
+    private var revisions: [(user: String, collection: String, id: String, revision: RevisionInfo)] = []
+    private var due: [(user: String, collection: String, id: String, at: Date)] = []
+    private var pruned: [(user: String, collection: String, id: String, keeping: Int)] = []
+    private var applied: [(user: String, ccid: String, bodyHash: String, reply: String, at: Date)] = []
+    private var announced: [String] = []
+
+    mutating func add(_ write: PushWrite, user: String, nodeID: String) {
+        switch write {
+        case .setSeq, .setUsage:
+            break  // the users' rows are written once, from their final values
+        case .upsertRecord(let record):
+            records.append((user, record))
+        case .deleteRevisions(let collection, let id):
+            purged.append((user, collection, id))
+        case .insertRevision(let collection, let id, let revision):
+            revisions.append((user, collection, id, revision))
+        case .historyDue(let collection, let id, let at):
+            due.append((user, collection, id, at))
+        case .pruneConflictRevisions(let collection, let id, let keeping):
+            pruned.append((user, collection, id, keeping))
+        case .recordApplied(let ccid, let bodyHash, let reply, let at):
+            applied.append((user, ccid, bodyHash, reply, at))
+        case .announce(let seq):
+            announced.append("\(nodeID) \(user) \(seq)")
+        }
+    }
+
+    func execute(users state: BatchReads, connection: PostgresConnection, logger: Logger) async throws {
+        guard !state.written.isEmpty else { return }
+        let users = state.written
+        let seqs = users.map { state.seqs[$0] ?? 0 }
+        let bytes = users.map { state.usage[$0]?.bytes ?? 0 }
+        let counts = users.map { state.usage[$0]?.records ?? 0 }
+        try await connection.query("""
+            UPDATE user_seq u SET seq = v.seq, stored_bytes = v.bytes, stored_records = v.records
+            FROM unnest(\(users)::text[], \(seqs)::bigint[], \(bytes)::bigint[], \(counts)::bigint[]) AS v(user_id, seq, bytes, records)
+            WHERE u.user_id = v.user_id
+            """, logger: logger)
+        try await upsertRecords(connection: connection, logger: logger)
+        if !purged.isEmpty {
+            let (u, c, i) = (purged.map(\.user), purged.map(\.collection), purged.map(\.id))
+            try await connection.query("""
+                DELETE FROM revisions r USING unnest(\(u)::text[], \(c)::text[], \(i)::text[]) AS v(user_id, collection, id)
+                WHERE r.user_id = v.user_id AND r.collection = v.collection AND r.record_id = v.id
+                """, logger: logger)
+            try await connection.query("""
+                DELETE FROM history_due h USING unnest(\(u)::text[], \(c)::text[], \(i)::text[]) AS v(user_id, collection, id)
+                WHERE h.user_id = v.user_id AND h.collection = v.collection AND h.record_id = v.id
+                """, logger: logger)
+        }
+        try await insertRevisions(connection: connection, logger: logger)
+        if !due.isEmpty {
+            try await connection.query("""
+                INSERT INTO history_due (user_id, collection, record_id, due_at)
+                SELECT * FROM unnest(\(due.map(\.user))::text[], \(due.map(\.collection))::text[], \(due.map(\.id))::text[],
+                                     \(due.map(\.at.millis))::bigint[])
+                ON CONFLICT (user_id, collection, record_id) DO UPDATE SET due_at = LEAST(history_due.due_at, excluded.due_at)
+                """, logger: logger)
+        }
+        for prune in pruned {
+            try await connection.query("""
+                DELETE FROM revisions WHERE user_id = \(prune.user) AND collection = \(prune.collection) AND record_id = \(prune.id) AND conflict
+                AND rev NOT IN (SELECT rev FROM revisions WHERE user_id = \(prune.user) AND collection = \(prune.collection) AND record_id = \(prune.id)
+                                AND conflict ORDER BY rev DESC LIMIT \(prune.keeping))
+                """, logger: logger)
+        }
+        if !applied.isEmpty {
+            try await connection.query("""
+                INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at)
+                SELECT * FROM unnest(\(applied.map(\.user))::text[], \(applied.map(\.ccid))::text[], \(applied.map(\.bodyHash))::text[],
+                                     \(applied.map(\.reply))::text[], \(applied.map(\.at.millis))::bigint[])
+                """, logger: logger)
+        }
+        if !announced.isEmpty {
+            // Delivered to every listening node when (and only if) the transaction commits, in
+            // this order (the array's).
+            try await connection.query("SELECT pg_notify(\(PostgresStore.commitChannel), p) FROM unnest(\(announced)::text[]) AS t(p)", logger: logger)
+        }
+    }
+
+    private func upsertRecords(connection: PostgresConnection, logger: Logger) async throws {
+        guard !records.isEmpty else { return }
+        let all = records.map(\.record)
+        try await connection.query("""
+            INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
+            SELECT * FROM unnest(\(records.map(\.user))::text[], \(all.map(\.collection))::text[], \(all.map(\.id))::text[],
+                                 \(all.map(\.rev))::bigint[], \(all.map(\.seq))::bigint[], \(all.map(\.deleted))::bool[],
+                                 \(all.map { FieldsCoding.encode($0.fields) })::text[], \(all.map(\.createdAt.millis))::bigint[],
+                                 \(all.map(\.updatedAt.millis))::bigint[])
+            ON CONFLICT (user_id, collection, id) DO UPDATE SET
+                rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
+                fields = excluded.fields, updated_at = excluded.updated_at
+            """, logger: logger)
+    }
+
+    private func insertRevisions(connection: PostgresConnection, logger: Logger) async throws {
+        guard !revisions.isEmpty else { return }
+        let all = revisions.map(\.revision)
+        let fields = all.map { FieldsCoding.encode($0.fields) }
+        // PostgresNIO binds no arrays with NULL elements: a flag says which device and ccid are absent.
+        try await connection.query("""
+            INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size)
+            SELECT user_id, collection, record_id, rev, conflict, seq, fields,
+                   CASE WHEN has_device THEN device END, CASE WHEN has_ccid THEN ccid END, updated_at, size
+            FROM unnest(\(revisions.map(\.user))::text[], \(revisions.map(\.collection))::text[], \(revisions.map(\.id))::text[],
+                        \(all.map(\.rev))::bigint[], \(all.map(\.conflict))::bool[], \(all.map(\.seq))::bigint[], \(fields)::text[],
+                        \(all.map { $0.device ?? "" })::text[], \(all.map { $0.device != nil })::bool[],
+                        \(all.map { $0.ccid ?? "" })::text[], \(all.map { $0.ccid != nil })::bool[],
+                        \(all.map(\.updatedAt.millis))::bigint[], \(fields.map { Int64($0.utf8.count) })::bigint[])
+                 AS v(user_id, collection, record_id, rev, conflict, seq, fields, device, has_device, ccid, has_ccid, updated_at, size)
+            """, logger: logger)
+    }
+}
+
+/// The results of one push message, gathered as its changes are answered (in any order); the
+/// message's caller resumes with all of them once the last is in.
+private final class Gather: Sendable {
+    private let state: NIOLockedValueBox<(results: [Result<PushResult, any Error>?], remaining: Int)>
+    private let continuation: CheckedContinuation<[Result<PushResult, any Error>], Never>
+
+    init(count: Int, continuation: CheckedContinuation<[Result<PushResult, any Error>], Never>) {
+        state = NIOLockedValueBox((Array(repeating: nil, count: count), count))
+        self.continuation = continuation
+    }
+
+    func set(_ index: Int, _ result: Result<PushResult, any Error>) {
+        let complete: [Result<PushResult, any Error>]? = state.withLockedValue { state in
+            state.results[index] = result
+            state.remaining -= 1
+            return state.remaining == 0 ? state.results.map { $0! } : nil
+        }
+        if let complete { continuation.resume(returning: complete) }
+    }
+}
