@@ -34,6 +34,11 @@ actor PostgresGroupCommit {
     /// The most changes one transaction holds: a bound on its statements' size and on how long
     /// the first change of a batch waits for the others.
     static let maxBatch = 256
+    /// The most batches committed at once, each on a connection of its own and with users no
+    /// other one has: while one waits for PostgreSQL the next is read and written, and their
+    /// commits share WAL flushes. One batch at a time would make every change wait for the
+    /// round trips of the batch before its own.
+    static let maxInFlight = 4
 
     /// A change waiting to be committed; it leaves ``waiting`` when answered.
     private final class Item {
@@ -46,6 +51,8 @@ actor PostgresGroupCommit {
         var preparing = false
         /// Its batch failed as a whole: it runs in a transaction of its own.
         var alone = false
+        /// In a batch being committed.
+        var inFlight = false
 
         init(number: UInt64, change: Change, context: PushContext, answer: @escaping Answer) {
             self.number = number
@@ -61,7 +68,8 @@ actor PostgresGroupCommit {
     private let logger: Logger
     /// In arrival order.
     private var waiting: [Item] = []
-    private var draining = false
+    /// Batches being committed.
+    private var inFlight = 0
     private var numbered: UInt64 = 0
     /// Transactions committed and the changes answered from them (tests, diagnostics).
     private(set) var committed: (transactions: Int, changes: Int) = (0, 0)
@@ -87,34 +95,43 @@ actor PostgresGroupCommit {
         }
     }
 
+    /// Starts batches while fewer than ``maxInFlight`` are running and changes are eligible.
     private func kick() {
-        guard !draining else { return }
-        draining = true
-        Task { await drain() }
+        while inFlight < Self.maxInFlight, let batch = nextBatch() {
+            inFlight += 1
+            for item in batch { item.inFlight = true }
+            let jobs = batch.map { Job(change: $0.change, context: $0.context, prepared: $0.prepared) }
+            let (client, algorithm, nodeID, logger) = (self.client, self.algorithm, self.nodeID, self.logger)
+            Task {
+                let result: Result<[Outcome], any Error>
+                do {
+                    result = .success(try await withDeadline(PostgresStore.pushDeadline, "PostgreSQL") {
+                        try await client.withTransaction(logger: logger) { connection in
+                            try await Self.commit(jobs, algorithm: algorithm, nodeID: nodeID, connection: connection, logger: logger)
+                        }
+                    })
+                } catch {
+                    result = .failure(error)
+                }
+                self.finished(batch, result)
+            }
+        }
     }
 
-    private func drain() async {
-        while let batch = nextBatch() {
-            let jobs = batch.map { Job(change: $0.change, context: $0.context, prepared: $0.prepared) }
-            let outcomes: [Outcome]
-            do {
-                let (client, algorithm, nodeID, logger) = (self.client, self.algorithm, self.nodeID, self.logger)
-                outcomes = try await withDeadline(PostgresStore.pushDeadline, "PostgreSQL") {
-                    try await client.withTransaction(logger: logger) { connection in
-                        try await Self.commit(jobs, algorithm: algorithm, nodeID: nodeID, connection: connection, logger: logger)
-                    }
-                }
-            } catch {
-                if batch.count > 1, Self.isReportedByPostgres(error) {
-                    logger.notice("a batch of changes failed as a whole; trying each alone", metadata: [
-                        "changes": "\(batch.count)", "error": .string(String(describing: error)),
-                    ])
-                    for item in batch { item.alone = true }
-                } else {
-                    answer(batch.map { ($0, Result<PushResult, any Error>.failure(error)) })
-                }
-                continue
+    private func finished(_ batch: [Item], _ result: Result<[Outcome], any Error>) {
+        inFlight -= 1
+        for item in batch { item.inFlight = false }
+        switch result {
+        case .failure(let error):
+            if batch.count > 1, Self.isReportedByPostgres(error) {
+                logger.notice("a batch of changes failed as a whole; trying each alone", metadata: [
+                    "changes": "\(batch.count)", "error": .string(String(describing: error)),
+                ])
+                for item in batch { item.alone = true }
+            } else {
+                answer(batch.map { ($0, Result<PushResult, any Error>.failure(error)) })
             }
+        case .success(let outcomes):
             var answered: [(Item, Result<PushResult, any Error>)] = []
             committed.transactions += 1
             committed.changes += outcomes.count { if case .answered = $0 { true } else { false } }
@@ -131,11 +148,13 @@ actor PostgresGroupCommit {
             }
             answer(answered)
         }
-        draining = false
+        kick()
     }
 
     /// The next batch: the eligible changes in arrival order, each record and `ccid` once, a
-    /// user's changes only up to the first of them that cannot join.
+    /// user's changes only up to the first of them that cannot join (one in a batch being
+    /// committed, one being decided outside, a second change of a record): so no two batches in
+    /// flight hold the same user, and each user's changes commit in their order.
     private func nextBatch() -> [Item]? {
         var batch: [Item] = []
         var closed = Set<String>()
@@ -146,7 +165,7 @@ actor PostgresGroupCommit {
             guard !closed.contains(user) else { continue }
             let record = [user, item.change.collection, item.change.id]
             let ccid = [user, item.change.ccid]
-            if item.preparing || records.contains(record) || ccids.contains(ccid) || (item.alone && !batch.isEmpty) {
+            if item.preparing || item.inFlight || records.contains(record) || ccids.contains(ccid) || (item.alone && !batch.isEmpty) {
                 closed.insert(user)
                 continue
             }
@@ -402,18 +421,12 @@ struct BatchWrites {
         }
     }
 
+    /// Runs the batch's writes: a purge's deletions first, then one statement whose
+    /// data-modifying `WITH` clauses write every other table (each clause a different table, so
+    /// none depends on another's effect), then the pruning of conflict revisions, which must see
+    /// the revisions just inserted.
     func execute(users state: BatchReads, connection: PostgresConnection, logger: Logger) async throws {
         guard !state.written.isEmpty else { return }
-        let users = state.written
-        let seqs = users.map { state.seqs[$0] ?? 0 }
-        let bytes = users.map { state.usage[$0]?.bytes ?? 0 }
-        let counts = users.map { state.usage[$0]?.records ?? 0 }
-        try await connection.query("""
-            UPDATE user_seq u SET seq = v.seq, stored_bytes = v.bytes, stored_records = v.records
-            FROM unnest(\(users)::text[], \(seqs)::bigint[], \(bytes)::bigint[], \(counts)::bigint[]) AS v(user_id, seq, bytes, records)
-            WHERE u.user_id = v.user_id
-            """, logger: logger)
-        try await upsertRecords(connection: connection, logger: logger)
         if !purged.isEmpty {
             let (u, c, i) = (purged.map(\.user), purged.map(\.collection), purged.map(\.id))
             try await connection.query("""
@@ -425,15 +438,10 @@ struct BatchWrites {
                 WHERE h.user_id = v.user_id AND h.collection = v.collection AND h.record_id = v.id
                 """, logger: logger)
         }
-        try await insertRevisions(connection: connection, logger: logger)
-        if !due.isEmpty {
-            try await connection.query("""
-                INSERT INTO history_due (user_id, collection, record_id, due_at)
-                SELECT * FROM unnest(\(due.map(\.user))::text[], \(due.map(\.collection))::text[], \(due.map(\.id))::text[],
-                                     \(due.map(\.at.millis))::bigint[])
-                ON CONFLICT (user_id, collection, record_id) DO UPDATE SET due_at = LEAST(history_due.due_at, excluded.due_at)
-                """, logger: logger)
-        }
+        // Its rows read to the end: an error PostgreSQL meets after the first row (a `WITH` clause
+        // runs to completion after the main query) arrives in the rows, and a statement whose
+        // rows nobody reads would fail silently, leaving COMMIT to roll the batch back unnoticed.
+        for try await _ in try await connection.query(writeStatement(state), logger: logger) {}
         for prune in pruned {
             try await connection.query("""
                 DELETE FROM revisions WHERE user_id = \(prune.user) AND collection = \(prune.collection) AND record_id = \(prune.id) AND conflict
@@ -441,51 +449,83 @@ struct BatchWrites {
                                 AND conflict ORDER BY rev DESC LIMIT \(prune.keeping))
                 """, logger: logger)
         }
+    }
+
+    /// The users' rows, the records, their revisions, the history work list and the `ccid`
+    /// results in one statement, ending with the commit notifications: delivered to every
+    /// listening node when (and only if) the transaction commits, in the array's order.
+    func writeStatement(_ state: BatchReads) -> PostgresQuery {
+        var sql = SQL()
+        var clauses: [String] = []
+        let users = state.written
+        clauses.append("""
+            seqs AS (UPDATE user_seq u SET seq = v.seq, stored_bytes = v.bytes, stored_records = v.records
+                FROM unnest(\(sql.bind(users))::text[], \(sql.bind(users.map { state.seqs[$0] ?? 0 }))::bigint[],
+                            \(sql.bind(users.map { state.usage[$0]?.bytes ?? 0 }))::bigint[],
+                            \(sql.bind(users.map { state.usage[$0]?.records ?? 0 }))::bigint[]) AS v(user_id, seq, bytes, records)
+                WHERE u.user_id = v.user_id)
+            """)
+        if !records.isEmpty {
+            let all = records.map(\.record)
+            clauses.append("""
+                upserted AS (INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
+                    SELECT * FROM unnest(\(sql.bind(records.map(\.user)))::text[], \(sql.bind(all.map(\.collection)))::text[],
+                                         \(sql.bind(all.map(\.id)))::text[], \(sql.bind(all.map(\.rev)))::bigint[], \(sql.bind(all.map(\.seq)))::bigint[],
+                                         \(sql.bind(all.map(\.deleted)))::bool[], \(sql.bind(all.map { FieldsCoding.encode($0.fields) }))::text[],
+                                         \(sql.bind(all.map(\.createdAt.millis)))::bigint[], \(sql.bind(all.map(\.updatedAt.millis)))::bigint[])
+                    ON CONFLICT (user_id, collection, id) DO UPDATE SET
+                        rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
+                        fields = excluded.fields, updated_at = excluded.updated_at)
+                """)
+        }
+        if !revisions.isEmpty {
+            let all = revisions.map(\.revision)
+            let fields = all.map { FieldsCoding.encode($0.fields) }
+            // PostgresNIO binds no arrays with NULL elements: a flag says which device and ccid are absent.
+            clauses.append("""
+                revised AS (INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size)
+                    SELECT user_id, collection, record_id, rev, conflict, seq, fields,
+                           CASE WHEN has_device THEN device END, CASE WHEN has_ccid THEN ccid END, updated_at, size
+                    FROM unnest(\(sql.bind(revisions.map(\.user)))::text[], \(sql.bind(revisions.map(\.collection)))::text[],
+                                \(sql.bind(revisions.map(\.id)))::text[], \(sql.bind(all.map(\.rev)))::bigint[], \(sql.bind(all.map(\.conflict)))::bool[],
+                                \(sql.bind(all.map(\.seq)))::bigint[], \(sql.bind(fields))::text[],
+                                \(sql.bind(all.map { $0.device ?? "" }))::text[], \(sql.bind(all.map { $0.device != nil }))::bool[],
+                                \(sql.bind(all.map { $0.ccid ?? "" }))::text[], \(sql.bind(all.map { $0.ccid != nil }))::bool[],
+                                \(sql.bind(all.map(\.updatedAt.millis)))::bigint[], \(sql.bind(fields.map { Int64($0.utf8.count) }))::bigint[])
+                         AS v(user_id, collection, record_id, rev, conflict, seq, fields, device, has_device, ccid, has_ccid, updated_at, size))
+                """)
+        }
+        if !due.isEmpty {
+            clauses.append("""
+                due AS (INSERT INTO history_due (user_id, collection, record_id, due_at)
+                    SELECT * FROM unnest(\(sql.bind(due.map(\.user)))::text[], \(sql.bind(due.map(\.collection)))::text[],
+                                         \(sql.bind(due.map(\.id)))::text[], \(sql.bind(due.map(\.at.millis)))::bigint[])
+                    ON CONFLICT (user_id, collection, record_id) DO UPDATE SET due_at = LEAST(history_due.due_at, excluded.due_at))
+                """)
+        }
         if !applied.isEmpty {
-            try await connection.query("""
-                INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at)
-                SELECT * FROM unnest(\(applied.map(\.user))::text[], \(applied.map(\.ccid))::text[], \(applied.map(\.bodyHash))::text[],
-                                     \(applied.map(\.reply))::text[], \(applied.map(\.at.millis))::bigint[])
-                """, logger: logger)
+            clauses.append("""
+                applied AS (INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at)
+                    SELECT * FROM unnest(\(sql.bind(applied.map(\.user)))::text[], \(sql.bind(applied.map(\.ccid)))::text[],
+                                         \(sql.bind(applied.map(\.bodyHash)))::text[], \(sql.bind(applied.map(\.reply)))::text[],
+                                         \(sql.bind(applied.map(\.at.millis)))::bigint[]))
+                """)
         }
-        if !announced.isEmpty {
-            // Delivered to every listening node when (and only if) the transaction commits, in
-            // this order (the array's).
-            try await connection.query("SELECT pg_notify(\(PostgresStore.commitChannel), p) FROM unnest(\(announced)::text[]) AS t(p)", logger: logger)
-        }
+        let channel = sql.bind(PostgresStore.commitChannel)
+        let payloads = sql.bind(announced)
+        sql.text = "WITH " + clauses.joined(separator: ",\n") + "\nSELECT pg_notify(\(channel), p) FROM unnest(\(payloads)::text[]) AS t(p)"
+        return PostgresQuery(unsafeSQL: sql.text, binds: sql.binds)
     }
 
-    private func upsertRecords(connection: PostgresConnection, logger: Logger) async throws {
-        guard !records.isEmpty else { return }
-        let all = records.map(\.record)
-        try await connection.query("""
-            INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
-            SELECT * FROM unnest(\(records.map(\.user))::text[], \(all.map(\.collection))::text[], \(all.map(\.id))::text[],
-                                 \(all.map(\.rev))::bigint[], \(all.map(\.seq))::bigint[], \(all.map(\.deleted))::bool[],
-                                 \(all.map { FieldsCoding.encode($0.fields) })::text[], \(all.map(\.createdAt.millis))::bigint[],
-                                 \(all.map(\.updatedAt.millis))::bigint[])
-            ON CONFLICT (user_id, collection, id) DO UPDATE SET
-                rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
-                fields = excluded.fields, updated_at = excluded.updated_at
-            """, logger: logger)
-    }
+    /// A statement's text and its values, bound as `$1`, `$2`, … in the order bound.
+    struct SQL {
+        var text = ""
+        var binds = PostgresBindings()
 
-    private func insertRevisions(connection: PostgresConnection, logger: Logger) async throws {
-        guard !revisions.isEmpty else { return }
-        let all = revisions.map(\.revision)
-        let fields = all.map { FieldsCoding.encode($0.fields) }
-        // PostgresNIO binds no arrays with NULL elements: a flag says which device and ccid are absent.
-        try await connection.query("""
-            INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size)
-            SELECT user_id, collection, record_id, rev, conflict, seq, fields,
-                   CASE WHEN has_device THEN device END, CASE WHEN has_ccid THEN ccid END, updated_at, size
-            FROM unnest(\(revisions.map(\.user))::text[], \(revisions.map(\.collection))::text[], \(revisions.map(\.id))::text[],
-                        \(all.map(\.rev))::bigint[], \(all.map(\.conflict))::bool[], \(all.map(\.seq))::bigint[], \(fields)::text[],
-                        \(all.map { $0.device ?? "" })::text[], \(all.map { $0.device != nil })::bool[],
-                        \(all.map { $0.ccid ?? "" })::text[], \(all.map { $0.ccid != nil })::bool[],
-                        \(all.map(\.updatedAt.millis))::bigint[], \(fields.map { Int64($0.utf8.count) })::bigint[])
-                 AS v(user_id, collection, record_id, rev, conflict, seq, fields, device, has_device, ccid, has_ccid, updated_at, size)
-            """, logger: logger)
+        mutating func bind<Value: PostgresDynamicTypeEncodable>(_ value: Value) -> String {
+            binds.append(value)
+            return "$\(binds.count)"
+        }
     }
 }
 
