@@ -495,7 +495,10 @@ import Testing
         } throws: { error in
             String(describing: error).contains("cannot reach the database: PostgreSQL at 127.0.0.1:1")
         }
-        #expect(ContinuousClock.now - started < .seconds(15))
+        // The pool alone would retry for a minute or more; the probe fails on the refused
+        // connection. The bound is loose: the whole suite runs beside it on two cores (it took
+        // 17 and 22 s there, 5 ms alone).
+        #expect(ContinuousClock.now - started < .seconds(50))
         await store.shutdown()
     }
 

@@ -53,6 +53,8 @@ actor PostgresGroupCommit {
         var alone = false
         /// In a batch being committed.
         var inFlight = false
+        /// Transactions of its own that PostgreSQL ended as a deadlock or serialization victim.
+        var retries = 0
 
         init(number: UInt64, change: Change, context: PushContext, answer: @escaping Answer) {
             self.number = number
@@ -123,11 +125,15 @@ actor PostgresGroupCommit {
         for item in batch { item.inFlight = false }
         switch result {
         case .failure(let error):
-            if batch.count > 1, Self.isReportedByPostgres(error) {
+            if batch.count > 1, Self.sqlState(error) != nil {
                 logger.notice("a batch of changes failed as a whole; trying each alone", metadata: [
                     "changes": "\(batch.count)", "error": .string(String(describing: error)),
                 ])
                 for item in batch { item.alone = true }
+            } else if let item = batch.first, batch.count == 1, ["40P01", "40001"].contains(Self.sqlState(error)), item.retries < 3 {
+                // A deadlock or serialization victim (another transaction's locks, not the
+                // change): tried again.
+                item.retries += 1
             } else {
                 answer(batch.map { ($0, Result<PushResult, any Error>.failure(error)) })
             }
@@ -206,15 +212,15 @@ actor PostgresGroupCommit {
         }
     }
 
-    /// Whether PostgreSQL itself refused the batch (so that a change of it may be to blame),
-    /// rather than the connection or the deadline failing it.
-    private static func isReportedByPostgres(_ error: any Error) -> Bool {
+    /// The SQLSTATE of the error PostgreSQL reported for a batch (a change of it may be to
+    /// blame); nil when the connection or the deadline failed it.
+    private static func sqlState(_ error: any Error) -> String? {
         var error = error
         if let transaction = error as? PostgresTransactionError {
-            guard let inner = transaction.closureError ?? transaction.commitError else { return false }
+            guard let inner = transaction.closureError ?? transaction.commitError else { return nil }
             error = inner
         }
-        return (error as? PSQLError)?.serverInfo != nil
+        return (error as? PSQLError)?.serverInfo?[.sqlState]
     }
 }
 
@@ -421,12 +427,19 @@ struct BatchWrites {
         }
     }
 
-    /// Runs the batch's writes: a purge's deletions first, then one statement whose
-    /// data-modifying `WITH` clauses write every other table (each clause a different table, so
-    /// none depends on another's effect), then the pruning of conflict revisions, which must see
-    /// the revisions just inserted.
+    /// Runs the batch's writes in the order the algorithm lists them for one change: one
+    /// statement whose data-modifying `WITH` clauses write the users' rows, the records, the
+    /// `ccid` results and (unless a purge must delete a record's history first) the revisions,
+    /// each clause a different table so that none depends on another's effect; then a purge's
+    /// deletions and its revisions; then the history work list; then the pruning of conflict
+    /// revisions, which must see the revisions just inserted. A record's row is locked before
+    /// its history's rows, as the history thinner locks them (the other order would deadlock).
     func execute(users state: BatchReads, connection: PostgresConnection, logger: Logger) async throws {
         guard !state.written.isEmpty else { return }
+        // Its rows read to the end: an error PostgreSQL meets after the first row (a `WITH` clause
+        // runs to completion after the main query) arrives in the rows, and a statement whose
+        // rows nobody reads would fail silently, leaving COMMIT to roll the batch back unnoticed.
+        for try await _ in try await connection.query(writeStatement(state, revisions: purged.isEmpty), logger: logger) {}
         if !purged.isEmpty {
             let (u, c, i) = (purged.map(\.user), purged.map(\.collection), purged.map(\.id))
             try await connection.query("""
@@ -437,11 +450,20 @@ struct BatchWrites {
                 DELETE FROM history_due h USING unnest(\(u)::text[], \(c)::text[], \(i)::text[]) AS v(user_id, collection, id)
                 WHERE h.user_id = v.user_id AND h.collection = v.collection AND h.record_id = v.id
                 """, logger: logger)
+            if !revisions.isEmpty {
+                var sql = SQL()
+                sql.text = insertRevisions(&sql)
+                try await connection.query(PostgresQuery(unsafeSQL: sql.text, binds: sql.binds), logger: logger)
+            }
         }
-        // Its rows read to the end: an error PostgreSQL meets after the first row (a `WITH` clause
-        // runs to completion after the main query) arrives in the rows, and a statement whose
-        // rows nobody reads would fail silently, leaving COMMIT to roll the batch back unnoticed.
-        for try await _ in try await connection.query(writeStatement(state), logger: logger) {}
+        if !due.isEmpty {
+            try await connection.query("""
+                INSERT INTO history_due (user_id, collection, record_id, due_at)
+                SELECT * FROM unnest(\(due.map(\.user))::text[], \(due.map(\.collection))::text[], \(due.map(\.id))::text[],
+                                     \(due.map(\.at.millis))::bigint[])
+                ON CONFLICT (user_id, collection, record_id) DO UPDATE SET due_at = LEAST(history_due.due_at, excluded.due_at)
+                """, logger: logger)
+        }
         for prune in pruned {
             try await connection.query("""
                 DELETE FROM revisions WHERE user_id = \(prune.user) AND collection = \(prune.collection) AND record_id = \(prune.id) AND conflict
@@ -451,10 +473,10 @@ struct BatchWrites {
         }
     }
 
-    /// The users' rows, the records, their revisions, the history work list and the `ccid`
-    /// results in one statement, ending with the commit notifications: delivered to every
-    /// listening node when (and only if) the transaction commits, in the array's order.
-    func writeStatement(_ state: BatchReads) -> PostgresQuery {
+    /// The users' rows, the records, the `ccid` results and (`revisions`) the revisions in one
+    /// statement, ending with the commit notifications: delivered to every listening node when
+    /// (and only if) the transaction commits, in the array's order.
+    func writeStatement(_ state: BatchReads, revisions withRevisions: Bool) -> PostgresQuery {
         var sql = SQL()
         var clauses: [String] = []
         let users = state.written
@@ -478,30 +500,8 @@ struct BatchWrites {
                         fields = excluded.fields, updated_at = excluded.updated_at)
                 """)
         }
-        if !revisions.isEmpty {
-            let all = revisions.map(\.revision)
-            let fields = all.map { FieldsCoding.encode($0.fields) }
-            // PostgresNIO binds no arrays with NULL elements: a flag says which device and ccid are absent.
-            clauses.append("""
-                revised AS (INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size)
-                    SELECT user_id, collection, record_id, rev, conflict, seq, fields,
-                           CASE WHEN has_device THEN device END, CASE WHEN has_ccid THEN ccid END, updated_at, size
-                    FROM unnest(\(sql.bind(revisions.map(\.user)))::text[], \(sql.bind(revisions.map(\.collection)))::text[],
-                                \(sql.bind(revisions.map(\.id)))::text[], \(sql.bind(all.map(\.rev)))::bigint[], \(sql.bind(all.map(\.conflict)))::bool[],
-                                \(sql.bind(all.map(\.seq)))::bigint[], \(sql.bind(fields))::text[],
-                                \(sql.bind(all.map { $0.device ?? "" }))::text[], \(sql.bind(all.map { $0.device != nil }))::bool[],
-                                \(sql.bind(all.map { $0.ccid ?? "" }))::text[], \(sql.bind(all.map { $0.ccid != nil }))::bool[],
-                                \(sql.bind(all.map(\.updatedAt.millis)))::bigint[], \(sql.bind(fields.map { Int64($0.utf8.count) }))::bigint[])
-                         AS v(user_id, collection, record_id, rev, conflict, seq, fields, device, has_device, ccid, has_ccid, updated_at, size))
-                """)
-        }
-        if !due.isEmpty {
-            clauses.append("""
-                due AS (INSERT INTO history_due (user_id, collection, record_id, due_at)
-                    SELECT * FROM unnest(\(sql.bind(due.map(\.user)))::text[], \(sql.bind(due.map(\.collection)))::text[],
-                                         \(sql.bind(due.map(\.id)))::text[], \(sql.bind(due.map(\.at.millis)))::bigint[])
-                    ON CONFLICT (user_id, collection, record_id) DO UPDATE SET due_at = LEAST(history_due.due_at, excluded.due_at))
-                """)
+        if withRevisions, !revisions.isEmpty {
+            clauses.append("revised AS (\(insertRevisions(&sql)))")
         }
         if !applied.isEmpty {
             clauses.append("""
@@ -515,6 +515,25 @@ struct BatchWrites {
         let payloads = sql.bind(announced)
         sql.text = "WITH " + clauses.joined(separator: ",\n") + "\nSELECT pg_notify(\(channel), p) FROM unnest(\(payloads)::text[]) AS t(p)"
         return PostgresQuery(unsafeSQL: sql.text, binds: sql.binds)
+    }
+
+    /// The revisions' `INSERT`, its values bound in `sql`.
+    func insertRevisions(_ sql: inout SQL) -> String {
+        let all = revisions.map(\.revision)
+        let fields = all.map { FieldsCoding.encode($0.fields) }
+        // PostgresNIO binds no arrays with NULL elements: a flag says which device and ccid are absent.
+        return """
+            INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size)
+            SELECT user_id, collection, record_id, rev, conflict, seq, fields,
+                   CASE WHEN has_device THEN device END, CASE WHEN has_ccid THEN ccid END, updated_at, size
+            FROM unnest(\(sql.bind(revisions.map(\.user)))::text[], \(sql.bind(revisions.map(\.collection)))::text[],
+                        \(sql.bind(revisions.map(\.id)))::text[], \(sql.bind(all.map(\.rev)))::bigint[], \(sql.bind(all.map(\.conflict)))::bool[],
+                        \(sql.bind(all.map(\.seq)))::bigint[], \(sql.bind(fields))::text[],
+                        \(sql.bind(all.map { $0.device ?? "" }))::text[], \(sql.bind(all.map { $0.device != nil }))::bool[],
+                        \(sql.bind(all.map { $0.ccid ?? "" }))::text[], \(sql.bind(all.map { $0.ccid != nil }))::bool[],
+                        \(sql.bind(all.map(\.updatedAt.millis)))::bigint[], \(sql.bind(fields.map { Int64($0.utf8.count) }))::bigint[])
+                 AS v(user_id, collection, record_id, rev, conflict, seq, fields, device, has_device, ccid, has_ccid, updated_at, size)
+            """
     }
 
     /// A statement's text and its values, bound as `$1`, `$2`, … in the order bound.
