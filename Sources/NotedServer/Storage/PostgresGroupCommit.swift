@@ -436,10 +436,9 @@ struct BatchWrites {
     /// its history's rows, as the history thinner locks them (the other order would deadlock).
     func execute(users state: BatchReads, connection: PostgresConnection, logger: Logger) async throws {
         guard !state.written.isEmpty else { return }
-        // Its rows read to the end: an error PostgreSQL meets after the first row (a `WITH` clause
-        // runs to completion after the main query) arrives in the rows, and a statement whose
-        // rows nobody reads would fail silently, leaving COMMIT to roll the batch back unnoticed.
-        for try await _ in try await connection.query(writeStatement(state, revisions: purged.isEmpty), logger: logger) {}
+        // Its rows read to the end (``PostgresConnection/run(_:logger:)``): a `WITH` clause runs
+        // to completion after the main query, so its error comes after the first row.
+        try await connection.run(writeStatement(state, revisions: purged.isEmpty), logger: logger)
         if !purged.isEmpty {
             let (u, c, i) = (purged.map(\.user), purged.map(\.collection), purged.map(\.id))
             try await connection.query("""
@@ -566,5 +565,21 @@ private final class Gather: Sendable {
             return state.remaining == 0 ? state.results.map { $0! } : nil
         }
         if let complete { continuation.resume(returning: complete) }
+    }
+}
+
+extension PostgresConnection {
+    /// Runs a statement whose rows are not wanted, reading them to the end: an error PostgreSQL
+    /// meets after its first row (a lock it could not take, a `WITH` clause failing) comes with
+    /// the rows, and unread it would be lost (a transaction then commits as a silent rollback).
+    func run(_ query: PostgresQuery, logger: Logger) async throws {
+        for try await _ in try await self.query(query, logger: logger) {}
+    }
+}
+
+extension PostgresClient {
+    /// ``PostgresConnection/run(_:logger:)`` on a connection of the pool.
+    func run(_ query: PostgresQuery, logger: Logger) async throws {
+        for try await _ in try await self.query(query, logger: logger) {}
     }
 }

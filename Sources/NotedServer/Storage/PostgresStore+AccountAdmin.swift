@@ -108,6 +108,6 @@ extension PostgresStore {
     }
 
     public func announceAccountDisabled(userID: String) async throws {
-        try await client.query("SELECT pg_notify(\(Self.commitChannel), \(nodeID + " disabled " + userID))", logger: logger)
+        try await client.run("SELECT pg_notify(\(Self.commitChannel), \(nodeID + " disabled " + userID))", logger: logger)
     }
 }

@@ -27,7 +27,7 @@ extension PostgresStore {
             try await connection.query("DELETE FROM recovery_codes WHERE user_id = \(id)", logger: logger)
             // The records' rows first: the history service holds a record's row before its
             // revisions and due row (PostgresStore+History), so the same order cannot deadlock.
-            try await connection.query("SELECT 1 FROM records WHERE user_id = \(id) FOR UPDATE", logger: logger)
+            try await connection.run("SELECT 1 FROM records WHERE user_id = \(id) FOR UPDATE", logger: logger)
             try await connection.query("DELETE FROM revisions WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM history_due WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM records WHERE user_id = \(id)", logger: logger)
@@ -85,6 +85,6 @@ extension PostgresStore {
     }
 
     public func announceAccountDeletion(userID: String) async throws {
-        try await client.query("SELECT pg_notify(\(Self.commitChannel), \(nodeID + " deleted " + userID))", logger: logger)
+        try await client.run("SELECT pg_notify(\(Self.commitChannel), \(nodeID + " deleted " + userID))", logger: logger)
     }
 }

@@ -21,7 +21,7 @@ extension PostgresStore {
     ) async throws {
         try await client.withTransaction(logger: logger) { connection in
             // Nodes starting together check and write one after the other.
-            try await connection.query("SELECT pg_advisory_xact_lock(7361627)", logger: logger)
+            try await connection.run("SELECT pg_advisory_xact_lock(7361627)", logger: logger)
             var stored: [String: String] = [:]
             let rows = try await connection.query("SELECT name, document FROM collection_schemas", logger: logger)
             for try await (name, document) in rows.decode((String, String).self) {

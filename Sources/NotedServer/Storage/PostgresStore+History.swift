@@ -96,7 +96,7 @@ extension PostgresStore {
         let shape = rows.map { "\($0.rev)/\($0.conflict)/\($0.delta == nil)" }
         let written = try await client.withTransaction(logger: logger) { connection -> Bool in
             // Pushes of this record write its row: holding it, nothing changes the history.
-            try await connection.query("""
+            try await connection.run("""
                 SELECT 1 FROM records WHERE user_id = \(record.userID) AND collection = \(record.collection) AND id = \(record.id) FOR UPDATE
                 """, logger: logger)
             var current: [String] = []

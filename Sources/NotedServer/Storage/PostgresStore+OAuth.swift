@@ -76,6 +76,6 @@ extension PostgresStore {
     }
 
     public func announceRevocation(familyID: String) async throws {
-        try await client.query("SELECT pg_notify(\(Self.commitChannel), \(nodeID + " revoke " + familyID))", logger: logger)
+        try await client.run("SELECT pg_notify(\(Self.commitChannel), \(nodeID + " revoke " + familyID))", logger: logger)
     }
 }

@@ -207,7 +207,7 @@ public struct PostgresStore: NotedStore {
         try await Task.sleep(for: .milliseconds(20))
         try await client.withTransaction(logger: logger) { connection in
             // One node migrates at a time.
-            try await connection.query("SELECT pg_advisory_xact_lock(7361626)", logger: logger)
+            try await connection.run("SELECT pg_advisory_xact_lock(7361626)", logger: logger)
             try await connection.query("CREATE TABLE IF NOT EXISTS noted_migrations (name TEXT PRIMARY KEY)", logger: logger)
             var done = Set<String>()
             for try await name in try await connection.query("SELECT name FROM noted_migrations", logger: logger).decode(String.self) {
