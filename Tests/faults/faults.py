@@ -1096,6 +1096,26 @@ async def scenario_postgres_fsync():
             tracer = WalFlushTracer(f"pgfsync-{i}", cluster, n, on_flush, calls)
             await loop.run_in_executor(None, tracer.start)
 
+            async def watch_progress(i=i):
+                # Diagnostics: when no change is acknowledged for 8 s after the kill, what the
+                # server's PostgreSQL sessions are doing (pg_stat_activity) goes to the log.
+                last, since = -1, time.monotonic()
+                while not all(c.counter >= round_edits and not c.inflight for c in round_clients):
+                    acks = sum(len(c.acked) for c in round_clients)
+                    if acks != last:
+                        last, since = acks, time.monotonic()
+                    elif time.monotonic() - since > 8:
+                        try:
+                            activity = await loop.run_in_executor(None, lambda: cluster.psql(
+                                "SELECT pid, backend_start, xact_start, state, wait_event_type, wait_event, "
+                                "left(query, 60) FROM pg_stat_activity WHERE datname = current_database() "
+                                "AND pid <> pg_backend_pid()"))
+                        except RuntimeError as error:
+                            activity = str(error)
+                        log(f"round {i}: no ack for 8 s after the kill; pg_stat_activity:\n{activity}")
+                        return
+                    await asyncio.sleep(0.2)
+
             async def fault(tracer=tracer, victim=victim):
                 for _ in range(600):  # up to 60 s for the Nth flush
                     if fired.is_set():
@@ -1105,6 +1125,7 @@ async def scenario_postgres_fsync():
                             await loop.run_in_executor(None, server.kill)  # waits for its port
                             await asyncio.sleep(rng.random() * 0.5)
                             await loop.run_in_executor(None, server.start)
+                        await watch_progress()
                         return "killed"
                     if all(c.counter >= round_edits and not c.inflight for c in round_clients):
                         break
