@@ -907,7 +907,8 @@ class WalFlushTracer:
 
     ENTRY = re.compile(rb"(?:\[pid\s+(\d+)\] )?(fsync|fdatasync|pwrite64|write|pwritev2?)\((\d+)<([^>\n]*)>")
 
-    def __init__(self, name, cluster, kill_at, on_flush, calls="flush"):
+    def __init__(self, name, cluster, kill_at, on_flush, calls="flush", role=None):
+        self.role = role  # only a call of this role fires (the first from the Nth on)
         self.calls = "fsync,fdatasync" if calls == "flush" else "pwrite64,write,pwritev,pwritev2"
         self.cluster = cluster
         self.kill_at = kill_at
@@ -982,10 +983,16 @@ class WalFlushTracer:
                         self.other_syncs += 1
                         continue
                     self.wal_flushes += 1
-                    fire = self.wal_flushes == self.kill_at and self.killed is None
-                    if fire:
-                        self.on_flush(pid)  # first: the call is held only 30 ms
-                    role = pg_role(pid, self.postmaster, proc_title(pid))
+                    if self.role is None:
+                        fire = self.wal_flushes == self.kill_at and self.killed is None
+                        if fire:
+                            self.on_flush(pid)  # first: the call is held only 30 ms
+                        role = pg_role(pid, self.postmaster, proc_title(pid))
+                    else:
+                        role = pg_role(pid, self.postmaster, proc_title(pid))
+                        fire = self.wal_flushes >= self.kill_at and self.killed is None and role == self.role
+                        if fire:
+                            self.on_flush(pid)
                     self.by_role[role] = self.by_role.get(role, 0) + 1
                     if fire:
                         self.killed = (pid, role, path, base + consumed)
@@ -1025,13 +1032,14 @@ def pg_sweep():
     list ("12,40,s30,w25"): "N" SIGKILLs the PostgreSQL process making the Nth WAL flush (a
     backend committing, the walwriter, the checkpointer), "sN" SIGKILLs noted-server instead at
     the Nth flush (the commit goes on, its acks are never sent), "wN" SIGKILLs the process making
-    the Nth WAL write (the commit record lost). Or a count of flush rounds (default 3): each N
-    drawn from the seed in its own equal band of the storm's first PG_STORM_FLUSHES flushes
-    (early, middle, late), plus one "s" and one "w" round drawn from the middle band."""
+    the Nth WAL write (the commit record lost), "vN" the walwriter at its first flush from the Nth
+    on. Or a count of flush rounds (default 3): each N drawn from the seed in its own equal band
+    of the storm's first PG_STORM_FLUSHES flushes (early, middle, late), plus one "s" and one "w"
+    round drawn from the middle band and one "v" round from the first third."""
     raw = os.environ.get("NOTED_FAULTS_PG_SWEEP", "")
-    kinds = {"s": ("server", "flush"), "w": ("postgres", "write")}
+    kinds = {"s": ("server", "flush"), "w": ("postgres", "write"), "v": ("walwriter", "flush")}
     if raw and not raw.isdigit():
-        return [kinds.get(x[0], ("postgres", "flush")) + (int(x.lstrip("sw")),) for x in raw.split(",") if x]
+        return [kinds.get(x[0], ("postgres", "flush")) + (int(x.lstrip("swv")),) for x in raw.split(",") if x]
     count = int(raw) if raw else 3
     draw = random.Random(SEED * 7919 + 18)  # its own generator: the same indices for a seed
     lo, hi = 3, PG_STORM_FLUSHES
@@ -1039,6 +1047,7 @@ def pg_sweep():
     rounds = [("postgres", "flush", lo + int(width * i + draw.random() * width)) for i in range(count)]
     for kind in ("s", "w"):
         rounds.append(kinds[kind] + (lo + int((hi - lo) * (0.35 + draw.random() * 0.3)),))
+    rounds.append(kinds["v"] + (lo + int((hi - lo) * draw.random() / 3),))
     return rounds
 
 
@@ -1071,7 +1080,7 @@ async def scenario_postgres_fsync():
         clients = {u: [] for u in tokens}
         outcomes, killed_roles = [], {}
         for i, (victim, calls, n) in enumerate(pg_sweep()):
-            label = {"server": "s", "postgres": ""}[victim] + ("w" if calls == "write" else "")
+            label = {"server": "s", "postgres": "", "walwriter": "v"}[victim] + ("w" if calls == "write" else "")
             round_edits = max(PG_EDITS, n + 20)  # six clients: more than n flushes (about 1.25 per edit)
             # Three users, two clients each, each push holding a few changes: one user's pushes
             # take turns, and the group commit puts several users' changes in one transaction.
@@ -1085,7 +1094,7 @@ async def scenario_postgres_fsync():
 
             def on_flush(pid, victim=victim):
                 try:
-                    if victim == "postgres":
+                    if victim in ("postgres", "walwriter"):
                         os.kill(pid, signal.SIGKILL)
                     else:
                         os.killpg(server.proc.pid, signal.SIGKILL)
@@ -1093,7 +1102,8 @@ async def scenario_postgres_fsync():
                     pass
                 fired.set()
 
-            tracer = WalFlushTracer(f"pgfsync-{i}", cluster, n, on_flush, calls)
+            tracer = WalFlushTracer(f"pgfsync-{i}", cluster, n, on_flush, calls,
+                                    role="walwriter" if victim == "walwriter" else None)
             await loop.run_in_executor(None, tracer.start)
 
             async def watch_progress(i=i):
@@ -1141,15 +1151,15 @@ async def scenario_postgres_fsync():
             if tracer.killed:
                 pid, role, path, _ = tracer.killed
                 held = tracer.killed_at_entry()
-                if victim == "postgres":
+                if victim != "server":
                     what += f"({role}{', held at entry' if held else ', after return' if held is False else ''})"
                 else:
                     what += f"(noted-server, while a {role} flushed)"
-                key = role if victim == "postgres" else "noted-server"
+                key = role if victim != "server" else "noted-server"
                 killed_roles[key] = killed_roles.get(key, 0) + 1
                 log(f"round {i}: WAL {calls} {n} by {role} pid {pid} ({os.path.basename(path)}): SIGKILL "
-                    + (f"it; held at entry: {held}" if victim == "postgres" else "noted-server"))
-                if victim == "postgres" and held is False:
+                    + (f"it; held at entry: {held}" if victim != "server" else "noted-server"))
+                if victim != "server" and held is False:
                     check.fail(f"{label}N={n}: the {role} was killed only after its {calls} returned")
             statuses = {}
             for c in round_clients:
@@ -1162,7 +1172,7 @@ async def scenario_postgres_fsync():
             if not ok:
                 check.fail(f"{what}: clients did not finish within {120 + round_edits // 2} s")
             pglog = cluster.log_since(log_at)
-            if tracer.killed and victim == "postgres":
+            if tracer.killed and victim != "server":
                 for needle in (f"(PID {tracer.killed[0]}) was terminated by signal 9",
                                "all server processes terminated; reinitializing",
                                "database system is ready to accept connections"):
@@ -1186,7 +1196,7 @@ async def scenario_postgres_fsync():
         check.facts["killed_by_role"] = killed_roles
         check.facts["detail"] = outcomes
         check.facts["killed"] = sum(1 for o in outcomes if ":killed" in o)
-        if not any(":killed(" in o and o[0] in "Nw" for o in outcomes):
+        if not any(":killed(" in o and o[0] in "Nwv" for o in outcomes):
             check.fail("no PostgreSQL process was killed at a WAL flush: the sweep tested nothing")
     finally:
         if server is not None:
