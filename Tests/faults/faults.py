@@ -891,6 +891,10 @@ def pg_role(pid, postmaster, title):
     return "backend" if title.startswith("postgres: ") else (title or "gone")
 
 
+class TraceUnavailable(RuntimeError):
+    """strace may not attach here (no CAP_SYS_PTRACE, Yama's ptrace_scope): a skip, not a failure."""
+
+
 class WalFlushTracer:
     """strace attached to a running PostgreSQL: the postmaster (-f: every process it forks later,
     backends and the processes of a crash restart, is followed) and each of its existing children
@@ -937,14 +941,18 @@ class WalFlushTracer:
         threading.Thread(target=self._read, daemon=True).start()
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"strace exited ({self.proc.returncode}): {bytes(self.text[-300:])!r}")
             with self.lock:
-                attached = set(self.attached)
+                attached, said = set(self.attached), bytes(self.text[-600:])
+            if b"Operation not permitted" in said:
+                self.stop()
+                raise TraceUnavailable(f"strace cannot attach to PostgreSQL: {said.decode(errors='replace').strip()[-200:]}")
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"strace exited ({self.proc.returncode}): {said[-300:]!r}")
             if set(pids) <= attached:
                 break
             time.sleep(0.05)
         else:
+            self.stop()
             raise RuntimeError(f"strace attached {sorted(attached)} of {pids} within {wait}s")
         # A child forked between the listing and the postmaster's attach would be untraced:
         # every process of the cluster must have this strace as its tracer.
@@ -1104,7 +1112,10 @@ async def scenario_postgres_fsync():
 
             tracer = WalFlushTracer(f"pgfsync-{i}", cluster, n, on_flush, calls,
                                     role="walwriter" if victim == "walwriter" else None)
-            await loop.run_in_executor(None, tracer.start)
+            try:
+                await loop.run_in_executor(None, tracer.start)
+            except TraceUnavailable as error:
+                return skip(check, str(error))
 
             async def watch_progress(i=i):
                 # Diagnostics: when no change is acknowledged for 8 s after the kill, what the
