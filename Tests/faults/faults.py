@@ -5,7 +5,8 @@ Real `noted-server` processes (SQLite in a temporary directory, or PostgreSQL) o
 driven by protocol-speaking clients written here (they record every ack they see) and by real
 `noted` command-line homes. Faults: SIGKILL at the Nth fsync/fdatasync (strace fault
 injection), SIGSTOP/SIGCONT, SIGKILL of a `noted` client mid-sync, a full disk (tmpfs), a
-network partition (network namespace + iptables), PostgreSQL restarts.
+network partition (network namespace + iptables), PostgreSQL restarts, SIGKILL of a PostgreSQL
+process at the Nth WAL flush (strace attached to the running cluster).
 
 The checker after every scenario, per user:
   - every marker a client saw acknowledged is in the server's records (no lost acked write);
@@ -15,7 +16,9 @@ The checker after every scenario, per user:
 Every loop is bounded by a count and a deadline; every process is killed at the end.
 Environment: NOTED_SERVER_BIN, NOTED_BIN, NOTED_FAULTS_SWEEP (fsync indices, e.g. "3,8,20"
 or a count), NOTED_FAULTS_ONLY (comma-separated scenario names), NOTED_FAULTS_SEED,
-NOTED_FAULTS_POSTGRES_BIN (the PostgreSQL bin directory; found under /usr/lib/postgresql).
+NOTED_FAULTS_POSTGRES_BIN (the PostgreSQL bin directory; found under /usr/lib/postgresql),
+NOTED_FAULTS_PG_SWEEP (postgres-fsync's rounds, see pg_sweep), NOTED_FAULTS_PG_INTERVAL (seconds
+between a postgres-fsync client's pushes, 0.2), NOTED_FAULTS_PG_OPTS (extra postgres options).
 """
 import asyncio
 import glob
@@ -270,6 +273,7 @@ class Client:
         self.acked = set()
         self.sent = set()
         self.rejects = {}  # code -> count
+        self.statuses = {}  # ack status (applied, merged, duplicate) -> count
         self.errors = {}  # code -> count
         self.connects = 0
         self.stop = False
@@ -297,6 +301,7 @@ class Client:
             return
         if m["type"] == "ack":
             del self.inflight[note_id]
+            self.statuses[m.get("status")] = self.statuses.get(m.get("status"), 0) + 1
             self.rev[note_id] = m["rev"]
             self.acked.add(entry[1])
             if m.get("status") in ("merged", "duplicate") and "fields" in m:
@@ -721,34 +726,97 @@ def pg_as(*cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
 
 
-async def scenario_postgres():
-    check = Check("PostgreSQL: kill server, restart PG")
-    pgbin = os.environ.get("NOTED_FAULTS_POSTGRES_BIN", "")
-    if not pgbin:
-        for d in sorted(glob.glob("/usr/lib/postgresql/*/bin")):
-            if os.access(os.path.join(d, "initdb"), os.X_OK):
-                pgbin = d
-    if not pgbin:
-        return skip(check, "PostgreSQL (initdb) not found")
-    pgdir = tempfile.mkdtemp(prefix="noted-faults-pg.")
-    os.chmod(pgdir, 0o755)
-    if os.getuid() == 0:
-        shutil.chown(pgdir, "postgres")
-    port = free_port()
-    data = os.path.join(pgdir, "data")
-    loop = asyncio.get_running_loop()
-    try:
-        r = pg_as(f"{pgbin}/initdb", "-D", data, "-U", "noted", "-A", "trust", "--no-sync")
+class PgCluster:
+    """A throwaway PostgreSQL cluster (initdb/pg_ctl like scripts/test) on a free port in a
+    temporary directory, with one database for noted-server. `skip_reason` is set when there is
+    no PostgreSQL here; `stop()` stops it (immediate) and removes its directory."""
+
+    def __init__(self, dbname):
+        self.dbname = dbname
+        self.pgbin = os.environ.get("NOTED_FAULTS_POSTGRES_BIN", "")
+        if not self.pgbin:
+            for d in sorted(glob.glob("/usr/lib/postgresql/*/bin")):
+                if os.access(os.path.join(d, "initdb"), os.X_OK):
+                    self.pgbin = d
+        self.skip_reason = None if self.pgbin else "PostgreSQL (initdb) not found"
+        self.dir = None
+        self.port = free_port()
+        self.opts = f"-c listen_addresses=127.0.0.1 -c max_connections=200 -p {self.port}"
+        self.opts += " " + os.environ.get("NOTED_FAULTS_PG_OPTS", "")  # e.g. "-c log_statement=all"
+        self.url = f"postgres://noted@127.0.0.1:{self.port}/{dbname}"
+
+    def start(self):
+        """initdb, pg_ctl start, createdb. Returns False (with skip_reason) when initdb fails."""
+        self.dir = tempfile.mkdtemp(prefix="noted-faults-pg.")
+        os.chmod(self.dir, 0o755)
+        if os.getuid() == 0:
+            shutil.chown(self.dir, "postgres")
+        self.data = os.path.join(self.dir, "data")
+        self.logpath = os.path.join(self.dir, "log")
+        self.opts += f" -k {self.dir}"
+        r = pg_as(f"{self.pgbin}/initdb", "-D", self.data, "-U", "noted", "-A", "trust", "--no-sync")
         if r.returncode != 0:
-            return skip(check, f"initdb failed: {r.stderr.strip()[:200]}")
-        opts = f"-p {port} -k {pgdir} -c listen_addresses=127.0.0.1 -c max_connections=200"
-        r = pg_as(f"{pgbin}/pg_ctl", "-D", data, "-l", os.path.join(pgdir, "log"), "-w", "-o", opts, "start")
+            self.skip_reason = f"initdb failed: {r.stderr.strip()[:200]}"
+            return False
+        r = self.pg_ctl("-w", "start")
         if r.returncode != 0:
             raise RuntimeError(f"pg_ctl start: {r.stderr.strip()[:200]}")
-        r = pg_as(f"{pgbin}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "noted", "noted_faults")
+        r = pg_as(f"{self.pgbin}/createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "noted", self.dbname)
         if r.returncode != 0:
             raise RuntimeError(f"createdb: {r.stderr.strip()[:200]}")
-        server = Server("pg", ["--database", f"postgres://noted@127.0.0.1:{port}/noted_faults"])
+        return True
+
+    def pg_ctl(self, *args):
+        return pg_as(f"{self.pgbin}/pg_ctl", "-D", self.data, "-l", self.logpath, "-o", self.opts, *args)
+
+    def restart(self):
+        return self.pg_ctl("-m", "fast", "-w", "restart")
+
+    def psql(self, sql):
+        r = subprocess.run([f"{self.pgbin}/psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "noted",
+                            "-d", self.dbname, "-Atc", sql], capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise RuntimeError(f"psql {sql!r}: {r.stderr.strip()[:200]}")
+        return r.stdout.strip()
+
+    def ready(self):
+        r = subprocess.run([f"{self.pgbin}/pg_isready", "-h", "127.0.0.1", "-p", str(self.port), "-t", "1"],
+                           capture_output=True, text=True, timeout=10)
+        return r.returncode == 0
+
+    def postmaster_pid(self):
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            return int(f.readline())
+
+    def log_size(self):
+        try:
+            return os.path.getsize(self.logpath)
+        except OSError:
+            return 0
+
+    def log_since(self, offset):
+        with open(self.logpath, errors="replace") as f:
+            f.seek(offset)
+            return f.read()
+
+    def stop(self):
+        if self.dir is None:
+            return
+        if os.path.exists(os.path.join(self.data, "postmaster.pid")):
+            self.pg_ctl("-m", "immediate", "stop")
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+async def scenario_postgres():
+    check = Check("PostgreSQL: kill server, restart PG")
+    cluster = PgCluster("noted_faults")
+    if cluster.skip_reason:
+        return skip(check, cluster.skip_reason)
+    loop = asyncio.get_running_loop()
+    try:
+        if not cluster.start():
+            return skip(check, cluster.skip_reason)
+        server = Server("pg", ["--database", cluster.url])
         if not server.start():
             raise RuntimeError("server did not start on PostgreSQL")
         token = signin(server.url, "pgfault")
@@ -760,9 +828,7 @@ async def scenario_postgres():
             await asyncio.sleep(rng.random() * 0.5)
             await loop.run_in_executor(None, server.start)
             await asyncio.sleep(1.5)
-            r = await loop.run_in_executor(None, lambda: pg_as(f"{pgbin}/pg_ctl", "-D", data, "-m", "fast", "-w",
-                                                               "-l", os.path.join(pgdir, "log"), "-o", opts,
-                                                               "restart"))
+            r = await loop.run_in_executor(None, cluster.restart)
             if r.returncode != 0:
                 check.fail(f"pg_ctl restart: {r.stderr.strip()[:200]}")
             return "server killed + PG restarted"
@@ -777,8 +843,376 @@ async def scenario_postgres():
         check.facts["rounds"] = f"{result}; reconnects {[c.connects for c in clients]}"
         server.kill()
     finally:
-        pg_as(f"{pgbin}/pg_ctl", "-D", data, "-m", "immediate", "stop")
-        shutil.rmtree(pgdir, ignore_errors=True)
+        cluster.stop()
+    return check
+
+
+def pg_children(pid):
+    """The live child processes of `pid` (from /proc), with their titles."""
+    kids = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat, "rb") as f:
+                raw = f.read()
+            ppid = int(raw[raw.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid:
+            child = int(stat.split("/")[2])
+            kids[child] = proc_title(child)
+    return kids
+
+
+def proc_title(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def tracer_pid(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("TracerPid:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def pg_role(pid, postmaster, title):
+    if pid == postmaster:
+        return "postmaster"
+    for role in ("walwriter", "checkpointer", "background writer", "startup", "autovacuum", "walsender"):
+        if role in title:
+            return role
+    return "backend" if title.startswith("postgres: ") else (title or "gone")
+
+
+class TraceUnavailable(RuntimeError):
+    """strace may not attach here (no CAP_SYS_PTRACE, Yama's ptrace_scope): a skip, not a failure."""
+
+
+class WalFlushTracer:
+    """strace attached to a running PostgreSQL: the postmaster (-f: every process it forks later,
+    backends and the processes of a crash restart, is followed) and each of its existing children
+    (the walwriter, checkpointer, the server's pooled backends). Every fsync/fdatasync is held 30 ms
+    at its entry (delay_enter); the harness reads strace's output as it comes (the entry is
+    written before the delay, the line is finished only when the call returns) and counts the
+    flushes of WAL (a file descriptor under pg_wal: strace -y) over all processes. At the
+    `kill_at`th it calls `on_flush(pid)` (a SIGKILL of that process, or of noted-server) while
+    the call is still held, so the flush never ran when the flushing process is the one killed.
+    `signal=SIGKILL:when=N` is no use here: strace counts it per process, and each backend is its
+    own process. With calls="write" it counts the writes of WAL (pwrite64, held the same way)
+    instead: killed there, the commit record never reaches even the page cache, so the
+    transaction is lost and must not have been acknowledged."""
+
+    ENTRY = re.compile(rb"(?:\[pid\s+(\d+)\] )?(fsync|fdatasync|pwrite64|write|pwritev2?)\((\d+)<([^>\n]*)>")
+
+    def __init__(self, name, cluster, kill_at, on_flush, calls="flush", role=None):
+        self.role = role  # only a call of this role fires (the first from the Nth on)
+        self.calls = "fsync,fdatasync" if calls == "flush" else "pwrite64,write,pwritev,pwritev2"
+        self.cluster = cluster
+        self.kill_at = kill_at
+        self.on_flush = on_flush
+        self.logpath = os.path.join(TMP, f"{name}.strace")
+        self.proc = None
+        self.wal_flushes = 0
+        self.other_syncs = 0
+        self.by_role = {}
+        self.killed = None  # (pid, role, path, offset in the strace output) once fired
+        self.attached = set()
+        self.text = bytearray()
+        self.lock = threading.Lock()
+
+    def start(self, wait=15.0):
+        postmaster = self.cluster.postmaster_pid()
+        self.postmaster = postmaster
+        pids = [postmaster] + sorted(pg_children(postmaster))
+        cmd = ["strace", "-f", "-y", "-s", "0", "-e", f"trace={self.calls}",
+               "-e", f"inject={self.calls}:delay_enter=30000"]
+        for pid in pids:
+            cmd += ["-p", str(pid)]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, start_new_session=True)
+        PROCS.append(self.proc)
+        threading.Thread(target=self._read, daemon=True).start()
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            with self.lock:
+                attached, said = set(self.attached), bytes(self.text[-600:])
+            if b"Operation not permitted" in said:
+                self.stop()
+                raise TraceUnavailable(f"strace cannot attach to PostgreSQL: {said.decode(errors='replace').strip()[-200:]}")
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"strace exited ({self.proc.returncode}): {said[-300:]!r}")
+            if set(pids) <= attached:
+                break
+            time.sleep(0.05)
+        else:
+            self.stop()
+            raise RuntimeError(f"strace attached {sorted(attached)} of {pids} within {wait}s")
+        # A child forked between the listing and the postmaster's attach would be untraced:
+        # every process of the cluster must have this strace as its tracer.
+        untraced = [p for p in [postmaster] + list(pg_children(postmaster))
+                    if tracer_pid(p) not in (self.proc.pid, None)]
+        if untraced:
+            raise RuntimeError(f"PostgreSQL processes not traced: {untraced}")
+        return pids
+
+    def _read(self):
+        fd = self.proc.stderr.fileno()
+        buf = b""
+        with open(self.logpath, "ab") as out:
+            while True:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                out.write(chunk)
+                out.flush()
+                with self.lock:
+                    base = len(self.text) - len(buf)
+                    self.text += chunk
+                buf += chunk
+                for m in re.finditer(rb"Process (\d+) attached", chunk):
+                    with self.lock:
+                        self.attached.add(int(m.group(1)))
+                consumed = 0
+                for m in self.ENTRY.finditer(buf):
+                    consumed = m.end()
+                    pid = int(m.group(1)) if m.group(1) else self.postmaster
+                    path = m.group(4).decode(errors="replace")
+                    if "/pg_wal" not in path:
+                        self.other_syncs += 1
+                        continue
+                    self.wal_flushes += 1
+                    if self.role is None:
+                        fire = self.wal_flushes == self.kill_at and self.killed is None
+                        if fire:
+                            self.on_flush(pid)  # first: the call is held only 30 ms
+                        role = pg_role(pid, self.postmaster, proc_title(pid))
+                    else:
+                        role = pg_role(pid, self.postmaster, proc_title(pid))
+                        fire = self.wal_flushes >= self.kill_at and self.killed is None and role == self.role
+                        if fire:
+                            self.on_flush(pid)
+                    self.by_role[role] = self.by_role.get(role, 0) + 1
+                    if fire:
+                        self.killed = (pid, role, path, base + consumed)
+                keep = buf.rfind(b"\n") + 1
+                buf = buf[max(keep, consumed):]
+
+    def killed_at_entry(self):
+        """Whether the killed process died with its flush still held at entry (True), after it
+        returned (False), or unknown (None), from strace's output after the entry."""
+        if self.killed is None:
+            return None
+        pid, offset = self.killed[0], self.killed[3]
+        with self.lock:
+            rest = bytes(self.text[offset:])
+        line = rest.split(b"\n", 1)[0]
+        if b"<unfinished" not in line:
+            # Finished on its own line: "= ?" when it never returned (killed in the call).
+            return None if b"=" not in line else line.rstrip().endswith(b"= ?")
+        m = re.search(rb"\[pid\s+%d\] (<\.\.\. \w+ resumed>[^\n]*|\+\+\+ killed by SIGKILL)" % pid, rest)
+        if m is None:
+            return None
+        return m.group(1).startswith(b"+++") or m.group(1).rstrip().endswith(b"= ?")
+
+    def stop(self):
+        """Detaches (SIGINT: strace lets its tracees go), then kills strace if it lingers."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.kill(self.proc.pid, signal.SIGINT)
+            self.proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            kill_proc(self.proc)
+
+
+def pg_sweep():
+    """The rounds of postgres-fsync: (who is killed, at which call, N). NOTED_FAULTS_PG_SWEEP is a
+    list ("12,40,s30,w25"): "N" SIGKILLs the PostgreSQL process making the Nth WAL flush (a
+    backend committing, the walwriter, the checkpointer), "sN" SIGKILLs noted-server instead at
+    the Nth flush (the commit goes on, its acks are never sent), "wN" SIGKILLs the process making
+    the Nth WAL write (the commit record lost), "vN" the walwriter at its first flush from the Nth
+    on. Or a count of flush rounds (default 3): each N drawn from the seed in its own equal band
+    of the storm's first PG_STORM_FLUSHES flushes (early, middle, late), plus one "s" and one "w"
+    round drawn from the middle band and one "v" round from the first third."""
+    raw = os.environ.get("NOTED_FAULTS_PG_SWEEP", "")
+    kinds = {"s": ("server", "flush"), "w": ("postgres", "write"), "v": ("walwriter", "flush")}
+    if raw and not raw.isdigit():
+        return [kinds.get(x[0], ("postgres", "flush")) + (int(x.lstrip("swv")),) for x in raw.split(",") if x]
+    count = int(raw) if raw else 3
+    draw = random.Random(SEED * 7919 + 18)  # its own generator: the same indices for a seed
+    lo, hi = 3, PG_STORM_FLUSHES
+    width = (hi - lo) / max(1, count)
+    rounds = [("postgres", "flush", lo + int(width * i + draw.random() * width)) for i in range(count)]
+    for kind in ("s", "w"):
+        rounds.append(kinds[kind] + (lo + int((hi - lo) * (0.35 + draw.random() * 0.3)),))
+    rounds.append(kinds["v"] + (lo + int((hi - lo) * draw.random() / 3),))
+    return rounds
+
+
+PG_STORM_FLUSHES = 70  # fewer than one round's storm flushes WAL here (90-140 measured; N is drawn below it)
+PG_EDITS = 80  # edits per client per round
+PG_EDIT_INTERVAL = float(os.environ.get("NOTED_FAULTS_PG_INTERVAL", "0.2"))  # between a client's pushes
+
+
+async def scenario_postgres_fsync():
+    check = Check("PostgreSQL: SIGKILL at Nth WAL flush")
+    if shutil.which("strace") is None:
+        return skip(check, "strace not installed")
+    cluster = PgCluster("noted_faults")
+    if cluster.skip_reason:
+        return skip(check, cluster.skip_reason)
+    loop = asyncio.get_running_loop()
+    server = None
+    try:
+        if not cluster.start():
+            return skip(check, cluster.skip_reason)
+        settings = dict(zip(("wal_sync_method", "fsync", "synchronous_commit"),
+                            cluster.psql("SHOW wal_sync_method; SHOW fsync; SHOW synchronous_commit").split("\n")))
+        check.facts["settings"] = settings
+        if settings.get("wal_sync_method") not in ("fdatasync", "fsync") or settings.get("fsync") != "on":
+            return skip(check, f"WAL not flushed by fsync/fdatasync here: {settings}")
+        server = Server("pgfsync", ["--database", cluster.url])
+        if not server.start():
+            raise RuntimeError("server did not start on PostgreSQL")
+        tokens = {u: signin(server.url, u) for u in ("pgwa", "pgwb", "pgwc")}
+        clients = {u: [] for u in tokens}
+        outcomes, killed_roles = [], {}
+        for i, (victim, calls, n) in enumerate(pg_sweep()):
+            label = {"server": "s", "postgres": "", "walwriter": "v"}[victim] + ("w" if calls == "write" else "")
+            round_edits = max(PG_EDITS, n + 20)  # six clients: more than n flushes (about 1.25 per edit)
+            # Three users, two clients each, each push holding a few changes: one user's pushes
+            # take turns, and the group commit puts several users' changes in one transaction.
+            round_clients = []
+            for u, tag in (("pgwa", "ab"), ("pgwb", "cd"), ("pgwc", "ef")):
+                for c in tag:
+                    round_clients.append(Client(f"w{i}{c}", server, tokens[u]))
+                    clients[u].append(round_clients[-1])
+            log_at = cluster.log_size()
+            fired = threading.Event()
+
+            def on_flush(pid, victim=victim):
+                try:
+                    if victim in ("postgres", "walwriter"):
+                        os.kill(pid, signal.SIGKILL)
+                    else:
+                        os.killpg(server.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                fired.set()
+
+            tracer = WalFlushTracer(f"pgfsync-{i}", cluster, n, on_flush, calls,
+                                    role="walwriter" if victim == "walwriter" else None)
+            try:
+                await loop.run_in_executor(None, tracer.start)
+            except TraceUnavailable as error:
+                return skip(check, str(error))
+
+            async def watch_progress(i=i):
+                # Diagnostics: when no change is acknowledged for 8 s after the kill, what the
+                # server's PostgreSQL sessions are doing (pg_stat_activity) goes to the log.
+                last, since = -1, time.monotonic()
+                while not all(c.counter >= round_edits and not c.inflight for c in round_clients):
+                    acks = sum(len(c.acked) for c in round_clients)
+                    if acks != last:
+                        last, since = acks, time.monotonic()
+                    elif time.monotonic() - since > 8:
+                        try:
+                            activity = await loop.run_in_executor(None, lambda: cluster.psql(
+                                "SELECT pid, backend_start, xact_start, state, wait_event_type, wait_event, "
+                                "left(query, 60) FROM pg_stat_activity WHERE datname = current_database() "
+                                "AND pid <> pg_backend_pid()"))
+                        except RuntimeError as error:
+                            activity = str(error)
+                        log(f"round {i}: no ack for 8 s after the kill; pg_stat_activity:\n{activity}")
+                        return
+                    await asyncio.sleep(0.2)
+
+            async def fault(tracer=tracer, victim=victim):
+                for _ in range(600):  # up to 60 s for the Nth flush
+                    if fired.is_set():
+                        await asyncio.sleep(0.5)  # the crash restart's processes start traced
+                        await loop.run_in_executor(None, tracer.stop)
+                        if victim == "server":
+                            await loop.run_in_executor(None, server.kill)  # waits for its port
+                            await asyncio.sleep(rng.random() * 0.5)
+                            await loop.run_in_executor(None, server.start)
+                        await watch_progress()
+                        return "killed"
+                    if all(c.counter >= round_edits and not c.inflight for c in round_clients):
+                        break
+                    await asyncio.sleep(0.1)
+                await loop.run_in_executor(None, tracer.stop)
+                return "not reached"
+
+            round_started = time.monotonic()
+            result, ok = await storm_until(server, round_clients, round_edits, 120 + round_edits // 2, fault, edit_interval=PG_EDIT_INTERVAL)
+            tracer.stop()
+            what = f"{label}N={n}:{result}"
+            round_seconds = time.monotonic() - round_started
+            if tracer.killed:
+                pid, role, path, _ = tracer.killed
+                held = tracer.killed_at_entry()
+                if victim != "server":
+                    what += f"({role}{', held at entry' if held else ', after return' if held is False else ''})"
+                else:
+                    what += f"(noted-server, while a {role} flushed)"
+                key = role if victim != "server" else "noted-server"
+                killed_roles[key] = killed_roles.get(key, 0) + 1
+                log(f"round {i}: WAL {calls} {n} by {role} pid {pid} ({os.path.basename(path)}): SIGKILL "
+                    + (f"it; held at entry: {held}" if victim != "server" else "noted-server"))
+                if victim != "server" and held is False:
+                    check.fail(f"{label}N={n}: the {role} was killed only after its {calls} returned")
+            statuses = {}
+            for c in round_clients:
+                for k, v in c.statuses.items():
+                    statuses[k] = statuses.get(k, 0) + v
+            what += f" dup={statuses.get('duplicate', 0)} {round_seconds:.0f}s {calls}{'es' if calls == 'flush' else 's'}={tracer.wal_flushes} {tracer.by_role}"
+            outcomes.append(what)
+            if tracer.by_role.get("postmaster"):
+                check.fail(f"{label}N={n}: the postmaster itself did a WAL {calls} {tracer.by_role['postmaster']} times")
+            if not ok:
+                check.fail(f"{what}: clients did not finish within {120 + round_edits // 2} s")
+            pglog = cluster.log_since(log_at)
+            if tracer.killed and victim != "server":
+                for needle in (f"(PID {tracer.killed[0]}) was terminated by signal 9",
+                               "all server processes terminated; reinitializing",
+                               "database system is ready to accept connections"):
+                    if needle not in pglog:
+                        check.fail(f"{label}N={n}: PostgreSQL's log lacks {needle!r}")
+            elif "terminated by signal" in pglog:
+                check.fail(f"{label}N={n}: a PostgreSQL process died though PostgreSQL was not killed")
+            if not server.alive():
+                check.fail(f"{label}N={n}: noted-server exited")
+                server.start()
+            log(f"round {i} ({what}): ack statuses {statuses}, connections {[c.connects for c in round_clients]}")
+            for u, token in tokens.items():
+                check_user(check, server.url, token, clients[u])
+        acked = on_server = 0
+        for u, token in tokens.items():
+            check_user(check, server.url, token, clients[u])
+            acked += check.facts["acked"]
+            on_server += check.facts["on_server"]
+        check.facts["acked"], check.facts["on_server"] = acked, on_server
+        check.facts["rounds"] = " ".join(re.sub(r" (flushes|writes)=.*", "", o) for o in outcomes)
+        check.facts["killed_by_role"] = killed_roles
+        check.facts["detail"] = outcomes
+        check.facts["killed"] = sum(1 for o in outcomes if ":killed" in o)
+        if not any(":killed(" in o and o[0] in "Nwv" for o in outcomes):
+            check.fail("no PostgreSQL process was killed at a WAL flush: the sweep tested nothing")
+    finally:
+        if server is not None:
+            server.kill()
+        cluster.stop()
     return check
 
 
@@ -853,6 +1287,7 @@ SCENARIOS = {
     "full": scenario_disk_full,
     "partition": scenario_partition,
     "postgres": scenario_postgres,
+    "postgres-fsync": scenario_postgres_fsync,
 }
 
 
