@@ -217,6 +217,26 @@ import Testing
         }
     }
 
+    /// A PostgreSQL batch takes changes only up to about ``PostgresGroupCommit/maxBatchBytes`` of
+    /// records: thirty notes of 190,000 characters in one message take at least two
+    /// transactions, and keep their order.
+    @Test func postgresBatchesAreBoundedInBytes() async throws {
+        guard Backend.available.contains(.postgres) else { return }
+        try await withStore(.postgres) { (store: any NotedStore) async throws in
+            let postgres = try #require(store as? PostgresStore)
+            let user = try await makeUser(store)
+            let body = String(repeating: "lorem ipsum ", count: 190_000 / 12)
+            let before = await postgres.commits.committed
+            let answers = try await pushMessage(store, user: user, (0..<30).map { _ in
+                update(UUID().uuidString.lowercased(), baseRev: 0, ["body": ["set": .string(body)]])
+            }).map { try $0.get() }
+            let after = await postgres.commits.committed
+            #expect(answers.map { $0["seq"] } == (1...30).map { .int(Int64($0)) })
+            #expect(after.changes - before.changes == 30)
+            #expect(after.transactions - before.transactions >= 2, "\(after.transactions - before.transactions) transactions")
+        }
+    }
+
     /// A change that is costly to decide (a merge into a long text) is decided outside the
     /// transactions while other users' changes commit, and its user's later changes still come
     /// after it.

@@ -39,6 +39,10 @@ actor PostgresGroupCommit {
     /// commits share WAL flushes. One batch at a time would make every change wait for the
     /// round trips of the batch before its own.
     static let maxInFlight = 4
+    /// The record bytes (the stored fields of the records its changes touch, or the changes'
+    /// own size when larger) past which a batch takes no further change: what one statement
+    /// carries stays bounded when the records are large (each up to the size limit).
+    static let maxBatchBytes = 4 << 20
 
     /// A change waiting to be committed; it leaves ``waiting`` when answered.
     private final class Item {
@@ -252,12 +256,15 @@ extension PostgresGroupCommit {
         var outcomes: [Outcome] = []
         var writes = BatchWrites()
         var closed = Set<String>()
+        var bytes = 0
         for (index, job) in jobs.enumerated() {
             let user = job.context.userID
-            guard !closed.contains(user) else {
+            guard !closed.contains(user), bytes <= PostgresGroupCommit.maxBatchBytes else {
+                // Past the byte bound every later change waits, so each user's order holds.
                 outcomes.append(.deferred)
                 continue
             }
+            bytes += max(state.sizes[index] ?? 0, job.change.estimatedBytes)
             var reads = state.reads(for: index, of: job)
             if job.prepared == nil, reads.seq != nil, algorithm.isCostly(job.change, current: reads.record) {
                 closed.insert(user)
@@ -289,6 +296,8 @@ struct BatchReads: Sendable {
     var records: [Int: Record] = [:]
     var bases: [Int: (rev: Int64, fields: [String: JSONValue])] = [:]
     var blobs: [String: [String: Int64]] = [:]
+    /// The stored size of each change's record (its fields' JSON), for the batch's byte bound.
+    var sizes: [Int: Int] = [:]
     /// The users whose `seq` row a change of the batch wrote, in the order first written.
     var written: [String] = []
 
@@ -377,6 +386,7 @@ struct BatchReads: Sendable {
         {
             let index = Int(position) - 1
             let change = jobs[index].change
+            state.sizes[index] = fields.utf8.count
             state.records[index] = Record(collection: change.collection, id: change.id, rev: rev, seq: seq, deleted: deleted,
                                           fields: try FieldsCoding.decode(fields), createdAt: Date(millis: created), updatedAt: Date(millis: updated))
             if let base {
@@ -581,5 +591,22 @@ extension PostgresClient {
     /// ``PostgresConnection/run(_:logger:)`` on a connection of the pool.
     func run(_ query: PostgresQuery, logger: Logger) async throws {
         for try await _ in try await self.query(query, logger: logger) {}
+    }
+}
+
+extension Change {
+    /// About how many bytes the change's ops carry (its texts and set elements).
+    var estimatedBytes: Int {
+        var bytes = 64
+        for (name, op) in fields {
+            bytes += name.utf8.count
+            switch op {
+            case .textSet(let text), .textDelta(let text): bytes += text.utf8.count
+            case .setReplace(let values): bytes += values.reduce(0) { $0 + $1.utf8.count }
+            case .setAddRemove(let add, let remove): bytes += (add + remove).reduce(0) { $0 + $1.utf8.count }
+            case .scalarSet: bytes += 16
+            }
+        }
+        return bytes
     }
 }

@@ -21,10 +21,13 @@ public struct PostgresStore: NotedStore {
     let nodeID: String
     let commits: PostgresGroupCommit
     static let commitChannel = "noted_commits"
-    /// How long a push may wait for PostgreSQL before it fails: far beyond any real push. Its
-    /// client has given up on the connection by then (after 15 s) and resent on a new one;
-    /// this frees the session it left, which would otherwise wait for ever.
-    static let pushDeadline: Duration = .seconds(30)
+    /// How long a batch of pushes (``PostgresGroupCommit``) may wait for PostgreSQL before it
+    /// fails: a batch takes milliseconds, and PostgresNIO 1.33.2 sometimes leaves a query
+    /// unanswered for ever when PostgreSQL restarts under it (``withDeadline(_:_:_:)``; the
+    /// `postgres-fsync` fault scenario saw every user of the node wait for this deadline after a
+    /// crash restart). Failed, the batch's changes are answered with an error, their sessions
+    /// close and their clients resend them (a change that did commit is then a `duplicate`).
+    static let pushDeadline: Duration = .seconds(10)
 
     /// Connects a pool to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
     public init(url: String, schemas: SchemaRegistry = .v1, limits: Limits, conflictRevisionsKept: Int = 1000, quota: StorageQuota = .unlimited, logger: Logger) throws {
