@@ -11,12 +11,17 @@ Systems:
           change to the `ack` of that change (the server answers after the durable commit).
           "push -> change": the `push` sent by one connection to the `change` broadcast
           received by another connection of the same user.
-  yjs     pycrdt-websocket (Yjs sync protocol, in memory, no store). "push": a y-protocols
+  yjs     pycrdt-websocket (Yjs sync protocol, in memory unless --store). "push": a y-protocols
           update message of one single-character insert. "ack" (the equivalent round trip):
           the server's broadcast of that update arriving back at the sender (pycrdt-websocket
           sends every applied update to every client of the room, the sender included, after
           applying it to the room's document). "push -> change": the same update arriving at
-          another client of the room.
+          another client of the room. With `yjs-server --store sqlite` the rooms also write
+          every update to pycrdt's SQLiteYStore, after broadcasting it (so the echo still does
+          not wait for the disk).
+  relay   a bare WebSocket relay (relay-server: websockets + uvloop, no storage): each message
+          goes back to its sender and to the room's other clients; the floor of push -> ack
+          with this generator on this machine.
 """
 import argparse
 import asyncio
