@@ -823,7 +823,9 @@ async def cmd_durable(args):
     conns, targets = await open_durable_writers(args, args.users)
     if args.system == "noted":
         created = {nid: c.notes[nid][0] for c, nid in targets}
+    load_before = os.getloadavg()[0]
     result = await run_rate(args, conns, targets, args.users * args.edits_per_second, args.seconds, args.server_pid)
+    result["loadavg_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
     await asyncio.sleep(0.5)  # late answers of pushes that timed out still update the expectations
     result.update({"system": args.system, "users": args.users, "connections": len(conns),
                    "edits_per_user_per_s": args.edits_per_second, "fsync_delay_ms": args.fsync_delay_ms})
