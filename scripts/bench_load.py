@@ -798,7 +798,8 @@ async def open_durable_writers(args, users):
     if args.system == "noted":
         return await open_writers(args, users, 1)
     cls = YConn if args.system == "yjs" else RelayConn
-    conns = await open_all([(lambda i=i: cls(args.url, f"{args.room_prefix}{i}")) for i in range(users)])
+    conns = await open_all([(lambda i=i: cls(args.url, f"{args.room_prefix}{i}")) for i in range(users)],
+                           concurrency=args.open_concurrency)
     return conns, [(c, None) for c in conns]
 
 
@@ -820,7 +821,9 @@ async def cmd_durable(args):
     (pycrdt: own update echoed; relay: own message echoed). Then writes what was acknowledged to
     --expect (Noted: each note's last acked rev; pycrdt and relay: echoes per room) for `verify`,
     run after the server is killed with SIGKILL and (Noted) started again."""
+    opened = now()
     conns, targets = await open_durable_writers(args, args.users)
+    open_seconds = round(now() - opened, 2)
     if args.system == "noted":
         created = {nid: c.notes[nid][0] for c, nid in targets}
     load_before = os.getloadavg()[0]
@@ -828,7 +831,8 @@ async def cmd_durable(args):
     result["loadavg_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
     await asyncio.sleep(0.5)  # late answers of pushes that timed out still update the expectations
     result.update({"system": args.system, "users": args.users, "connections": len(conns),
-                   "edits_per_user_per_s": args.edits_per_second, "fsync_delay_ms": args.fsync_delay_ms})
+                   "edits_per_user_per_s": args.edits_per_second, "fsync_delay_ms": args.fsync_delay_ms,
+                   "open_seconds": open_seconds})
     if args.system == "noted":
         expect = [{"token": c.token, "id": nid, "rev": c.notes[nid][0], "created_rev": created[nid]}
                   for c, nid in targets]
@@ -1089,6 +1093,8 @@ def main():
     p.add_argument("--expect", default=None, help="where to write what was acknowledged, for verify")
     p.add_argument("--ystore-db", default=None, help="pycrdt's SQLiteYStore database (rows counted at the end)")
     p.add_argument("--room-prefix", default="durable-")
+    p.add_argument("--open-concurrency", type=int, default=200,
+                   help="connections being opened at once (pycrdt with its store under strace: fewer, see bench-load-durable)")
     p.add_argument("--fsync-delay-ms", type=float, default=0, help="recorded in the result (applied by bench-load)")
     p = common(sub.add_parser("verify"))
     p.add_argument("--expect", required=True)
