@@ -11,12 +11,17 @@ Systems:
           change to the `ack` of that change (the server answers after the durable commit).
           "push -> change": the `push` sent by one connection to the `change` broadcast
           received by another connection of the same user.
-  yjs     pycrdt-websocket (Yjs sync protocol, in memory, no store). "push": a y-protocols
+  yjs     pycrdt-websocket (Yjs sync protocol, in memory unless --store). "push": a y-protocols
           update message of one single-character insert. "ack" (the equivalent round trip):
           the server's broadcast of that update arriving back at the sender (pycrdt-websocket
           sends every applied update to every client of the room, the sender included, after
           applying it to the room's document). "push -> change": the same update arriving at
-          another client of the room.
+          another client of the room. With `yjs-server --store sqlite` the rooms also write
+          every update to pycrdt's SQLiteYStore, after broadcasting it (so the echo still does
+          not wait for the disk).
+  relay   a bare WebSocket relay (relay-server: websockets + uvloop, no storage): each message
+          goes back to its sender and to the room's other clients; the floor of push -> ack
+          with this generator on this machine.
 """
 import argparse
 import asyncio
@@ -272,6 +277,8 @@ class YConn:
         self.on_change = None
         self.errors = 0
         self.synced = None
+        self.room = room
+        self.echoed = 0  # own updates echoed back (the durable phase's "accepted")
 
     async def open(self):
         self.ws = await connect(self.url, compression=None, max_size=None, open_timeout=60,
@@ -295,6 +302,7 @@ class YConn:
                     # reader of its own room, and applying costs the generator CPU.
                     if self.pending:
                         future, _ = self.pending.pop(0)
+                        self.echoed += 1
                         if not future.done():
                             future.set_result((t, None))
                     elif self.on_change:
@@ -316,6 +324,64 @@ class YConn:
         self.text.insert(position, text)
         update = self.doc.get_update(state)
         message = self.pycrdt.create_update_message(update)
+        future = asyncio.get_running_loop().create_future()
+        self.pending.append((future, now()))
+        await self.ws.send(message)
+        return future, message
+
+    async def close(self):
+        self.reader.cancel()
+        try:
+            await asyncio.wait_for(self.ws.close(), 2)
+        except Exception:
+            pass
+
+
+
+# ---------------------------------------------------------------------------------------------
+# The bare WebSocket relay (the floor): no protocol, no storage
+
+
+class RelayConn:
+    """One client of the relay server (relay-server below): sends a text message of the size of
+    a Noted keystroke push; the relay sends it back to the sender (the "ack") and to the other
+    clients of the room. Echoes come back in order, so a FIFO matches them."""
+
+    def __init__(self, base, room):
+        self.url = base.replace("http://", "ws://") + "/" + room
+        self.room = room
+        self.pending = []
+        self.on_change = None
+        self.errors = 0
+        self.echoed = 0
+        self.body = 0
+
+    async def open(self):
+        self.ws = await connect(self.url, compression=None, max_size=None, open_timeout=60,
+                                ping_interval=None, close_timeout=2)
+        self.reader = asyncio.create_task(self._read())
+        return self
+
+    async def _read(self):
+        try:
+            async for message in self.ws:
+                t = now()
+                if self.pending:
+                    future, _ = self.pending.pop(0)
+                    self.echoed += 1
+                    if not future.done():
+                        future.set_result((t, None))
+                elif self.on_change:
+                    self.on_change(message, t)
+        except websockets.ConnectionClosed:
+            pass
+
+    async def keystroke_push(self, text="x"):
+        self.body += 1
+        message = json.dumps({"type": "push", "changes": [{
+            "ccid": str(uuid.uuid4()), "collection": "notes", "id": self.room, "baseRev": self.body,
+            "op": "upsert", "fields": {"body": {"delta": delta_insert(self.body, random.randint(0, self.body), text)}}}]},
+            separators=(",", ":"))
         future = asyncio.get_running_loop().create_future()
         self.pending.append((future, now()))
         await self.ws.send(message)
@@ -722,6 +788,180 @@ async def cmd_pull(args):
             "payload_bytes": wire, "page_ms": summary_ms(page_times)}
 
 
+
+# ---------------------------------------------------------------------------------------------
+# durable edits (issue 18): many users, a fixed rate, and nothing lost
+
+
+async def open_durable_writers(args, users):
+    """One connection and one note (Noted) or one room (pycrdt, relay) per user."""
+    if args.system == "noted":
+        return await open_writers(args, users, 1)
+    cls = YConn if args.system == "yjs" else RelayConn
+    conns = await open_all([(lambda i=i: cls(args.url, f"{args.room_prefix}{i}")) for i in range(users)],
+                           concurrency=args.open_concurrency)
+    return conns, [(c, None) for c in conns]
+
+
+def ystore_rows(db, prefix):
+    """Updates stored by pycrdt's SQLiteYStore per room (path) of this run."""
+    import sqlite3
+    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)
+    try:
+        rows = connection.execute("SELECT path, count(*) FROM yupdates WHERE path LIKE ? GROUP BY path",
+                                  (prefix + "%",)).fetchall()
+    finally:
+        connection.close()
+    return dict(rows)
+
+
+async def cmd_durable(args):
+    """`--users` users each editing `--edits-per-second` times a second for `--seconds` (one
+    connection and one note or room each, at most one change in flight per note), push -> ack
+    (pycrdt: own update echoed; relay: own message echoed). Then writes what was acknowledged to
+    --expect (Noted: each note's last acked rev; pycrdt and relay: echoes per room) for `verify`,
+    run after the server is killed with SIGKILL and (Noted) started again."""
+    opened = now()
+    conns, targets = await open_durable_writers(args, args.users)
+    open_seconds = round(now() - opened, 2)
+    if args.system == "noted":
+        created = {nid: c.notes[nid][0] for c, nid in targets}
+    load_before = os.getloadavg()[0]
+    result = await run_rate(args, conns, targets, args.users * args.edits_per_second, args.seconds, args.server_pid)
+    result["loadavg_1min"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+    await asyncio.sleep(0.5)  # late answers of pushes that timed out still update the expectations
+    result.update({"system": args.system, "users": args.users, "connections": len(conns),
+                   "edits_per_user_per_s": args.edits_per_second, "fsync_delay_ms": args.fsync_delay_ms,
+                   "open_seconds": open_seconds})
+    if args.system == "noted":
+        expect = [{"token": c.token, "id": nid, "rev": c.notes[nid][0], "created_rev": created[nid]}
+                  for c, nid in targets]
+        result["acked_changes"] = sum(e["rev"] - e["created_rev"] for e in expect)
+    else:
+        expect = [{"room": c.room, "echoed": c.echoed} for c in conns]
+        result["acked_changes"] = sum(e["echoed"] for e in expect)
+        if args.system == "yjs" and args.ystore_db:
+            # Stored when the last echo came back (the store writes after echoing).
+            stored = ystore_rows(args.ystore_db, args.room_prefix)
+            result["stored_at_drain"] = sum(stored.values())
+    if args.expect:
+        with open(args.expect, "w") as f:
+            json.dump({"system": args.system, "room_prefix": args.room_prefix, "expect": expect}, f)
+    await asyncio.gather(*[c.close() for c in conns])
+    return result
+
+
+async def noted_stored_revs(base, token, concurrency_guard):
+    async with concurrency_guard:
+        url = base.replace("http://", "ws://") + "/v1/sync"
+        async with connect(url, compression=None, max_size=None, open_timeout=60, ping_interval=None,
+                           close_timeout=2) as ws:
+            await ws.send(json.dumps({"type": "hello", "protocol": 1, "token": token, "device": str(uuid.uuid4())}))
+            welcome = json.loads(await asyncio.wait_for(ws.recv(), 60))
+            if welcome.get("type") != "welcome":
+                raise RuntimeError(f"verify: no welcome: {welcome}")
+            revs, since = {}, 0
+            for _ in range(1000):
+                await ws.send(json.dumps({"type": "pull", "since": since, "limit": 1000}))
+                while True:
+                    page = json.loads(await asyncio.wait_for(ws.recv(), 60))
+                    if page.get("type") == "changes":
+                        break
+                for record in page["records"]:
+                    revs[record["id"]] = record["rev"]
+                since = page["cursor"]
+                if not page["more"]:
+                    break
+            return revs
+
+
+async def cmd_verify(args):
+    """Nothing lost: after the server was killed (SIGKILL) and started again, every change that
+    was acknowledged is stored. Noted: pulls each user's records since 0 and compares each note's
+    stored rev with the last rev acked for it (a rev is one committed change; a stored rev below
+    the acked one is a lost change). pycrdt: rows of its SQLiteYStore per room against the
+    updates echoed to that room's writer. Relay: nothing is stored (every echo is "lost")."""
+    data = json.load(open(args.expect))
+    expect = data["expect"]
+    start = now()
+    if data["system"] == "noted":
+        guard = asyncio.Semaphore(100)
+        stored = await asyncio.gather(*[noted_stored_revs(args.url, e["token"], guard) for e in expect])
+        lost_notes, lost_changes, acked, kept = 0, 0, 0, 0
+        for e, revs in zip(expect, stored):
+            rev = revs.get(e["id"], 0)
+            acked += e["rev"] - e["created_rev"]
+            kept += min(rev, e["rev"]) - e["created_rev"]
+            if rev < e["rev"]:
+                lost_notes += 1
+                lost_changes += e["rev"] - rev
+        return {"system": "noted", "notes": len(expect), "acked_changes": acked, "stored_changes": kept,
+                "lost_changes": lost_changes, "notes_with_loss": lost_notes, "seconds": round(now() - start, 2)}
+    if data["system"] == "yjs":
+        rows = ystore_rows(args.ystore_db, data["room_prefix"])
+        acked = sum(e["echoed"] for e in expect)
+        lost = sum(max(0, e["echoed"] - rows.get(e["room"], 0)) for e in expect)
+        return {"system": "yjs", "rooms": len(expect), "acked_changes": acked, "stored_changes": sum(rows.values()),
+                "lost_changes": lost, "notes_with_loss": sum(1 for e in expect if rows.get(e["room"], 0) < e["echoed"]),
+                "seconds": round(now() - start, 2)}
+    acked = sum(e["echoed"] for e in expect)
+    return {"system": data["system"], "acked_changes": acked, "stored_changes": 0, "lost_changes": acked,
+            "notes_with_loss": len(expect), "seconds": 0}
+
+
+async def cmd_probe(args):
+    """One connection, `--pushes` sequential keystrokes 20 ms apart: push -> ack of a single user
+    (shows an fsync delay: every ack of a durable server waits for at least one fsync)."""
+    if args.system == "noted":
+        conn = await NotedConn(args.url, load_tokens(args.tokens, 1)[0]).open()
+        note_id = (await conn.create_notes(1, body="probe"))[0]
+    else:
+        conn = await (YConn if args.system == "yjs" else RelayConn)(args.url, f"{args.room_prefix}probe").open()
+    samples = []
+    deadline = now() + args.max_seconds
+    for _ in range(args.pushes):
+        if now() > deadline:
+            break
+        t = now()
+        if args.system == "noted":
+            futures, _ = await conn.push([conn.keystroke(note_id)])
+            future = futures[0]
+        else:
+            future, _ = await conn.keystroke_push()
+        await asyncio.wait_for(future, 10)
+        samples.append(now() - t)
+        await asyncio.sleep(0.02)
+    await conn.close()
+    return {"system": args.system, "fsync_delay_ms": args.fsync_delay_ms, **summary_ms(samples)}
+
+
+async def cmd_relay_server(args):
+    """The floor: a bare WebSocket relay (websockets + uvloop), no parsing, no storage. Each
+    message goes back to its sender and to every other client of the room (the URL path)."""
+    from websockets.asyncio.server import serve
+    rooms = {}
+
+    async def handler(websocket):
+        room = rooms.setdefault(websocket.request.path, set())
+        room.add(websocket)
+        try:
+            async for message in websocket:
+                await websocket.send(message)
+                for other in room:
+                    if other is not websocket:
+                        try:
+                            await other.send(message)
+                        except websockets.ConnectionClosed:
+                            pass
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            room.discard(websocket)
+
+    async with serve(handler, "127.0.0.1", args.port, compression=None, max_size=None, ping_interval=None):
+        print("listening", flush=True)
+        await asyncio.Future()
+
 # ---------------------------------------------------------------------------------------------
 # the pycrdt-websocket server
 
@@ -760,7 +1000,37 @@ async def cmd_yjs_server(args):
             message = await self.websocket.recv()
             return message if isinstance(message, bytes) else message.encode()
 
-    async with WebsocketServer(auto_clean_rooms=False) as server:
+    server_class = WebsocketServer
+    if args.store == "sqlite":
+        # pycrdt's own SQLiteYStore (pycrdt-store), one store object per room, all in one
+        # database file, as pycrdt-websocket's documentation sets it up; the room writes each
+        # update to it after broadcasting the update (YRoom._broadcast_updates).
+        import logging
+        from pycrdt.store import SQLiteYStore
+        from pycrdt.websocket import YRoom
+        logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="store-log %(levelname)s %(message)s")
+
+        class Store(SQLiteYStore):
+            db_path = args.db
+
+        # The database is created once here: a hundred rooms starting at once would each find no
+        # file and try to create the tables.
+        first = Store(path="-init-")
+        async with first:
+            await first.db_initialized.wait()
+            await first.write(b"\x00\x00")
+
+        class StoredServer(WebsocketServer):
+            async def get_room(self, name):
+                if name not in self.rooms:
+                    self.rooms[name] = YRoom(ready=self.rooms_ready, ystore=Store(path=name),
+                                             exception_handler=self.exception_handler, log=self.log)
+                room = self.rooms[name]
+                await self.start_room(room)
+                return room
+
+        server_class = StoredServer
+    async with server_class(auto_clean_rooms=False) as server:
         async def handler(websocket):
             await server.serve(Channel(websocket))
 
@@ -779,7 +1049,7 @@ def main():
 
     def common(p):
         p.add_argument("--url", required=True)
-        p.add_argument("--system", choices=["noted", "yjs"], default="noted")
+        p.add_argument("--system", choices=["noted", "yjs", "relay"], default="noted")
         p.add_argument("--tokens", default=None)
         p.add_argument("--server-pid", type=int, default=None)
         p.add_argument("--db-pid", type=int, default=None, help="PostgreSQL's postmaster: its CPU is reported too")
@@ -816,12 +1086,34 @@ def main():
     p.add_argument("--size", type=int, default=2048)
     p = common(sub.add_parser("pull"))
     p.add_argument("--limit", type=int, default=1000)
+    p = common(sub.add_parser("durable"))
+    p.add_argument("--users", type=int, default=1000)
+    p.add_argument("--edits-per-second", type=float, default=2)
+    p.add_argument("--seconds", type=float, default=30)
+    p.add_argument("--expect", default=None, help="where to write what was acknowledged, for verify")
+    p.add_argument("--ystore-db", default=None, help="pycrdt's SQLiteYStore database (rows counted at the end)")
+    p.add_argument("--room-prefix", default="durable-")
+    p.add_argument("--open-concurrency", type=int, default=200,
+                   help="connections being opened at once (pycrdt with its store under strace: fewer, see bench-load-durable)")
+    p.add_argument("--fsync-delay-ms", type=float, default=0, help="recorded in the result (applied by bench-load)")
+    p = common(sub.add_parser("verify"))
+    p.add_argument("--expect", required=True)
+    p.add_argument("--ystore-db", default=None)
+    p = common(sub.add_parser("probe"))
+    p.add_argument("--pushes", type=int, default=50)
+    p.add_argument("--room-prefix", default="probe-")
+    p.add_argument("--fsync-delay-ms", type=float, default=0)
     p = sub.add_parser("yjs-server")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--store", choices=["none", "sqlite"], default="none")
+    p.add_argument("--db", default=None, help="the SQLiteYStore database file (--store sqlite)")
+    p = sub.add_parser("relay-server")
     p.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
 
     commands = {"setup": cmd_setup, "fanout": cmd_fanout, "sustained": cmd_sustained, "maxrate": cmd_maxrate,
-                "idle": cmd_idle, "idle-stages": cmd_idle_stages, "bytes": cmd_bytes, "seed": cmd_seed, "pull": cmd_pull, "yjs-server": cmd_yjs_server}
+                "idle": cmd_idle, "idle-stages": cmd_idle_stages, "bytes": cmd_bytes, "seed": cmd_seed, "pull": cmd_pull, "yjs-server": cmd_yjs_server,
+                "durable": cmd_durable, "verify": cmd_verify, "probe": cmd_probe, "relay-server": cmd_relay_server}
     if args.command != "bytes" and os.environ.get("BENCH_NO_UVLOOP") is None:
         try:
             import uvloop
@@ -829,7 +1121,7 @@ def main():
         except ImportError:
             pass
     result = asyncio.run(asyncio.wait_for(commands[args.command](args), getattr(args, "max_seconds", 300) + 120)
-                         if args.command != "yjs-server" else commands[args.command](args))
+                         if not args.command.endswith("-server") else commands[args.command](args))
     print(json.dumps(result))
 
 
