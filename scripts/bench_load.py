@@ -806,7 +806,9 @@ async def open_durable_writers(args, users):
 def ystore_rows(db, prefix):
     """Updates stored by pycrdt's SQLiteYStore per room (path) of this run."""
     import sqlite3
-    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)
+    # Read-write: after a SIGKILL the file may need its journal rolled back, which a read-only
+    # connection cannot do ("attempt to write a readonly database").
+    connection = sqlite3.connect(db, timeout=60)
     try:
         rows = connection.execute("SELECT path, count(*) FROM yupdates WHERE path LIKE ? GROUP BY path",
                                   (prefix + "%",)).fetchall()

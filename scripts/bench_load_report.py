@@ -48,13 +48,14 @@ def durable_lines(r):
              "Push → ack (pycrdt: own update echoed back; relay: own message echoed back), one connection and one "
              "note (room) per user, at most one change in flight per note. *lost*: acknowledged changes not found "
              "after the server was killed (SIGKILL; PostgreSQL stopped with `-m immediate`) and started again. "
-             "*probe*: one user alone, 50 pushes one at a time (p50). *fsyncs traced*: fsync/fdatasync calls "
-             "strace saw (probe and run together), each held 2 ms in the 2 ms rows; the control rows run under the "
-             "same strace without holding them.", "",
+             "*probe*: one user alone, 50 pushes one at a time (p50). The 2 ms rows hold every fsync/fdatasync 2 ms "
+             "after it returns (scripts/fsync-delay.c preloaded; with NOTED_BENCH_FSYNC_DELAY=strace, strace's "
+             "fault injection, whose *fsyncs traced* counts the calls held, probe and run together); the control "
+             "rows run with the same prefix without holding them.", "",
              "| system | fsync delay | offered/s | accepted/s | p50 ms | p99 ms | max ms | errors | acked | lost | "
              "server CPU | PostgreSQL CPU | probe p50 ms | fsyncs traced | load avg |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
-    delay_names = {"0ms": "none", "0ms-traced": "none, under strace (control)", "2ms": "2 ms"}
+    delay_names = {"0ms": "none", "0ms-traced": "none, delay's prefix only (control)", "2ms": "2 ms"}
     for key, label, d in runs:
         v = r[f"durable-{key}-{d}"]
         verify = r.get(f"durable-{key}-{d}-verify")
@@ -85,7 +86,7 @@ def durable_lines(r):
                      f"(p50 {f['append']['p50_us']:.0f} µs, p99 {f['append']['p99_us']:.0f} µs).")
         g = r.get("durable-fsync-rate-2ms")
         if g:
-            lines.append(f"Under the strace delay (the check that it holds each call 2 ms): {g['overwrite']['ops_per_s']:,.0f}/s "
+            lines.append(f"Under the delay (the check that it holds each call 2 ms): {g['overwrite']['ops_per_s']:,.0f}/s "
                          f"rewriting (p50 {g['overwrite']['p50_us']:.0f} µs), {g['append']['ops_per_s']:,.0f}/s appending "
                          f"(p50 {g['append']['p50_us']:.0f} µs): one process syncing one call after the other gets at most "
                          f"500/s; only a server that commits many users' changes per fsync reaches 2,000 edits/s.")
