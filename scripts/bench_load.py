@@ -264,7 +264,18 @@ def load_tokens(path, count):
 # Yjs (pycrdt-websocket)
 
 
-class YConn:
+class EchoConn:
+    """What the pycrdt and relay clients share: a WebSocket with a reader task."""
+
+    async def close(self):
+        self.reader.cancel()
+        try:
+            await asyncio.wait_for(self.ws.close(), 2)
+        except Exception:
+            pass
+
+
+class YConn(EchoConn):
     """One client of one pycrdt-websocket room, doing single-character inserts in a Y.Text."""
 
     def __init__(self, base, room):
@@ -329,12 +340,6 @@ class YConn:
         await self.ws.send(message)
         return future, message
 
-    async def close(self):
-        self.reader.cancel()
-        try:
-            await asyncio.wait_for(self.ws.close(), 2)
-        except Exception:
-            pass
 
 
 
@@ -342,7 +347,7 @@ class YConn:
 # The bare WebSocket relay (the floor): no protocol, no storage
 
 
-class RelayConn:
+class RelayConn(EchoConn):
     """One client of the relay server (relay-server below): sends a text message of the size of
     a Noted keystroke push; the relay sends it back to the sender (the "ack") and to the other
     clients of the room. Echoes come back in order, so a FIFO matches them."""
@@ -387,12 +392,6 @@ class RelayConn:
         await self.ws.send(message)
         return future, message
 
-    async def close(self):
-        self.reader.cancel()
-        try:
-            await asyncio.wait_for(self.ws.close(), 2)
-        except Exception:
-            pass
 
 
 # ---------------------------------------------------------------------------------------------
