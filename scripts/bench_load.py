@@ -265,7 +265,17 @@ def load_tokens(path, count):
 
 
 class EchoConn:
-    """What the pycrdt and relay clients share: a WebSocket with a reader task."""
+    """What the pycrdt and relay clients share: a WebSocket with a reader task, and updates
+    that come back in order (the sender's own first answers its oldest pending push)."""
+
+    def _echo(self, message, t):
+        if self.pending:
+            future, _ = self.pending.pop(0)
+            self.echoed += 1
+            if not future.done():
+                future.set_result((t, None))
+        elif self.on_change:
+            self.on_change(message, t)
 
     async def close(self):
         self.reader.cancel()
@@ -311,13 +321,7 @@ class YConn(EchoConn):
                 if sub == pycrdt.YSyncMessageType.SYNC_UPDATE:
                     # Not applied to the local document: every client here is a writer or a
                     # reader of its own room, and applying costs the generator CPU.
-                    if self.pending:
-                        future, _ = self.pending.pop(0)
-                        self.echoed += 1
-                        if not future.done():
-                            future.set_result((t, None))
-                    elif self.on_change:
-                        self.on_change(message, t)
+                    self._echo(message, t)
                     continue
                 reply = pycrdt.handle_sync_message(message[1:], self.doc)
                 if reply is not None:
@@ -371,13 +375,7 @@ class RelayConn(EchoConn):
         try:
             async for message in self.ws:
                 t = now()
-                if self.pending:
-                    future, _ = self.pending.pop(0)
-                    self.echoed += 1
-                    if not future.done():
-                        future.set_result((t, None))
-                elif self.on_change:
-                    self.on_change(message, t)
+                self._echo(message, t)
         except websockets.ConnectionClosed:
             pass
 

@@ -6,9 +6,9 @@ import PostgresNIO
 
 /// Group commit for the PostgreSQL store (issue 18): the changes that arrive while a transaction
 /// is in flight, from every connection and user of this node, go into the next transaction
-/// together, which reads and writes them with a fixed number of set-based statements (about a
-/// dozen round trips for the whole batch, where one change alone took as many), and one commit
-/// (one WAL flush) makes them all durable.
+/// together, which reads and writes them with a fixed number of set-based statements (about
+/// seven round trips for the whole batch, where one change alone took about a dozen), and one
+/// commit (one WAL flush) makes them all durable.
 ///
 /// - Each change is answered only once the transaction holding it has committed, with its own
 ///   result (`applied_changes` keeps it, as for a change committed alone).
@@ -240,15 +240,16 @@ extension PostgresGroupCommit {
     enum Outcome: Sendable {
         /// Committed with the batch (or refused, writing nothing).
         case answered(Result<PushResult, any Error>)
-        /// Left for a later batch: an earlier change of its user left this one.
+        /// Left for a later batch: an earlier change of its user left this one, or the batch
+        /// reached ``PostgresGroupCommit/maxBatchBytes``.
         case deferred
         /// Costly to decide: to be decided outside, from these reads.
         case decideOutside(PrefetchedPushReads)
     }
 
     /// Reads everything the batch's changes need (the users' `seq` rows locked), runs the
-    /// algorithm over each in order, then writes what it decided, one statement per kind of
-    /// write for the whole batch, in the order the algorithm lists them for one change.
+    /// algorithm over each in order, then writes what it decided for the whole batch
+    /// (``BatchWrites/execute(users:connection:logger:)``).
     static func commit(
         _ jobs: [Job], algorithm: PushAlgorithm, nodeID: String, connection: PostgresConnection, logger: Logger
     ) async throws -> [Outcome] {
