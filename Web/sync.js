@@ -11,7 +11,7 @@
 //   refreshSoon);
 // - `blobs` (set later, optional): the uploads a change adding a file waits for.
 
-import { applyDelta, editDelta, rebase, uuid } from "./text.js";
+import { applyDelta, changeID, editDelta, rebase, uuid } from "./text.js";
 import {
   SCALAR_FIELDS, SET_FIELDS, TEXT_FIELDS, isReplacement, newRecord, normalizeFields, replacement, textEdited,
 } from "./records.js";
@@ -722,7 +722,7 @@ export function buildChange(record) {
   // After a merged ack the edits could not be rebased onto, the `set`s go against the older
   // revision they were made on (`staleBase`), so that the server keeps what they replace.
   const baseRev = shadow ? (record.forceSet && record.staleBase ? record.staleBase : shadow.rev) : 0;
-  const change = { ccid: uuid(), collection: "notes", id: record.id, baseRev };
+  const change = { ccid: changeID(), collection: "notes", id: record.id, baseRev };
   if (record.purged) {
     if (!shadow) return null;
     return { ...change, op: "delete" };

@@ -313,6 +313,28 @@ export function wholeWords(diffs) {
   return out;
 }
 
+/**
+ * The next `ccid` of this page: a version-8 UUID (RFC 9562) of 74 random bits drawn once per
+ * page load and a 48-bit counter, `rrrrrrrr-rrrr-8rrr-Vrrr-cccccccccccc`, as NotedClient's
+ * `ChangeID`. A random v4 id per change costs about 18 bytes of every push even with
+ * permessage-deflate; consecutive ids of one page differ only in the counter, which deflate's
+ * context takeover sends as a back-reference (docs/benchmarks.md, "Bytes per keystroke"). The
+ * random prefix keeps two pages' (two tabs', two devices') ids apart, the counter one page's;
+ * a change is stored with its ccid before the first send, so a reload never needs the counter.
+ */
+export function changeID() {
+  if (!ccidHead) {
+    const b = crypto.getRandomValues(new Uint8Array(10));
+    const h = [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+    const variant = (8 | (b[9] & 3)).toString(16);
+    ccidHead = `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(12, 15)}-${variant}${h.slice(15, 18)}-`;
+  }
+  ccidCount += 1;
+  return ccidHead + ccidCount.toString(16).padStart(12, "0");
+}
+let ccidHead = null;
+let ccidCount = 0;
+
 /** A random v4 UUID in canonical lower-case form. */
 export function uuid() {
   if (crypto.randomUUID) return crypto.randomUUID();

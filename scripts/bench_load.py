@@ -46,6 +46,27 @@ def now():
     return time.monotonic()
 
 
+# The ccids of this generator, as NotedClient (`ChangeID`) and the web app (`changeID`) make
+# them: a version-8 UUID of random bits drawn once per process and a counter, so that
+# consecutive pushes share all but the counter's digits (what permessage-deflate compresses).
+# RANDOM_CCIDS switches to a random v4 id per change, as the clients did before (`bytes` shows
+# both).
+_CCID_PREFIX = os.urandom(10)
+_CCID_HEAD = "{0}-{1}-8{2}-{3:x}{4}-".format(
+    _CCID_PREFIX.hex()[0:8], _CCID_PREFIX.hex()[8:12], _CCID_PREFIX.hex()[12:15],
+    8 | (_CCID_PREFIX[9] & 3), _CCID_PREFIX.hex()[15:18])
+_ccid_count = 0
+RANDOM_CCIDS = False
+
+
+def next_ccid():
+    global _ccid_count
+    if RANDOM_CCIDS:
+        return str(uuid.uuid4())
+    _ccid_count += 1
+    return _CCID_HEAD + "%012x" % _ccid_count
+
+
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -213,7 +234,7 @@ class NotedConn:
         rev, length = self.notes[note_id]
         position = random.randint(0, length)
         self.notes[note_id][1] = length + 1
-        return {"ccid": str(uuid.uuid4()), "collection": "notes", "id": note_id, "baseRev": rev,
+        return {"ccid": next_ccid(), "collection": "notes", "id": note_id, "baseRev": rev,
                 "op": "upsert", "fields": {"body": {"delta": delta_insert(length, position, "x")}}}
 
     async def close(self):
@@ -668,10 +689,14 @@ async def cmd_bytes(args):
     """One single-keystroke change into a 1,000-character note: the push, the ack, the
     broadcast `change`; frame payloads (UTF-8 bytes) and TCP bytes with WebSocket framing,
     without compression and with permessage-deflate where the server negotiates it."""
+    global RANDOM_CCIDS
     out = {}
     token = load_tokens(args.tokens, 1)[0]
-    for mode in ["none", "deflate"]:
+    # "deflate-random-ccid": the clients' ids before they were made sequential (NotedClient's
+    # `ChangeID`), for the comparison.
+    for mode in ["none", "deflate", "deflate-random-ccid"]:
         compression = None if mode == "none" else "deflate"
+        RANDOM_CCIDS = mode == "deflate-random-ccid"
         writer = await NotedConn(args.url, token, compression=compression).open()
         reader = await NotedConn(args.url, token, compression=compression).open()
         negotiated = writer.ws.response.headers.get("Sec-WebSocket-Extensions")
@@ -690,7 +715,7 @@ async def cmd_bytes(args):
         (t_ack, ack), = await asyncio.wait_for(asyncio.gather(*futures), 10)
         change_text = await asyncio.wait_for(got, 10)
         await asyncio.sleep(0.2)
-        if mode == "deflate":
+        if mode != "none":
             # What the broadcast would take if the server compressed it too (it leaves frames
             # under its minFrameSizeToCompress, 256 bytes, uncompressed): raw deflate with
             # context takeover, primed with the warm-up change, as RFC 7692 frames it.
@@ -706,7 +731,7 @@ async def cmd_bytes(args):
                      "change_payload_bytes": len(change_text.encode()),
                      "push_tcp_bytes": wc.sent, "ack_tcp_bytes": wc.received, "change_tcp_bytes": rc.received,
                      "push_example": push_text, "change_example": change_text}
-        if mode == "deflate":
+        if mode != "none":
             out[mode]["change_tcp_bytes_if_compressed_estimate"] = estimate
         await writer.close()
         await reader.close()

@@ -258,6 +258,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-pushes-per-second"), help: "Push messages per second and connection; more are rejected rate_limited [NOTED_MAX_PUSHES_PER_SECOND]; default 20.")
     var maxPushesPerSecond: Int?
 
+    @Option(name: .customLong("heartbeat-seconds"), help: "Seconds between the heartbeats (unsolicited pong frames) every sync connection is sent [NOTED_HEARTBEAT_SECONDS]; default 30.")
+    var heartbeatSeconds: Int?
+
     @Option(name: .customLong("trusted-proxy"), help: "A reverse proxy (address or CIDR) whose X-Forwarded-For is believed for the sign-in limits; repeatable [NOTED_TRUSTED_PROXIES, comma-separated].")
     var trustedProxies: [String] = []
 
@@ -348,6 +351,10 @@ struct Serve: AsyncParsableCommand {
         if let text = maxPushesPerSecond.map(String.init) ?? environment["NOTED_MAX_PUSHES_PER_SECOND"] {
             guard let value = Int(text), value >= 1 else { throw ValidationError("--max-pushes-per-second is a number >= 1") }
             configuration.maxPushesPerSecond = value
+        }
+        if let text = heartbeatSeconds.map(String.init) ?? environment["NOTED_HEARTBEAT_SECONDS"] {
+            guard let value = Int(text), (1...3600).contains(value) else { throw ValidationError("--heartbeat-seconds is a number from 1 to 3600") }
+            configuration.heartbeatInterval = .seconds(value)
         }
         let proxies = trustedProxies.isEmpty
             ? (environment["NOTED_TRUSTED_PROXIES"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

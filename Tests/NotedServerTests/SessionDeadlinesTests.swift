@@ -28,6 +28,7 @@ import Testing
                 case .text(let text): code = (try? JSONValue.parse(text))?["code"]?.stringValue
                 case .message(let value): code = value["code"]?.stringValue
                 case .close(let close, _): return (code, close)
+                case .heartbeat: break
                 }
             }
             return (code, nil)
@@ -79,5 +80,34 @@ import Testing
         #expect(await moved.closed() == (nil, nil))
         #expect(await gone.closed() == (nil, nil))
         #expect(deadlines.count == 1)
+    }
+
+    @Test func everyWatchedSessionGetsHeartbeatsSpreadOverTheIntervalUntilItEnds() async throws {
+        // Two slots of 20 ms: each session gets one heartbeat per 40 ms round.
+        let deadlines = SessionDeadlines(heartbeatInterval: .milliseconds(40), heartbeatSlots: 2)
+        let first = Watched(in: 3600), second = Watched(in: 3600)
+        deadlines.watch(first.id, shared: first.shared, continuation: first.outbox)
+        deadlines.watch(second.id, shared: second.shared, continuation: second.outbox)
+        #expect(deadlines.running)
+        for session in [first, second] {
+            var iterator = session.stream.makeAsyncIterator()
+            for _ in 0..<3 {
+                guard case .heartbeat? = await iterator.next() else {
+                    Issue.record("expected a heartbeat")
+                    return
+                }
+            }
+        }
+        // A deadline still comes between heartbeats, on time: a session watched while the task
+        // sleeps until its next tick, with a deadline before a later tick.
+        let early = Watched(in: 0.05)
+        deadlines.watch(early.id, shared: early.shared, continuation: early.outbox)
+        #expect(await early.closed() == ("unauthenticated", 4001))
+        deadlines.unwatch(first.id)
+        deadlines.unwatch(second.id)
+        // The task stops at its next tick once nobody is watched.
+        for _ in 0..<500 where deadlines.running { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(!deadlines.running)
+        #expect(deadlines.count == 0)
     }
 }

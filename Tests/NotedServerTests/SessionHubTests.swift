@@ -14,6 +14,7 @@ import Testing
             case .text(let text): texts.append(text)
             case .message(let value): texts.append("message:" + value.jsonString)
             case .close(let code, _): texts.append("close:\(code)")
+            case .heartbeat: texts.append("heartbeat")
             }
         }
         return texts

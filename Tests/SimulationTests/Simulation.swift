@@ -564,6 +564,8 @@ final class World {
                 switch item {
                 case .message(let value): message = value
                 case .text(let text): message = try JSONValue.parse(text)
+                case .heartbeat:
+                    continue
                 case .close:
                     // The server closes the connection after what it queued.
                     link.closedByServer = true

@@ -266,7 +266,7 @@ extension LocalStore {
                 guard !handled.isEmpty else { break }
                 for var row in handled {
                     guard result.count < limit else { break }
-                    let ccid = UUID().uuidString.lowercased()
+                    let ccid = ChangeID.next()
                     let baseRev = row.state.nextBaseRev(shadowRev: row.rev)
                     var change: [String: JSONValue] = [
                         "ccid": .string(ccid), "collection": .string(row.collection), "id": .string(row.id), "baseRev": .int(baseRev),

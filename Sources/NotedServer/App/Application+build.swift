@@ -82,7 +82,8 @@ public func buildApplication(
         extensions: [.perMessageDeflate(
             clientMaxWindow: 10, serverMaxWindow: 10, memoryLevel: 4,
             maxDecompressedFrameSize: configuration.limits.maxMessageBytes, minFrameSizeToCompress: 24)],
-        autoPing: .enabled(timePeriod: .seconds(30)),
+        // Heartbeats come from one task for every connection (SessionDeadlines), not a task each.
+        autoPing: .disabled,
         validateUTF8: true)
     let connections = ConnectionLimit(maximum: configuration.maxConnections)
     return Application(
@@ -195,7 +196,8 @@ public struct SyncSessions: Sendable {
     public init() {}
 
     /// A service that, when shutdown begins, closes every session with 1001 and waits (at most
-    /// `timeout`) until they have ended.
+    /// `timeout`) until they have ended; the connections of sessions still open then are
+    /// closed without the close handshake.
     public func closeOnShutdown(timeout: Duration = .seconds(5)) -> some Service {
         SessionCloser(hub: hub, timeout: timeout)
     }
@@ -212,6 +214,10 @@ struct SessionCloser: Service {
         while hub.connectionCount > 0 && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
+        // A client that reads nothing keeps its close unread, and its session open for ever:
+        // past the timeout its connection is closed without the handshake (and so is that of a
+        // session that starts from now on).
+        hub.dropAll()
     }
 }
 

@@ -54,6 +54,8 @@ public struct ServerConfiguration: Sendable {
     public var appliedChangeRetention: Duration = .seconds(60 * 60 * 24 * 30)
     public var sweepInterval: Duration = .seconds(60 * 60)
     public var helloTimeout: Duration = .seconds(15)
+    /// How often every sync connection is sent a heartbeat (``SessionDeadlines``).
+    public var heartbeatInterval: Duration = .seconds(30)
     /// Errors in one minute after which a session is closed with 1008.
     public var maxErrorsPerMinute = 20
     /// Push messages per second and session; more are rejected `rate_limited`.

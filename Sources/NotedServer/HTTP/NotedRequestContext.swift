@@ -1,6 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
+import NIOCore
 
 /// The request context of every route: WebSocket upgrades and the client's address.
 public struct NotedRequestContext: RequestContext, WebSocketRequestContext {
@@ -8,11 +9,14 @@ public struct NotedRequestContext: RequestContext, WebSocketRequestContext {
     public let webSocket: WebSocketHandlerReference<NotedRequestContext>
     /// The peer's IP address, for rate limits.
     public let remoteAddress: String
+    /// The connection (a sync session closes it on shutdown if its client does not answer).
+    let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.webSocket = .init()
         self.remoteAddress = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        self.channel = source.channel
     }
 }
 

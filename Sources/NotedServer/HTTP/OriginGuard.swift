@@ -19,6 +19,10 @@ struct OriginGuardedChannel: ServerChildChannel {
     let connections: ConnectionLimit
     /// How long the first request's head may take to arrive.
     var headTimeout: TimeAmount = .seconds(10)
+    /// How long data sent on a connection may stay unacknowledged before the kernel drops the
+    /// connection (`TCP_USER_TIMEOUT`, Linux): with ``SessionDeadlines``'s heartbeats, a sync peer
+    /// that vanished is found within about this plus the heartbeat interval.
+    var unacknowledgedTimeout: TimeAmount = .seconds(60)
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         guard connections.admit() else {
@@ -30,6 +34,10 @@ struct OriginGuardedChannel: ServerChildChannel {
             }
         }
         channel.closeFuture.whenComplete { _ in connections.release() }
+        #if os(Linux)
+        // TCP_USER_TIMEOUT (18 in <netinet/tcp.h>), in milliseconds.
+        _ = channel.setOption(ChannelOptions.tcpOption(NIOBSDSocket.Option(rawValue: 18)), value: SocketOptionValue(unacknowledgedTimeout.nanoseconds / 1_000_000))
+        #endif
         return base.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             let deadline = HeadDeadline(limit: headTimeout)
@@ -168,6 +176,9 @@ final class HeadDeadline: ChannelInboundHandler, RemovableChannelHandler {
             timer?.cancel()
             timer = nil
             phase = .body
+            // Not kept with its capacity for the connection's life (a WebSocket connection's
+            // memory, issue 18).
+            tail = []
         }
         context.fireChannelRead(data)
     }

@@ -217,10 +217,9 @@ struct Routes: Sendable {
         router.ws("/v1/sync") { request, _ in
             originAllowed(request) ? .upgrade([:]) : .dontUpgrade
         } onUpgrade: { inbound, outbound, context in
-            var logger = context.logger
-            logger[metadataKey: "session"] = .string(UUID().uuidString.lowercased())
-            let session = SyncSession(environment: environment, headerToken: bearerToken(context.request), logger: logger)
-            try await session.run(inbound: inbound, outbound: outbound)
+            let session = SyncSession(environment: environment, headerToken: bearerToken(context.request), logger: context.logger)
+            let channel = context.requestContext.channel
+            try await session.run(inbound: inbound, outbound: outbound) { channel.close(promise: nil) }
         }
     }
 

@@ -3,11 +3,13 @@ import NIOConcurrencyHelpers
 import NotedCore
 
 /// What a session's writer sends: a text message, one already encoded (a broadcast, encoded
-/// once for all its receivers), or a close frame.
+/// once for all its receivers), a close frame, or a heartbeat (an unsolicited pong frame,
+/// ``SessionDeadlines``).
 enum Outgoing: Sendable {
     case message(JSONValue)
     case text(String)
     case close(code: UInt16, reason: String)
+    case heartbeat
 }
 
 /// The in-process fan-out: every authenticated session of a user, so that a committed change
@@ -26,12 +28,33 @@ final class SessionHub: Sendable {
         var seenSeq: Int64
     }
     private let members = NIOLockedValueBox<[String: UserSessions]>([:])
-    private let all = NIOLockedValueBox<[UUID: Outbox]>([:])
+    /// Every connection, and how far shutdown has come: once it began, a connection that
+    /// starts is closed at once (it may have been accepted just before).
+    private struct Connections {
+        enum Phase { case open, closing, dropping }
+        var sessions: [UUID: Outbox] = [:]
+        var phase = Phase.open
+    }
+    private let all = NIOLockedValueBox(Connections())
 
     /// Tracks a connection (authenticated or not) so that shutdown can close it.
     func track(session: UUID, continuation: Outbox) {
-        all.withLockedValue { $0[session] = continuation }
+        let phase = all.withLockedValue { all in
+            all.sessions[session] = continuation
+            return all.phase
+        }
+        switch phase {
+        case .open:
+            break
+        case .closing:
+            continuation.yield(Self.goingAway)
+        case .dropping:
+            continuation.yield(Self.goingAway)
+            continuation.closeConnection()
+        }
     }
+
+    private static let goingAway = Outgoing.close(code: 1001, reason: "server shutting down")
 
     /// Adds an authenticated session; `seenSeq` is the user's `seq` its `welcome` reported.
     func join(user: String, session: UUID, continuation: Outbox, seenSeq: Int64, signInSession: String? = nil) {
@@ -86,7 +109,7 @@ final class SessionHub: Sendable {
     }
 
     func leave(session: UUID) {
-        all.withLockedValue { _ = $0.removeValue(forKey: session) }
+        all.withLockedValue { _ = $0.sessions.removeValue(forKey: session) }
         members.withLockedValue { users in
             for user in users.keys where users[user]?.sessions[session] != nil {
                 users[user]?.sessions[session] = nil
@@ -135,13 +158,30 @@ final class SessionHub: Sendable {
     }
 
     /// How many connections are open.
-    var connectionCount: Int { all.withLockedValue { $0.count } }
+    var connectionCount: Int { all.withLockedValue { $0.sessions.count } }
 
-    /// Closes every connection with 1001 (going away).
+    /// Closes every connection with 1001 (going away); connections that start from now on are
+    /// closed as they start.
     func closeAll() {
-        let targets = all.withLockedValue { Array($0.values) }
+        let targets = all.withLockedValue { all in
+            all.phase = .closing
+            return Array(all.sessions.values)
+        }
         for continuation in targets {
-            continuation.yield(.close(code: 1001, reason: "server shutting down"))
+            continuation.yield(Self.goingAway)
+        }
+    }
+
+    /// Closes every connection still open at once, without a close handshake (a client that
+    /// did not answer `closeAll`'s close in time); connections that start from now on are dropped
+    /// as they start.
+    func dropAll() {
+        let targets = all.withLockedValue { all in
+            all.phase = .dropping
+            return Array(all.sessions.values)
+        }
+        for continuation in targets {
+            continuation.closeConnection()
         }
     }
 }

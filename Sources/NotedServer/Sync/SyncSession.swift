@@ -3,13 +3,13 @@ import HummingbirdWebSocket
 import Logging
 import NIOConcurrencyHelpers
 import NotedCore
-import ServiceLifecycle
 
 /// One sync WebSocket connection: the session state machine of docs/protocol.md section 3.
 ///
 /// Messages are handled in order by the reading task; everything sent goes through one
-/// `Outgoing` stream drained by a writer task, so replies and broadcasts never interleave
-/// inside a frame. ``SessionDeadlines`` enforces the hello deadline and the token's expiry.
+/// ``Outbox``, whose writer (a task only while something is queued) writes it in order, so
+/// replies and broadcasts never interleave inside a frame. ``SessionDeadlines`` enforces the
+/// hello deadline and the token's expiry, and sends the heartbeats.
 ///
 /// A class: the session's tasks and their closures share one reference to it instead of each
 /// holding a copy of it and of the server's configuration (an idle connection's memory,
@@ -20,26 +20,36 @@ final class SyncSession: Sendable {
         let sync: SyncService
         let tokens: AccessTokens
         let configuration: ServerConfiguration
-        let deadlines = SessionDeadlines()
+        let deadlines: SessionDeadlines
 
         init(sync: SyncService, tokens: AccessTokens, configuration: ServerConfiguration) {
             self.sync = sync
             self.tokens = tokens
             self.configuration = configuration
+            self.deadlines = SessionDeadlines(heartbeatInterval: configuration.heartbeatInterval)
         }
     }
 
     let id = UUID()
     let environment: Environment
     let headerToken: String?
-    let logger: Logger
+    /// The connection's logger, shared with the request (no copy per session).
+    let connectionLogger: Logger
+    /// The logger with the session's id as metadata, made when something is logged: a copy of
+    /// the logger with metadata of its own per session cost about 750 bytes of every idle
+    /// connection (issue 18, docs/benchmarks.md "Idle connections").
+    var logger: Logger {
+        var logger = connectionLogger
+        logger[metadataKey: "session"] = .string(id.uuidString.lowercased())
+        return logger
+    }
     var sync: SyncService { environment.sync }
     var tokens: AccessTokens { environment.tokens }
 
     init(environment: Environment, headerToken: String?, logger: Logger) {
         self.environment = environment
         self.headerToken = headerToken
-        self.logger = logger
+        self.connectionLogger = logger
     }
 
     convenience init(sync: SyncService, tokens: AccessTokens, configuration: ServerConfiguration, headerToken: String?, logger: Logger) {
@@ -53,9 +63,30 @@ final class SyncSession: Sendable {
         var deadlineCode: ErrorCode
     }
 
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async throws {
-        let (stream, streamContinuation) = AsyncStream.makeStream(of: Outgoing.self)
-        let continuation = Outbox(streamContinuation, limit: environment.configuration.maxQueuedBytesPerSession)
+    /// Serves the connection until the client leaves or the session closes it.
+    ///
+    /// The reading runs in the caller's task and the writing in an ``Outbox`` writer that exists
+    /// only while something is queued: an idle session holds no task of its own, nor a shutdown
+    /// handler (``SyncSessions/closeOnShutdown(timeout:)`` closes every session through the
+    /// hub; issue 18, docs/benchmarks.md "Idle connections").
+    /// - Parameter close: closes the connection without a handshake (on shutdown, for a client
+    ///   that does not answer the 1001 close in time).
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, close: @escaping @Sendable () -> Void) async throws {
+        let metrics = sync.metrics
+        let continuation = Outbox(limit: environment.configuration.maxQueuedBytesPerSession, write: { item in
+            switch item {
+            case .message(let message):
+                metrics.messagesOut.increment()
+                try await outbound.write(.text(message.jsonString))
+            case .text(let text):
+                metrics.messagesOut.increment()
+                try await outbound.write(.text(text))
+            case .close(let code, let reason):
+                try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
+            case .heartbeat:
+                try await outbound.write(.pong)
+            }
+        }, closeConnection: close)
         let shared = NIOLockedValueBox(Shared(
             deadline: Date().addingTimeInterval(environment.configuration.helloTimeout.timeInterval), deadlineCode: .unauthenticated))
         sync.hub.track(session: id, continuation: continuation)
@@ -65,68 +96,21 @@ final class SyncSession: Sendable {
             sync.metrics.connections.decrement()
             continuation.finish()
         }
-        // On shutdown the session says so (1001) after what is queued; a client that reads
-        // nothing would keep that close, and the server, waiting for ever, so the session is
-        // cancelled five seconds later whatever it is doing.
-        let serving = Task {
-            try await serve(inbound: inbound, outbound: outbound, stream: stream, continuation: continuation, shared: shared)
-        }
-        try await withGracefulShutdownHandler {
-            try await withTaskCancellationHandler {
-                try await serving.value
-            } onCancel: {
-                serving.cancel()
-            }
-        } onGracefulShutdown: {
-            continuation.yield(.close(code: 1001, reason: "server shutting down"))
-            Task {
-                try await Task.sleep(for: .seconds(5))
-                serving.cancel()
-            }
-        }
+        try await serve(inbound: inbound, continuation: continuation, shared: shared)
     }
 
-    private func serve(
-        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, stream: AsyncStream<Outgoing>,
-        continuation: Outbox, shared: NIOLockedValueBox<Shared>
-    ) async throws {
+    private func serve(inbound: WebSocketInboundStream, continuation: Outbox, shared: NIOLockedValueBox<Shared>) async throws {
         armTimer(shared, continuation)
         defer { environment.deadlines.unwatch(id) }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await item in stream {
-                    defer { continuation.written(item) }
-                    switch item {
-                    case .message(let message):
-                        self.sync.metrics.messagesOut.increment()
-                        try await outbound.write(.text(message.jsonString))
-                    case .text(let text):
-                        self.sync.metrics.messagesOut.increment()
-                        try await outbound.write(.text(text))
-                    case .close(let code, let reason):
-                        try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
-                        return
-                    }
-                }
-            }
-            var state = State()
-            do {
-                for try await message in inbound.messages(maxSize: environment.configuration.limits.maxMessageBytes) {
-                    sync.metrics.messagesIn.increment()
-                    let keepGoing = try await handleAside(message, state: &state, shared: shared, continuation: continuation)
-                    // A client that does not read what it asked for: stop reading it too.
-                    if !keepGoing || continuation.overflowed { break }
-                }
-            } catch {
-                group.cancelAll()
-                throw error
-            }
-            // The reader ended: let the writer send what is queued (and a close), within a bound.
-            continuation.finish()
-            group.addTask { try await Task.sleep(for: .seconds(5)) }
-            _ = try? await group.next()
-            group.cancelAll()
+        var state = State()
+        for try await message in inbound.messages(maxSize: environment.configuration.limits.maxMessageBytes) {
+            sync.metrics.messagesIn.increment()
+            let keepGoing = try await handleAside(message, state: &state, shared: shared, continuation: continuation)
+            // A client that does not read what it asked for: stop reading it too.
+            if !keepGoing || continuation.overflowed { break }
         }
+        // The reader ended: let the writer send what is queued (and a close), within a bound.
+        await continuation.finishAndWait(upTo: .seconds(5))
     }
 
     /// ``handle(_:state:shared:continuation:)`` in a child task that ends with it. A task keeps
@@ -167,7 +151,7 @@ final class SyncSession: Sendable {
     struct Replies {
         let continuation: Outbox
         let maxErrorsPerMinute: Int
-        let logger: Logger
+        let session: SyncSession
 
         func send(_ message: ServerMessage) { continuation.yield(.message(message.json)) }
 
@@ -178,7 +162,7 @@ final class SyncSession: Sendable {
             let now = Date()
             state.errors = state.errors.filter { now.timeIntervalSince($0) < 60 } + [now]
             guard state.errors.count < maxErrorsPerMinute else {
-                logger.notice("closing session after repeated errors")
+                session.logger.notice("closing session after repeated errors")
                 continuation.yield(.close(code: 1008, reason: "too many errors"))
                 return false
             }
@@ -205,7 +189,7 @@ final class SyncSession: Sendable {
         _ message: WebSocketMessage, state: inout State, shared: NIOLockedValueBox<Shared>,
         continuation: Outbox
     ) async throws -> Bool {
-        let replies = Replies(continuation: continuation, maxErrorsPerMinute: environment.configuration.maxErrorsPerMinute, logger: logger)
+        let replies = Replies(continuation: continuation, maxErrorsPerMinute: environment.configuration.maxErrorsPerMinute, session: self)
         guard case .text(let text) = message else {
             return replies.fail(ProtocolError(.badRequest, "binary frames are not supported; send JSON text frames"), &state)
         }
