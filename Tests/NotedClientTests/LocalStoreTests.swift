@@ -18,6 +18,38 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
 }
 
 @Suite struct LocalStoreTests {
+    /// A page's new records are indexed by one statement at its end (migration v9), not by the
+    /// insert trigger; everything else still goes through the triggers.
+    @Test func searchFindsWhatPagesAndLocalEditsBring() async throws {
+        let store = try LocalStore.inMemory()
+        let ids = (1...3).map { "00000000-0000-4000-8000-00000000000\($0)" }
+        // A record created here before the page: indexed by the trigger as before.
+        let local = try await store.create(NoteFields(title: "mine", body: "kumquat"))
+        _ = try await store.storePage(records: [
+            server(ids[0], rev: 1, NoteFields(title: "first", body: "aubergine")),
+            server(ids[1], rev: 2, NoteFields(title: "second", body: "brioche")),
+            server(ids[2], rev: 3, NoteFields(title: "third", body: "cardamom")),
+        ], cursor: 3)
+        #expect(!store.searchIndexDeferred.isOn)
+        #expect(try await store.search("aubergine").map(\.id) == [ids[0]])
+        #expect(try await store.search("cardamom").map(\.id) == [ids[2]])
+        #expect(try await store.search("kumquat").map(\.id) == [local.id])
+        // A later page moves a record's text (the update trigger) and brings a new one.
+        _ = try await store.storePage(records: [
+            server(ids[1], rev: 4, NoteFields(title: "second", body: "croissant")),
+            server("00000000-0000-4000-8000-000000000004", rev: 5, NoteFields(title: "fourth", body: "dill")),
+        ], cursor: 5)
+        #expect(try await store.search("brioche").isEmpty)
+        #expect(try await store.search("croissant").map(\.id) == [ids[1]])
+        #expect(try await store.search("dill").map(\.id) == ["00000000-0000-4000-8000-000000000004"])
+        // A purge in a page leaves the index (the delete trigger).
+        _ = try await store.storePage(records: [server(ids[0], rev: 6, NoteFields(), deleted: true)], cursor: 6)
+        #expect(try await store.search("aubergine").isEmpty)
+        // Created here after the pages: the trigger indexes it.
+        let later = try await store.create(NoteFields(title: "later", body: "elderflower"))
+        #expect(try await store.search("elderflower").map(\.id) == [later.id])
+    }
+
     @Test func aCreateIsSentWithSetOpsAndResentUnchanged() async throws {
         let store = try LocalStore.inMemory()
         let note = try await store.create(NoteFields(title: "T", body: "B", tags: ["x"], pinned: true))

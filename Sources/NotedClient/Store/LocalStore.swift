@@ -16,6 +16,9 @@ public struct LocalStore: Sendable {
     /// The collections this store keeps and syncs: `notes` and those the app declared.
     public let schemas: SchemaRegistry
     let maths: [String: RecordMath]
+    /// On while a page of records is stored: the search index's insert trigger stands aside and
+    /// the page's new records are indexed in one statement at its end (``storePage``).
+    let searchIndexDeferred = SearchIndexDeferral()
     static let collection = "notes"
 
     /// The field arithmetic of a collection (a collection no longer declared has no fields).
@@ -52,9 +55,13 @@ public struct LocalStore: Sendable {
         self.writer = writer
         schemas = SchemaRegistry([.notes] + collections)
         maths = schemas.schemas.mapValues { RecordMath(schema: $0) }
-        // The search index's triggers call this on the writer's connection, where every write runs.
+        // The search index's triggers call these on the writer's connection, where every write runs.
         let searchText = Self.searchText(schemas)
-        try writer.writeWithoutTransaction { db in db.add(function: searchText) }
+        let deferral = searchIndexDeferred
+        try writer.writeWithoutTransaction { db in
+            db.add(function: searchText)
+            db.add(function: DatabaseFunction("noted_search_index_deferred", argumentCount: 0, pure: false) { _ in deferral.isOn })
+        }
         try Self.migrator.migrate(writer)
         try reindexIfSearchableChanged()
         try pullAgainForNewCollections()
@@ -226,6 +233,19 @@ public struct LocalStore: Sendable {
                 CREATE INDEX blob_by_pending ON blob(pending) WHERE pending;
                 """)
         }
+        migrator.registerMigration("v9: search index written per page") { db in
+            // FTS5 writes what it has gathered to a new segment at every statement savepoint,
+            // so a record inserted by its own statement, through the trigger, cost a segment of
+            // its own and the merges after it: most of an initial sync's time (issue 18). While a
+            // page is stored the trigger stands aside and the page's new records are indexed
+            // by one statement (`LocalStore.storePage`).
+            try db.execute(sql: """
+                DROP TRIGGER record_fts_insert;
+                CREATE TRIGGER record_fts_insert AFTER INSERT ON record WHEN NOT noted_search_index_deferred() BEGIN
+                  INSERT INTO record_fts(rowid, content) VALUES (new.rowKey, noted_search_text(new.collection, new.local));
+                END;
+                """)
+        }
         return migrator
     }
 
@@ -311,5 +331,21 @@ public struct LocalStore: Sendable {
             try setMeta(db, "device", id)
             return id
         }
+    }
+}
+
+/// Whether the search index's insert trigger stands aside (``LocalStore/storePage(records:cursor:)``),
+/// read by the SQL function `noted_search_index_deferred()` on the writer's connection.
+final class SearchIndexDeferral: @unchecked Sendable {
+    private let lock = NSLock()
+    private var on = false
+
+    var isOn: Bool { lock.withLock { on } }
+
+    /// Runs `body` with the trigger standing aside.
+    func whileDeferred<T>(_ body: () throws -> T) rethrows -> T {
+        lock.withLock { on = true }
+        defer { lock.withLock { on = false } }
+        return try body()
     }
 }
