@@ -150,6 +150,7 @@ let package = Package(
                 "NotedClient",
                 "NotedCore",
                 "NotedServer",
+                "TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -83,7 +83,7 @@ public struct LocalTransaction {
         guard try RecordRow.find(db, id: id) == nil else { throw NotedClientError(.invalidInput, "a record \(id) exists already") }
         try validate(fields, collection)
         var row = RecordRow(id: id, collection: collection, local: schema.completed(fields), now: now)
-        try row.insert(db)
+        try row.insertNew(db)
         changed.append((collection, id))
         added.insert(id)
         return StoredRecord(row, schema: schema)

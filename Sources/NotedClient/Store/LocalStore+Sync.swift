@@ -72,14 +72,14 @@ extension LocalStore {
     /// Stores one `changes` page and advances the cursor, in one transaction.
     ///
     /// The records the page inserts are indexed for search by one statement at its end rather
-    /// than by the insert trigger, one statement each (see migration v9): FTS5 writes a segment
-    /// at every statement's savepoint.
+    /// than by the insert trigger, one statement each (see migrations v9 and v10): FTS5 writes a
+    /// segment at every statement's savepoint.
     public func storePage(records: [NotedCore.Record], cursor: Int64) async throws -> StoreEffect {
         let deferral = searchIndexDeferred
         return try await writer.write { db in
             let before = try Int64.fetchOne(db, sql: "SELECT max(rowKey) FROM record") ?? 0
             var effect = StoreEffect()
-            try deferral.whileDeferred {
+            try deferral.whileDeferred(above: before) {
                 for record in records where schemas[record.collection] != nil {
                     try absorb(db, record: record, effect: &effect)
                 }
@@ -104,8 +104,13 @@ extension LocalStore {
         try await writer.write { db in
             var effect = StoreEffect()
             let cursor = try meta(db, "cursor").flatMap(Int64.init) ?? 0
-            let candidates = try RecordRow.filter(sql: "rev > 0 OR \(RecordRow.inflight)").fetchAll(db)
-            for var row in candidates where !ids.contains(row.id) {
+            // The ids first: reading and decoding every synced record to find the few absent
+            // ones took 2 % of an initial sync of 10,000 notes.
+            let absent = try Row.fetchAll(db, sql: "SELECT rowKey, id FROM record WHERE rev > 0 OR \(RecordRow.inflight)")
+                .filter { !ids.contains($0["id"]) }.map { $0["rowKey"] as Int64 }
+            guard !absent.isEmpty else { return effect }
+            let candidates = try RecordRow.filter(keys: absent).order(RecordRow.Columns.rowKey).fetchAll(db)
+            for var row in candidates {
                 if row.hasInflight {
                     row.state.absentFromSnapshot(at: cursor)
                     try row.update(db)
@@ -132,11 +137,11 @@ extension LocalStore {
             guard try !isBuried(db, record.id) else { return }
             var row = RecordRow(id: record.id, collection: record.collection, local: recordMath(record.collection).schema.completed(record.fields),
                                 now: record.updatedAt)
-            row.shadowFields = row.localFields
+            row.shadow = row.local
             row.rev = record.rev
             row.state = .synced
             row.createdAt = record.createdAt
-            try row.insert(db)
+            try row.insertNew(db)
             effect.add(record.id, in: record.collection)
             return
         }
@@ -206,7 +211,7 @@ extension LocalStore {
         let newID = UUID().uuidString.lowercased()
         var copy = RecordRow(id: newID, collection: row.collection, local: local, now: Date())
         copy.createdAt = row.createdAt
-        try copy.insert(db)
+        try copy.insertNew(db)
         effect.remove(row.id, in: row.collection)
         effect.forked.append((row.id, newID))
         effect.add(newID, in: row.collection)

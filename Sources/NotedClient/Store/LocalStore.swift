@@ -26,11 +26,18 @@ public struct LocalStore: Sendable {
         maths[collection] ?? RecordMath(schema: CollectionSchema(name: collection, fields: [:]))
     }
 
+    /// The page size of a new database file, in bytes. With SQLite's 4 KiB, a note of 2 KB took
+    /// a page of its own, half of it empty: 10,000 such notes made a 53 MB file, 30 MB with 16 KiB
+    /// pages (docs/benchmarks.md, "Initial sync in under two seconds").
+    static let pageSize = 16_384
+
     /// Opens (creating when needed) the database in a file, with WAL and full synchronous commits.
     /// - Parameter collections: the app's collections besides `notes` (docs/collections.md).
     public static func open(path: String, collections: [CollectionSchema] = []) throws -> LocalStore {
         var configuration = Configuration()
         configuration.prepareDatabase { db in
+            // Takes effect on a new database only: an existing one keeps its page size.
+            try db.execute(sql: "PRAGMA page_size = \(pageSize)")
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
         configuration.busyMode = .timeout(10)
@@ -60,7 +67,11 @@ public struct LocalStore: Sendable {
         let deferral = searchIndexDeferred
         try writer.writeWithoutTransaction { db in
             db.add(function: searchText)
+            // Named by the v9 trigger, which v10 replaced (a database is migrated through it).
             db.add(function: DatabaseFunction("noted_search_index_deferred", argumentCount: 0, pure: false) { _ in deferral.isOn })
+            db.add(function: DatabaseFunction("noted_search_index_pending", argumentCount: 1, pure: false) { values in
+                deferral.isPending(Int64.fromDatabaseValue(values[0]) ?? 0)
+            })
         }
         try Self.migrator.migrate(writer)
         try reindexIfSearchableChanged()
@@ -87,7 +98,7 @@ public struct LocalStore: Sendable {
         try writer.write { db in
             guard try meta(db, "searchable") != searchable else { return }
             try db.execute(sql: """
-                DELETE FROM record_fts;
+                INSERT INTO record_fts(record_fts) VALUES ('delete-all');
                 INSERT INTO record_fts(rowid, content) SELECT rowKey, noted_search_text(collection, local) FROM record;
                 """)
             try setMeta(db, "searchable", searchable)
@@ -246,6 +257,34 @@ public struct LocalStore: Sendable {
                 END;
                 """)
         }
+        migrator.registerMigration("v10: search index without a copy of the text") { db in
+            // The index kept its own copy of every record's searchable text, which nothing reads
+            // (search asks for matching rowids and bm25 only): as much again as the records
+            // themselves, written at every sync. A contentless index is told what a row held
+            // when the row leaves it ('delete' with the old values, which
+            // `noted_search_text(collection, local)` gives again), so the update and delete
+            // triggers pass the old text. A row inserted while a page is stored is not in the
+            // index until the page's end (`noted_search_index_pending`): its triggers stand aside.
+            try db.execute(sql: """
+                DROP TRIGGER record_fts_insert;
+                DROP TRIGGER record_fts_delete;
+                DROP TRIGGER record_fts_update;
+                DROP TABLE record_fts;
+                CREATE VIRTUAL TABLE record_fts USING fts5(content, content = '', tokenize = 'unicode61 remove_diacritics 2');
+                INSERT INTO record_fts(rowid, content) SELECT rowKey, noted_search_text(collection, local) FROM record;
+                CREATE TRIGGER record_fts_insert AFTER INSERT ON record WHEN NOT noted_search_index_pending(new.rowKey) BEGIN
+                  INSERT INTO record_fts(rowid, content) VALUES (new.rowKey, noted_search_text(new.collection, new.local));
+                END;
+                CREATE TRIGGER record_fts_delete AFTER DELETE ON record WHEN NOT noted_search_index_pending(old.rowKey) BEGIN
+                  INSERT INTO record_fts(record_fts, rowid, content) VALUES ('delete', old.rowKey, noted_search_text(old.collection, old.local));
+                END;
+                CREATE TRIGGER record_fts_update AFTER UPDATE OF local ON record
+                WHEN old.local IS NOT new.local AND NOT noted_search_index_pending(old.rowKey) BEGIN
+                  INSERT INTO record_fts(record_fts, rowid, content) VALUES ('delete', old.rowKey, noted_search_text(old.collection, old.local));
+                  INSERT INTO record_fts(rowid, content) VALUES (new.rowKey, noted_search_text(new.collection, new.local));
+                END;
+                """)
+        }
         return migrator
     }
 
@@ -334,18 +373,26 @@ public struct LocalStore: Sendable {
     }
 }
 
-/// Whether the search index's insert trigger stands aside (``LocalStore/storePage(records:cursor:)``),
-/// read by the SQL function `noted_search_index_deferred()` on the writer's connection.
+/// Whether the search index's triggers stand aside for rows a page inserts
+/// (``LocalStore/storePage(records:cursor:)``), read by the SQL functions
+/// `noted_search_index_pending(rowKey)` and `noted_search_index_deferred()` on the writer's
+/// connection.
 final class SearchIndexDeferral: @unchecked Sendable {
     private let lock = NSLock()
-    private var on = false
+    /// Rows with a key above it are not yet in the index; nil: every row is.
+    private var floor: Int64?
 
-    var isOn: Bool { lock.withLock { on } }
+    var isOn: Bool { lock.withLock { floor != nil } }
 
-    /// Runs `body` with the trigger standing aside.
-    func whileDeferred<T>(_ body: () throws -> T) rethrows -> T {
-        lock.withLock { on = true }
-        defer { lock.withLock { on = false } }
+    func isPending(_ rowKey: Int64) -> Bool {
+        lock.withLock { floor.map { rowKey > $0 } ?? false }
+    }
+
+    /// Runs `body` with the triggers standing aside for rows inserted with keys above `floor`,
+    /// which the caller indexes afterwards.
+    func whileDeferred<T>(above floor: Int64, _ body: () throws -> T) rethrows -> T {
+        lock.withLock { self.floor = floor }
+        defer { lock.withLock { self.floor = nil } }
         return try body()
     }
 }

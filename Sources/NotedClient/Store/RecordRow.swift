@@ -13,6 +13,9 @@ struct RecordRow: Sendable, FetchableRecord, MutablePersistableRecord {
     /// JSON object: the fields as the user sees them.
     var local: String
     /// JSON object: the server's fields at `rev`; nil before the first acknowledgement.
+    /// Stored as `RecordRow.sameAsLocal` when it is the same text as `local` (every synced
+    /// record without local edits): otherwise each such record held its fields twice, and an
+    /// initial sync wrote them twice (issue 18).
     var shadow: String?
     var rev: Int64
     var createdAt: Date
@@ -34,7 +37,8 @@ struct RecordRow: Sendable, FetchableRecord, MutablePersistableRecord {
         id = row["id"]
         collection = row["collection"]
         local = row["local"]
-        shadow = row["shadow"]
+        let shadow: String? = row["shadow"]
+        self.shadow = shadow == Self.sameAsLocal ? local : shadow
         rev = row["rev"]
         createdAt = row["createdAt"]
         updatedAt = row["updatedAt"]
@@ -47,15 +51,33 @@ struct RecordRow: Sendable, FetchableRecord, MutablePersistableRecord {
 
     func encode(to container: inout PersistenceContainer) throws {
         container["rowKey"] = rowKey
-        container["id"] = id
-        container["collection"] = collection
-        container["local"] = local
-        container["shadow"] = shadow
-        container["rev"] = rev
-        container["createdAt"] = createdAt
-        container["updatedAt"] = updatedAt
-        container["sync"] = state == .synced ? nil : state.json.jsonString
+        for (name, value) in zip(Self.storedColumns, storedValues) {
+            container[name] = value
+        }
     }
+
+    /// The columns written besides `rowKey`, in the order of `storedValues`.
+    private static let storedColumns = ["id", "collection", "local", "shadow", "rev", "createdAt", "updatedAt", "sync"]
+
+    private var storedValues: [(any DatabaseValueConvertible)?] {
+        [id, collection, local, shadow == local ? Self.sameAsLocal : shadow, rev, createdAt, updatedAt,
+         state == .synced ? nil : state.json.jsonString]
+    }
+
+    /// Inserts a new record through one cached statement. GRDB's `insert` builds its statement's
+    /// SQL and a persistence container for each record: 10 % of an initial sync of 10,000 notes.
+    mutating func insertNew(_ db: Database) throws {
+        precondition(rowKey == nil, "a new record has no rowKey yet")
+        try db.cachedStatement(sql: Self.insertSQL).execute(arguments: StatementArguments(storedValues))
+        rowKey = db.lastInsertedRowID
+    }
+
+    private static let insertSQL = "INSERT INTO record (\(storedColumns.joined(separator: ", "))) VALUES ("
+        + Array(repeating: "?", count: storedColumns.count).joined(separator: ", ") + ")"
+
+    /// The `shadow` column's value for "the same text as `local`": not a JSON object, so never
+    /// a shadow of its own.
+    static let sameAsLocal = "="
 
     /// SQL: the record is not being purged (so the user sees it).
     static let visible = "(record.syncFlags & \(SyncState.purgingFlag)) = 0"
