@@ -54,4 +54,40 @@ import Testing
         hub.publish(user: "nobody", message: ["type": "change"], except: nil)
         #expect(!hub.hasMembers(user: "nobody"))
     }
+
+    @Test func aSessionThatEndsLeavesOnlyItselfWhateverClosedItsUserBefore() {
+        let hub = SessionHub()
+        func outbox() -> Outbox { Outbox(AsyncStream.makeStream(of: Outgoing.self).continuation) }
+        // 1,000 users of two sessions each, the second of each signed in with sign-in session "s<user>".
+        var sessions: [String: [UUID]] = [:]
+        for index in 0..<1000 {
+            let user = "user-\(index)"
+            let ids = [UUID(), UUID()]
+            hub.join(user: user, session: ids[0], continuation: outbox(), seenSeq: Int64(index))
+            hub.join(user: user, session: ids[1], continuation: outbox(), seenSeq: Int64(index), signInSession: "s\(index)")
+            sessions[user] = ids
+        }
+        hub.leave(session: sessions["user-0"]![0])
+        #expect(hub.sessionCount(user: "user-0") == 1)
+        #expect(hub.sessionCount(user: "user-1") == 2)
+        hub.leave(session: sessions["user-0"]![1])
+        #expect(!hub.hasMembers(user: "user-0"))
+        #expect(hub.seenSeqs()["user-0"] == nil, "a user without sessions is forgotten")
+        // Closed by an account deletion or a revoked sign-in session, then ended: nothing else moves.
+        hub.closeUser("user-2", reason: SessionHub.accountDeleted)
+        hub.closeRevoked(signInSession: "s3")
+        #expect(hub.sessionCount(user: "user-3") == 1)
+        for id in sessions["user-2"]! + sessions["user-3"]! { hub.leave(session: id) }
+        #expect(!hub.hasMembers(user: "user-2") && !hub.hasMembers(user: "user-3"))
+        #expect(hub.sessionCount(user: "user-4") == 2)
+        // A session id that joins again under another user belongs to that user only.
+        hub.join(user: "user-5", session: sessions["user-4"]![0], continuation: outbox(), seenSeq: 0)
+        #expect(hub.sessionCount(user: "user-4") == 1)
+        #expect(hub.sessionCount(user: "user-5") == 3)
+        // Everyone else leaves: no user is left behind.
+        for (user, ids) in sessions where !["user-0", "user-2", "user-3"].contains(user) {
+            for id in ids { hub.leave(session: id) }
+        }
+        #expect(hub.seenSeqs().isEmpty)
+    }
 }
