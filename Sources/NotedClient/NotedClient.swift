@@ -99,18 +99,27 @@ public final class NotedClient: Sendable {
         await engine?.currentStatus ?? .stopped
     }
 
-    /// Waits until everything is synced; false when `timeout` passes first, or at once when the
-    /// server cannot be reached and `failWhenOffline`.
+    /// Waits until everything is synced; false when `timeout` passes first, when the calling
+    /// task is cancelled, or at once when the server cannot be reached and `failWhenOffline`.
+    /// Checks again after each step of the sync engine, not on a timer.
     public func waitUntilSynced(timeout: Duration, failWhenOffline: Bool = false) async -> Bool {
         guard let engine else { return false }
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
+        while true {
+            // The step is read first: a step taken while the checks run ends the wait below at once.
+            let step = await engine.steps
             if await engine.isSynced() { return true }
             // Two failed attempts in a row mean unreachable; one may be an expired token being refreshed.
             if failWhenOffline, await engine.connectionFailures >= 2 { return false }
-            try? await Task.sleep(for: .milliseconds(20))
+            guard ContinuousClock.now < deadline, !Task.isCancelled else { return false }
+            // Until the engine's next step or the deadline, whichever comes first.
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await engine.waitForStep(after: step) }
+                group.addTask { try? await Task.sleep(until: deadline, clock: .continuous) }
+                await group.next()
+                group.cancelAll()
+            }
         }
-        return await engine.isSynced()
     }
 
     // MARK: Notes

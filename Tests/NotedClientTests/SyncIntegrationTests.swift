@@ -37,6 +37,39 @@ import Testing
         }
     }
 
+    /// `waitUntilSynced` waits on the engine's steps, not a timer: it still ends when its task
+    /// is cancelled (here with the server gone, so it would otherwise wait out its two minutes),
+    /// and it ends as an edit's ack is applied.
+    @Test func waitingForSyncEndsWithTheSyncOrWhenCancelled() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("noted-wait-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/client.sqlite"
+        let (user, port) = try await LiveServer.runReturning(directory: directory) { server in
+            let user = try await server.makeUser()
+            let client = try server.client(user, path: path)
+            await client.startSync()
+            #expect(await client.waitUntilSynced(timeout: .seconds(30)))
+            let note = try await client.create(NoteFields(title: "T", body: "B"))
+            #expect(await client.waitUntilSynced(timeout: .seconds(30)))
+            #expect(try await client.note(note.id)?.pending == false)
+            await client.stopSync()
+            return (user, server.port)
+        }
+        // The server is gone: a client of it never syncs an edit.
+        let client = try LiveServer.offlineClient(user, path: path, port: port)
+        await client.startSync()
+        _ = try await client.create(NoteFields(title: "never sent"))
+        let waiting = Task { await client.waitUntilSynced(timeout: .seconds(120)) }
+        try await Task.sleep(for: .milliseconds(300))
+        let clock = ContinuousClock()
+        let cancelled = clock.now
+        waiting.cancel()
+        #expect(await waiting.value == false)
+        #expect(clock.now - cancelled < .seconds(30), "a cancelled wait ends (a bound for liveness, not a speed target)")
+        await client.stopSync()
+    }
+
     @Test func offlineEditsOnBothClientsConvergeAndKeepBothEdits() async throws {
         try await LiveServer.with { server in
             let user = try await server.makeUser()

@@ -258,7 +258,6 @@ extension LocalStore {
     /// then new changes for dirty records without one, written as in-flight before returning.
     public func outbox(excluding sent: Set<String>, limit: Int) async throws -> (changes: [OutboxChange], effect: StoreEffect) {
         try await writer.write { db in
-            var result: [OutboxChange] = []
             var effect = StoreEffect()
             // Only as many rows as can be taken are read and decoded, those in `sent` left out
             // by the query: with 10,000 notes waiting (an import), reading every one (or every
@@ -266,15 +265,7 @@ extension LocalStore {
             // CPU. A record of a collection this store no longer declares (opened without it)
             // waits: sent now, it would go without its fields and come back empty.
             let declared = Array(schemas.schemas.keys)
-            let inflight = try Self.outboxRows(db, flags: SyncState.inflightFlags, declared: declared, excluding: sent, limit: limit)
-            for row in inflight where result.count < limit {
-                guard let change = row.state.inflight, let value = try? JSONValue.parse(change.body) else { continue }
-                // A change refused `missing_blob` waits for its files to go up again.
-                if let ops = value["fields"]?.objectValue, try Self.uploadGate(db, ops: ops, schema: schemas[row.collection]) == .waiting {
-                    continue
-                }
-                result.append(OutboxChange(recordID: row.id, ccid: change.ccid, body: value))
-            }
+            var result = try inflightChanges(db, declared: declared, excluding: sent, limit: limit)
             // Every dirty row handled below leaves the dirty set (sent, deleted, or found to
             // have nothing to send), so pages are read until the batch is full or none is left.
             // Records whose change adds an attachment still uploading wait (left dirty, not read
@@ -283,56 +274,82 @@ extension LocalStore {
             while result.count < limit {
                 let handled = try Self.outboxRows(db, flags: SyncState.waitingFlags, declared: declared, excluding: skipped, limit: limit - result.count)
                 guard !handled.isEmpty else { break }
-                for var row in handled {
+                for row in handled {
                     guard result.count < limit else { break }
-                    let ccid = ChangeID.next()
-                    let baseRev = row.state.nextBaseRev(shadowRev: row.rev)
-                    var change: [String: JSONValue] = [
-                        "ccid": .string(ccid), "collection": .string(row.collection), "id": .string(row.id), "baseRev": .int(baseRev),
-                    ]
-                    var sentFields: [String: JSONValue]?
-                    if row.state.purging {
-                        if row.rev == 0 {
-                            try row.delete(db)
-                            effect.remove(row.id, in: row.collection)
-                            continue
-                        }
-                        change["op"] = "delete"
-                        change["fields"] = .object([:])
-                    } else {
-                        let math = recordMath(row.collection)
-                        let ops = math.ops(from: row.shadowFields, to: row.localFields, textAsSet: row.rev == 0 || row.state.sendsTextAsSet)
-                        guard !ops.isEmpty || row.rev == 0 else {
-                            row.state.nothingToSend()
-                            try row.update(db)
-                            effect.change(row.id, in: row.collection)
-                            continue
-                        }
-                        switch try Self.uploadGate(db, ops: ops, schema: schemas[row.collection]) {
-                        case .waiting?:
-                            skipped.insert(row.id)
-                            continue
-                        case .refused(let why)?:
-                            row.state.refused(.tooLarge, message: why)
-                            try row.update(db)
-                            if let refusal = row.state.refusal { effect.refused.append((row.id, refusal)) }
-                            effect.change(row.id, in: row.collection)
-                            continue
-                        case nil:
-                            break
-                        }
-                        change["op"] = "upsert"
-                        change["fields"] = .object(ops)
-                        sentFields = math.applyExactly(ops: ops, to: row.shadowFields)
+                    if let change = try newChange(db, row: row, effect: &effect, skipped: &skipped) {
+                        result.append(change)
                     }
-                    let body = JSONValue.object(change)
-                    row.state.send(SyncState.Inflight(ccid: ccid, baseRev: baseRev, body: body.jsonString, sent: sentFields))
-                    try row.update(db)
-                    result.append(OutboxChange(recordID: row.id, ccid: ccid, body: body))
                 }
             }
             return (result, effect)
         }
+    }
+
+    /// The in-flight changes of records not in `sent`, to resend unchanged, at most `limit`.
+    private func inflightChanges(_ db: Database, declared: [String], excluding sent: Set<String>, limit: Int) throws -> [OutboxChange] {
+        var result: [OutboxChange] = []
+        let rows = try Self.outboxRows(db, flags: SyncState.inflightFlags, declared: declared, excluding: sent, limit: limit)
+        for row in rows where result.count < limit {
+            guard let change = row.state.inflight, let value = try? JSONValue.parse(change.body) else { continue }
+            // A change refused `missing_blob` waits for its files to go up again.
+            if let ops = value["fields"]?.objectValue, try Self.uploadGate(db, ops: ops, schema: schemas[row.collection]) == .waiting {
+                continue
+            }
+            result.append(OutboxChange(recordID: row.id, ccid: change.ccid, body: value))
+        }
+        return result
+    }
+
+    /// A new change for a record waiting to be sent, written as in flight. Nil when there is
+    /// none to send now: a purged record the server never had is deleted, a record whose edits
+    /// cancel out is synced again, one whose files are still uploading waits (added to
+    /// `skipped`), one too large is refused.
+    private func newChange(_ db: Database, row: RecordRow, effect: inout StoreEffect, skipped: inout Set<String>) throws -> OutboxChange? {
+        var row = row
+        let ccid = ChangeID.next()
+        let baseRev = row.state.nextBaseRev(shadowRev: row.rev)
+        var change: [String: JSONValue] = [
+            "ccid": .string(ccid), "collection": .string(row.collection), "id": .string(row.id), "baseRev": .int(baseRev),
+        ]
+        var sentFields: [String: JSONValue]?
+        if row.state.purging {
+            if row.rev == 0 {
+                try row.delete(db)
+                effect.remove(row.id, in: row.collection)
+                return nil
+            }
+            change["op"] = "delete"
+            change["fields"] = .object([:])
+        } else {
+            let math = recordMath(row.collection)
+            let ops = math.ops(from: row.shadowFields, to: row.localFields, textAsSet: row.rev == 0 || row.state.sendsTextAsSet)
+            guard !ops.isEmpty || row.rev == 0 else {
+                row.state.nothingToSend()
+                try row.update(db)
+                effect.change(row.id, in: row.collection)
+                return nil
+            }
+            switch try Self.uploadGate(db, ops: ops, schema: schemas[row.collection]) {
+            case .waiting?:
+                skipped.insert(row.id)
+                return nil
+            case .refused(let why)?:
+                row.state.refused(.tooLarge, message: why)
+                try row.update(db)
+                if let refusal = row.state.refusal { effect.refused.append((row.id, refusal)) }
+                effect.change(row.id, in: row.collection)
+                return nil
+            case nil:
+                break
+            }
+            change["op"] = "upsert"
+            change["fields"] = .object(ops)
+            sentFields = math.applyExactly(ops: ops, to: row.shadowFields)
+        }
+        let body = JSONValue.object(change)
+        row.state.send(SyncState.Inflight(ccid: ccid, baseRev: baseRev, body: body.jsonString, sent: sentFields))
+        try row.update(db)
+        return OutboxChange(recordID: row.id, ccid: ccid, body: body)
     }
 
     /// Takes an `ack`: the shadow moves to the acknowledged state (or a newer one seen

@@ -53,6 +53,10 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
     private(set) var status: SyncStatus = .stopped
     private var device = ""
     private var work = Work()
+    /// How many times `perform` has run: what ``waitForStep(after:)`` waits on.
+    private(set) var steps = 0
+    private var stepWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var nextStepWaiter = 0
 
     init(store: LocalStore, transport: any SyncTransport, url: URL, tokens: any AccessTokenProvider, events: EventHub,
          configuration: SyncStateMachine<C.Instant>.Configuration, clock: C, seed: UInt64) {
@@ -187,6 +191,31 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
             await perform(action)
         }
         armTimer()
+        steps += 1
+        let waiters = stepWaiters
+        stepWaiters = [:]
+        for waiter in waiters.values { waiter.resume() }
+    }
+
+    /// Returns once the engine has taken a step (handled a message, a timer, a connection, an
+    /// edit) after step `after` (at once if it already has), or when the calling task is
+    /// cancelled: ``NotedClient/waitUntilSynced(timeout:failWhenOffline:)`` waits on it instead
+    /// of polling.
+    func waitForStep(after: Int) async {
+        guard steps <= after else { return }
+        let id = nextStepWaiter
+        nextStepWaiter += 1
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                stepWaiters[id] = continuation
+            }
+        } onCancel: {
+            Task { await self.stopWaiting(id) }
+        }
+    }
+
+    private func stopWaiting(_ id: Int) {
+        stepWaiters.removeValue(forKey: id)?.resume()
     }
 
     private func perform(_ action: SyncStateMachine<C.Instant>.Action) async {

@@ -60,7 +60,23 @@ struct LiveServer: Sendable {
         _ = await task.result
     }
 
-    /// Registers a user and signs in; the credentials a client needs.
+    /// Runs a server over `directory` on a free port for `body` and returns what it returns.
+    static func runReturning<T: Sendable>(directory: String, _ body: @Sendable (LiveServer) async throws -> T) async throws -> T {
+        let result = Returned<T>()
+        try await run(directory: directory, port: 0) { server in result.set(try await body(server)) }
+        guard let value = result.get() else { throw TestFailure("the server's body returned nothing") }
+        return value
+    }
+
+    /// A client of a server that is no longer running on `port` (its sync never connects).
+    static func offlineClient(_ credentials: Credentials, path: String, port: Int) throws -> NotedClient {
+        var configuration = NotedClient.Configuration()
+        configuration.sync.initialBackoff = .milliseconds(100)
+        configuration.sync.maxBackoff = .milliseconds(500)
+        return try NotedClient(databasePath: path, server: URL(string: "http://127.0.0.1:\(port)")!, credentials: credentials, configuration: configuration)
+    }
+
+    /// Registers a user and signs in; the credentials a client needs.    /// Registers a user and signs in; the credentials a client needs.
     func makeUser(_ name: String = "user-\(UUID().uuidString.prefix(8).lowercased())") async throws -> Credentials {
         let api = NotedAPI(server: url)
         let password = "correct horse battery"
@@ -106,4 +122,12 @@ func snapshot(_ client: NotedClient) async throws -> [String: String] {
         }
     }
     return result
+}
+
+/// What a `@Sendable` body returned, kept under a lock.
+private final class Returned<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: T?
+    func set(_ new: T) { lock.withLock { value = new } }
+    func get() -> T? { lock.withLock { value } }
 }
