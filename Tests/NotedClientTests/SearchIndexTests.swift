@@ -15,7 +15,8 @@ import TestSupport
     @Test func theIndexAgreesWithTheRecordsThroughAnyMixOfWrites() async throws {
         var random = TestSeed.generator(for: "theIndexAgreesWithTheRecordsThroughAnyMixOfWrites")
         let store = try LocalStore.inMemory()
-        let pool = (0..<16).map { String(format: "00000000-0000-4000-8000-%012d", $0) }
+        // Enough ids that pages keep bringing new ones (and a new one twice) to the end.
+        let pool = (0..<400).map { String(format: "00000000-0000-4000-8000-%012d", $0) }
         var rev: Int64 = 0
         var cursor: Int64 = 0
         func text(_ count: ClosedRange<Int>) -> String {
@@ -46,9 +47,12 @@ import TestSupport
             default:
                 // A page: new records, newer states, tombstones; an id may come twice.
                 var records: [NotedCore.Record] = []
+                var ids: [String] = []
                 for _ in 0..<Int.random(in: 1...6, using: &random) {
                     rev += 1
-                    let id = pool.randomElement(using: &random)!
+                    // Now and then an id the page already brought.
+                    let id = !ids.isEmpty && Bool.random(using: &random) ? ids.randomElement(using: &random)! : pool.randomElement(using: &random)!
+                    ids.append(id)
                     let deleted = Int.random(in: 0..<5, using: &random) == 0
                     records.append(server(id, rev: rev, NoteFields(title: text(0...1), body: text(1...3)), deleted: deleted))
                 }
@@ -58,6 +62,21 @@ import TestSupport
             }
             try await expectIndexMatchesRecords(store, step: step, did: did)
         }
+    }
+
+    @Test func aNewRecordThatAPageBringsTwiceIsIndexedWithItsLastText() async throws {
+        let store = try LocalStore.inMemory()
+        let id = "00000000-0000-4000-8000-000000000001"
+        _ = try await store.storePage(records: [
+            server(id, rev: 1, NoteFields(title: "", body: "apricot")),
+            server(id, rev: 2, NoteFields(title: "", body: "bramble")),
+        ], cursor: 2)
+        #expect(try await store.search("apricot").isEmpty)
+        #expect(try await store.search("bramble").map(\.id) == [id])
+        // Its next text replaces the indexed one exactly (a stale index fails here or in SQLite).
+        _ = try await store.storePage(records: [server(id, rev: 3, NoteFields(title: "", body: "chestnut"))], cursor: 3)
+        #expect(try await store.search("bramble").isEmpty)
+        #expect(try await store.search("chestnut").map(\.id) == [id])
     }
 
     /// For every word: the rows the index finds are exactly the records whose searchable text

@@ -80,15 +80,25 @@ extension LocalStore {
             let before = try Int64.fetchOne(db, sql: "SELECT max(rowKey) FROM record") ?? 0
             var effect = StoreEffect()
             try deferral.whileDeferred(above: before) {
+                // Which of the page's ids this store holds or buried, asked once for the page
+                // rather than twice for each record (most of a first sync's are new).
+                let ids = records.map(\.id)
+                let held = try Self.ids(db, in: "record", among: ids)
+                let buried = try Self.ids(db, in: "tombstone", among: ids)
+                var seen: Set<String> = []
                 for record in records where schemas[record.collection] != nil {
-                    try absorb(db, record: record, effect: &effect)
+                    // An id the page brings twice is looked up again the second time.
+                    let known = seen.insert(record.id).inserted && !held.contains(record.id)
+                        ? Known(held: false, buried: buried.contains(record.id)) : nil
+                    try absorb(db, record: record, effect: &effect, known: known)
                 }
+                // Rows inserted in this transaction have keys above every key before it; their
+                // text was kept as they were inserted (`noted_page_search_text`, while deferred).
+                try db.execute(sql: """
+                    INSERT INTO record_fts(rowid, content)
+                    SELECT rowKey, noted_page_search_text(rowKey, collection, local) FROM record WHERE rowKey > ?
+                    """, arguments: [before])
             }
-            // Rows inserted in this transaction have keys above every key before it.
-            try db.execute(sql: """
-                INSERT INTO record_fts(rowid, content)
-                SELECT rowKey, noted_search_text(collection, local) FROM record WHERE rowKey > ?
-                """, arguments: [before])
             try setMeta(db, "cursor", String(cursor))
             return effect
         }
@@ -126,22 +136,43 @@ extension LocalStore {
         }
     }
 
+    /// What a page already knows of a record's id: whether the store holds it, and whether it
+    /// was buried (``storePage(records:cursor:)``).
+    struct Known {
+        var held: Bool
+        var buried: Bool
+    }
+
+    /// The ids among `ids` that `table` (`record` or `tombstone`) holds, asked in batches.
+    static func ids(_ db: Database, in table: String, among ids: [String]) throws -> Set<String> {
+        var found: Set<String> = []
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            let batch = Array(ids[start..<min(start + 500, ids.count)])
+            let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+            found.formUnion(try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE id IN (\(marks))", arguments: StatementArguments(batch)))
+        }
+        return found
+    }
+
     /// Takes a server state of a record: rebases local edits onto it, or stashes it while a
     /// change is in flight (the answer to that change decides how local edits move).
-    func absorb(_ db: Database, record: NotedCore.Record, effect: inout StoreEffect) throws {
-        guard var row = try RecordRow.find(db, id: record.id) else {
+    func absorb(_ db: Database, record: NotedCore.Record, effect: inout StoreEffect, known: Known? = nil) throws {
+        guard var row = try (known?.held == false ? nil : RecordRow.find(db, id: record.id)) else {
             guard !record.deleted else {
                 try bury(db, record.id)
                 return
             }
-            guard try !isBuried(db, record.id) else { return }
-            var row = RecordRow(id: record.id, collection: record.collection, local: recordMath(record.collection).schema.completed(record.fields),
-                                now: record.updatedAt)
+            guard try !(known?.buried ?? isBuried(db, record.id)) else { return }
+            let fields = recordMath(record.collection).schema.completed(record.fields)
+            var row = RecordRow(id: record.id, collection: record.collection, local: fields, now: record.updatedAt)
             row.shadow = row.local
             row.rev = record.rev
             row.state = .synced
             row.createdAt = record.createdAt
             try row.insertNew(db)
+            if let rowKey = row.rowKey {
+                searchIndexDeferred.keep(searchTexts.of(collection: record.collection, fields: fields), from: row.local, of: rowKey)
+            }
             effect.add(record.id, in: record.collection)
             return
         }

@@ -19,6 +19,7 @@ public struct LocalStore: Sendable {
     /// On while a page of records is stored: the search index's insert trigger stands aside and
     /// the page's new records are indexed in one statement at its end (``storePage``).
     let searchIndexDeferred = SearchIndexDeferral()
+    let searchTexts: SearchText
     static let collection = "notes"
 
     /// The field arithmetic of a collection (a collection no longer declared has no fields).
@@ -62,11 +63,14 @@ public struct LocalStore: Sendable {
         self.writer = writer
         schemas = SchemaRegistry([.notes] + collections)
         maths = schemas.schemas.mapValues { RecordMath(schema: $0) }
+        searchTexts = SearchText(schemas)
         // The search index's triggers call these on the writer's connection, where every write runs.
         let searchText = Self.searchText(schemas)
         let deferral = searchIndexDeferred
+        let pageSearchText = Self.pageSearchText(schemas, deferral)
         try writer.writeWithoutTransaction { db in
             db.add(function: searchText)
+            db.add(function: pageSearchText)
             // Named by the v9 trigger, which v10 replaced (a database is migrated through it).
             db.add(function: DatabaseFunction("noted_search_index_deferred", argumentCount: 0, pure: false) { _ in deferral.isOn })
             db.add(function: DatabaseFunction("noted_search_index_pending", argumentCount: 1, pure: false) { values in
@@ -108,11 +112,25 @@ public struct LocalStore: Sendable {
     /// `noted_search_text(collection, local)`: the record's `searchable` text fields, for the
     /// full-text index.
     static func searchText(_ schemas: SchemaRegistry) -> DatabaseFunction {
-        DatabaseFunction("noted_search_text", argumentCount: 2, pure: true) { values in
-            guard let collection = String.fromDatabaseValue(values[0]), let schema = schemas[collection],
-                  let local = String.fromDatabaseValue(values[1]), let fields = (try? JSONValue.parse(local))?.objectValue
-            else { return "" }
-            return schema.fields.filter(\.value.searchable).keys.sorted().compactMap { fields[$0]?.stringValue }.joined(separator: "\n")
+        let text = SearchText(schemas)
+        return DatabaseFunction("noted_search_text", argumentCount: 2, pure: true) { values in
+            guard let collection = String.fromDatabaseValue(values[0]), let local = String.fromDatabaseValue(values[1]) else { return "" }
+            return text.of(collection: collection, local: local)
+        }
+    }
+
+    /// `noted_page_search_text(rowKey, collection, local)`: what `noted_search_text` gives, taken
+    /// from the text the page being stored already computed for the row (`SearchIndexDeferral`),
+    /// so that each new record's JSON is not parsed again to index it.
+    static func pageSearchText(_ schemas: SchemaRegistry, _ deferral: SearchIndexDeferral) -> DatabaseFunction {
+        let text = SearchText(schemas)
+        return DatabaseFunction("noted_page_search_text", argumentCount: 3, pure: false) { values in
+            guard let collection = String.fromDatabaseValue(values[1]), let local = String.fromDatabaseValue(values[2]) else { return "" }
+            // Kept for this very text only: a row changed again within the page is parsed.
+            if let rowKey = Int64.fromDatabaseValue(values[0]), let kept = deferral.text(of: rowKey), kept.local == local {
+                return kept.text
+            }
+            return text.of(collection: collection, local: local)
         }
     }
 
@@ -381,6 +399,9 @@ final class SearchIndexDeferral: @unchecked Sendable {
     private let lock = NSLock()
     /// Rows with a key above it are not yet in the index; nil: every row is.
     private var floor: Int64?
+    /// The searchable text of rows the page inserted, by key, as the page computed it, with
+    /// the `local` it was computed from.
+    private var texts: [Int64: (local: String, text: String)] = [:]
 
     var isOn: Bool { lock.withLock { floor != nil } }
 
@@ -392,7 +413,38 @@ final class SearchIndexDeferral: @unchecked Sendable {
     /// which the caller indexes afterwards.
     func whileDeferred<T>(above floor: Int64, _ body: () throws -> T) rethrows -> T {
         lock.withLock { self.floor = floor }
-        defer { lock.withLock { self.floor = nil } }
+        defer { lock.withLock { self.floor = nil; texts = [:] } }
         return try body()
+    }
+
+    /// Keeps the searchable text of a row inserted while deferred, computed from its `local`,
+    /// for the page's index statement.
+    func keep(_ text: String, from local: String, of rowKey: Int64) {
+        lock.withLock { if floor != nil { texts[rowKey] = (local, text) } }
+    }
+
+    func text(of rowKey: Int64) -> (local: String, text: String)? {
+        lock.withLock { texts[rowKey] }
+    }
+}
+
+/// A record's searchable text (what the full-text index holds for it): its collection's
+/// `searchable` text fields, in name order, one per line. The field names are sorted once per
+/// collection, not for each record.
+struct SearchText: Sendable {
+    private let fields: [String: [String]]
+
+    init(_ schemas: SchemaRegistry) {
+        fields = schemas.schemas.mapValues { $0.fields.filter(\.value.searchable).keys.sorted() }
+    }
+
+    func of(collection: String, fields values: [String: JSONValue]) -> String {
+        guard let names = fields[collection] else { return "" }
+        return names.compactMap { values[$0]?.stringValue }.joined(separator: "\n")
+    }
+
+    func of(collection: String, local: String) -> String {
+        guard fields[collection] != nil, let values = (try? JSONValue.parse(local))?.objectValue else { return "" }
+        return of(collection: collection, fields: values)
     }
 }
