@@ -160,3 +160,51 @@ import TestSupport
         #expect(try await old.search("works").map(\.id) == [note.id])
     }
 }
+
+@Suite struct SearchIndexReindexTests {
+    static let worries = try! CollectionSchema(json: JSONValue.parse("""
+        {"name": "worries", "version": 1, "fields": {"text": {"kind": "text", "searchable": true}}}
+        """))
+
+    /// The index holds what is `searchable` when each record was written; a store opened with
+    /// other collections indexes everything again ('delete-all' on the contentless index), and
+    /// the edits after that leave it exact: old words gone, new ones found.
+    @Test func openingWithOtherCollectionsIndexesAgainAndEditsStayExact() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("noted-reindex-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("client.sqlite").path
+        let note: Note
+        let worryID: String
+        do {
+            let store = try LocalStore.open(path: path, collections: [Self.worries])
+            note = try await store.create(NoteFields(title: "apricot", body: "bramble"))
+            worryID = try await store.transaction { try $0.create("worries", fields: ["text": "chestnut"]).id }.value
+            #expect(try await store.records("worries", matching: RecordQuery(search: "chestnut")).map(\.id) == [worryID])
+        }
+        // Without the worries: their text is no longer searchable (nothing of it indexed).
+        do {
+            let store = try LocalStore.open(path: path)
+            #expect(try await store.search("apricot").map(\.id) == [note.id])
+            try await store.update(note.id) { $0.body = "damson" }
+            #expect(try await store.search("bramble").isEmpty)
+            #expect(try await store.search("damson").map(\.id) == [note.id])
+            let hits = try await store.writer.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM record_fts WHERE record_fts MATCH 'chestnut'")
+            }
+            #expect(hits == 0)
+        }
+        // With them again: indexed again, and edits of both kinds replace their words exactly.
+        let store = try LocalStore.open(path: path, collections: [Self.worries])
+        #expect(try await store.records("worries", matching: RecordQuery(search: "chestnut")).map(\.id) == [worryID])
+        _ = try await store.transaction { try $0.update("worries", id: worryID) { $0["text"] = "elder" } }
+        try await store.update(note.id) { $0.title = "fennel" }
+        #expect(try await store.records("worries", matching: RecordQuery(search: "chestnut")).isEmpty)
+        #expect(try await store.records("worries", matching: RecordQuery(search: "elder")).map(\.id) == [worryID])
+        #expect(try await store.search("apricot").isEmpty)
+        #expect(try await store.search("fennel damson").map(\.id) == [note.id])
+        try await store.writer.write { db in
+            try db.execute(sql: "INSERT INTO record_fts(record_fts) VALUES ('integrity-check')")
+        }
+    }
+}
