@@ -116,7 +116,7 @@ import TestSupport
             let queue = try DatabaseQueue(path: path)
             let migrator = LocalStore.migrator
             try await queue.writeWithoutTransaction { db in
-                db.add(function: LocalStore.searchText(SchemaRegistry([.notes])))
+                db.add(function: LocalStore.searchText(SearchText(SchemaRegistry([.notes]))))
                 db.add(function: DatabaseFunction("noted_search_index_deferred", argumentCount: 0, pure: false) { _ in false })
             }
             try migrator.migrate(queue, upTo: "v9: search index written per page")
@@ -129,11 +129,31 @@ import TestSupport
                         VALUES (?, 'notes', ?, ?, 1, '2026-11-26 10:00:00.000', '2026-11-26 10:00:00.000')
                         """, arguments: ["00000000-0000-4000-8000-00000000000\(index)", local, local])
                 }
+                // Pending edits as v9 left them: a note never sent, and a synced note edited since
+                // (its shadow the older text).
+                let edited = SyncState.created.json.jsonString
+                try db.execute(sql: """
+                    INSERT INTO record (id, collection, local, shadow, rev, createdAt, updatedAt, sync)
+                    VALUES ('00000000-0000-4000-8000-000000000003', 'notes', ?, NULL, 0, '2026-11-26 10:00:00.000', '2026-11-26 10:00:00.000', ?),
+                           ('00000000-0000-4000-8000-000000000004', 'notes', ?, ?, 1, '2026-11-26 10:00:00.000', '2026-11-26 10:00:00.000', ?)
+                    """, arguments: [JSONValue.object(["title": "", "body": "ginger"]).jsonString, edited,
+                                     JSONValue.object(["title": "", "body": "hazel juniper"]).jsonString,
+                                     JSONValue.object(["title": "", "body": "hazel"]).jsonString, edited])
                 #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM record_fts WHERE record_fts MATCH 'chestnut'") == 1)
             }
         }
         let store = try LocalStore.open(path: path)
         #expect(try await store.search("chestnut").map(\.id) == ["00000000-0000-4000-8000-000000000001"])
+        // The pending edits are found and go out as they would have.
+        #expect(try await store.search("ginger").map(\.id) == ["00000000-0000-4000-8000-000000000003"])
+        #expect(try await store.search("juniper").map(\.id) == ["00000000-0000-4000-8000-000000000004"])
+        #expect(try await store.pendingCount() == 2)
+        let (changes, _) = try await store.outbox(excluding: [], limit: 10)
+        let bodies = Dictionary(uniqueKeysWithValues: changes.map { ($0.recordID, $0.body) })
+        #expect(bodies["00000000-0000-4000-8000-000000000003"]?["baseRev"] == 0)
+        #expect(bodies["00000000-0000-4000-8000-000000000003"]?["fields"]?["body"] == ["set": "ginger"])
+        #expect(bodies["00000000-0000-4000-8000-000000000004"]?["baseRev"] == 1)
+        #expect(bodies["00000000-0000-4000-8000-000000000004"]?["fields"]?["body"]?["delta"] != nil)
         try await store.update("00000000-0000-4000-8000-000000000000") { $0.body = "fennel" }
         // A tombstone in a page deletes the row (the delete trigger).
         _ = try await store.storePage(records: [server("00000000-0000-4000-8000-000000000002", rev: 2, NoteFields(), deleted: true)], cursor: 2)

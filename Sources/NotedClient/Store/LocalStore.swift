@@ -29,7 +29,7 @@ public struct LocalStore: Sendable {
 
     /// The page size of a new database file, in bytes. With SQLite's 4 KiB, a note of 2 KB took
     /// a page of its own, half of it empty: 10,000 such notes made a 53 MB file, 30 MB with 16 KiB
-    /// pages (docs/benchmarks.md, "Initial sync in under two seconds").
+    /// pages (docs/benchmarks.md, "Initial sync: a third of the bytes").
     static let pageSize = 16_384
 
     /// Opens (creating when needed) the database in a file, with WAL and full synchronous commits.
@@ -65,9 +65,9 @@ public struct LocalStore: Sendable {
         maths = schemas.schemas.mapValues { RecordMath(schema: $0) }
         searchTexts = SearchText(schemas)
         // The search index's triggers call these on the writer's connection, where every write runs.
-        let searchText = Self.searchText(schemas)
+        let searchText = Self.searchText(searchTexts)
         let deferral = searchIndexDeferred
-        let pageSearchText = Self.pageSearchText(schemas, deferral)
+        let pageSearchText = Self.pageSearchText(searchTexts, deferral)
         try writer.writeWithoutTransaction { db in
             db.add(function: searchText)
             db.add(function: pageSearchText)
@@ -111,9 +111,8 @@ public struct LocalStore: Sendable {
 
     /// `noted_search_text(collection, local)`: the record's `searchable` text fields, for the
     /// full-text index.
-    static func searchText(_ schemas: SchemaRegistry) -> DatabaseFunction {
-        let text = SearchText(schemas)
-        return DatabaseFunction("noted_search_text", argumentCount: 2, pure: true) { values in
+    static func searchText(_ text: SearchText) -> DatabaseFunction {
+        DatabaseFunction("noted_search_text", argumentCount: 2, pure: true) { values in
             guard let collection = String.fromDatabaseValue(values[0]), let local = String.fromDatabaseValue(values[1]) else { return "" }
             return text.of(collection: collection, local: local)
         }
@@ -122,9 +121,8 @@ public struct LocalStore: Sendable {
     /// `noted_page_search_text(rowKey, collection, local)`: what `noted_search_text` gives, taken
     /// from the text the page being stored already computed for the row (`SearchIndexDeferral`),
     /// so that each new record's JSON is not parsed again to index it.
-    static func pageSearchText(_ schemas: SchemaRegistry, _ deferral: SearchIndexDeferral) -> DatabaseFunction {
-        let text = SearchText(schemas)
-        return DatabaseFunction("noted_page_search_text", argumentCount: 3, pure: false) { values in
+    static func pageSearchText(_ text: SearchText, _ deferral: SearchIndexDeferral) -> DatabaseFunction {
+        DatabaseFunction("noted_page_search_text", argumentCount: 3, pure: false) { values in
             guard let collection = String.fromDatabaseValue(values[1]), let local = String.fromDatabaseValue(values[2]) else { return "" }
             // Kept for this very text only: a row changed again within the page is parsed.
             if let rowKey = Int64.fromDatabaseValue(values[0]), let kept = deferral.text(of: rowKey), kept.local == local {
