@@ -338,6 +338,9 @@ final class SimClient {
 enum SimStats {
     static let thinnedRevisions = NIOLockedValueBox(0)
     static let baseUnavailable = NIOLockedValueBox(0)
+    /// The runs under way, by seed: when each started and where it is (step, last trace line), so
+    /// a run that never ends can be named while it hangs (`SimulationTests.seededRuns` prints them).
+    static let running = NIOLockedValueBox([UInt64: (started: ContinuousClock.Instant, at: String)]())
 }
 
 struct RevisionKey: Hashable {

@@ -195,13 +195,24 @@ enum Simulation {
             return (SimFailure(description: "setup: \(error)"), [])
         }
         defer { world.cleanUp() }
+        SimStats.running.withLockedValue { $0[seed] = (ContinuousClock.now, "setting up") }
+        defer { _ = SimStats.running.withLockedValue { $0.removeValue(forKey: seed) } }
+        func at(_ place: String) {
+            let line = world.trace.last ?? ""
+            SimStats.running.withLockedValue { $0[seed]?.at = "\(place); last trace line: \(line)" }
+        }
         do {
             for client in world.clients {
                 await client.engine.start()
                 try await world.settle(client)
             }
-            for step in plan ?? SimStep.plan(seed: seed, count: steps) { try await world.step(step) }
+            for (index, step) in (plan ?? SimStep.plan(seed: seed, count: steps)).enumerated() {
+                at("step \(index)")
+                try await world.step(step)
+            }
+            at("quiescing")
             try await world.quiesce()
+            at("checking")
             try await world.check()
             return nil
         } catch let failure as SimFailure {
@@ -279,6 +290,18 @@ struct SimulationTests {
         let started = ContinuousClock.now
         var failed: [(seed: UInt64, failure: SimFailure, trace: [String])] = []
         var done = 0
+        // A run takes about a second; one still going after five minutes is named, with where it
+        // is, once a minute (a run that hangs would otherwise stall the whole test silently).
+        let watchdog = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(60))
+                let now = ContinuousClock.now
+                for (seed, run) in SimStats.running.withLockedValue({ $0 }) where now - run.started > .seconds(300) {
+                    print("simulation: seed \(seed) still running after \(now - run.started), at \(run.at)")
+                }
+            }
+        }
+        defer { watchdog.cancel() }
         await withTaskGroup(of: (UInt64, (SimFailure, [String])?).self) { group in
             var next = first
             let end = first + UInt64(runs)
