@@ -1,4 +1,5 @@
 import ArgumentParser
+import Configuration
 import Foundation
 import Logging
 import NotedCore
@@ -12,13 +13,17 @@ struct NotedServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "noted-server",
         abstract: "The Noted sync server.",
-        discussion: "Every option also reads an environment variable (shown in brackets); a flag wins over the environment.",
+        discussion: "Every option also reads an environment variable (shown in brackets) and a setting of the same name in the --config file; a flag wins over the environment, which wins over the file.",
         subcommands: [Serve.self, Keys.self, Users.self, Backup.self, Restore.self],
         defaultSubcommand: Serve.self)
 }
 
-/// Where the data lives and how long access tokens live: shared by serving and `keys`.
+/// Where the data lives and how long access tokens live: shared by serving and the operators'
+/// commands, with the config file they all read.
 struct StoreOptions: ParsableArguments {
+    @Option(help: "A JSON file of settings, named as the flags are ({\"port\": 8080, \"max-pushes-per-second\": 50}); a flag or an environment variable wins over it [NOTED_CONFIG].")
+    var config: String?
+
     @Option(help: "Data directory of the embedded SQLite database [NOTED_DATA].")
     var data: String?
 
@@ -28,18 +33,35 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .customLong("access-token-lifetime"), help: "Access-token lifetime in seconds [NOTED_ACCESS_TOKEN_LIFETIME].")
     var accessTokenLifetime: Int?
 
-    func apply(to configuration: inout ServerConfiguration, environment: [String: String]) throws {
-        configuration.dataDirectory = data ?? environment["NOTED_DATA"] ?? configuration.dataDirectory
-        if let text = database ?? environment["NOTED_DATABASE"] {
-            guard let location = DatabaseLocation(argument: text) else {
-                throw ValidationError("--database takes sqlite:PATH or postgres://USER@HOST:PORT/DB")
-            }
+    /// The flags given, by setting name.
+    var flags: [String: ConfigContent] {
+        var flags: [String: ConfigContent] = [:]
+        flags["data"] = data.map(ConfigContent.string)
+        flags["database"] = database.map(ConfigContent.string)
+        flags["access-token-lifetime"] = accessTokenLifetime.map(ConfigContent.int)
+        return flags
+    }
+
+    /// The settings of these flags (with `more`), the environment and the config file.
+    func settings(more: [String: ConfigContent] = [:], environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> Settings {
+        try await Settings.load(flags: flags.merging(more) { flag, _ in flag }, configFlag: config, environment: environment)
+    }
+
+    static func apply(_ settings: Settings, to configuration: inout ServerConfiguration) throws {
+        configuration.dataDirectory = try settings.string("data") ?? configuration.dataDirectory
+        if let location = try settings.parsed("database", "takes sqlite:PATH or postgres://USER@HOST:PORT/DB", DatabaseLocation.init(argument:)) {
             configuration.database = location
         }
-        if let text = accessTokenLifetime.map(String.init) ?? environment["NOTED_ACCESS_TOKEN_LIFETIME"] {
-            guard let seconds = Int(text), seconds >= 1 else { throw ValidationError("the access-token lifetime is a number of seconds >= 1") }
+        if let seconds = try settings.int("access-token-lifetime", "the access-token lifetime is a number of seconds >= 1", { $0 >= 1 }) {
             configuration.accessTokenLifetime = .seconds(seconds)
         }
+    }
+
+    /// The configuration of the store alone (the operators' commands).
+    func storeConfiguration() async throws -> ServerConfiguration {
+        var configuration = ServerConfiguration()
+        try Self.apply(try await settings(), to: &configuration)
+        return configuration
     }
 }
 
@@ -56,8 +78,7 @@ struct Keys: AsyncParsableCommand {
 
         func run() async throws {
             umask(0o077)
-            var configuration = ServerConfiguration()
-            try store.apply(to: &configuration, environment: ProcessInfo.processInfo.environment)
+            let configuration = try await store.storeConfiguration()
             LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
             let result = try await rotateSigningKeys(configuration, logger: Logger(label: "noted-server"))
             print("new signing key \(result.kid)")
@@ -68,10 +89,9 @@ struct Keys: AsyncParsableCommand {
 }
 
 /// The operator's tools work on the configured database, beside a running server or without one.
-private func operators(_ store: StoreOptions) throws -> Operators {
+private func operators(_ store: StoreOptions) async throws -> Operators {
     umask(0o077)
-    var configuration = ServerConfiguration()
-    try store.apply(to: &configuration, environment: ProcessInfo.processInfo.environment)
+    let configuration = try await store.storeConfiguration()
     LoggingSystem.bootstrap { label in
         var handler = StreamLogHandler.standardError(label: label)
         handler.logLevel = .warning
@@ -221,7 +241,7 @@ struct Restore: AsyncParsableCommand {
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the sync server (the default).",
-        discussion: "Every option also reads an environment variable (shown in brackets); a flag wins over the environment.")
+        discussion: "Every option also reads an environment variable (shown in brackets) and a setting of the same name in the --config file; a flag wins over the environment, which wins over the file.")
 
     @Option(help: "Address to listen on [NOTED_HOST].")
     var host: String?
@@ -294,130 +314,129 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Folder of collection schema documents (*.json, docs/collections.md) served besides notes [NOTED_COLLECTIONS].")
     var collections: String?
 
-    func validate() throws {
-        _ = try makeConfiguration()
+    /// The flags given, by setting name (a repeatable flag's setting is the plural list).
+    var flags: [String: ConfigContent] {
+        var flags: [String: ConfigContent] = [:]
+        flags["host"] = host.map(ConfigContent.string)
+        flags["port"] = port.map(ConfigContent.int)
+        flags["allowed-origins"] = allowedOrigins.isEmpty ? nil : .stringArray(allowedOrigins)
+        flags["no-registration"] = noRegistration ? .bool(true) : nil
+        flags["issuer"] = issuer.map(ConfigContent.string)
+        flags["log-level"] = logLevel.map(ConfigContent.string)
+        flags["web-root"] = webRoot.map(ConfigContent.string)
+        flags["oauth-clients"] = oauthClients.isEmpty ? nil : .stringArray(oauthClients)
+        flags["trusted-issuers"] = trustedIssuers.isEmpty ? nil : .stringArray(trustedIssuers)
+        flags["trusted-proxies"] = trustedProxies.isEmpty ? nil : .stringArray(trustedProxies)
+        flags["metrics-token"] = metricsToken.map(ConfigContent.string)
+        flags["collections"] = collections.map(ConfigContent.string)
+        let numbers: [(String, Int?)] = [
+            ("auth-attempts-per-minute", authAttemptsPerMinute), ("max-pushes-per-second", maxPushesPerSecond),
+            ("heartbeat-seconds", heartbeatSeconds), ("max-sessions-per-user", maxSessionsPerUser),
+            ("max-connections", maxConnections), ("quota-bytes", quotaBytes.map { Int($0) }),
+            ("quota-records", quotaRecords.map { Int($0) }), ("max-import-bytes", maxImportBytes),
+            ("max-blob-bytes", maxBlobBytes), ("blob-retention-hours", blobRetentionHours), ("history-days", historyDays),
+        ]
+        for (name, value) in numbers { flags[name] = value.map(ConfigContent.int) }
+        return flags
     }
 
-    func makeConfiguration(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ServerConfiguration {
+    static func configuration(_ settings: Settings) throws -> ServerConfiguration {
         var configuration = ServerConfiguration()
-        configuration.host = host ?? environment["NOTED_HOST"] ?? configuration.host
-        if let text = port.map(String.init) ?? environment["NOTED_PORT"] {
-            guard let value = Int(text), (0...65535).contains(value) else { throw ValidationError("the port must be 0 to 65535") }
-            configuration.port = value
-        }
-        try store.apply(to: &configuration, environment: environment)
-        let envOrigins = environment["NOTED_ALLOWED_ORIGINS"].map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) } } ?? []
-        configuration.allowedOrigins = allowedOrigins.isEmpty ? envOrigins : allowedOrigins
-        if noRegistration || ["1", "true", "yes"].contains(environment["NOTED_NO_REGISTRATION"]?.lowercased() ?? "") {
-            configuration.registrationOpen = false
-        }
-        if let value = issuer ?? environment["NOTED_ISSUER"] {
-            guard !value.isEmpty else { throw ValidationError("the issuer must not be empty") }
+        configuration.host = try settings.string("host") ?? configuration.host
+        configuration.port = try settings.int("port", "the port is a number from 0 to 65535", { (0...65535).contains($0) }) ?? configuration.port
+        try StoreOptions.apply(settings, to: &configuration)
+        configuration.allowedOrigins = try settings.list("allowed-origins")
+        if try settings.bool("no-registration") == true { configuration.registrationOpen = false }
+        if let value = try settings.string("issuer") {
+            guard !value.isEmpty else { throw settings.refuse("issuer", "the issuer must not be empty") }
             configuration.issuer = value
         }
-        configuration.webRoot = webRoot ?? environment["NOTED_WEB_ROOT"]
+        configuration.webRoot = try settings.string("web-root")
         if let root = configuration.webRoot, !FileManager.default.fileExists(atPath: root + "/index.html") {
-            throw ValidationError("--web-root \(root) has no index.html")
+            throw settings.refuse("web-root", "\(root) has no index.html")
         }
-        let clientArguments = oauthClients.isEmpty
-            ? (environment["NOTED_OAUTH_CLIENTS"]?.split(separator: " ").map(String.init) ?? []) : oauthClients
-        for argument in clientArguments {
+        try oauthClients(settings, into: &configuration)
+        try limits(settings, into: &configuration)
+        configuration.trustedProxies = try settings.list("trusted-proxies").map { text in
+            guard let range = ClientAddresses.Range(text) else { throw settings.refuse("trusted-proxies", "takes addresses or CIDR ranges, not \"\(text)\"") }
+            return range
+        }
+        if let token = try settings.string("metrics-token") {
+            guard token.utf8.count >= 16 else { throw settings.refuse("metrics-token", "the metrics token must be at least 16 characters") }
+            configuration.metricsToken = token
+        }
+        return configuration
+    }
+
+    /// Third-party OAuth clients and the external issuers whose tokens are accepted.
+    private static func oauthClients(_ settings: Settings, into configuration: inout ServerConfiguration) throws {
+        for argument in try settings.list("oauth-clients") {
             guard let client = OAuthClients.parse(argument) else {
-                throw ValidationError("--oauth-client takes ID[:Name]=REDIRECT_URI[,REDIRECT_URI…], got \(argument)")
+                throw settings.refuse("oauth-clients", "an OAuth client is ID[:Name]=REDIRECT_URI[,REDIRECT_URI…], not \(argument)")
             }
             guard !["noted-cli", OAuthClient.webClientID, "noted"].contains(client.id) else {
-                throw ValidationError("--oauth-client: \(client.id) is a built-in client")
+                throw settings.refuse("oauth-clients", "\(client.id) is a built-in client")
             }
             configuration.oauthClients.append(client)
         }
-        let issuerArguments = trustedIssuers.isEmpty
-            ? (environment["NOTED_TRUSTED_ISSUERS"]?.split(separator: " ").map(String.init) ?? []) : trustedIssuers
-        for argument in issuerArguments {
+        for argument in try settings.list("trusted-issuers") {
             switch TrustedIssuer.parse(argument) {
             case .success(let trusted):
                 guard !configuration.trustedIssuers.contains(where: { $0.issuer == trusted.issuer }) else {
-                    throw ValidationError("--trust-issuer: \(trusted.issuer) is given twice")
+                    throw settings.refuse("trusted-issuers", "\(trusted.issuer) is given twice")
                 }
                 configuration.trustedIssuers.append(trusted)
             case .failure(let error):
-                throw ValidationError("--trust-issuer takes issuer=URL,jwks=URL|discovery=URL,audience=AUD[,claim=NAME][,refetch=SECONDS]: \(error)")
+                throw settings.refuse("trusted-issuers", "a trusted issuer is issuer=URL,jwks=URL|discovery=URL,audience=AUD[,claim=NAME][,refetch=SECONDS]: \(error)")
             }
         }
-        if let text = authAttemptsPerMinute.map(String.init) ?? environment["NOTED_AUTH_ATTEMPTS_PER_MINUTE"] {
-            guard let value = Int(text), value >= 1 else { throw ValidationError("--auth-attempts-per-minute is a number >= 1") }
+    }
+
+    /// The numbers: rates, quotas, sizes and retention.
+    private static func limits(_ settings: Settings, into configuration: inout ServerConfiguration) throws {
+        if let value = try settings.int("auth-attempts-per-minute", "a number >= 1", { $0 >= 1 }) {
             configuration.authAttemptsPerWindow = value
             configuration.authWindow = .seconds(60)
         }
-        if let text = maxPushesPerSecond.map(String.init) ?? environment["NOTED_MAX_PUSHES_PER_SECOND"] {
-            guard let value = Int(text), value >= 1 else { throw ValidationError("--max-pushes-per-second is a number >= 1") }
-            configuration.maxPushesPerSecond = value
-        }
-        if let text = heartbeatSeconds.map(String.init) ?? environment["NOTED_HEARTBEAT_SECONDS"] {
-            guard let value = Int(text), (1...3600).contains(value) else { throw ValidationError("--heartbeat-seconds is a number from 1 to 3600") }
+        configuration.maxPushesPerSecond = try settings.int("max-pushes-per-second", "a number >= 1", { $0 >= 1 }) ?? configuration.maxPushesPerSecond
+        if let value = try settings.int("heartbeat-seconds", "a number from 1 to 3600", { (1...3600).contains($0) }) {
             configuration.heartbeatInterval = .seconds(value)
         }
-        let proxies = trustedProxies.isEmpty
-            ? (environment["NOTED_TRUSTED_PROXIES"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            : trustedProxies
-        configuration.trustedProxies = try proxies.map { text in
-            guard let range = ClientAddresses.Range(text) else { throw ValidationError("--trusted-proxy takes an address or a CIDR range, not \"\(text)\"") }
-            return range
+        configuration.maxSessionsPerUser = try settings.int("max-sessions-per-user", "a number >= 1", { $0 >= 1 }) ?? configuration.maxSessionsPerUser
+        configuration.maxConnections = try settings.int("max-connections", "a number >= 1", { $0 >= 1 }) ?? configuration.maxConnections
+        if let value = try settings.int("quota-bytes", "a number of bytes >= 0 (0: no limit)", { $0 >= 0 }) {
+            configuration.quota.bytes = value == 0 ? nil : Int64(value)
         }
-        if let token = metricsToken ?? environment["NOTED_METRICS_TOKEN"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            guard token.utf8.count >= 16 else { throw ValidationError("--metrics-token must be at least 16 characters") }
-            configuration.metricsToken = token
+        if let value = try settings.int("quota-records", "a number >= 0 (0: no limit)", { $0 >= 0 }) {
+            configuration.quota.records = value == 0 ? nil : Int64(value)
         }
-        if let text = maxSessionsPerUser.map(String.init) ?? environment["NOTED_MAX_SESSIONS_PER_USER"] {
-            guard let value = Int(text), value >= 1 else { throw ValidationError("--max-sessions-per-user is a number >= 1") }
-            configuration.maxSessionsPerUser = value
-        }
-        if let text = maxConnections.map(String.init) ?? environment["NOTED_MAX_CONNECTIONS"] {
-            guard let value = Int(text), value >= 1 else { throw ValidationError("--max-connections is a number >= 1") }
-            configuration.maxConnections = value
-        }
-        if let text = quotaBytes.map(String.init) ?? environment["NOTED_QUOTA_BYTES"] {
-            guard let value = Int64(text), value >= 0 else { throw ValidationError("--quota-bytes is a number of bytes >= 0 (0: no limit)") }
-            configuration.quota.bytes = value == 0 ? nil : value
-        }
-        if let text = quotaRecords.map(String.init) ?? environment["NOTED_QUOTA_RECORDS"] {
-            guard let value = Int64(text), value >= 0 else { throw ValidationError("--quota-records is a number >= 0 (0: no limit)") }
-            configuration.quota.records = value == 0 ? nil : value
-        }
-        if let text = maxImportBytes.map(String.init) ?? environment["NOTED_MAX_IMPORT_BYTES"] {
-            guard let value = Int(text), value >= 1 else { throw ValidationError("--max-import-bytes is a number of bytes >= 1") }
-            configuration.maxImportBytes = value
-        }
-        if let text = maxBlobBytes.map(String.init) ?? environment["NOTED_MAX_BLOB_BYTES"] {
-            guard let value = Int(text), value >= 1 else { throw ValidationError("--max-blob-bytes is a number of bytes >= 1") }
-            configuration.maxBlobBytes = value
-        }
-        if let text = blobRetentionHours.map(String.init) ?? environment["NOTED_BLOB_RETENTION_HOURS"] {
-            guard let value = Int(text), (1...87_600).contains(value) else { throw ValidationError("--blob-retention-hours is a number of hours from 1 to 87600") }
+        configuration.maxImportBytes = try settings.int("max-import-bytes", "a number of bytes >= 1", { $0 >= 1 }) ?? configuration.maxImportBytes
+        configuration.maxBlobBytes = try settings.int("max-blob-bytes", "a number of bytes >= 1", { $0 >= 1 }) ?? configuration.maxBlobBytes
+        if let value = try settings.int("blob-retention-hours", "a number of hours from 1 to 87600", { (1...87_600).contains($0) }) {
             configuration.blobRetention = .seconds(value * 3600)
         }
-        if let text = historyDays.map(String.init) ?? environment["NOTED_HISTORY_DAYS"] {
-            guard let value = Int(text), (0...36_500).contains(value) else { throw ValidationError("--history-days is a number of days from 0 (keep everything) to 36500") }
+        if let value = try settings.int("history-days", "a number of days from 0 (keep everything) to 36500", { (0...36_500).contains($0) }) {
             configuration.history = HistoryPolicy(days: value)
         }
-        return configuration
     }
 
     func run() async throws {
         // Whatever the server creates (the data directory, the database and its -wal and -shm
         // files) is its own user's only: they hold the signing keys and every note.
         umask(0o077)
-        var configuration = try makeConfiguration()
+        let settings = try await store.settings(more: flags)
+        var configuration = try Self.configuration(settings)
+        let level = try settings.parsed("log-level", "the log level is trace, debug, info, notice, warning, error or critical", Logger.Level.init(rawValue:)) ?? .info
         do {
-            configuration.schemas = try SchemaRegistry.load(directory: collections ?? ProcessInfo.processInfo.environment["NOTED_COLLECTIONS"])
-            try await serve(configuration)
+            configuration.schemas = try SchemaRegistry.load(directory: try settings.string("collections"))
+            try await serve(configuration, level: level)
         } catch let refusal as StartupRefusal {
             FileHandle.standardError.write(Data("noted-server: \(refusal.description)\n".utf8))
             throw ExitCode(2)
         }
     }
 
-    private func serve(_ configuration: ServerConfiguration) async throws {
-        let level = Logger.Level(rawValue: logLevel ?? ProcessInfo.processInfo.environment["NOTED_LOG_LEVEL"] ?? "info") ?? .info
+    private func serve(_ configuration: ServerConfiguration, level: Logger.Level) async throws {
         // Logs go to standard error: standard output carries only the "listening" line.
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

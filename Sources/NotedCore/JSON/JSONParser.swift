@@ -153,34 +153,7 @@ struct JSONParser {
                 return text
             case UInt8(ascii: "\\"):
                 index += 1
-                guard index < bytes.count else { throw failure("unexpected end") }
-                let escape = bytes[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): units.append(escape)
-                case UInt8(ascii: "b"): units.append(0x08)
-                case UInt8(ascii: "f"): units.append(0x0C)
-                case UInt8(ascii: "n"): units.append(0x0A)
-                case UInt8(ascii: "r"): units.append(0x0D)
-                case UInt8(ascii: "t"): units.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = UInt32(try hex4())
-                    if (0xD800...0xDBFF).contains(scalar) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
-                            throw failure("an unpaired surrogate escape")
-                        }
-                        index += 2
-                        let low = UInt32(try hex4())
-                        guard (0xDC00...0xDFFF).contains(low) else { throw failure("an unpaired surrogate escape") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00...0xDFFF).contains(scalar) {
-                        throw failure("an unpaired surrogate escape")
-                    }
-                    guard let unicode = Unicode.Scalar(scalar) else { throw failure("an invalid escape") }
-                    units.append(contentsOf: UTF8.encode(unicode)!)
-                default:
-                    throw failure("an invalid escape")
-                }
+                try escape(into: &units)
             default:
                 if byte < 0x20 { throw failure("a control character in a string") }
                 units.append(byte)
@@ -188,6 +161,38 @@ struct JSONParser {
             }
         }
         throw failure("an unterminated string")
+    }
+
+    /// The escape after a backslash (at `index`), appended to `units` as UTF-8.
+    private mutating func escape(into units: inout [UInt8]) throws(Failure) {
+        guard index < bytes.count else { throw failure("unexpected end") }
+        let escape = bytes[index]
+        index += 1
+        switch escape {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): units.append(escape)
+        case UInt8(ascii: "b"): units.append(0x08)
+        case UInt8(ascii: "f"): units.append(0x0C)
+        case UInt8(ascii: "n"): units.append(0x0A)
+        case UInt8(ascii: "r"): units.append(0x0D)
+        case UInt8(ascii: "t"): units.append(0x09)
+        case UInt8(ascii: "u"):
+            var scalar = UInt32(try hex4())
+            if (0xD800...0xDBFF).contains(scalar) {
+                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                    throw failure("an unpaired surrogate escape")
+                }
+                index += 2
+                let low = UInt32(try hex4())
+                guard (0xDC00...0xDFFF).contains(low) else { throw failure("an unpaired surrogate escape") }
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+            } else if (0xDC00...0xDFFF).contains(scalar) {
+                throw failure("an unpaired surrogate escape")
+            }
+            guard let unicode = Unicode.Scalar(scalar) else { throw failure("an invalid escape") }
+            units.append(contentsOf: UTF8.encode(unicode)!)
+        default:
+            throw failure("an invalid escape")
+        }
     }
 
     private mutating func hex4() throws(Failure) -> UInt16 {

@@ -207,8 +207,6 @@ extension PostgresStore: BlobStore {
 
     public func collectBlobs(storedBefore: Date, uploadsBefore: Date) async throws -> BlobCollection {
         var collection = BlobCollection()
-        let fields = processor.schemas.attachmentFields
-        let logger = self.logger
         var candidates: [String: [(sha256: String, size: Int64)]] = [:]
         for try await (user, hash, size) in try await client.query(
             "SELECT user_id, sha256, size FROM blobs WHERE created_at < \(storedBefore.millis)", logger: logger
@@ -216,48 +214,64 @@ extension PostgresStore: BlobStore {
             candidates[user, default: []].append((hash, size))
         }
         for (userID, blobs) in candidates {
-            var latest: Int64 = 0
-            for try await value in try await client.query("SELECT seq FROM user_seq WHERE user_id = \(userID)", logger: logger).decode(Int64.self) {
-                latest = value
-            }
-            let seq = latest
-            let referenced = try await Self.referencedBlobs(userID: userID, fields: fields, afterSeq: nil) { try await client.query($0, logger: logger) }
-            let unreferenced = blobs.filter { !referenced.contains($0.sha256) }
-            guard !unreferenced.isEmpty else { continue }
-            let removed = try await blobTransaction { connection -> (count: Int, bytes: Int64) in
-                // Locked as a push locks it: no push of this user adds a reference meanwhile, and
-                // what pushes added since `seq` is looked at again.
-                var locked = false
-                for try await _ in try await connection.query(
-                    "SELECT seq FROM user_seq WHERE user_id = \(userID) FOR UPDATE", logger: logger
-                ).decode(Int64.self) {
-                    locked = true
-                }
-                guard locked else { return (0, 0) }
-                let recent = try await Self.referencedBlobs(userID: userID, fields: fields, afterSeq: seq) { try await connection.query($0, logger: logger) }
-                var count = 0
-                var bytes: Int64 = 0
-                for blob in unreferenced where !recent.contains(blob.sha256) {
-                    for try await size in try await connection.query("""
-                        DELETE FROM blobs WHERE user_id = \(userID) AND sha256 = \(blob.sha256) AND created_at < \(storedBefore.millis) RETURNING size
-                        """, logger: logger).decode(Int64.self) {
-                        count += 1
-                        bytes += size
-                        try await connection.query(
-                            "DELETE FROM blob_chunks WHERE user_id = \(userID) AND sha256 = \(blob.sha256)", logger: logger)
-                    }
-                }
-                try await connection.query(
-                    "UPDATE user_seq SET stored_bytes = GREATEST(0, stored_bytes - \(bytes)) WHERE user_id = \(userID)", logger: logger)
-                return (count, bytes)
-            }
+            let removed = try await removeUnreferenced(blobs, of: userID, storedBefore: storedBefore)
             collection.blobs += removed.count
             collection.bytes += removed.bytes
         }
-        collection.uploads = try await blobTransaction { connection in
+        collection.uploads = try await removeStaleUploads(before: uploadsBefore)
+        return collection
+    }
+
+    /// Deletes those of a user's `blobs` that no record or kept revision references.
+    private func removeUnreferenced(
+        _ blobs: [(sha256: String, size: Int64)], of userID: String, storedBefore: Date
+    ) async throws -> (count: Int, bytes: Int64) {
+        let fields = processor.schemas.attachmentFields
+        let logger = self.logger
+        var latest: Int64 = 0
+        for try await value in try await client.query("SELECT seq FROM user_seq WHERE user_id = \(userID)", logger: logger).decode(Int64.self) {
+            latest = value
+        }
+        let seq = latest
+        let referenced = try await Self.referencedBlobs(userID: userID, fields: fields, afterSeq: nil) { try await client.query($0, logger: logger) }
+        let unreferenced = blobs.filter { !referenced.contains($0.sha256) }
+        guard !unreferenced.isEmpty else { return (0, 0) }
+        return try await blobTransaction { connection -> (count: Int, bytes: Int64) in
+            // Locked as a push locks it: no push of this user adds a reference meanwhile, and
+            // what pushes added since `seq` is looked at again.
+            var locked = false
+            for try await _ in try await connection.query(
+                "SELECT seq FROM user_seq WHERE user_id = \(userID) FOR UPDATE", logger: logger
+            ).decode(Int64.self) {
+                locked = true
+            }
+            guard locked else { return (0, 0) }
+            let recent = try await Self.referencedBlobs(userID: userID, fields: fields, afterSeq: seq) { try await connection.query($0, logger: logger) }
+            var count = 0
+            var bytes: Int64 = 0
+            for blob in unreferenced where !recent.contains(blob.sha256) {
+                for try await size in try await connection.query("""
+                    DELETE FROM blobs WHERE user_id = \(userID) AND sha256 = \(blob.sha256) AND created_at < \(storedBefore.millis) RETURNING size
+                    """, logger: logger).decode(Int64.self) {
+                    count += 1
+                    bytes += size
+                    try await connection.query(
+                        "DELETE FROM blob_chunks WHERE user_id = \(userID) AND sha256 = \(blob.sha256)", logger: logger)
+                }
+            }
+            try await connection.query(
+                "UPDATE user_seq SET stored_bytes = GREATEST(0, stored_bytes - \(bytes)) WHERE user_id = \(userID)", logger: logger)
+            return (count, bytes)
+        }
+    }
+
+    /// Deletes the uploads not written to since `before`, with their chunks; how many.
+    private func removeStaleUploads(before: Date) async throws -> Int {
+        let logger = self.logger
+        return try await blobTransaction { connection in
             var stale: [(String, String)] = []
             for try await row in try await connection.query(
-                "DELETE FROM blob_uploads WHERE updated_at < \(uploadsBefore.millis) RETURNING user_id, sha256", logger: logger
+                "DELETE FROM blob_uploads WHERE updated_at < \(before.millis) RETURNING user_id, sha256", logger: logger
             ).decode((String, String).self) {
                 stale.append(row)
             }
@@ -269,7 +283,6 @@ extension PostgresStore: BlobStore {
             }
             return stale.count
         }
-        return collection
     }
 
     /// A transaction whose refusals (``BlobError``, ``AccountDeleted``) come out as themselves.
