@@ -36,6 +36,8 @@ let package = Package(
         // noted-server's settings: flags, environment and a JSON config file through one reader.
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0", traits: ["JSON"]),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
+        // Child processes (the editor of `noted edit`; the test suites' servers and peers).
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
     ],
     targets: [
         // No dependencies: the foundation of everything else, useful on its own.
@@ -48,8 +50,16 @@ let package = Package(
             ]
         ),
         .testTarget(name: "DiffMatchPatchTests", dependencies: ["DiffMatchPatch", "TestSupport"]),
-        // Shared by test targets: the seed of randomised tests, the guard for starting processes.
-        .target(name: "TestSupport", dependencies: ["NotedCore"], path: "Tests/TestSupport"),
+        // Shared by test targets: the seed of randomised tests, child processes.
+        .target(
+            name: "TestSupport",
+            dependencies: [
+                "NotedCore",
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Tests/TestSupport"),
 
         .target(name: "NotedCore", dependencies: ["DiffMatchPatch", .product(name: "ExtrasBase64", package: "swift-extras-base64")]),
         .target(
@@ -136,6 +146,7 @@ let package = Package(
                 "NotedPorting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
             ]
         ),
         .executableTarget(

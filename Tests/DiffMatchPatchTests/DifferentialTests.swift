@@ -1,7 +1,6 @@
 import Foundation
 import NotedCore
 import TestSupport
-import TestSupport
 import Testing
 @testable import DiffMatchPatch
 
@@ -23,7 +22,7 @@ import Testing
 ///   `patch_apply` are compared only on ASCII texts without codes 28…31.
 /// - `patch_apply` onto an edited target can place a deletion differently in Python: only the
 ///   per-hunk results are compared there, not the text.
-@Suite(.enabled(if: PythonPeer.isUsable, "needs python3 with the diff-match-patch package (scripts/test installs it)"))
+@Suite(.enabled("needs python3 with the diff-match-patch package (scripts/test installs it)") { await PythonPeer.isUsable() })
 struct DifferentialTests {
     static let cases = 300
 
@@ -166,75 +165,25 @@ enum PythonPeer {
     /// Whether `python3` runs and imports `diff_match_patch`; prints a notice when not.
     ///
     /// With `NOTED_TEST_REQUIRE_PYTHON_PEER=1` a missing peer is a failure instead of a skip.
-    static let isUsable: Bool = {
+    static func isUsable() async -> Bool {
         let required = ProcessInfo.processInfo.environment["NOTED_TEST_REQUIRE_PYTHON_PEER"] == "1"
         do {
-            let (status, _, errors) = try execute(["python3", "-c", "import diff_match_patch"], input: Data())
-            if status == 0 { return true }
-            print("NOTICE: DifferentialTests skipped: python3 cannot import diff_match_patch (pip install diff-match-patch): \(errors)")
+            let result = try await ChildProcess.run("/usr/bin/env", ["python3", "-c", "import diff_match_patch"])
+            if result.status == 0 { return true }
+            print("NOTICE: DifferentialTests skipped: python3 cannot import diff_match_patch (pip install diff-match-patch): \(result.stderr)")
         } catch {
             print("NOTICE: DifferentialTests skipped: cannot run python3: \(error)")
         }
         return required
-    }()
+    }
 
     /// Runs the driver over `cases`.
     static func run(_ cases: [Case]) async throws -> [Answer] {
         let request = try JSONEncoder().encode(["cases": cases])
-        try await Process.waitForFewOpenFiles()
-        // The child is written to and read on a thread of its own, not on Swift's cooperative
-        // pool (two threads here), which the other suites' servers need meanwhile.
-        let (status, output, errors) = try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(with: Result { try execute(["python3", script.path], input: request) })
-            }
+        let result = try await ChildProcess.run("/usr/bin/env", ["python3", script.path], stdin: String(decoding: request, as: UTF8.self), timeout: .seconds(600))
+        guard result.status == 0 else {
+            throw Failure(description: "\(script.lastPathComponent) exited with \(result.status): \(result.stderr)")
         }
-        guard status == 0 else {
-            throw Failure(description: "\(script.lastPathComponent) exited with \(status): \(errors)")
-        }
-        return try JSONDecoder().decode([Answer].self, from: output)
-    }
-
-    /// Runs a command found on the `PATH`, feeding `input`; returns status, stdout, stderr.
-    static func execute(_ arguments: [String], input: Data) throws -> (Int32, Data, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()  // see run(_:): the callers wait for few open files first, or run before the suites do
-        // The driver reads all of its input before it writes, so writing first cannot deadlock;
-        // stderr is drained on its own thread in case it is chatty.
-        let errorData = ErrorCollector()
-        let errorThread = Thread { errorData.set(stderr.fileHandleForReading.readDataToEndOfFile()) }
-        errorThread.start()
-        try stdin.fileHandleForWriting.write(contentsOf: input)
-        try stdin.fileHandleForWriting.close()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, output, errorData.text)
-    }
-
-    /// Stderr of a child, handed from the thread that reads it.
-    final class ErrorCollector: @unchecked Sendable {
-        // @unchecked: every access goes through `lock`, and `text` is read after `set`
-        // finished (the child has exited and its stderr reached end of file).
-        private let lock = NSLock()
-        private var data = Data()
-        private let done = DispatchSemaphore(value: 0)
-
-        func set(_ value: Data) {
-            lock.withLock { data = value }
-            done.signal()
-        }
-
-        var text: String {
-            done.wait()
-            return lock.withLock { String(decoding: data, as: UTF8.self) }
-        }
+        return try JSONDecoder().decode([Answer].self, from: Data(result.stdout.utf8))
     }
 }

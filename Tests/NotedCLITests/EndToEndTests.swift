@@ -110,14 +110,10 @@ import Testing
             try await a.noted("edit", id, "--append", "appended once", "--no-sync")
             // The server stops answering: the change goes out, no ack comes back.
             server.signal(SIGSTOP)
-            let process = Process()
-            process.executableURL = binDirectory.appendingPathComponent("noted")
-            process.arguments = ["--home", a.path, "--server", server.url, "sync", "--timeout", "60"]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try await process.runWhenFewFilesAreOpen()
+            let process = try await RunningChild.start(
+                binDirectory.appendingPathComponent("noted").path, ["--home", a.path, "--server", server.url, "sync", "--timeout", "60"])
             try await Task.sleep(for: .seconds(1))
-            kill(process.processIdentifier, SIGKILL)
+            process.signal(SIGKILL)
             await process.exited()
             server.signal(SIGCONT)
             // The edit survived the kill, still pending; the resend (same ccid) is answered once.
@@ -138,28 +134,9 @@ import Testing
             let b = Home(path: dir + "/b", server: server.url)
             try await a.noted("register", "--username", "e2e-watch", "--password-stdin", stdin: "correct horse battery\n")
             try await b.noted("login", "--username", "e2e-watch", "--password-stdin", stdin: "correct horse battery\n")
-            let watch = Process()
-            watch.executableURL = binDirectory.appendingPathComponent("noted")
-            watch.arguments = ["--home", a.path, "--server", server.url, "watch"]
-            let out = Pipe()
-            watch.standardOutput = out
-            watch.standardError = FileHandle.nullDevice
-            try await watch.runWhenFewFilesAreOpen()
-            defer { watch.terminate() }
-            let lines = AsyncStream<String> { continuation in
-                Thread.detachNewThread {
-                    var buffer: [UInt8] = []
-                    while let byte = try? out.fileHandleForReading.read(upToCount: 1)?.first {
-                        if byte == UInt8(ascii: "\n") {
-                            continuation.yield(String(decoding: buffer, as: UTF8.self))
-                            buffer = []
-                        } else {
-                            buffer.append(byte)
-                        }
-                    }
-                    continuation.finish()
-                }
-            }
+            let watch = try await RunningChild.start(binDirectory.appendingPathComponent("noted").path, ["--home", a.path, "--server", server.url, "watch"])
+            defer { watch.signal(SIGTERM) }
+            let lines = watch.lines
             var iterator = lines.makeAsyncIterator()
             while let line = await iterator.next(), line != "[synced]" {}
             let id = try await b.noted("new", "--title", "watched")
@@ -238,33 +215,11 @@ import Testing
 
 /// A running `noted` process whose standard output is read line by line.
 final class LineReader: Sendable {
-    let process: Process
-    let lines: AsyncStream<String>
+    let process: RunningChild
+    var lines: AsyncStream<String> { process.lines }
 
     init(_ arguments: [String]) async throws {
-        let process = Process()
-        process.executableURL = binDirectory.appendingPathComponent("noted")
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try await process.runWhenFewFilesAreOpen()
-        self.process = process
-        let handle = out.fileHandleForReading
-        lines = AsyncStream { continuation in
-            Thread.detachNewThread {
-                var buffer: [UInt8] = []
-                while let byte = try? handle.read(upToCount: 1)?.first {
-                    if byte == UInt8(ascii: "\n") {
-                        continuation.yield(String(decoding: buffer, as: UTF8.self))
-                        buffer = []
-                    } else {
-                        buffer.append(byte)
-                    }
-                }
-                continuation.finish()
-            }
-        }
+        process = try await RunningChild.start(binDirectory.appendingPathComponent("noted").path, arguments)
     }
 
     /// Reads lines until one contains `text`; fails after `timeout`.
@@ -288,6 +243,6 @@ final class LineReader: Sendable {
 
     /// Stops the process without waiting for it (for `defer`).
     func stop() {
-        process.terminate()
+        process.signal(SIGTERM)
     }
 }

@@ -18,9 +18,8 @@ import Testing
 
     /// The executable started on a fresh data folder, and the port it listens on.
     struct Launched {
-        let process: Process
+        let process: RunningChild
         let port: Int
-        let stdout: Pipe
         let data: URL
     }
 
@@ -28,33 +27,15 @@ import Testing
         let binary = Self.executable
         try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build noted-server first (scripts/test does)")
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("noted-exec-\(UUID().uuidString)")
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["--port", "0", "--data", data.path, "--log-level", "error"] + extra
-        process.environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
-        try await process.runWhenFewFilesAreOpen()
-        var output = Data()
-        while !output.contains(UInt8(ascii: "\n")) {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            output.append(chunk)
-        }
-        let line = String(decoding: output, as: UTF8.self).trimmingCharacters(in: .newlines)
+        let process = try await RunningChild.start(
+            binary.path, ["--port", "0", "--data", data.path, "--log-level", "error"] + extra,
+            environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"])
+        let line = await process.nextLine() ?? ""
         let prefix = "noted-server listening on http://127.0.0.1:"
         #expect(line.hasPrefix(prefix), "\(line)")
         let port = try #require(Int(line.dropFirst(prefix.count)))
         #expect(port > 0)
-        return Launched(process: process, port: port, stdout: stdout, data: data)
-    }
-
-    /// Waits (at most `seconds`) for the process to exit; true if it did.
-    static func exits(_ process: Process, within seconds: Double) async throws -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while process.isRunning && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        return !process.isRunning
+        return Launched(process: process, port: port, data: data)
     }
 
     /// A raw TCP connection that upgrades to a WebSocket at `/v1/sync` and reads the 101.
@@ -82,9 +63,9 @@ import Testing
 
     @Test func sigtermClosesSessionsWith1001AndExitsZero() async throws {
         let launched = try await Self.launch()
-        let process = launched.process, port = launched.port, stdout = launched.stdout
+        let process = launched.process, port = launched.port
         defer { try? FileManager.default.removeItem(at: launched.data) }
-        defer { if process.isRunning { process.interrupt(); process.terminate() } }
+        defer { process.signal(SIGKILL) }
 
         let base = "http://127.0.0.1:\(port)"
         func post(_ path: String, _ body: JSONValue) async throws -> JSONValue {
@@ -101,13 +82,13 @@ import Testing
         try await connection.send(["type": "hello", "protocol": 1, "token": .string(token)])
         #expect(try await connection.receive()["type"] == "welcome")
 
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         let code = try await connection.closeCode()
         #expect(code == 1001)
-        #expect(try await Self.exits(process, within: 20))
-        #expect(process.terminationStatus == 0)
-        let rest = stdout.fileHandleForReading.readDataToEndOfFile()
-        #expect(rest.isEmpty, "stdout carries exactly one line")
+        #expect(await process.exits(within: .seconds(20)))
+        #expect(await process.exited() == 0)
+        let later = await process.nextLine()
+        #expect(later == nil, "stdout carries exactly one line, then: \(later ?? "")")
     }
 
     /// A client that upgrades and then reads nothing never answers the 1001 close: its
@@ -119,15 +100,15 @@ import Testing
         let launched = try await Self.launch()
         let process = launched.process
         defer { try? FileManager.default.removeItem(at: launched.data) }
-        defer { if process.isRunning { process.interrupt(); process.terminate() } }
+        defer { process.signal(SIGKILL) }
 
         // The 101 is read (the session exists then); nothing after it ever is.
         let socket = try Self.rawUpgrade(port: launched.port)
         defer { close(socket) }
 
-        kill(process.processIdentifier, SIGTERM)
-        try #require(try await Self.exits(process, within: 30), "the server waited for a client that reads nothing")
-        #expect(process.terminationStatus == 0)
+        process.signal(SIGTERM)
+        try #require(await process.exits(within: .seconds(30)), "the server waited for a client that reads nothing")
+        #expect(await process.exited() == 0)
     }
 
     /// Heartbeats on a real connection: unsolicited pong frames (opcode 0xA, FIN, no payload)
@@ -136,7 +117,7 @@ import Testing
         let launched = try await Self.launch(["--heartbeat-seconds", "1"])
         let process = launched.process
         defer { try? FileManager.default.removeItem(at: launched.data) }
-        defer { if process.isRunning { process.interrupt(); process.terminate() } }
+        defer { process.signal(SIGKILL) }
         let socket = try Self.rawUpgrade(port: launched.port)
         defer { close(socket) }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
@@ -150,19 +131,11 @@ import Testing
 
     @Test func aHeartbeatIntervalOutOfRangeIsRefusedClearly() async throws {
         for value in ["0", "3601", "soon"] {
-            let process = Process()
-            process.executableURL = Self.executable
             let data = FileManager.default.temporaryDirectory.appendingPathComponent("noted-exec-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: data) }
-            process.arguments = ["--port", "0", "--data", data.path, "--heartbeat-seconds", value]
-            let stderr = Pipe()
-            process.standardError = stderr
-            process.standardOutput = FileHandle.nullDevice
-            try await process.runWhenFewFilesAreOpen()
-            let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus != 0, "\(value)")
-            #expect(message.contains("--heartbeat-seconds"), "\(value): \(message)")
+            let result = try await ChildProcess.run(Self.executable.path, ["--port", "0", "--data", data.path, "--heartbeat-seconds", value])
+            #expect(result.status != 0, "\(value)")
+            #expect(result.stderr.contains("--heartbeat-seconds"), "\(value): \(result.stderr)")
         }
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NotedClient
 import NotedCore
+import Subprocess
 
 struct New: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create a note and print its id.", discussion: "Without --body, the body is read from standard input when it is not a terminal.")
@@ -126,7 +127,7 @@ struct Edit: AsyncParsableCommand {
         var newTitle = title
         if title == nil && body == nil && append == nil && !bodyStdin {
             guard let note = try await cli({ try await client.note(full) }) else { throw CLIError("no note \(id)") }
-            (newTitle, newBody) = try runEditor(title: note.title, body: note.body)
+            (newTitle, newBody) = try await runEditor(title: note.title, body: note.body)
         }
         let (finalTitle, finalBody) = (newTitle, newBody)
         try await cli {
@@ -141,7 +142,7 @@ struct Edit: AsyncParsableCommand {
         await options.syncAfterChange(client)
     }
 
-    private func runEditor(title: String, body: String) throws -> (String, String) {
+    private func runEditor(title: String, body: String) async throws -> (String, String) {
         let environment = ProcessInfo.processInfo.environment
         guard let editor = environment["VISUAL"].flatMap({ $0.isEmpty ? nil : $0 }) ?? environment["EDITOR"].flatMap({ $0.isEmpty ? nil : $0 }) else {
             throw CLIError("set $EDITOR, or give --title, --body, --append or --body-stdin")
@@ -149,12 +150,12 @@ struct Edit: AsyncParsableCommand {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("noted-\(UUID().uuidString).md")
         defer { try? FileManager.default.removeItem(at: file) }
         try Data((title + "\n\n" + body).utf8).write(to: file)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", editor + " \"$1\"", "noted-editor", file.path]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CLIError("the editor exited with status \(process.terminationStatus); nothing saved") }
+        // The editor has this terminal: standard input, output and error are ours.
+        let status = try await Subprocess.run(
+            .path("/bin/sh"), arguments: ["-c", editor + " \"$1\"", "noted-editor", file.path],
+            input: .currentStandardInput, output: .currentStandardOutput, error: .currentStandardError
+        ).terminationStatus
+        guard status.isSuccess else { throw CLIError("the editor \(Self.describe(status)); nothing saved") }
         guard let text = String(data: try Data(contentsOf: file), encoding: .utf8) else { throw CLIError("the edited file is not UTF-8; nothing saved") }
         var lines = text.components(separatedBy: "\n")
         let newTitle = lines.isEmpty ? "" : lines.removeFirst()
@@ -162,6 +163,13 @@ struct Edit: AsyncParsableCommand {
         var newBody = lines.joined(separator: "\n")
         if newBody.hasSuffix("\n") && !body.hasSuffix("\n") { newBody.removeLast() }
         return (newTitle, newBody)
+    }
+
+    private static func describe(_ status: TerminationStatus) -> String {
+        switch status {
+        case .exited(let code): return "exited with status \(code)"
+        case .signaled(let signal): return "was ended by signal \(signal)"
+        }
     }
 }
 

@@ -23,75 +23,30 @@ struct ProcessResult {
 
 /// Runs a program to completion (with a time limit) and captures its output.
 func run(_ program: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> ProcessResult {
-    let process = Process()
     // One of this package's executables, or an absolute path.
-    process.executableURL = program.hasPrefix("/") ? URL(fileURLWithPath: program) : binDirectory.appendingPathComponent(program)
-    process.arguments = arguments
+    let path = program.hasPrefix("/") ? program : binDirectory.appendingPathComponent(program).path
     var env = ProcessInfo.processInfo.environment
     env["NOTED_SERVER"] = nil
     env["NOTED_HOME"] = nil
     for (key, value) in environment { env[key] = value }
-    process.environment = env
-    let out = Pipe()
-    let err = Pipe()
-    let input = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = input
-    try await process.runWhenFewFilesAreOpen()
-    if let stdin { input.fileHandleForWriting.write(Data(stdin.utf8)) }
-    try input.fileHandleForWriting.close()
-    // Read while it runs so a full pipe never blocks the child.
-    async let outData = readToEnd(out.fileHandleForReading)
-    async let errData = readToEnd(err.fileHandleForReading)
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning {
-        if ContinuousClock.now > deadline {
-            process.terminate()
-            throw E2EFailure("\(program) \(arguments.joined(separator: " ")) did not finish within \(timeout)")
-        }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return ProcessResult(status: process.terminationStatus, stdout: String(decoding: await outData, as: UTF8.self),
-                         stderr: String(decoding: await errData, as: UTF8.self))
-}
-
-/// Reads a pipe to its end on a thread of its own: a blocking read on Swift's cooperative pool
-/// (or libdispatch's global queues, which it shares on Linux: as many threads as cores) holds
-/// one of its two threads for as long as the child runs, and every other suite's tasks, their
-/// servers' handlers among them, wait behind it.
-func readToEnd(_ handle: FileHandle) async -> Data {
-    await withCheckedContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(returning: handle.readDataToEndOfFile()) }
-    }
+    let result = try await ChildProcess.run(path, arguments, environment: env, stdin: stdin ?? "", timeout: timeout)
+    return ProcessResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
 }
 
 /// A running `noted-server` process over a data directory.
 final class ServerProcess: Sendable {
-    let process: Process
+    let process: RunningChild
     let port: Int
     let directory: String
 
     init(directory: String, port: Int = 0, arguments: [String] = []) async throws {
-        let process = Process()
-        process.executableURL = binDirectory.appendingPathComponent("noted-server")
-        process.arguments = ["--port", String(port), "--data", directory, "--log-level", "error"] + arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try await process.runWhenFewFilesAreOpen()
+        let process = try await RunningChild.start(
+            binDirectory.appendingPathComponent("noted-server").path,
+            ["--port", String(port), "--data", directory, "--log-level", "error"] + arguments)
         // The first line of standard output says where it listens.
-        let line = await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
-            Thread.detachNewThread {
-                var bytes: [UInt8] = []
-                while let byte = try? out.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
-                    bytes.append(byte)
-                }
-                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
-            }
-        }
+        let line = await process.nextLine() ?? ""
         guard let portText = line.split(separator: ":").last, let actual = Int(portText) else {
-            process.terminate()
+            process.signal(SIGTERM)
             throw E2EFailure("noted-server did not say where it listens: \"\(line)\"")
         }
         self.process = process
@@ -101,22 +56,19 @@ final class ServerProcess: Sendable {
 
     var url: String { "http://127.0.0.1:\(port)" }
 
-    /// Asks the server to stop (SIGTERM) and returns at once: for `defer`, which cannot wait
-    /// without holding a thread of the cooperative pool.
+    /// Asks the server to stop (SIGTERM) and returns at once: for `defer`, which cannot wait.
     func stop() {
-        guard process.isRunning else { return }
-        process.terminate()
+        process.signal(SIGTERM)
     }
 
     /// Stops the server and waits until it has exited (before another takes its directory).
     func stopAndWait() async {
-        guard process.isRunning else { return }
-        process.terminate()
+        process.signal(SIGTERM)
         await process.exited()
     }
 
     func signal(_ value: Int32) {
-        kill(process.processIdentifier, value)
+        process.signal(value)
     }
 }
 
