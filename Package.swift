@@ -99,12 +99,24 @@ let package = Package(
             ]
         ),
         .testTarget(name: "NotedCoreTests", dependencies: ["NotedCore"]),
+        // The one way the suites run a real server (NotedServerTests' TestServer and
+        // NotedClientTests' LiveServer are views of it).
+        .target(
+            name: "LiveServerSupport",
+            dependencies: [
+                "NotedServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/LiveServerSupport"),
         .testTarget(
             name: "NotedServerTests",
             dependencies: [
                 "NotedServer",
                 "NotedCore",
                 "TestSupport",
+                "LiveServerSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
@@ -168,6 +180,7 @@ let package = Package(
                 "NotedCore",
                 "NotedServer",
                 "TestSupport",
+                "LiveServerSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -3,6 +3,7 @@ import HummingbirdBcrypt
 import HummingbirdTesting
 import Logging
 import NotedCore
+import LiveServerSupport
 import Testing
 @testable import NotedServer
 
@@ -51,8 +52,7 @@ import Testing
             await store.shutdown()
 
             let node = try await TestServer.makeNode(location)
-            try await node.test(.live) { client in
-                try await TestServer.settleTestClient(client)
+            try await LiveNode.run(node) { (client) async throws -> Void in
                 let server = TestServer(port: client.port ?? 0, client: client, database: location)
                 #expect(try await signIn(server, "old-short", "wrong password").status == .unauthorized)
                 #expect(try await signIn(server, "old-short", short).status == .ok)
@@ -69,8 +69,7 @@ import Testing
             #expect(kept?.hasPrefix("$2") == true, "longer than bcrypt reads: not verifiable exactly, so not rehashed")
 
             let again = try await TestServer.makeNode(location)
-            try await again.test(.live) { client in
-                try await TestServer.settleTestClient(client)
+            try await LiveNode.run(again) { (client) async throws -> Void in
                 let server = TestServer(port: client.port ?? 0, client: client, database: location)
                 #expect(try await signIn(server, "old-short", short).status == .ok, "the upgraded hash verifies")
                 #expect(try await signIn(server, "old-short", short + "x").status == .unauthorized)

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LiveServerSupport
 import Logging
 import NotedClient
 import NotedCore
@@ -28,44 +29,29 @@ struct LiveServer: Sendable {
         try await run(directory: directory, port: port, configure: configure, body)
     }
 
-    /// Runs a server over an existing directory (for restarts).
+    /// Runs a server over an existing directory (for restarts on the same port).
     static func run(
         directory: String, port: Int, configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
-        var configuration = ServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = port
-        configuration.dataDirectory = directory
-        configuration.database = .sqlite(path: directory + "/noted.sqlite")
-        configuration.bcryptCost = 4
-        configuration.authAttemptsPerWindow = 1000
-        configure(&configuration)
-        var logger = Logger(label: "noted-client-test-server")
-        logger.logLevel = .critical
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = try await buildApplication(configuration, logger: logger) { _, port in continuation.yield(port) }
-        let task = Task { try await app.runService() }
-        var iterator = ports.makeAsyncIterator()
-        guard let actualPort = await iterator.next() else { throw TestFailure("the server did not start") }
-        let server = LiveServer(url: URL(string: "http://127.0.0.1:\(actualPort)")!, port: actualPort, directory: directory)
-        do {
-            try await body(server)
-        } catch {
-            task.cancel()
-            _ = await task.result
-            throw error
-        }
-        task.cancel()
-        _ = await task.result
+        try await runReturning(directory: directory, port: port, configure: configure, body)
     }
 
-    /// Runs a server over `directory` on a free port for `body` and returns what it returns.
-    static func runReturning<T: Sendable>(directory: String, _ body: @Sendable (LiveServer) async throws -> T) async throws -> T {
-        let result = Returned<T>()
-        try await run(directory: directory, port: 0) { server in result.set(try await body(server)) }
-        guard let value = result.get() else { throw TestFailure("the server's body returned nothing") }
-        return value
+    /// Runs a server over `directory` (on `port`, else a free one) for `body` and returns what
+    /// it returns; the one harness of the server's suites (`LiveNode`) runs it.
+    static func runReturning<T: Sendable>(
+        directory: String, port: Int = 0, configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
+        _ body: @Sendable (LiveServer) async throws -> T
+    ) async throws -> T {
+        var configuration = LiveNode.configuration(.sqlite(path: directory + "/noted.sqlite"))
+        configuration.port = port
+        configuration.dataDirectory = directory
+        configuration.authAttemptsPerWindow = 1000
+        configure(&configuration)
+        return try await LiveNode.run(configuration, logger: LiveNode.logger("noted-client-test-server")) { client in
+            guard let actualPort = client.port else { throw TestFailure("the server did not start") }
+            return try await body(LiveServer(url: URL(string: "http://127.0.0.1:\(actualPort)")!, port: actualPort, directory: directory))
+        }
     }
 
     /// A client of a server that is no longer running on `port` (its sync never connects).
@@ -76,7 +62,7 @@ struct LiveServer: Sendable {
         return try NotedClient(databasePath: path, server: URL(string: "http://127.0.0.1:\(port)")!, credentials: credentials, configuration: configuration)
     }
 
-    /// Registers a user and signs in; the credentials a client needs.    /// Registers a user and signs in; the credentials a client needs.
+    /// Registers a user and signs in; the credentials a client needs.
     func makeUser(_ name: String = "user-\(UUID().uuidString.prefix(8).lowercased())") async throws -> Credentials {
         let api = NotedAPI(server: url)
         let password = "correct horse battery"
@@ -122,12 +108,4 @@ func snapshot(_ client: NotedClient) async throws -> [String: String] {
         }
     }
     return result
-}
-
-/// What a `@Sendable` body returned, kept under a lock.
-private final class Returned<T: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: T?
-    func set(_ new: T) { lock.withLock { value = new } }
-    func get() -> T? { lock.withLock { value } }
 }

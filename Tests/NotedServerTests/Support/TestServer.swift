@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import HummingbirdWSClient
 import HummingbirdWSCompression
+import LiveServerSupport
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -27,18 +28,10 @@ struct TestServer: Sendable {
         _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
         try await withDatabase(backend) { location in
-            var configuration = ServerConfiguration()
-            configuration.host = "127.0.0.1"
-            configuration.port = 0
-            configuration.database = location
-            configuration.bcryptCost = 4
+            var configuration = LiveNode.configuration(location)
             configure(&configuration)
-            var logger = Logger(label: "noted-test")
-            logger.logLevel = ProcessInfo.processInfo.environment["NOTED_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
-            let app = try await buildApplication(configuration, logger: customLogger ?? logger)
-            try await app.test(.live) { client in
+            try await LiveNode.run(configuration, logger: customLogger) { client in
                 guard let port = client.port else { throw TestSetupError("no port") }
-                try await settleTestClient(client)
                 try await body(TestServer(port: port, client: client))
             }
         }
@@ -320,8 +313,8 @@ extension TestServer {
         try await withDatabase(backend) { location in
             let first = try await makeNode(location)
             let second = try await makeNode(location)
-            try await first.test(.live) { firstClient in
-                try await second.test(.live) { secondClient in
+            try await LiveNode.run(first) { firstClient in
+                try await LiveNode.run(second) { secondClient in
                     guard let firstPort = firstClient.port, let secondPort = secondClient.port else { throw TestSetupError("no port") }
                     try await body(
                         TestServer(port: firstPort, client: firstClient, database: location),
@@ -335,42 +328,21 @@ extension TestServer {
     static func makeNode(
         _ location: DatabaseLocation, configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> some ApplicationProtocol {
-        var configuration = ServerConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        configuration.database = location
-        configuration.bcryptCost = 4
+        var configuration = LiveNode.configuration(location)
         configuration.issuer = "http://noted.test"
         // The multi-node tests push one change per message, faster than a real client would.
         configuration.maxPushesPerSecond = 10_000
-        var logger = Logger(label: "noted-test")
-        logger.logLevel = ProcessInfo.processInfo.environment["NOTED_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
         configure(&configuration)
-        return try await buildApplication(configuration, logger: logger)
+        return try await buildApplication(configuration, logger: LiveNode.logger())
     }
 
     /// Runs `body` with a live node on `location`; the node shuts down gracefully afterwards.
-    /// One request over the testing framework's own connection before the test runs.
-    ///
-    /// `app.test(.live)` opens that connection without waiting for it, and shuts the server
-    /// down gracefully when the test returns. A test that returned at once (a node started and
-    /// stopped) could have the connection accepted while the server was already quiescing: the
-    /// server then waited for it for ever and the whole test run hung (seen in CI, test
-    /// `aCollectionWithoutRecordsMayBeRemoved`). Once a request has been answered, the
-    /// connection is idle and the graceful shutdown closes it.
-    static func settleTestClient(_ client: some TestClientProtocol) async throws {
-        let response = try await client.execute(uri: "/health", method: .get, headers: [:], body: nil)
-        guard response.status == .ok else { throw TestSetupError("GET /health answered \(response.status)") }
-    }
-
     static func withNode<T: Sendable>(
         _ location: DatabaseLocation, configure: (inout ServerConfiguration) -> Void = { _ in },
         _ body: @escaping @Sendable (TestServer) async throws -> T
     ) async throws -> T {
-        let app = try await makeNode(location, configure: configure)
-        return try await app.test(.live) { client in
+        try await LiveNode.run(try await makeNode(location, configure: configure)) { client in
             guard let port = client.port else { throw TestSetupError("no port") }
-            try await settleTestClient(client)
             return try await body(TestServer(port: port, client: client, database: location))
         }
     }
