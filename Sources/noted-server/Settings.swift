@@ -27,6 +27,11 @@ struct Settings: Sendable {
     /// Lists whose items hold commas (an OAuth client's redirect URIs, a trusted issuer's
     /// parts): their environment variables separate items by spaces, the others by commas.
     static let spaceSeparated: Set<String> = ["oauth-clients", "trusted-issuers"]
+    /// The flags of the list settings, where their names differ (a flag is given once per item).
+    static let flagNames = [
+        "allowed-origins": "allowed-origin", "oauth-clients": "oauth-client",
+        "trusted-issuers": "trust-issuer", "trusted-proxies": "trusted-proxy",
+    ]
     /// Read as secrets: never printed by swift-configuration's access logging.
     static let secret: Set<String> = ["metrics-token", "database"]
 
@@ -99,7 +104,7 @@ struct Settings: Sendable {
     /// `"port" in FILE`.
     private func source(of key: String) -> String {
         switch events.lastProvider(of: key) {
-        case 0: return "--" + key
+        case 0: return "--" + (Self.flagNames[key] ?? key)
         case 1: return "NOTED_" + Self.variableSuffix(key)
         default: return "\"\(key)\" in \(file ?? "the config file")"
         }

@@ -164,6 +164,15 @@ def test_bad_settings_are_refused_naming_their_source_and_nothing_is_written():
     err = refused(["--config", config], clean_environment(NOTED_HISTORY_DAYS="-1"))
     assert "NOTED_HISTORY_DAYS" in err, err
 
+    # A list's flag is named as the flag is spelled (once per item), its variable and setting plural.
+    err = refused(["--config", config, "--trusted-proxy", "not-an-address"], env)
+    assert "--trusted-proxy:" in err and "not-an-address" in err, err
+    err = refused(["--config", config], clean_environment(NOTED_TRUSTED_PROXIES="10.0.0.0/8, not-an-address"))
+    assert "NOTED_TRUSTED_PROXIES" in err, err
+    write(config, {"data": data, "trusted-proxies": ["10.0.0.0/8", "not-an-address"]})
+    err = refused(["--config", config], env)
+    assert f'"trusted-proxies" in {config}' in err, err
+
     # None of these opened, let alone made, the database.
     assert not os.path.exists(data), os.listdir(data)
 
