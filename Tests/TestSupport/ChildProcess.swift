@@ -23,12 +23,13 @@ public enum ChildProcess {
         public var stderr: String
     }
 
-    public struct TimedOut: Error, CustomStringConvertible {
+    /// A child that did not start, or did not finish in time.
+    public struct Failure: Error, CustomStringConvertible {
         public var description: String
     }
 
     /// Runs `path` with `arguments` to its end, `stdin` written to it, and captures its output;
-    /// killed, and `TimedOut` thrown, after `timeout`. `environment` replaces the inherited one
+    /// killed, and `Failure` thrown, after `timeout`. `environment` replaces the inherited one
     /// when given.
     public static func run(
         _ path: String, _ arguments: [String], environment: [String: String]? = nil, stdin: String = "",
@@ -57,7 +58,7 @@ public enum ChildProcess {
             }
         }
         let command = ([path] + arguments).joined(separator: " ")
-        if timedOut.withLockedValue({ $0 }) { throw TimedOut(description: "\(command) did not finish within \(timeout)") }
+        if timedOut.withLockedValue({ $0 }) { throw Failure(description: "\(command) did not finish within \(timeout)") }
         return Result(status: outcome.terminationStatus.code, stdout: String(decoding: outcome.closureResult.0, as: UTF8.self),
                       stderr: String(decoding: outcome.closureResult.1, as: UTF8.self))
     }
@@ -114,7 +115,7 @@ public final class RunningChild: Sendable {
         }
         var iterator = started.makeAsyncIterator()
         guard let pid = try await iterator.next() else {
-            throw ChildProcess.TimedOut(description: "\(path) did not start")
+            throw ChildProcess.Failure(description: "\(path) did not start")
         }
         let child = RunningChild(processIdentifier: pid, lines: lines, run: run)
         Task { [weak child] in
