@@ -76,6 +76,45 @@ import TestSupport
         // Rev 1 leaves the window at +600 s, rounded up to the next whole 5 minutes.
         #expect(policy.nextChange(ordinary: entries, conflicts: [], now: start.addingTimeInterval(31)) == Date(timeIntervalSince1970: 1_700_000_700))
         #expect(HistoryPolicy(days: 0).nextChange(ordinary: entries, conflicts: [], now: start) == nil)
+        // A lone revision is the record as it stands at every age: never reviewed again.
+        #expect(policy.nextChange(ordinary: [entries[0]], conflicts: [], now: start.addingTimeInterval(3)) == nil)
+        // The newest counts only as the save after a quiet spell: the one before it is kept until
+        // the newest leaves the period.
+        let session = [HistoryPolicy.Entry(rev: 1, at: start.addingTimeInterval(-100 * 86400)), .init(rev: 2, at: start)]
+        #expect(policy.nextChange(ordinary: session, conflicts: [], now: start.addingTimeInterval(60)) == Date(timeIntervalSince1970: 1_707_776_100)) // + 90 days, rounded up
+    }
+
+    /// Random histories at random moments: nothing ``HistoryPolicy/keptOrdinary(_:now:)`` or
+    /// ``HistoryPolicy/keptConflicts(_:now:)`` decides changes before the next change it names
+    /// (less the rounding), nor ever after a nil one; and the moment it names is not premature
+    /// for every history (a lone revision is never reviewed).
+    @Test func nothingChangesBeforeTheNextChange() {
+        var random = TestSeed.generator(for: "nothingChangesBeforeTheNextChange")
+        let policy = HistoryPolicy(days: 90)
+        let start = Date(timeIntervalSince1970: 1_700_000_000)
+        let spans: [TimeInterval] = [30, 600, 3600, 86400, 8 * 86400, 100 * 86400]
+        var never = 0
+        for round in 0..<2000 {
+            var at = start
+            var ordinary: [HistoryPolicy.Entry] = []
+            for rev in 1...Int64(1 + random.next() % 5) {
+                at = at.addingTimeInterval(Double(random.next() % UInt64(spans[Int(random.next() % UInt64(spans.count))])))
+                ordinary.append(.init(rev: rev, at: at))
+            }
+            let conflicts = random.next() % 4 == 0 ? [HistoryPolicy.Entry(rev: ordinary.last!.rev, at: at)] : []
+            let now = at.addingTimeInterval(Double(random.next() % UInt64(200 * 86400)))
+            let next = policy.nextChange(ordinary: ordinary, conflicts: conflicts, now: now)
+            let horizon = next.map { $0.addingTimeInterval(-HistoryPolicy.reviewGranularity) } ?? now.addingTimeInterval(1000 * 86400)
+            if next == nil { never += 1 }
+            let kept = policy.keptOrdinary(ordinary, now: now)
+            let keptConflicts = policy.keptConflicts(conflicts, now: now)
+            for step in 0..<20 where horizon > now {
+                let later = now.addingTimeInterval(horizon.timeIntervalSince(now) * Double(step) / 20)
+                #expect(policy.keptOrdinary(ordinary, now: later) == kept && policy.keptConflicts(conflicts, now: later) == keptConflicts,
+                        "seed \(TestSeed.replay), round \(round): \(ordinary) \(conflicts) decided differently at \(later), before \(String(describing: next))")
+            }
+        }
+        #expect(never > 100, "only \(never) histories never reviewed again")
     }
 }
 
@@ -192,6 +231,27 @@ import TestSupport
     func edit(_ id: String, baseRev: Int64, body: String) -> JSONValue {
         ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id), "baseRev": .int(baseRev),
          "op": "upsert", "fields": ["body": ["set": .string(body)]]]
+    }
+
+    /// A new note's first save leaves the history service nothing to do (after an import of
+    /// 10,000 notes it had 10,000 passes to make); the note's first edit is due, and once
+    /// compacted the record is reviewed only when its older revision ages.
+    @Test(arguments: backends) func aFirstSaveIsNotDueAndAnEditIs(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let user = try await contract.makeUser(store)
+            let start = Date(timeIntervalSince1970: 1_790_000_000)
+            let ids = (0..<3).map { _ in UUID().uuidString.lowercased() }
+            for id in ids { _ = try await contract.push(store, user: user, contract.create(id, title: "t"), at: start) }
+            #expect(try await store.thinHistory(now: start.addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 100).records == 0)
+            _ = try await contract.push(store, user: user, edit(ids[0], baseRev: 1, body: "edited"), at: start.addingTimeInterval(4000))
+            let first = try await store.thinHistory(now: start.addingTimeInterval(4010), policy: HistoryPolicy(days: 90), limit: 100)
+            #expect(first.records == 1, "\(first)")
+            #expect(try await store.thinHistory(now: start.addingTimeInterval(4300), policy: HistoryPolicy(days: 90), limit: 100).records == 0)
+            // Next when rev 1 is a day old (its stretch grows; it stays, the state before rev 2's session).
+            #expect(try await store.thinHistory(now: start.addingTimeInterval(86400 - 60), policy: HistoryPolicy(days: 90), limit: 100).records == 0)
+            #expect(try await store.thinHistory(now: start.addingTimeInterval(86400 + 300), policy: HistoryPolicy(days: 90), limit: 100).records == 1)
+            #expect(try await store.revisions(userID: user, collection: "notes", id: ids[0])?.map(\.rev) == [1, 2])
+        }
     }
 
     /// A note edited most days for a year on a virtual clock, the history thinned every few

@@ -91,17 +91,25 @@ public struct HistoryPolicy: Sendable, Hashable {
     }
 
     /// The earliest time after `now` at which ``keptOrdinary(_:now:)`` or
-    /// ``keptConflicts(_:now:)`` may decide differently for these revisions (one of them
-    /// leaves the window, a day, a week or the period); nil when never.
+    /// ``keptConflicts(_:now:)`` may decide differently for these revisions (an older one
+    /// leaves the window, a day, a week or the period; a session's first save leaves the
+    /// period); nil when never.
+    ///
+    /// The newest ordinary revision is always kept, so its own age decides nothing: it counts
+    /// only as the save after the one before it (whose keeping as the state before a session
+    /// ends when this save leaves the period). A lone revision without conflicts therefore
+    /// never needs another review.
     public func nextChange(ordinary: [Entry], conflicts: [Entry], now: Date) -> Date? {
         guard days > 0 else { return nil }
         var earliest: Date?
         func consider(_ date: Date) {
             if date > now, earliest.map({ date < $0 }) ?? true { earliest = date }
         }
-        for entry in ordinary {
+        let newest = ordinary.max { $0.rev < $1.rev }
+        for entry in ordinary where entry.rev != newest?.rev {
             for offset in [Self.window, Self.day, 7 * Self.day, period] { consider(entry.at.addingTimeInterval(offset)) }
         }
+        if let newest, ordinary.count > 1 { consider(newest.at.addingTimeInterval(period)) }
         for entry in conflicts { consider(entry.at.addingTimeInterval(period)) }
         // Rounded up to whole 5 minutes: a burst of saves is reviewed once, not once per save
         // (a revision kept a little longer than needed is allowed).

@@ -147,7 +147,11 @@ struct PushAlgorithm: Sendable {
             for revision in written.revisions {
                 writes.append(.insertRevision(collection: record.collection, id: record.id, revision))
             }
-            if !written.revisions.isEmpty {
+            // A new record's first save is its whole history, with nothing to compact or thin
+            // (``HistoryPolicy/nextChange(ordinary:conflicts:now:)`` is nil for it): not due,
+            // so that an import of 10,000 notes leaves the history service nothing to do.
+            let firstSave = current == nil && written.revisions.count == 1 && !written.revisions[0].conflict
+            if !written.revisions.isEmpty && !firstSave {
                 writes.append(.historyDue(collection: record.collection, id: record.id, at: context.now.addingTimeInterval(Self.compactionDelay)))
             }
             if written.revisions.contains(where: \.conflict) {
