@@ -314,6 +314,7 @@ final class SimClient {
         self.path = path
         var random = SimRandom(state: seed)
         device = random.uuid()
+        try SimulationTemplates.client(at: path)
         store = try LocalStore.open(path: path, collections: [World.clientJournal])
         clock = SimClock(time: world.time)
         engine = SimClient.engine(store: store, clock: clock, world: world, index: index, seed: seed)
@@ -448,6 +449,7 @@ final class World {
     static func openServer(path: String, clock: @escaping @Sendable () -> Date) async throws -> (SyncService, AccessTokens) {
         let limits = configuration.limits
         let schemas = SchemaRegistry([.notes, journal])
+        try await SimulationTemplates.server(at: path)
         let store = try SQLiteStore(path: path, schemas: schemas, limits: limits)
         try await store.migrate()
         var sync = SyncService(store: store, parser: ChangeParser(schemas: schemas, limits: limits), hub: SessionHub(), metrics: ServerMetrics())
