@@ -1,12 +1,14 @@
 import Foundation
 import NotedCore
 import Testing
+import TestSupport
 @testable import NotedClient
 
 /// A scripted server: the test reads what the engine sends and answers by hand.
 actor FakeServer: SyncTransport {
     private(set) var connections: [FakeConnection] = []
     var refuse = false
+    private let wakeups = Wakeups()
 
     nonisolated func connect(to url: URL) async throws -> any SyncConnection {
         try await open()
@@ -16,6 +18,7 @@ actor FakeServer: SyncTransport {
         if refuse { throw NotedClientError(.server, "refused") }
         let connection = FakeConnection()
         connections.append(connection)
+        wakeups.wake()
         return connection
     }
 
@@ -26,7 +29,7 @@ actor FakeServer: SyncTransport {
         let deadline = ContinuousClock.now + .seconds(10)
         while connections.count <= index {
             guard ContinuousClock.now < deadline else { throw TestFailure("no connection #\(index)") }
-            try await Task.sleep(for: .milliseconds(5))
+            await wakeups.wait(until: deadline)
         }
         return connections[index]
     }
@@ -40,8 +43,25 @@ final class FakeConnection: SyncConnection, Sendable {
     actor Outbox {
         var sent: [JSONValue] = []
         var closed = false
-        func add(_ value: JSONValue) { sent.append(value) }
+        let wakeups = Wakeups()
+        func add(_ value: JSONValue) {
+            sent.append(value)
+            wakeups.wake()
+        }
         func close() { closed = true }
+
+        /// The first message of `type` from `index` on, and the index after it; nil at `deadline`.
+        func first(_ type: String, from index: Int, before deadline: ContinuousClock.Instant) async -> (JSONValue, Int)? {
+            var index = index
+            while true {
+                while index < sent.count {
+                    index += 1
+                    if sent[index - 1]["type"]?.stringValue == type { return (sent[index - 1], index) }
+                }
+                guard ContinuousClock.now < deadline else { return nil }
+                await wakeups.wait(until: deadline)
+            }
+        }
     }
 
     init() {
@@ -67,17 +87,11 @@ final class FakeConnection: SyncConnection, Sendable {
 
     /// The next message of `type` the engine sent, in order.
     func next(_ type: String, after index: inout Int) async throws -> JSONValue {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while true {
-            let sent = await outbox.sent
-            while index < sent.count {
-                let message = sent[index]
-                index += 1
-                if message["type"]?.stringValue == type { return message }
-            }
-            guard ContinuousClock.now < deadline else { throw TestFailure("the engine sent no \(type)") }
-            try await Task.sleep(for: .milliseconds(5))
+        guard let (message, after) = await outbox.first(type, from: index, before: ContinuousClock.now + .seconds(10)) else {
+            throw TestFailure("the engine sent no \(type)")
         }
+        index = after
+        return message
     }
 
     /// Answers hello and the first pull: an empty account.

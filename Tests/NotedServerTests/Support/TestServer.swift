@@ -11,6 +11,7 @@ import NIOCore
 import NIOWebSocket
 import NotedCore
 import Testing
+import TestSupport
 @testable import NotedServer
 
 /// A live server on a free port over a fresh database, for one test.
@@ -118,16 +119,24 @@ struct TestServer: Sendable {
 actor Mailbox {
     private var buffer: [JSONValue] = []
     private var ended = false
+    private let wakeups = Wakeups()
 
-    func put(_ value: JSONValue) { buffer.append(value) }
-    func end() { ended = true }
+    func put(_ value: JSONValue) {
+        buffer.append(value)
+        wakeups.wake()
+    }
+
+    func end() {
+        ended = true
+        wakeups.wake()
+    }
 
     /// The next message, nil when the connection ended; throws after `timeout`.
     func take(timeout: Duration) async throws -> JSONValue? {
         let deadline = ContinuousClock.now + timeout
         while buffer.isEmpty && !ended {
             guard ContinuousClock.now < deadline else { throw TestSetupError("no message within \(timeout)") }
-            try await Task.sleep(for: .milliseconds(5))
+            await wakeups.wait(until: deadline)
         }
         guard !buffer.isEmpty else { return Optional<JSONValue>.none }
         return buffer.removeFirst()
