@@ -98,10 +98,12 @@ import Testing
     }
 
     @Test(arguments: backends) func reauthBeforeExpiryKeepsTheSession(backend: Backend) async throws {
-        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(10) }) { server in
+        // 20 s: the refresh and the reauth must come before the first token expires, and the
+        // whole server suite runs beside this test (with 10 s, a loaded machine once missed it).
+        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(20) }) { server in
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(for: .seconds(1))
             let fresh = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
             let token = try #require(fresh.json["access_token"]?.stringValue)
             try await connection.send(["type": "reauth", "token": .string(token), "rid": 1])

@@ -359,6 +359,7 @@ final class World {
     var random: SimRandom
     let directory: String
     let serverPath: String
+    var store: SQLiteStore
     var sync: SyncService
     var tokens: AccessTokens
     var serverUp = true
@@ -419,11 +420,11 @@ final class World {
         let ahead = NIOLockedValueBox<TimeInterval>(0)
         self.time = time
         serverAhead = ahead
-        (sync, tokens) = try await World.openServer(path: serverPath, clock: World.serverClock(time: time, ahead: ahead))
+        (store, sync, tokens) = try await World.openServer(path: serverPath, clock: World.serverClock(time: time, ahead: ahead))
         let userCount = 2 + random.below(2)
         for u in 0..<userCount {
             let id = "user-\(u)"
-            _ = try await sync.store.createUser(UserAccount(id: id, username: id, usernameKey: id, passwordHash: "x"), now: Date(timeIntervalSince1970: 0))
+            _ = try await store.createUser(UserAccount(id: id, username: id, usernameKey: id, passwordHash: "x"), now: Date(timeIntervalSince1970: 0))
             users.append(id)
             for c in 0..<(2 + random.below(4)) {
                 let name = "u\(u)c\(c)"
@@ -446,7 +447,7 @@ final class World {
         return configuration
     }()
 
-    static func openServer(path: String, clock: @escaping @Sendable () -> Date) async throws -> (SyncService, AccessTokens) {
+    static func openServer(path: String, clock: @escaping @Sendable () -> Date) async throws -> (SQLiteStore, SyncService, AccessTokens) {
         let limits = configuration.limits
         let schemas = SchemaRegistry([.notes, journal])
         try await SimulationTemplates.server(at: path)
@@ -455,7 +456,7 @@ final class World {
         var sync = SyncService(store: store, parser: ChangeParser(schemas: schemas, limits: limits), hub: SessionHub(), metrics: ServerMetrics())
         sync.clock = clock
         let tokens = try await AccessTokens.load(store: store, issuer: "https://sim.noted.invalid", audience: "noted", lifetime: .seconds(3600))
-        return (sync, tokens)
+        return (store, sync, tokens)
     }
 
     /// The server's time: a fixed start, plus the world's virtual time, plus what history steps added.
@@ -547,10 +548,10 @@ final class World {
             // A change without `collection` is a note's (docs/protocol.md).
             let collection = change["collection"]?.stringValue ?? "notes"
             guard let id = change["id"]?.stringValue,
-                  let listed = try await sync.store.revisions(userID: userID, collection: collection, id: id) else { continue }
+                  let listed = try await store.revisions(userID: userID, collection: collection, id: id) else { continue }
             let key = "\(userID)/\(collection)/\(id)"
             for summary in listed where savedRevisions[key]?[RevisionKey(rev: summary.rev, conflict: summary.conflict)] == nil {
-                guard let revision = try await sync.store.revision(userID: userID, collection: collection, id: id, rev: summary.rev, conflict: summary.conflict) else {
+                guard let revision = try await store.revision(userID: userID, collection: collection, id: id, rev: summary.rev, conflict: summary.conflict) else {
                     throw SimFailure(description: "revision \(summary.rev) of \(key) is listed but cannot be read")
                 }
                 savedRevisions[key, default: [:]][RevisionKey(rev: summary.rev, conflict: summary.conflict)] = SavedRevision(at: revision.updatedAt, fields: revision.fields)

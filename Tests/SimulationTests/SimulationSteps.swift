@@ -108,7 +108,7 @@ extension World {
             }
         }
         serverAhead.withLockedValue { $0 += TimeInterval(minutes * 60) }
-        let thinned = try await sync.store.thinHistory(now: serverClock(), policy: World.configuration.history, limit: 100_000)
+        let thinned = try await store.thinHistory(now: serverClock(), policy: World.configuration.history, limit: 100_000)
         trace.append("history +\(minutes)min: \(thinned.records) records, \(thinned.deleted) revisions thinned")
         SimStats.thinnedRevisions.withLockedValue { $0 += thinned.deleted }
         try await checkHistory()
@@ -209,8 +209,8 @@ extension World {
             if let link = client.link, link.connection.closeNow() { client.drops += 1 }
             try await settle(client)
         }
-        await sync.store.shutdown()
-        (sync, tokens) = try await World.openServer(path: serverPath, clock: serverClock)
+        await store.shutdown()
+        (store, sync, tokens) = try await World.openServer(path: serverPath, clock: serverClock)
         serverUp = false
     }
 

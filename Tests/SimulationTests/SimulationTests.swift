@@ -61,12 +61,12 @@ extension World {
         for (key, saved) in savedRevisions.sorted(by: { $0.key < $1.key }) {
             let parts = key.split(separator: "/", maxSplits: 2).map(String.init)
             let (userID, collection, id) = (parts[0], parts[1], parts[2])
-            let record = try await sync.store.record(userID: userID, collection: collection, id: id)
+            let record = try await store.record(userID: userID, collection: collection, id: id)
             guard let record, !record.deleted else {
                 savedRevisions[key] = nil
                 continue
             }
-            let listed = Set(try await sync.store.revisions(userID: userID, collection: collection, id: id)?.map { RevisionKey(rev: $0.rev, conflict: $0.conflict) } ?? [])
+            let listed = Set(try await store.revisions(userID: userID, collection: collection, id: id)?.map { RevisionKey(rev: $0.rev, conflict: $0.conflict) } ?? [])
             let ordinary = saved.filter { !$0.key.conflict }.sorted { $0.key.rev < $1.key.rev }.map { ($0.key.rev, $0.value.at) }
             var promised = Set(promise.ordinary(ordinary, now: now).map { RevisionKey(rev: $0, conflict: false) })
             for (revision, value) in saved where revision.conflict && promise.conflict(at: value.at, now: now) { promised.insert(revision) }
@@ -76,7 +76,7 @@ extension World {
             }
             for revision in listed {
                 guard let expected = saved[revision] else { continue }
-                let read = try await sync.store.revision(userID: userID, collection: collection, id: id, rev: revision.rev, conflict: revision.conflict)
+                let read = try await store.revision(userID: userID, collection: collection, id: id, rev: revision.rev, conflict: revision.conflict)
                 if read?.fields != expected.fields {
                     throw SimFailure(description: "history of \(key): revision \(revision.rev) reads \(read?.fields.description ?? "nothing"), saved \(expected.fields)")
                 }
@@ -92,7 +92,7 @@ extension World {
         try await checkHistory()
         let markerPattern = /\[(\d+)\]/
         for (u, userID) in users.enumerated() {
-            let page = try await sync.store.changes(userID: userID, since: 0, limit: 100_000)
+            let page = try await store.changes(userID: userID, since: 0, limit: 100_000)
             let live = page.records.filter { !$0.deleted }
             for client in clients where client.user == u {
                 try await checkConverged(client, live: live)
@@ -120,8 +120,8 @@ extension World {
             var inConflicts: Set<Int> = []
             for record in page.records {
                 // The list leaves the fields out; each conflict revision is read in full.
-                for listed in try await sync.store.revisions(userID: userID, collection: record.collection, id: record.id) ?? [] where listed.conflict {
-                    guard let revision = try await sync.store.revision(userID: userID, collection: record.collection, id: record.id, rev: listed.rev, conflict: true) else {
+                for listed in try await store.revisions(userID: userID, collection: record.collection, id: record.id) ?? [] where listed.conflict {
+                    guard let revision = try await store.revision(userID: userID, collection: record.collection, id: record.id, rev: listed.rev, conflict: true) else {
                         throw SimFailure(description: "conflict revision \(listed.rev) of \(record.id) listed but not readable")
                     }
                     for match in World.text(record.collection, revision.fields).matches(of: markerPattern) { inConflicts.insert(Int(match.1)!) }

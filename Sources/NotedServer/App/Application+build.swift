@@ -58,7 +58,7 @@ public func buildApplication(
     let authorization = AuthorizationServer(
         clients: clients, accounts: accounts, store: store, codeLifetime: configuration.authorizationCodeLifetime.timeInterval)
     let routes = Routes(
-        configuration: configuration, sync: sync, accounts: accounts, tokens: tokens, metrics: metrics, authorization: authorization)
+        configuration: configuration, sync: sync, store: store, accounts: accounts, tokens: tokens, metrics: metrics, authorization: authorization)
 
     let router = Router(context: NotedRequestContext.self)
     router.middlewares.add(LogRequestsMiddleware(.debug))
@@ -104,7 +104,7 @@ public func buildApplication(
             StoreService(store: store),
             SweepService(store: store, configuration: configuration, logger: logger),
             HistoryService(store: store, policy: configuration.history, interval: configuration.historyInterval, logger: logger),
-            RemoteFanout(sync: sync, revoked: tokens.revoked, logger: logger),
+            RemoteFanout(sync: sync, store: store, revoked: tokens.revoked, logger: logger),
             KeyReloadService(tokens: tokens, store: store, logger: logger),
         ],
         onServerRunning: { channel in
@@ -154,7 +154,7 @@ public func rotateSigningKeys(_ configuration: ServerConfiguration, logger: Logg
 /// Rereads the signing keys now and then, so that a rotation reaches every running node.
 struct KeyReloadService: Service {
     let tokens: AccessTokens
-    let store: any NotedStore
+    let store: any SigningKeyStore
     let logger: Logger
 
     func run() async throws {
@@ -233,12 +233,13 @@ struct SessionCloser: Service {
 /// missed change (at worst a client hears of a record twice and pulls).
 struct RemoteFanout: Service {
     let sync: SyncService
+    let store: any RecordStore & AccountStore & OAuthStore
     let revoked: RevokedSessions
     let logger: Logger
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
-            try await sync.store.listenForCommits(onListening: { await catchUp() }) { notice in
+            try await store.listenForCommits(onListening: { await catchUp() }) { notice in
                 await deliver(notice)
             }
         }
@@ -266,13 +267,13 @@ struct RemoteFanout: Service {
     /// After (re)connecting: everything committed since each user's mark.
     func catchUp() async {
         // Sign-in sessions revoked on other nodes while this one was not listening.
-        if let families = try? await sync.store.revokedFamilies(since: Date().addingTimeInterval(-revoked.keep)) {
+        if let families = try? await store.revokedFamilies(since: Date().addingTimeInterval(-revoked.keep)) {
             for family in families { revoked.insert(family) }
         }
         for (user, seen) in sync.hub.seenSeqs() {
             // An account deleted on another node meanwhile: its connections here end too.
             do {
-                switch try await sync.store.user(id: user) {
+                switch try await store.user(id: user) {
                 case nil:
                     sync.hub.closeUser(user, reason: SessionHub.accountDeleted)
                     continue
@@ -285,7 +286,7 @@ struct RemoteFanout: Service {
             } catch {
                 // Unknown for now: the next catch-up looks again.
             }
-            guard let latest = try? await sync.store.latestSeq(userID: user), latest > seen else { continue }
+            guard let latest = try? await store.latestSeq(userID: user), latest > seen else { continue }
             _ = sync.hub.advanceSeenSeq(user: user, to: latest)
             logger.info("catching up after listening restarted", metadata: ["user": .string(user), "from": "\(seen)", "to": "\(latest)"])
             await send(user: user, after: seen, upTo: latest)
@@ -299,7 +300,7 @@ struct RemoteFanout: Service {
         while since < upTo {
             let page: ChangesPage
             do {
-                page = try await sync.store.changes(userID: user, since: since, limit: 500)
+                page = try await store.changes(userID: user, since: since, limit: 500)
             } catch {
                 logger.warning("could not read changes for fan-out", metadata: ["error": .string(String(describing: error))])
                 return
@@ -319,7 +320,7 @@ struct RemoteFanout: Service {
 
 /// Removes tombstones and `ccid` results past their retention, periodically.
 struct SweepService: Service {
-    let store: any NotedStore
+    let store: any HousekeepingStore & BlobStore
     let configuration: ServerConfiguration
     let logger: Logger
 
@@ -353,7 +354,7 @@ struct SweepService: Service {
 /// whose history is due, each in a small transaction of its own (never holding the writer long;
 /// on several nodes, one node per record at a time).
 struct HistoryService: Service {
-    let store: any NotedStore
+    let store: any HousekeepingStore
     let policy: HistoryPolicy
     let interval: Duration
     let logger: Logger

@@ -48,7 +48,7 @@ extension SchemaRegistry {
     /// Records these schemas as the served ones, unless serving them would break stored records:
     /// a field removed or changed in kind, a scalar type taken away, a collection that holds
     /// records no longer served. Then nothing changes and the refusal names every problem.
-    func serve(on store: any NotedStore) async throws {
+    func serve(on store: any RecordStore) async throws {
         let served = self
         try await store.serveCollections(documents) { stored, holding in
             var problems: [String] = []

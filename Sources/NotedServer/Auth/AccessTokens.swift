@@ -130,7 +130,7 @@ public struct AccessTokens: Sendable {
 
     /// Loads the signing keys, generating and persisting one on first start, and dropping
     /// retired keys whose tokens have all expired.
-    public static func load(store: any NotedStore, issuer: String, audience: String, lifetime: Duration) async throws -> AccessTokens {
+    public static func load(store: any SigningKeyStore, issuer: String, audience: String, lifetime: Duration) async throws -> AccessTokens {
         let records = try await currentKeys(store: store, lifetime: lifetime)
         let set = try await SigningKeySet.build(records)
         return AccessTokens(current: NIOLockedValueBox(set), issuer: issuer, audience: audience, lifetime: lifetime,
@@ -138,14 +138,14 @@ public struct AccessTokens: Sendable {
     }
 
     /// Rereads the signing keys from the store (after a rotation by another process).
-    func reload(store: any NotedStore) async throws {
+    func reload(store: any SigningKeyStore) async throws {
         let set = try await SigningKeySet.build(try await Self.currentKeys(store: store, lifetime: lifetime))
         current.withLockedValue { $0 = set }
     }
 
     /// Adds a new signing key (a new `kid`) and drops retired ones; the old keys keep verifying
     /// until every token they signed has expired. Returns the new key's `kid` and the dropped ones.
-    public static func rotate(store: any NotedStore, lifetime: Duration, now: Date = Date()) async throws -> (kid: String, dropped: [String]) {
+    public static func rotate(store: any SigningKeyStore, lifetime: Duration, now: Date = Date()) async throws -> (kid: String, dropped: [String]) {
         // The newest key signs: the new one must sort after every stored one.
         let existing = try await store.signingKeys()
         let createdAt = max(now, existing.last.map { $0.createdAt.addingTimeInterval(0.001) } ?? now)
@@ -156,7 +156,7 @@ public struct AccessTokens: Sendable {
     }
 
     /// The stored keys, creating the first one; keys retired long enough are removed.
-    private static func currentKeys(store: any NotedStore, lifetime: Duration, now: Date = Date()) async throws -> [SigningKeyRecord] {
+    private static func currentKeys(store: any SigningKeyStore, lifetime: Duration, now: Date = Date()) async throws -> [SigningKeyRecord] {
         var records = try await store.signingKeys()
         if records.isEmpty {
             _ = try await addKey(store: store, now: now)
@@ -169,7 +169,7 @@ public struct AccessTokens: Sendable {
         return try await store.signingKeys()
     }
 
-    private static func addKey(store: any NotedStore, now: Date) async throws -> String {
+    private static func addKey(store: any SigningKeyStore, now: Date) async throws -> String {
         let key = try ES256PrivateKey(backing: P256.Signing.PrivateKey())
         let kid = UUID().uuidString.lowercased()
         try await store.addSigningKey(SigningKeyRecord(kid: kid, privateKeyPEM: key.pemRepresentation, createdAt: now))

@@ -62,7 +62,7 @@ public struct TokenResponse: Sendable {
 
 /// Registration, sign-in and refresh-token rotation.
 public struct Accounts: Sendable {
-    let store: any NotedStore
+    let store: any AccountStore & TwoFactorStore & OAuthStore
     let tokens: AccessTokens
     let registrationOpen: Bool
     let passwords: PasswordHasher

@@ -116,10 +116,10 @@ final class ExternalIssuers: Sendable {
     static let maxKeyAge: TimeInterval = 10 * 60
 
     private let issuers: [String: IssuerKeys]
-    private let store: any NotedStore
+    private let store: any AccountStore
     private let logger: Logger
 
-    init(_ trusted: [TrustedIssuer], store: any NotedStore, logger: Logger) {
+    init(_ trusted: [TrustedIssuer], store: any AccountStore, logger: Logger) {
         var issuers: [String: IssuerKeys] = [:]
         for issuer in trusted { issuers[issuer.issuer] = IssuerKeys(issuer, logger: logger) }
         self.issuers = issuers

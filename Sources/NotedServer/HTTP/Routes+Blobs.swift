@@ -29,7 +29,7 @@ extension Routes {
                 throw APIError(.lengthRequired, "length_required", "send the file with a Content-Length")
             }
             try checkBlobSize(declared)
-            if let blob = try await sync.store.storedBlob(userID: user.userID, sha256: sha256) {
+            if let blob = try await store.storedBlob(userID: user.userID, sha256: sha256) {
                 // Already here: nothing to write (the body is not read).
                 return blobStoredResponse(blob, status: .ok)
             }
@@ -56,7 +56,7 @@ extension Routes {
                 throw APIError(.badRequest, "bad_request", "Upload-Length (the file's size) is required")
             }
             try checkBlobSize(length)
-            if let blob = try await sync.store.storedBlob(userID: user.userID, sha256: sha256) {
+            if let blob = try await store.storedBlob(userID: user.userID, sha256: sha256) {
                 var response = Response(status: .noContent)
                 response.headers[Self.uploadOffset] = String(blob.size)
                 return response
@@ -75,7 +75,7 @@ extension Routes {
             let (user, sha256) = try await blobRequest(request, context)
             var response = Response(status: .ok)
             response.headers[.cacheControl] = "no-store"
-            if let blob = try await sync.store.storedBlob(userID: user.userID, sha256: sha256) {
+            if let blob = try await store.storedBlob(userID: user.userID, sha256: sha256) {
                 response.headers[.contentLength] = String(blob.size)
                 response.headers[.contentType] = Self.servedType(blob.type)
                 response.headers[Self.uploadOffset] = String(blob.size)
@@ -83,7 +83,7 @@ extension Routes {
                 return response
             }
             response.status = .notFound
-            if let upload = try await sync.store.blobUpload(userID: user.userID, sha256: sha256) {
+            if let upload = try await store.blobUpload(userID: user.userID, sha256: sha256) {
                 response.headers[Self.uploadOffset] = String(upload.offset)
                 response.headers[Self.uploadLength] = String(upload.length)
             } else {
@@ -94,7 +94,7 @@ extension Routes {
 
         router.get("/v1/blobs/:sha256") { request, context -> Response in
             let (user, sha256) = try await blobRequest(request, context)
-            guard let blob = try await sync.store.storedBlob(userID: user.userID, sha256: sha256) else {
+            guard let blob = try await store.storedBlob(userID: user.userID, sha256: sha256) else {
                 throw APIError(.notFound, "not_found", "no such blob")
             }
             var headers = Self.blobHeaders(blob)
@@ -113,7 +113,7 @@ extension Routes {
                 throw error
             }
             headers[.contentLength] = String(range.count)
-            guard let pieces = try await sync.store.readBlob(userID: user.userID, sha256: sha256, range: range) else {
+            guard let pieces = try await store.readBlob(userID: user.userID, sha256: sha256, range: range) else {
                 throw APIError(.notFound, "not_found", "no such blob")
             }
             // Each piece is written (and the client has taken it) before the next is asked for:
@@ -126,8 +126,8 @@ extension Routes {
 
         router.get("/v1/blobs") { request, _ -> Response in
             let user = try await authenticate(request)
-            let blobs = try await sync.store.storedBlobs(userID: user.userID)
-            let usage = try await sync.store.usage(userID: user.userID)
+            let blobs = try await store.storedBlobs(userID: user.userID)
+            let usage = try await store.usage(userID: user.userID)
             var body: [String: JSONValue] = [
                 "blobs": .array(blobs.map { blob in
                     ["sha256": .string(blob.sha256), "size": .int(blob.size), "type": .string(blob.type), "createdAt": .string(Timestamp.format(blob.createdAt))]
@@ -161,7 +161,7 @@ extension Routes {
 
     private func beginUpload(user: String, sha256: String, length: Int64, type: String) async throws -> BlobUploadState {
         do {
-            return try await sync.store.beginBlobUpload(userID: user, sha256: sha256, length: length, type: type, quota: configuration.quota.bytes, now: Date())
+            return try await store.beginBlobUpload(userID: user, sha256: sha256, length: length, type: type, quota: configuration.quota.bytes, now: Date())
         } catch let error as BlobError {
             throw Self.apiError(error)
         } catch is AccountDeleted {
@@ -171,7 +171,7 @@ extension Routes {
 
     private func finish(user: String, sha256: String) async throws -> StoredBlob {
         do {
-            return try await sync.store.finishBlobUpload(userID: user, sha256: sha256, now: Date())
+            return try await store.finishBlobUpload(userID: user, sha256: sha256, now: Date())
         } catch let error as BlobError {
             throw Self.apiError(error)
         } catch is AccountDeleted {
@@ -189,7 +189,7 @@ extension Routes {
         func flush() async throws {
             guard pending.readableBytes > 0 else { return }
             do {
-                offset = try await sync.store.appendBlobUpload(userID: user, sha256: sha256, offset: offset, bytes: pending, now: Date())
+                offset = try await store.appendBlobUpload(userID: user, sha256: sha256, offset: offset, bytes: pending, now: Date())
             } catch let error as BlobError {
                 throw Self.apiError(error)
             }
@@ -204,7 +204,7 @@ extension Routes {
                 }
                 guard offset + Int64(pending.readableBytes) + Int64(piece.readableBytes) <= length else {
                     try await flush()
-                    try await sync.store.syncBlobUpload(userID: user, sha256: sha256)
+                    try await store.syncBlobUpload(userID: user, sha256: sha256)
                     throw APIError(.badRequest, "bad_request", "the body is longer than the upload's \(length) bytes")
                 }
                 pending.writeBuffer(&piece)
@@ -212,11 +212,11 @@ extension Routes {
             }
         } catch {
             try? await flush()
-            try? await sync.store.syncBlobUpload(userID: user, sha256: sha256)
+            try? await store.syncBlobUpload(userID: user, sha256: sha256)
             throw error
         }
         try await flush()
-        try await sync.store.syncBlobUpload(userID: user, sha256: sha256)
+        try await store.syncBlobUpload(userID: user, sha256: sha256)
         return offset
     }
 

@@ -72,7 +72,7 @@ extension Routes {
             } catch let error as ImportError {
                 throw APIError(.badRequest, "bad_import", error.description)
             }
-            let summary = try await ServerImport(sync: sync, userID: user.userID, logger: context.logger,
+            let summary = try await ServerImport(sync: sync, store: store, userID: user.userID, logger: context.logger,
                                                  maxBlobBytes: configuration.maxBlobBytes, quota: configuration.quota.bytes).write(result)
             context.logger.info("import", metadata: [
                 "user": .string(user.userID), "format": .string(result.format.rawValue), "imported": "\(summary.imported)",
@@ -88,6 +88,7 @@ extension Routes {
 /// note deleted for good on the server is not brought back.
 struct ServerImport {
     let sync: SyncService
+    let store: any RecordStore & BlobStore
     let userID: String
     let logger: Logger
     /// The largest file, and the account's quota, for the notes' attachments.
@@ -128,7 +129,7 @@ struct ServerImport {
                     }
                 }
                 fields["attachments"] = .array(stored.map(JSONValue.string))
-                let record = try await sync.store.record(userID: userID, collection: CollectionSchema.notes.name, id: item.note.id)
+                let record = try await store.record(userID: userID, collection: CollectionSchema.notes.name, id: item.note.id)
                 if let record, record.deleted {
                     summary.skipped.append((item.source, "deleted on the server"))
                     continue
@@ -161,7 +162,6 @@ struct ServerImport {
 
     /// Stores an imported file as the user's blob (nothing when it is there already).
     func storeFile(_ attachment: PortableAttachment) async throws {
-        let store = sync.store
         if try await store.storedBlob(userID: userID, sha256: attachment.sha256) != nil { return }
         guard attachment.data.count <= maxBlobBytes else {
             throw APIError(.contentTooLarge, "too_large", "\(attachment.data.count) bytes, more than this server takes (\(maxBlobBytes))")

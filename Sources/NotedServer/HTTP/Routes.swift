@@ -11,6 +11,7 @@ import NIOPosix
 struct Routes: Sendable {
     let configuration: ServerConfiguration
     let sync: SyncService
+    let store: any NotedStore
     let accounts: Accounts
     let tokens: AccessTokens
     let metrics: ServerMetrics
@@ -27,7 +28,7 @@ struct Routes: Sendable {
     func add(to router: Router<NotedRequestContext>) {
         router.get("/health") { _, _ -> Response in
             do {
-                try await sync.store.ping()
+                try await store.ping()
                 return .json(["status": "ok"])
             } catch {
                 return .json(["status": "unavailable"], status: .serviceUnavailable)
@@ -177,7 +178,7 @@ struct Routes: Sendable {
         router.get("/v1/records/:collection/:id") { request, context -> Response in
             let user = try await authenticate(request)
             let (collection, id) = try recordPath(context)
-            guard let record = try await sync.store.record(userID: user.userID, collection: collection, id: id) else {
+            guard let record = try await store.record(userID: user.userID, collection: collection, id: id) else {
                 throw APIError(.notFound, "not_found", "no such record")
             }
             if record.deleted { throw APIError(.gone, "gone", "the record was purged") }
@@ -186,7 +187,7 @@ struct Routes: Sendable {
         router.get("/v1/records/:collection/:id/revisions") { request, context -> Response in
             let user = try await authenticate(request)
             let (collection, id) = try recordPath(context)
-            guard let revisions = try await sync.store.revisions(userID: user.userID, collection: collection, id: id) else {
+            guard let revisions = try await store.revisions(userID: user.userID, collection: collection, id: id) else {
                 throw APIError(.notFound, "not_found", "no such record")
             }
             return .json(["revisions": .array(revisions.map(\.summaryJSON))])
@@ -198,7 +199,7 @@ struct Routes: Sendable {
                 throw APIError(.badRequest, "bad_request", "rev must be a positive integer")
             }
             let conflict = request.uri.queryParameters.get("conflict") == "true"
-            guard let revision = try await sync.store.revision(userID: user.userID, collection: collection, id: id, rev: rev, conflict: conflict) else {
+            guard let revision = try await store.revision(userID: user.userID, collection: collection, id: id, rev: rev, conflict: conflict) else {
                 throw APIError(.notFound, "not_found", "no such revision")
             }
             return .json(revision.fullJSON)
@@ -240,7 +241,7 @@ struct Routes: Sendable {
     private func addAccountRoutes(to router: Router<NotedRequestContext>) {
         router.get("/v1/account") { request, _ -> Response in
             let token = try await authenticate(request)
-            guard let user = try await sync.store.user(id: token.userID), let twoFactor = try await sync.store.twoFactor(userID: token.userID) else {
+            guard let user = try await store.user(id: token.userID), let twoFactor = try await store.twoFactor(userID: token.userID) else {
                 throw APIError(.unauthorized, "unauthenticated", "invalid access token")
             }
             return .json([
@@ -298,7 +299,7 @@ struct Routes: Sendable {
         }
         router.get("/v1/account/devices") { request, _ -> Response in
             let user = try await authenticate(request)
-            let sessions = try await sync.store.signInSessions(userID: user.userID, now: Date())
+            let sessions = try await store.signInSessions(userID: user.userID, now: Date())
             return .json(["devices": .array(sessions.map { $0.json(current: user.sessionID) })])
         }
         router.delete("/v1/account/devices/:id") { request, context -> Response in
@@ -334,7 +335,7 @@ struct Routes: Sendable {
             var order: [String] = []
             var since: Int64 = 0
             while true {
-                let page = try await sync.store.changes(userID: user.userID, since: since, limit: 1000, snapshot: true)
+                let page = try await store.changes(userID: user.userID, since: since, limit: 1000, snapshot: true)
                 guard !page.reset else { throw APIError(.serviceUnavailable, "unavailable", "the notes changed too much while being read; try again") }
                 for record in page.records where record.collection == CollectionSchema.notes.name {
                     if record.deleted {
@@ -362,7 +363,7 @@ struct Routes: Sendable {
                     for reference in references[all[index].id] ?? [] {
                         let file = work.appendingPathComponent(reference.sha256)
                         if !written.contains(reference.sha256) {
-                            guard let pieces = try await sync.store.readBlob(userID: user.userID, sha256: reference.sha256, range: 0..<reference.size)
+                            guard let pieces = try await store.readBlob(userID: user.userID, sha256: reference.sha256, range: 0..<reference.size)
                             else { continue }  // named but not stored (collected): the note keeps its link
                             FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600])
                             let handle = try FileHandle(forWritingTo: file)
@@ -432,7 +433,7 @@ struct Routes: Sendable {
         }
         do {
             let verified = try await tokens.verify(token)
-            guard let user = try await sync.store.user(id: verified.userID), !user.disabled else {
+            guard let user = try await store.user(id: verified.userID), !user.disabled else {
                 throw APIError(.unauthorized, "unauthenticated", "invalid access token")
             }
             return verified

@@ -31,7 +31,7 @@ public enum AuthorizationCodeUse: Sendable, Hashable {
     case invalid
 }
 
-/// Authorization codes and revocation, which both backends keep in their database so that
+/// Authorization codes, refresh tokens and revocation, which both backends keep in their database so that
 /// several server nodes agree on them.
 public protocol OAuthStore: Sendable {
     func createAuthorizationCode(_ code: AuthorizationCode, now: Date) async throws
@@ -49,4 +49,10 @@ public protocol OAuthStore: Sendable {
     func announceRevocation(familyID: String) async throws
     /// Tells every node that an account was deleted, so that they close its connections.
     func announceAccountDeletion(userID: String) async throws
+    /// Starts a new refresh-token family with its first token.
+    func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date) async throws
+    /// Marks the token used and stores its replacement, or revokes the family of a reused token.
+    func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws -> RefreshRotation
+    /// When a refresh-token family (a sign-in) began; nil if unknown.
+    func refreshFamilyCreatedAt(id: String) async throws -> Date?
 }

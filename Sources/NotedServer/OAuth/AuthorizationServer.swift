@@ -7,7 +7,7 @@ import NotedCore
 struct AuthorizationServer: Sendable {
     let clients: OAuthClients
     let accounts: Accounts
-    let store: any NotedStore
+    let store: any AccountStore & OAuthStore
     let codeLifetime: TimeInterval
 
     /// A validated authorization request (RFC 6749 section 4.1.1 with PKCE).

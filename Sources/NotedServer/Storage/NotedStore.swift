@@ -1,98 +1,29 @@
 import Foundation
 import NotedCore
 
-/// Everything the server keeps, behind one protocol with one type per backend.
+/// Everything the server keeps, with one type per backend (`SQLiteStore`, `PostgresStore`).
 ///
-/// Every method is one durable unit: a push's record, revisions, `ccid` result and the user's new
-/// `seq` are written in one transaction, and concurrent pushes of one user serialize on the
-/// user's `seq` row, so nothing depends on process memory.
-public protocol NotedStore: OAuthStore, BlobStore {
+/// The requirements are split by who needs them, so that each part of the server names only the
+/// part of the store it uses: the sync path a ``RecordStore``, sign-in an ``AccountStore``,
+/// ``TwoFactorStore`` and ``OAuthStore``, access tokens a ``SigningKeyStore``, attachments a
+/// ``BlobStore``, the background services a ``HousekeepingStore``. A `NotedStore` is all of
+/// them, opened and closed as one database.
+public protocol NotedStore: RecordStore, AccountStore, TwoFactorStore, OAuthStore, SigningKeyStore, BlobStore, HousekeepingStore {
     /// Creates or upgrades the schema.
     func migrate() async throws
     /// Throws when the database cannot be reached.
     func ping() async throws
     /// Releases connections.
     func shutdown() async
+}
 
-    // MARK: Users
-
-    /// Inserts a user; false when the username is taken (compared by `usernameKey`).
-    func createUser(_ user: UserAccount, now: Date) async throws -> Bool
-    func user(usernameKey: String) async throws -> UserAccount?
-    func user(id: String) async throws -> UserAccount?
-    /// Replaces a user's password hash (a new password).
-    func setPasswordHash(userID: String, hash: String) async throws
-    /// Replaces a hash of the earlier kind, verified at sign-in, with a new one of the same
-    /// password: only if it is still `old`, so that a password changed meanwhile stays changed.
-    func upgradePasswordHash(userID: String, from old: String, to new: String) async throws
-    /// Deletes the user and everything kept for them (records, revisions, `ccid` results,
-    /// refresh tokens and their families, authorization codes, counters) in one transaction,
-    /// after taking the user's `seq` lock so that no push is half-way; returns the ids of the
-    /// sign-in sessions the user had, to announce as revoked. Empty when there is no such user.
-    func deleteUser(id: String) async throws -> [String]
-
-    // MARK: Operators and two-factor sign-in
-
-    /// Every account, by username, with what it stores (`noted-server users list`).
-    func users() async throws -> [UserSummary]
-    /// Disables or enables an account; disabling revokes its sign-in sessions and authorization
-    /// codes in the same transaction and returns the sessions revoked. False in `found` when
-    /// there is no such user.
-    func setUserDisabled(id: String, disabled: Bool, now: Date) async throws -> (found: Bool, revoked: [String])
-    /// The user's two-factor state; nil when there is no such user.
-    func twoFactor(userID: String) async throws -> TwoFactorRecord?
-    /// Stores (or, with nil, forgets) a secret being enrolled, not yet in use.
-    func setTwoFactorPending(userID: String, secret: String?) async throws
-    /// Turns two-factor sign-in on with the pending secret, if it is still `secret`, and
-    /// replaces the recovery codes; false when the pending secret changed or is gone.
-    func enableTwoFactor(userID: String, secret: String, recoveryHashes: [String]) async throws -> Bool
-    /// Turns two-factor sign-in off: the secret, the pending one and the recovery codes go.
-    func disableTwoFactor(userID: String) async throws
-    /// Records that the code of time step `step` was used, if no code of that step or a later
-    /// one was: false for a replayed code.
-    func useTwoFactorStep(userID: String, step: Int64) async throws -> Bool
-    /// Uses up one recovery code by its hash: false when it is not one of the user's unused codes.
-    func useRecoveryCode(userID: String, hash: String) async throws -> Bool
-    /// Tells every node that the account was disabled (its connections close).
-    func announceAccountDisabled(userID: String) async throws
-
-    // MARK: Sign-in sessions
-
-    /// The user's sign-in sessions (refresh-token families) neither revoked nor past their
-    /// last refresh token, oldest first.
-    func signInSessions(userID: String, now: Date) async throws -> [SignInSession]
-    /// Revokes the user's sign-in sessions (only `only` when given; never `except`) and returns
-    /// the ids it revoked now.
-    func revokeSignInSessions(userID: String, only: String?, except: String?, now: Date) async throws -> [String]
-
-    // MARK: Signing keys
-
-    func signingKeys() async throws -> [SigningKeyRecord]
-    /// Inserts a key unless one with the same `kid` exists.
-    func addSigningKey(_ key: SigningKeyRecord) async throws
-    /// Removes a retired key (no unexpired token can carry its `kid`).
-    func removeSigningKey(kid: String) async throws
-
-    // MARK: Refresh tokens
-
-    /// Starts a new refresh-token family with its first token.
-    func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date) async throws
-    /// Marks the token used and stores its replacement, or revokes the family of a reused token.
-    func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws -> RefreshRotation
-    /// When a refresh-token family (a sign-in) began; nil if unknown.
-    func refreshFamilyCreatedAt(id: String) async throws -> Date?
-
-    // MARK: Collections
-
-    /// Replaces the served collection schemas (name → schema document) in one transaction, once
-    /// `check` has accepted them given the stored ones and the collections that hold live
-    /// records; `check` throws to refuse, and then nothing is written.
-    func serveCollections(
-        _ documents: [String: String], check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
-    ) async throws
-
-    // MARK: Sync
-
+/// The user's records, their changes and their history: what a sync session reads and writes.
+///
+/// Every push is one durable unit: a change's record, revisions, `ccid` result and the user's
+/// new `seq` are written in one transaction, and concurrent pushes of one user serialize on
+/// the user's `seq` row, so nothing depends on process memory. The algorithm is
+/// ``PushAlgorithm``, written once for both backends.
+public protocol RecordStore: Sendable {
     func latestSeq(userID: String) async throws -> Int64
     /// What the user stores, as ``StorageQuota`` counts it.
     func usage(userID: String) async throws -> StorageUsage
@@ -108,11 +39,6 @@ public protocol NotedStore: OAuthStore, BlobStore {
     /// The changes of one push message of one user, each answered as `push(_:context:)` would,
     /// in order (a store may commit them together: SQLite's group commit).
     func push(_ changes: [(change: Change, context: PushContext)]) async throws -> [Result<PushResult, any Error>]
-    /// Removes tombstones and `ccid` results past their retention.
-    func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws
-    /// Compacts and thins the revision histories due at `now` (at most `limit` records) to
-    /// what `policy` keeps, each record in a transaction of its own.
-    func thinHistory(now: Date, policy: HistoryPolicy, limit: Int) async throws -> HistoryThinning
     /// Calls `handler` for every change committed by any server node sharing this database, in
     /// commit order, until cancelled; `onListening` runs each time listening (re)starts, before
     /// the first notification after it, so a caller can catch up on what it may have missed
@@ -121,22 +47,84 @@ public protocol NotedStore: OAuthStore, BlobStore {
         onListening: @escaping @Sendable () async -> Void,
         _ handler: @escaping @Sendable (CommitNotice) async -> Void
     ) async throws
+    /// Replaces the served collection schemas (name → schema document) in one transaction, once
+    /// `check` has accepted them given the stored ones and the collections that hold live
+    /// records; `check` throws to refuse, and then nothing is written.
+    func serveCollections(
+        _ documents: [String: String], check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
+    ) async throws
 }
 
-extension NotedStore {
-    /// A page of changes for a pull that does not say it is part of a snapshot.
-    public func push(_ changes: [(change: Change, context: PushContext)]) async throws -> [Result<PushResult, any Error>] {
-        var results: [Result<PushResult, any Error>] = []
-        for (change, context) in changes {
-            do {
-                results.append(.success(try await push(change, context: context)))
-            } catch let error as ProtocolError {
-                results.append(.failure(error))
-            }
-        }
-        return results
-    }
+/// Accounts and their sign-in sessions.
+public protocol AccountStore: Sendable {
+    /// Inserts a user; false when the username is taken (compared by `usernameKey`).
+    func createUser(_ user: UserAccount, now: Date) async throws -> Bool
+    func user(usernameKey: String) async throws -> UserAccount?
+    func user(id: String) async throws -> UserAccount?
+    /// Replaces a user's password hash (a new password).
+    func setPasswordHash(userID: String, hash: String) async throws
+    /// Replaces a hash of the earlier kind, verified at sign-in, with a new one of the same
+    /// password: only if it is still `old`, so that a password changed meanwhile stays changed.
+    func upgradePasswordHash(userID: String, from old: String, to new: String) async throws
+    /// Deletes the user and everything kept for them (records, revisions, `ccid` results,
+    /// refresh tokens and their families, authorization codes, counters) in one transaction,
+    /// after taking the user's `seq` lock so that no push is half-way; returns the ids of the
+    /// sign-in sessions the user had, to announce as revoked. Empty when there is no such user.
+    func deleteUser(id: String) async throws -> [String]
+    /// Every account, by username, with what it stores (`noted-server users list`).
+    func users() async throws -> [UserSummary]
+    /// Disables or enables an account; disabling revokes its sign-in sessions and authorization
+    /// codes in the same transaction and returns the sessions revoked. False in `found` when
+    /// there is no such user.
+    func setUserDisabled(id: String, disabled: Bool, now: Date) async throws -> (found: Bool, revoked: [String])
+    /// Tells every node that the account was disabled (its connections close).
+    func announceAccountDisabled(userID: String) async throws
+    /// The user's sign-in sessions (refresh-token families) neither revoked nor past their
+    /// last refresh token, oldest first.
+    func signInSessions(userID: String, now: Date) async throws -> [SignInSession]
+    /// Revokes the user's sign-in sessions (only `only` when given; never `except`) and returns
+    /// the ids it revoked now.
+    func revokeSignInSessions(userID: String, only: String?, except: String?, now: Date) async throws -> [String]
+}
 
+/// Two-factor sign-in (docs/security.md).
+public protocol TwoFactorStore: Sendable {
+    /// The user's two-factor state; nil when there is no such user.
+    func twoFactor(userID: String) async throws -> TwoFactorRecord?
+    /// Stores (or, with nil, forgets) a secret being enrolled, not yet in use.
+    func setTwoFactorPending(userID: String, secret: String?) async throws
+    /// Turns two-factor sign-in on with the pending secret, if it is still `secret`, and
+    /// replaces the recovery codes; false when the pending secret changed or is gone.
+    func enableTwoFactor(userID: String, secret: String, recoveryHashes: [String]) async throws -> Bool
+    /// Turns two-factor sign-in off: the secret, the pending one and the recovery codes go.
+    func disableTwoFactor(userID: String) async throws
+    /// Records that the code of time step `step` was used, if no code of that step or a later
+    /// one was: false for a replayed code.
+    func useTwoFactorStep(userID: String, step: Int64) async throws -> Bool
+    /// Uses up one recovery code by its hash: false when it is not one of the user's unused codes.
+    func useRecoveryCode(userID: String, hash: String) async throws -> Bool
+}
+
+/// The keys access tokens are signed with, shared by every node.
+public protocol SigningKeyStore: Sendable {
+    func signingKeys() async throws -> [SigningKeyRecord]
+    /// Inserts a key unless one with the same `kid` exists.
+    func addSigningKey(_ key: SigningKeyRecord) async throws
+    /// Removes a retired key (no unexpired token can carry its `kid`).
+    func removeSigningKey(kid: String) async throws
+}
+
+/// What the background services do to the store: retention and revision histories.
+public protocol HousekeepingStore: Sendable {
+    /// Removes tombstones and `ccid` results past their retention.
+    func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws
+    /// Compacts and thins the revision histories due at `now` (at most `limit` records) to
+    /// what `policy` keeps, each record in a transaction of its own.
+    func thinHistory(now: Date, policy: HistoryPolicy, limit: Int) async throws -> HistoryThinning
+}
+
+extension RecordStore {
+    /// A page of changes for a pull that does not say it is part of a snapshot.
     public func changes(userID: String, since: Int64, limit: Int) async throws -> ChangesPage {
         try await changes(userID: userID, since: since, limit: limit, snapshot: false)
     }

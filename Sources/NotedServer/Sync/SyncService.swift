@@ -5,7 +5,9 @@ import NotedCore
 
 /// Pull and push, shared by the WebSocket sessions and the HTTP endpoints.
 struct SyncService: Sendable {
-    let store: any NotedStore
+    /// What the sync path reads and writes: records and changes, and the account a session
+    /// signs in as.
+    let store: any RecordStore & AccountStore
     let parser: ChangeParser
     let hub: SessionHub
     let metrics: ServerMetrics
