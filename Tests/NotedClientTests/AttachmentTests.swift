@@ -41,14 +41,14 @@ import Testing
             try await a.setBody(note.id, "before\n\n![whiteboard](attachment:\(reference.sha256))")
 
             await a.startSync()
-            try await eventually("A uploaded the file and synced the note") {
+            try await eventually("A uploaded the file and synced the note", on: [a]) {
                 let blobs = try await a.store.pendingBlobs()
                 let count = try await a.store.pendingCount()
                 return blobs.isEmpty && count == 0
             }
             #expect(try await serverHas(server, user, reference.sha256))
             await b.startSync()
-            try await eventually("B has the note with its attachment") {
+            try await eventually("B has the note with its attachment", on: [b]) {
                 try await b.note(note.id)?.attachments == [reference.element]
             }
             // B fetches the file once; then it is here, offline too.
@@ -60,7 +60,7 @@ import Testing
             // Editing the text keeps the attachment, on both devices.
             try await b.setBody(note.id, "after")
             await b.startSync()
-            try await eventually("A has B's edit") { try await a.note(note.id)?.body == "after" }
+            try await eventually("A has B's edit", on: [a]) { try await a.note(note.id)?.body == "after" }
             #expect(try await a.note(note.id)?.attachments == [reference.element])
             await a.stopSync()
             await b.stopSync()
@@ -75,7 +75,7 @@ import Testing
             let first = try await a.create(NoteFields(title: "First"))
             let reference = try await a.attach(first.id, data: data, name: "scan.pdf", type: "application/pdf")
             await a.startSync()
-            try await eventually("synced") {
+            try await eventually("synced", on: [a]) {
                 let count = try await a.store.pendingCount()
                 let blobs = try await a.store.pendingBlobs()
                 return count == 0 && blobs.isEmpty
@@ -91,7 +91,7 @@ import Testing
             let second = try await a.create(NoteFields(title: "Second"))
             _ = try await a.attach(second.id, data: data, name: "scan again.pdf", type: "application/pdf")
             await a.startSync()
-            try await eventually("uploaded again and synced") {
+            try await eventually("uploaded again and synced", on: [a]) {
                 let count = try await a.store.pendingCount()
                 let blobs = try await a.store.pendingBlobs()
                 return count == 0 && blobs.isEmpty
@@ -109,14 +109,14 @@ import Testing
             let note = try await a.create(NoteFields(title: "Too big"))
             let reference = try await a.attach(note.id, data: Self.bytes(2000, seed: 3), name: "big.png", type: "image/png")
             await a.startSync()
-            try await eventually("the note refused, saying why") {
+            try await eventually("the note refused, saying why", on: [a]) {
                 let refusal = try await a.note(note.id)?.refusal
                 return refusal?.contains("too_large") == true
             }
             #expect(try await a.store.pendingBlobs().isEmpty, "a refused file is not offered again")
             // Removing the file is an edit: the note syncs.
             try await a.detach(note.id, sha256: reference.sha256)
-            try await eventually("synced without the file") {
+            try await eventually("synced without the file", on: [a]) {
                 let count = try await a.store.pendingCount()
                 let refusal = try await a.note(note.id)?.refusal
                 return count == 0 && refusal == nil
@@ -132,7 +132,7 @@ import Testing
             let stray = try #require(AttachmentReference(sha256: LocalStore.sha256(Data("nowhere".utf8)), size: 7, type: "text/plain", name: "nowhere.txt"))
             let note = try await a.create(NoteFields(title: "Stray", attachments: [stray.element]))
             await a.startSync()
-            try await eventually("refused: the file is nowhere") {
+            try await eventually("refused: the file is nowhere", on: [a]) {
                 let refusal = try await a.note(note.id)?.refusal
                 return refusal?.contains("neither on the server nor on this device") == true
             }

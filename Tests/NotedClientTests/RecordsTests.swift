@@ -158,7 +158,7 @@ import Testing
                 }
             }
             #expect(heard)
-            try await eventually("B holds the worry, the book and the note") {
+            try await eventually("B holds the worry, the book and the note", on: [b]) {
                 let synced = try await worriesB.get(worry.id)?.value.remindAt == "2026-11-26T08:00"
                 let hasBook = try await b.records(Book.self).get(book.id) != nil
                 let notes = try await b.list().count
@@ -172,7 +172,7 @@ import Testing
             try await b.records(Book.self).delete(book.id)
             await a.startSync()
             await b.startSync()
-            try await eventually("both converge") {
+            try await eventually("both converge", on: [a, b]) {
                 guard await a.waitUntilSynced(timeout: .seconds(5)), await b.waitUntilSynced(timeout: .seconds(5)) else { return false }
                 let (x, y) = (try await worriesA.get(worry.id), try await worriesB.get(worry.id))
                 return x?.value == y?.value && x?.rev == y?.rev && x?.pending == false
@@ -187,7 +187,7 @@ import Testing
             let history = try await worriesA.history(worry.id)
             #expect(history.count >= 3)
             try await worriesA.restore(worry.id, rev: 1)
-            try await eventually("the restore syncs") {
+            try await eventually("the restore syncs", on: [b]) {
                 try await worriesB.get(worry.id)?.value == Worry(text: "the exam", intensity: 7, category: "work", tags: ["school"], remindAt: "2026-11-26T08:00")
             }
             // A value the server would refuse is refused locally, and nothing is stored.

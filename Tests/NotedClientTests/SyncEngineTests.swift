@@ -48,7 +48,19 @@ final class FakeConnection: SyncConnection, Sendable {
             sent.append(value)
             wakeups.wake()
         }
-        func close() { closed = true }
+        func close() {
+            closed = true
+            wakeups.wake()
+        }
+
+        /// Whether the engine closed the connection by `deadline`.
+        func waitClosed(before deadline: ContinuousClock.Instant) async -> Bool {
+            while !closed {
+                guard ContinuousClock.now < deadline else { return false }
+                await wakeups.wait(until: deadline)
+            }
+            return true
+        }
 
         /// The first message of `type` from `index` on, and the index after it; nil at `deadline`.
         func first(_ type: String, from index: Int, before deadline: ContinuousClock.Instant) async -> (JSONValue, Int)? {
@@ -78,7 +90,10 @@ final class FakeConnection: SyncConnection, Sendable {
         continuation.finish()
     }
 
-    var isClosed: Bool { get async { await outbox.closed } }
+    /// Waits until the engine closes the connection; fails after 10 seconds.
+    func closed() async throws {
+        guard await outbox.waitClosed(before: ContinuousClock.now + .seconds(10)) else { throw TestFailure("the engine kept the connection open") }
+    }
 
     /// The server side: deliver a message to the engine.
     func deliver(_ message: JSONValue) {
@@ -129,7 +144,7 @@ func fakeClient(_ server: FakeServer, timeout: Duration = .seconds(2)) throws ->
         let push = try await first.next("push", after: &index)
         let change = try #require(push["changes"]?.arrayValue?.first)
         // No answer: after the request timeout the engine drops the connection and reconnects.
-        try await eventually("the dead connection is closed") { await first.isClosed }
+        try await first.closed()
         let second = try await server.connection(1)
         var index2 = 0
         try await second.handshake(index: &index2)
@@ -137,7 +152,7 @@ func fakeClient(_ server: FakeServer, timeout: Duration = .seconds(2)) throws ->
         #expect(resend["changes"]?.arrayValue?.first == change)
         second.deliver(["type": "ack", "ccid": change["ccid"] ?? .null, "collection": "notes", "id": .string(note.id), "rev": 1,
                         "status": "duplicate", "rid": resend["rid"] ?? .null])
-        try await eventually("the note is synced") { try await client.note(note.id)?.pending == false }
+        try await eventually("the note is synced", on: [client]) { try await client.note(note.id)?.pending == false }
         #expect(try await client.note(note.id)?.rev == 1)
         await client.stopSync()
     }
@@ -157,13 +172,13 @@ func fakeClient(_ server: FakeServer, timeout: Duration = .seconds(2)) throws ->
         let record: JSONValue = ["collection": "notes", "id": .string(id), "rev": 2, "seq": 5, "deleted": false,
                                  "fields": ["title": "x", "body": "y"], "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z"]
         connection.deliver(["type": "changes", "records": [record], "cursor": 5, "more": false, "reset": false, "rid": pull["rid"] ?? .null])
-        try await eventually("the pulled note is stored") { try await client.note(id)?.body == "y" }
+        try await eventually("the pulled note is stored", on: [client]) { try await client.note(id)?.body == "y" }
         #expect(try await client.store.cursor() == 5)
         // A create broadcast (prevRev 0) for an unknown note applies exactly, without a pull.
         let other = UUID().uuidString.lowercased()
         connection.deliver(["type": "change", "collection": "notes", "id": .string(other), "rev": 1, "prevRev": 0, "op": "upsert",
                             "fields": ["title": ["set": "new"]], "updatedAt": "2026-01-01T00:00:00.000Z"])
-        try await eventually("the broadcast note is stored") { try await client.note(other)?.title == "new" }
+        try await eventually("the broadcast note is stored", on: [client]) { try await client.note(other)?.title == "new" }
         await client.stopSync()
     }
 

@@ -92,7 +92,7 @@ import Testing
             let onlyB = try await b.create(NoteFields(title: "B offline"))
             await a.startSync()
             await b.startSync()
-            try await eventually("both clients hold the same notes") {
+            try await eventually("both clients hold the same notes", on: [a, b]) {
                 let (sa, sb) = (try await snapshot(a), try await snapshot(b))
                 let pendingA = try await a.store.pendingCount()
                 let pendingB = try await b.store.pendingCount()
@@ -124,11 +124,11 @@ import Testing
             try await a.purge(note.id)
             #expect(await a.waitUntilSynced(timeout: .seconds(30)))
             await b.startSync()
-            try await eventually("B synced") { await b.waitUntilSynced(timeout: .milliseconds(100)) }
+            #expect(await b.waitUntilSynced(timeout: .seconds(30)))
             #expect(try await b.note(note.id) == nil)
             let kept = try await b.list().filter { $0.body == "text and precious unsynced words" }
             #expect(kept.count == 1)
-            try await eventually("A received the kept copy") { try await a.list().contains { $0.body == "text and precious unsynced words" } }
+            try await eventually("A received the kept copy", on: [a]) { try await a.list().contains { $0.body == "text and precious unsynced words" } }
             await a.stopSync()
             await b.stopSync()
         }
@@ -161,21 +161,21 @@ import Testing
             // The tombstone is swept: a pull from A's cursor is now a reset.
             var request = URLRequest(url: URL(string: server.url.absoluteString + "/v1/changes?since=1")!)
             request.setValue("Bearer \(user.accessToken)", forHTTPHeaderField: "Authorization")
-            try await eventually("the server swept the tombstone") {
+            try await pollServer("the server swept the tombstone") {
                 let (data, _) = try await URLSession.shared.data(for: request)
                 let page = try JSONValue.parse(Array(data))
                 return page["reset"] == true && page["records"] == [] && page["cursor"] == 0
             }
             let offline = try await a.create(NoteFields(title: "Written offline"))
             await a.startSync()
-            try await eventually("A synced after the reset") { await a.waitUntilSynced(timeout: .milliseconds(100)) }
+            #expect(await a.waitUntilSynced(timeout: .seconds(30)))
             #expect(try await a.note(doomed.id) == nil, "purged elsewhere, dropped by the snapshot")
             #expect(try await a.note(keep.id)?.title == "Keep")
             #expect(try await a.note(later.id)?.body == "edited on B", "the snapshot brought what changed")
             #expect(try await a.note(offline.id)?.pending == false, "the offline note was sent")
             await a.stopSync()
             await b.startSync()
-            try await eventually("B has A's offline note") { try await b.note(offline.id) != nil }
+            try await eventually("B has A's offline note", on: [b]) { try await b.note(offline.id) != nil }
             await b.stopSync()
         }
     }
@@ -200,13 +200,13 @@ import Testing
             await a.stopSync()
             var request = URLRequest(url: URL(string: server.url.absoluteString + "/v1/changes?since=1")!)
             request.setValue("Bearer \(user.accessToken)", forHTTPHeaderField: "Authorization")
-            try await eventually("the server swept the tombstone") {
+            try await pollServer("the server swept the tombstone") {
                 let (data, _) = try await URLSession.shared.data(for: request)
                 return try JSONValue.parse(Array(data))["reset"] == true
             }
             let fresh = try server.client(user) { $0.sync.pullLimit = 5 }
             await fresh.startSync()
-            try await eventually("the new device synced", timeout: .seconds(60)) { await fresh.waitUntilSynced(timeout: .milliseconds(100)) }
+            #expect(await fresh.waitUntilSynced(timeout: .seconds(60)))
             let notes = try await fresh.list()
             #expect(Set(notes.map(\.id)) == Set(ids).subtracting([ids[2]]))
             await fresh.stopSync()
@@ -235,7 +235,7 @@ import Testing
             _ = try await a.create(NoteFields(title: "after restart"))
             await a.startSync()
             await b.startSync()
-            try await eventually("B holds both notes") { try await b.list().count == 2 }
+            try await eventually("B holds both notes", on: [b]) { try await b.list().count == 2 }
             #expect(await a.waitUntilSynced(timeout: .seconds(30)))
             await a.stopSync()
             await b.stopSync()
@@ -251,7 +251,7 @@ import Testing
             var random = SplitMix64(seed: seed)
             let note = try await clients[0].create(NoteFields(title: "random", body: "alpha beta gamma delta epsilon zeta eta theta"))
             for client in clients { await client.startSync() }
-            try await eventually("both have the note") { try await clients[1].note(note.id) != nil }
+            try await eventually("both have the note", on: clients) { try await clients[1].note(note.id) != nil }
             let words = ["red", "green", "blue", "cyan", "magenta", "yellow"]
             for step in 0..<40 {
                 let client = clients[Int(random.next() % 2)]
@@ -265,7 +265,7 @@ import Testing
                 }
                 if random.next() % 3 == 0 { try await Task.sleep(for: .milliseconds(Int(random.next() % 60))) }
             }
-            try await eventually("both clients converge (seed \(seed))", timeout: .seconds(20)) {
+            try await eventually("both clients converge (seed \(seed))", on: clients, timeout: .seconds(20)) {
                 let (s0, s1) = (try await snapshot(clients[0]), try await snapshot(clients[1]))
                 let pending0 = try await clients[0].store.pendingCount()
                 let pending1 = try await clients[1].store.pendingCount()
@@ -289,11 +289,11 @@ extension SyncIntegrationTests {
             await b.startSync()
             #expect(await a.waitUntilSynced(timeout: .seconds(30)))
             let first = try await a.create(NoteFields(title: "before expiry"))
-            try await eventually("B got the first note") { try await b.note(first.id) != nil }
+            try await eventually("B got the first note", on: [b]) { try await b.note(first.id) != nil }
             // Past several lifetimes: both refreshed (and re-authenticated in place) on their own.
             try await Task.sleep(for: .seconds(5))
             let second = try await a.create(NoteFields(title: "after expiry"))
-            try await eventually("B got the second note") { try await b.note(second.id) != nil }
+            try await eventually("B got the second note", on: [b]) { try await b.note(second.id) != nil }
             #expect(await a.tokens?.credentials.accessToken != user.accessToken)
             await a.stopSync()
             await b.stopSync()

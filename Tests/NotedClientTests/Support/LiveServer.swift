@@ -89,12 +89,43 @@ struct LiveServer: Sendable {
     }
 }
 
-/// Waits until `condition` holds, polling; fails the test after `timeout`.
-func eventually(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+/// Waits until `condition` holds, looking again each time one of `clients` reports an event
+/// (``NotedClient/events()``: a record stored, acknowledged or refused, a change of sync status);
+/// fails the test after `timeout`. The subscriptions begin before the first look, so no event
+/// between a look and the wait goes unseen.
+func eventually(_ what: String, on clients: [NotedClient], timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    var watchers: [Task<Void, Never>] = [Task {
+        try? await Task.sleep(until: deadline)
+        wake.yield()
+    }]
+    for client in clients {
+        let events = await client.events()
+        watchers.append(Task {
+            for await _ in events { wake.yield() }
+        })
+    }
+    defer {
+        for watcher in watchers { watcher.cancel() }
+        wake.finish()
+    }
+    var woken = wakes.makeAsyncIterator()
+    while true {
+        if try await condition() { return }
+        guard ContinuousClock.now < deadline else { break }
+        _ = await woken.next()
+    }
+    throw TestFailure("timed out waiting until \(what)")
+}
+
+/// Waits until the server's own state (which no client hears of: a sweep) satisfies
+/// `condition`, asking it every 50 ms; fails the test after `timeout`.
+func pollServer(_ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
+        try await Task.sleep(for: .milliseconds(50))
     }
     throw TestFailure("timed out waiting until \(what)")
 }
