@@ -501,12 +501,46 @@ final class World {
     func settle(_ client: SimClient) async throws {
         for _ in 0..<10_000 {
             let returns = client.clock.counts.returns
-            let arms = await client.engine.settled(.init(messages: client.delivered, losses: client.drops, timerFirings: returns))
+            let expected = SyncEngine<SimClock>.Expected(messages: client.delivered, losses: client.drops, timerFirings: returns)
+            let (engine, clock) = (client.engine, client.clock)
+            let arms = try await Self.withinWallClock({ await engine.settled(expected) }) {
+                "\(client.name) never settled: the engine has \(await engine.workDescription), the world expects messages \(expected.messages), losses \(expected.losses), firings \(expected.timerFirings)"
+            }
             // Every timer task the engine started sleeps once; some sleeps return at once.
-            await client.clock.sleepsBegun(arms)
+            try await Self.withinWallClock({ await clock.sleepsBegun(arms) }) {
+                "\(client.name)'s clock never saw \(arms) sleeps begun (it saw \(clock.counts.sleeps)); the engine has \(await engine.workDescription)"
+            }
             if client.clock.counts.returns == returns { return }
         }
         throw SimFailure(description: "\(client.name) did not settle: \(await client.engine.workDescription)")
+    }
+
+    /// How long a wait for the engine or the clock may take in wall-clock time before the run
+    /// fails: a settled world answers at once, so only a wait that can never end (a waiter
+    /// never resumed: seeds 6286 and 9727 once stalled a 10,000-run test that way, every thread
+    /// idle) gets here, and the run fails with the counters instead of stalling the test. A run
+    /// stopped (SIGSTOP) longer than this may fail falsely.
+    static let wallClockLimit: Duration = .seconds(600)
+
+    /// `wait`'s result, or a ``SimFailure`` described by `failure` past ``wallClockLimit``.
+    /// The wait runs in a task of its own, left behind if it never ends.
+    static func withinWallClock<T: Sendable>(
+        _ wait: @escaping @Sendable () async -> T, failure: () async -> String
+    ) async throws -> T {
+        let (results, result) = AsyncStream.makeStream(of: T?.self, bufferingPolicy: .bufferingNewest(2))
+        let waiter = Task {
+            result.yield(await wait())
+        }
+        let timer = Task {
+            try? await Task.sleep(for: wallClockLimit)
+            result.yield(nil)
+        }
+        var next = results.makeAsyncIterator()
+        let value = await next.next() ?? nil
+        timer.cancel()
+        _ = waiter
+        guard let value else { throw SimFailure(description: await failure()) }
+        return value
     }
 
     func settleAll() async throws {
