@@ -65,11 +65,11 @@ final class SimTime: Sendable {
 
 /// One client's clock on the world's virtual time: the shipped `SyncEngine` sleeps on it, and
 /// its sleeps return only when the world wakes them (`wake`), even a sleep whose deadline has
-/// already come (a push that fell due while a pull was still running). Returning such a sleep
+/// already come (for instance a push that fell due while a pull was running). Returning such a sleep
 /// at once let the engine's timer fire whenever its task happened to run, possibly after the
 /// world had counted the sleeps that returned, and `settle` then waited for good for a count
 /// already passed (docs/reliability.md: the stalls of seeds 6286, 9727 and 43). The world
-/// wakes it at its next move of time, so a run stays its seed's alone. The clock counts the
+/// wakes it at its next move of time, not whenever its task gets to run. The clock counts the
 /// sleeps it has seen begin and those it let return, so the world knows when the engine has
 /// settled.
 final class SimClock: Clock, Sendable {

@@ -37,79 +37,99 @@ public struct SQLiteStore: NotedStore {
     /// database an earlier version left).
     func migrate(upTo last: String?) async throws {
         var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE users (
-                    id TEXT PRIMARY KEY,
-                    username TEXT NOT NULL,
-                    username_key TEXT NOT NULL UNIQUE,
-                    password_hash TEXT NOT NULL,
-                    created_at INTEGER NOT NULL
-                );
-                CREATE TABLE user_seq (
-                    user_id TEXT PRIMARY KEY REFERENCES users(id),
-                    seq INTEGER NOT NULL DEFAULT 0,
-                    purged_seq INTEGER NOT NULL DEFAULT 0
-                );
-                CREATE TABLE records (
-                    user_id TEXT NOT NULL,
-                    collection TEXT NOT NULL,
-                    id TEXT NOT NULL,
-                    rev INTEGER NOT NULL,
-                    seq INTEGER NOT NULL,
-                    deleted INTEGER NOT NULL,
-                    fields TEXT NOT NULL,
-                    created_at INTEGER NOT NULL,
-                    updated_at INTEGER NOT NULL,
-                    PRIMARY KEY (user_id, collection, id)
-                );
-                CREATE INDEX records_by_seq ON records(user_id, seq);
-                CREATE TABLE revisions (
-                    user_id TEXT NOT NULL,
-                    collection TEXT NOT NULL,
-                    record_id TEXT NOT NULL,
-                    rev INTEGER NOT NULL,
-                    conflict INTEGER NOT NULL,
-                    seq INTEGER NOT NULL,
-                    fields TEXT NOT NULL,
-                    device TEXT,
-                    ccid TEXT,
-                    updated_at INTEGER NOT NULL,
-                    PRIMARY KEY (user_id, collection, record_id, rev, conflict)
-                );
-                CREATE TABLE applied_changes (
-                    user_id TEXT NOT NULL,
-                    ccid TEXT NOT NULL,
-                    body_hash TEXT NOT NULL,
-                    reply TEXT NOT NULL,
-                    created_at INTEGER NOT NULL,
-                    PRIMARY KEY (user_id, ccid)
-                );
-                CREATE INDEX applied_changes_by_age ON applied_changes(created_at);
-                CREATE TABLE refresh_families (
-                    id TEXT PRIMARY KEY,
-                    user_id TEXT NOT NULL REFERENCES users(id),
-                    client_id TEXT NOT NULL,
-                    device TEXT,
-                    created_at INTEGER NOT NULL,
-                    revoked_at INTEGER
-                );
-                CREATE TABLE refresh_tokens (
-                    hash TEXT PRIMARY KEY,
-                    family_id TEXT NOT NULL REFERENCES refresh_families(id),
-                    created_at INTEGER NOT NULL,
-                    expires_at INTEGER NOT NULL,
-                    used_at INTEGER
-                );
-                CREATE TABLE signing_keys (
-                    kid TEXT PRIMARY KEY,
-                    private_pem TEXT NOT NULL,
-                    created_at INTEGER NOT NULL
-                );
-                """)
-        }
+        // In the order they were written: a database is at some prefix of this list.
+        Self.registerInitialMigration(&migrator)
         Self.registerOAuthMigration(&migrator)
         Self.registerCollectionsMigration(&migrator)
+        Self.registerQuotaMigration(&migrator)
+        Self.registerAccountAdminMigration(&migrator)
+        Self.registerBlobsMigration(&migrator)
+        Self.registerHistoryMigration(&migrator)
+        if let last {
+            try migrator.migrate(pool, upTo: last)
+        } else {
+            try migrator.migrate(pool)
+        }
+    }
+
+    /// The first schema ("v1"): accounts, records, revisions, `ccid` results, refresh tokens, signing keys.
+    static func registerInitialMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: initialSchema)
+        }
+    }
+
+    static let initialSchema = """
+    CREATE TABLE users (
+        id TEXT PRIMARY KEY,
+        username TEXT NOT NULL,
+        username_key TEXT NOT NULL UNIQUE,
+        password_hash TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    );
+    CREATE TABLE user_seq (
+        user_id TEXT PRIMARY KEY REFERENCES users(id),
+        seq INTEGER NOT NULL DEFAULT 0,
+        purged_seq INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE TABLE records (
+        user_id TEXT NOT NULL,
+        collection TEXT NOT NULL,
+        id TEXT NOT NULL,
+        rev INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        deleted INTEGER NOT NULL,
+        fields TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, collection, id)
+    );
+    CREATE INDEX records_by_seq ON records(user_id, seq);
+    CREATE TABLE revisions (
+        user_id TEXT NOT NULL,
+        collection TEXT NOT NULL,
+        record_id TEXT NOT NULL,
+        rev INTEGER NOT NULL,
+        conflict INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        fields TEXT NOT NULL,
+        device TEXT,
+        ccid TEXT,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, collection, record_id, rev, conflict)
+    );
+    CREATE TABLE applied_changes (
+        user_id TEXT NOT NULL,
+        ccid TEXT NOT NULL,
+        body_hash TEXT NOT NULL,
+        reply TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (user_id, ccid)
+    );
+    CREATE INDEX applied_changes_by_age ON applied_changes(created_at);
+    CREATE TABLE refresh_families (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users(id),
+        client_id TEXT NOT NULL,
+        device TEXT,
+        created_at INTEGER NOT NULL,
+        revoked_at INTEGER
+    );
+    CREATE TABLE refresh_tokens (
+        hash TEXT PRIMARY KEY,
+        family_id TEXT NOT NULL REFERENCES refresh_families(id),
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL,
+        used_at INTEGER
+    );
+    CREATE TABLE signing_keys (
+        kid TEXT PRIMARY KEY,
+        private_pem TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    );
+    """
+
+    static func registerQuotaMigration(_ migrator: inout DatabaseMigrator) {
         // Storage quotas: what each user stores, kept up to date by every push from now on.
         migrator.registerMigration("quota") { db in
             try db.execute(sql: """
@@ -120,14 +140,6 @@ public struct SQLiteStore: NotedStore {
                                     WHERE r.user_id = user_seq.user_id AND r.deleted = 0),
                     stored_records = (SELECT COUNT(*) FROM records r WHERE r.user_id = user_seq.user_id AND r.deleted = 0);
                 """)
-        }
-        Self.registerAccountAdminMigration(&migrator)
-        Self.registerBlobsMigration(&migrator)
-        Self.registerHistoryMigration(&migrator)
-        if let last {
-            try migrator.migrate(pool, upTo: last)
-        } else {
-            try migrator.migrate(pool)
         }
     }
 
