@@ -379,8 +379,8 @@ struct SimulationTests {
         }
     }
 
-    /// Seed 43 sets a timer for a deadline already come (see `SimClock`), which once made its
-    /// runs differ.
+    /// Seed 43 sets a timer for a deadline already come (see `SimClock`), whose firing once
+    /// depended on when the engine's timer task got to run.
     @Test("The same seed gives the same trace", arguments: [42, 43] as [UInt64])
     func repeatable(seed: UInt64) async throws {
         let a = try await World(seed: seed), b = try await World(seed: seed)
