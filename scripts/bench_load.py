@@ -218,9 +218,10 @@ class NotedConn:
         for i in range(count):
             note_id = str(uuid.uuid4())
             ids.append(note_id)
+            text = body(i) if callable(body) else body
             batch.append({"ccid": str(uuid.uuid4()), "collection": "notes", "id": note_id, "baseRev": 0,
-                          "op": "upsert", "fields": {"title": {"set": f"{title} {i}"}, "body": {"set": body}}})
-            self.notes[note_id] = [0, len(body)]
+                          "op": "upsert", "fields": {"title": {"set": f"{title} {i}"}, "body": {"set": text}}})
+            self.notes[note_id] = [0, len(text)]
             if len(batch) == limit or i == count - 1:
                 futures, _ = await self.push(batch)
                 results = await asyncio.wait_for(asyncio.gather(*futures), 120)
@@ -764,15 +765,26 @@ async def cmd_bytes(args):
 
 
 async def cmd_seed(args):
-    """Creates --notes notes of --size bytes for the first user (for the initial-sync test)."""
+    """Creates --notes notes of --size bytes for the first user (for the initial-sync test), each
+    with a text of its own (until 2026-11-27 one random text served 500 notes: a compressor with a
+    32 KiB window then sent a page as back-references, which no real account allows)."""
     token = load_tokens(args.tokens, 1)[0]
     conn = await NotedConn(args.url, token).open()
     start = now()
     alphabet = "abcdefghijklmnopqrstuvwxyz     "
+    vocabulary = None
+    if args.text == "words":
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "peers"))
+        import seed_notes
+        vocabulary = seed_notes._vocabulary(random.Random(1))
+
+    def body(i):
+        if vocabulary is not None:
+            return seed_notes.note_text(created + i, args.size, random, vocabulary)[1]
+        return "".join(random.choice(alphabet) for _ in range(args.size))
     created = 0
     while created < args.notes and now() - start < args.max_seconds:
         count = min(500, args.notes - created)
-        body = "".join(random.choice(alphabet) for _ in range(args.size))
         await conn.create_notes(count, body=body, title=f"note {created}")
         created += count
     await conn.close()
@@ -781,10 +793,11 @@ async def cmd_seed(args):
 
 async def cmd_pull(args):
     """The server's side of an initial sync: every page of `pull since 0` over one connection,
-    parsed and dropped (no client storage), timed from the first pull to the last page."""
+    parsed and dropped (no client storage), timed from the first pull to the last page
+    (`payload_bytes`: decompressed)."""
     token = load_tokens(args.tokens, 1)[0]
     url = args.url.replace("http://", "ws://") + "/v1/sync"
-    ws = await connect(url, compression=None, max_size=None, open_timeout=60, ping_interval=None)
+    ws = await connect(url, compression="deflate" if args.deflate else None, max_size=None, open_timeout=60, ping_interval=None)
     await ws.send(json.dumps({"type": "hello", "protocol": 1, "token": token, "device": str(uuid.uuid4())}))
     json.loads(await ws.recv())
     since, records, pages, wire = 0, 0, 0, 0
@@ -1108,8 +1121,12 @@ def main():
     p = common(sub.add_parser("seed"))
     p.add_argument("--notes", type=int, default=10000)
     p.add_argument("--size", type=int, default=2048)
+    p.add_argument("--text", choices=["words", "letters"], default="words",
+                   help="each note's body: words of a made-up vocabulary, as the web app's benchmarks seed "
+                        "(Tests/peers/seed_notes.py), or random letters and spaces (every word unique)")
     p = common(sub.add_parser("pull"))
     p.add_argument("--limit", type=int, default=1000)
+    p.add_argument("--deflate", action="store_true", help="negotiate permessage-deflate, as browsers and NotedClient do")
     p = common(sub.add_parser("durable"))
     p.add_argument("--users", type=int, default=1000)
     p.add_argument("--edits-per-second", type=float, default=2)

@@ -2,7 +2,6 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
-import HummingbirdWSCompression
 import Logging
 import NIOPosix
 import NotedCore
@@ -75,15 +74,11 @@ public func buildApplication(
     let webSocketResponder = webSocketRouter.buildResponder()
     let webSocket = WebSocketServerConfiguration(
         maxFrameSize: configuration.limits.maxMessageBytes,
-        // permessage-deflate for every frame from 24 bytes (the library's default, 256, left
-        // every ack and broadcast uncompressed), with 1 KiB windows and a small zlib memory
-        // level: a keystroke's broadcast is 30 bytes on TCP and a session's compression state
-        // about 27 KB instead of 100 KB; zlib level 1, which compresses a page of notes 30 %
-        // faster than the default for 5 % more bytes (docs/benchmarks.md, "Pages compressed
-        // at zlib level 1").
-        extensions: [.perMessageDeflate(
-            clientMaxWindow: 10, serverMaxWindow: 10, compressionLevel: 1, memoryLevel: 4,
-            maxDecompressedFrameSize: configuration.limits.maxMessageBytes, minFrameSizeToCompress: 24)],
+        // permessage-deflate for every message from 24 bytes, small ones through a small
+        // compressor kept for the session (1 KiB window, memory level 4: about 27 KB of an idle
+        // connection), large ones (pages) each through a compressor of its own with a 32 KiB
+        // window (PerMessageDeflate.swift).
+        extensions: [.perMessageDeflate(PerMessageDeflateBuilder(maxDecompressedFrameSize: configuration.limits.maxMessageBytes))],
         // Heartbeats come from one task for every connection (SessionDeadlines), not a task each.
         autoPing: .disabled,
         validateUTF8: true)
