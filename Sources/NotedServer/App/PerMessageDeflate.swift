@@ -17,7 +17,8 @@ import NIOWebSocket
 /// So the server leaves its own window unbounded in the negotiation (15 bits, unless the client
 /// asks for less) and compresses a message of at least ``largeMessageBytes`` with a compressor
 /// made for it alone, freed when it is sent: a stream of its own that never refers to earlier
-/// messages, which a client keeping its window reads like any other (RFC 7692 section 7.2.3).
+/// messages, which a client keeping its window reads like any other (context takeover lets a
+/// sender refer to earlier messages, RFC 7692 never requires it to).
 /// The small compressor's history is then no longer the client's, so it starts again (a
 /// keystroke after a page compresses a little less once). Every other message goes through the
 /// small compressor as before, with context takeover. What clients send is unchanged: their
