@@ -45,7 +45,7 @@ struct PerMessageDeflateBuilder: WebSocketExtensionBuilder {
 
     /// What an offer asks for, checked; nil for an offer the server declines (an unknown
     /// parameter, or a value out of range).
-    struct Agreement: Equatable {
+    struct Agreement {
         /// The window the client may compress with (the server's decompressor), and whether the
         /// response names it (only when the offer did).
         var receiveWindowBits = 15
@@ -173,15 +173,8 @@ struct PerMessageDeflate: WebSocketExtension {
 
         func compress(_ frame: WebSocketFrame) throws -> WebSocketFrame {
             var frame = frame
-            if let compressed = midMessageCompressed {
-                if frame.fin { midMessageCompressed = nil }
-                guard compressed else { return frame }
-                frame.data = try deflate(frame.data, with: small, last: frame.fin)
-                if frame.fin, resetEachMessage { try small.reset() }
-                return frame
-            }
-            let size = frame.data.readableBytes
-            if frame.fin, size >= largeMessageBytes, let largeConfiguration {
+            let first = midMessageCompressed == nil
+            if first, frame.fin, frame.data.readableBytes >= largeMessageBytes, let largeConfiguration {
                 // A stream of its own: the client's window then holds this message last, which
                 // the small compressor's history does not know, so that starts again too.
                 let large = try ZlibCompressor(algorithm: .deflate, configuration: largeConfiguration)
@@ -190,11 +183,12 @@ struct PerMessageDeflate: WebSocketExtension {
                 try small.reset()
                 return frame
             }
-            let compressed = size >= minFrameSizeToCompress || !frame.fin
-            if !frame.fin { midMessageCompressed = compressed }
+            // A message's later frames go as its first did.
+            let compressed = midMessageCompressed ?? (frame.data.readableBytes >= minFrameSizeToCompress || !frame.fin)
+            midMessageCompressed = frame.fin ? nil : compressed
             guard compressed else { return frame }
             frame.data = try deflate(frame.data, with: small, last: frame.fin)
-            frame.rsv1 = true
+            frame.rsv1 = first
             if frame.fin, resetEachMessage { try small.reset() }
             return frame
         }
@@ -204,8 +198,8 @@ struct PerMessageDeflate: WebSocketExtension {
         private func deflate(_ data: ByteBuffer, with compressor: ZlibCompressor, last: Bool) throws -> ByteBuffer {
             var data = data
             var output = try data.compressStream(with: compressor, flush: .sync, allocator: ByteBufferAllocator())
-            if last, output.readableBytes >= 4 {
-                output.moveWriterIndex(to: output.writerIndex - 4)
+            if last, output.readableBytes >= PerMessageDeflate.flushTail.count {
+                output.moveWriterIndex(to: output.writerIndex - PerMessageDeflate.flushTail.count)
             }
             return output
         }
