@@ -370,6 +370,28 @@ import TestSupport
         }
     }
 
+    /// A pass over more records than one batch writes (SQLite: 100 per transaction; PostgreSQL
+    /// one) thins every one of them, and each reads back.
+    @Test(arguments: backends) func aPassOfManyRecordsIsWrittenInBatches(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let user = try await contract.makeUser(store)
+            let start = Date(timeIntervalSince1970: 1_790_000_000)
+            let ids = (0..<130).map { _ in UUID().uuidString.lowercased() }
+            for id in ids {
+                _ = try await contract.push(store, user: user, contract.create(id, title: "t"), at: start)
+                for rev in Int64(1)...2 {
+                    _ = try await contract.push(store, user: user, edit(id, baseRev: rev, body: "\(id) body \(rev)"), at: start.addingTimeInterval(Double(rev)))
+                }
+            }
+            let done = try await store.thinHistory(now: start.addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 200)
+            #expect(done.records == 130 && done.retried == 0 && done.failed == 0, "\(done)")
+            for id in ids {
+                #expect(try await store.revisions(userID: user, collection: "notes", id: id)?.map(\.rev) == [3])
+                #expect(try await store.revision(userID: user, collection: "notes", id: id, rev: 3, conflict: false)?.fields["body"]?.stringValue == "\(id) body 2")
+            }
+        }
+    }
+
     /// Two nodes on one PostgreSQL database thin the same records at once, while saves go on:
     /// nothing promised is lost, every revision reads back, and no thinning fails.
     @Test func twoNodesThinTheSameHistoriesAtOnce() async throws {

@@ -346,8 +346,9 @@ struct SweepService: Service {
 }
 
 /// Compacts and thins revision histories (``HistoryPolicy``): every few seconds, the records
-/// whose history is due, each in a small transaction of its own (never holding the writer long;
-/// on several nodes, one node per record at a time).
+/// whose history is due, decided outside the writer and written a batch of records per
+/// transaction (one commit for many records; the writer held for their statements only; on
+/// several nodes, one node per record at a time).
 struct HistoryService: Service {
     let store: any HousekeepingStore
     let policy: HistoryPolicy

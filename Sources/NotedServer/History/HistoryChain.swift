@@ -133,29 +133,71 @@ enum HistoryChain {
     }
 }
 
-/// A save came while a record's history was being thinned: it stays due, taken again.
-struct HistoryRetry: Error {}
-
 /// A record whose history is due: its user, collection and id.
 typealias DueHistory = (userID: String, collection: String, id: String)
 
+/// One record's pass, decided outside the write transaction: the rewrite, and the rows it was
+/// decided from (each row's rev, kind and storage), which must still be as they were for it to
+/// be written.
+struct PlannedThinning: Sendable {
+    var record: DueHistory
+    var shape: [String]
+    var rewrite: HistoryChain.Rewrite
+    /// Whether the record had any revision rows (none: nothing to review again).
+    var hadRows: Bool
+
+    /// What a thinning checks is unchanged before it writes.
+    static func shape(_ rows: some Sequence<(rev: Int64, conflict: Bool, whole: Bool)>) -> [String] {
+        rows.map { "\($0.rev)/\($0.conflict)/\($0.whole)" }
+    }
+}
+
 extension HistoryThinning {
-    /// Runs `pass` for each due record and counts what it did; a record whose history cannot
-    /// be read (``StoreError``) is counted and handed to `setAside`, so that the others go on.
-    static func each(
-        _ due: [DueHistory], pass: (DueHistory) async throws -> HistoryChain.Rewrite, setAside: (DueHistory) async throws -> Void
+    /// The most revision bytes (their whole size) one batch reads and decides before writing:
+    /// a bound on what a pass holds in memory.
+    static let batchBytes: Int64 = 8 << 20
+
+    /// Reads and decides each due record's pass outside the writer, then writes the decisions
+    /// in batches of at most `batchRecords` records (and ``batchBytes``), one transaction each
+    /// (issue 18: one fsync for a batch, where a transaction per record made the history
+    /// service take the single writer hundreds of times a second under sustained editing).
+    ///
+    /// A record whose history cannot be read or decided (``StoreError``) is counted and set
+    /// aside (`write`'s second argument), so that the others go on. `write` answers, for each
+    /// planned pass, whether it was written (false: a save came meanwhile, the record stays due).
+    static func batched(
+        _ due: [DueHistory], batchRecords: Int, policy: HistoryPolicy, now: Date,
+        read: (DueHistory) async throws -> [StoredRevision],
+        write: (_ planned: [PlannedThinning], _ setAside: [DueHistory]) async throws -> [Bool]
     ) async throws -> HistoryThinning {
         var result = HistoryThinning()
+        var planned: [PlannedThinning] = []
+        var setAside: [DueHistory] = []
+        var bytes: Int64 = 0
+        func flush() async throws {
+            guard !planned.isEmpty || !setAside.isEmpty else { return }
+            let written = try await write(planned, setAside)
+            for (pass, done) in zip(planned, written) {
+                if done { result.count(pass.rewrite) } else { result.retried += 1 }
+            }
+            planned = []
+            setAside = []
+            bytes = 0
+        }
         for record in due {
             do {
-                result.count(try await pass(record))
-            } catch is HistoryRetry {
-                result.retried += 1
+                let rows = try await read(record)
+                let rewrite = try HistoryChain.plan(rows, policy: policy, now: now)
+                planned.append(PlannedThinning(record: record, shape: PlannedThinning.shape(rows.map { ($0.rev, $0.conflict, $0.delta == nil) }),
+                                               rewrite: rewrite, hadRows: !rows.isEmpty))
+                bytes += rows.reduce(0) { $0 + $1.size }
             } catch let error as StoreError {
                 result.failed("\(record.userID)/\(record.collection)/\(record.id)", error)
-                try await setAside(record)
+                setAside.append(record)
             }
+            if planned.count >= batchRecords || bytes >= batchBytes { try await flush() }
         }
+        try await flush()
         return result
     }
 }

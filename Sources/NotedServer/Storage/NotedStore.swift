@@ -119,7 +119,8 @@ public protocol HousekeepingStore: Sendable {
     /// Removes tombstones and `ccid` results past their retention.
     func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws
     /// Compacts and thins the revision histories due at `now` (at most `limit` records) to
-    /// what `policy` keeps, each record in a transaction of its own.
+    /// what `policy` keeps: read and decided outside the writer, written a batch of records per
+    /// transaction.
     func thinHistory(now: Date, policy: HistoryPolicy, limit: Int) async throws -> HistoryThinning
 }
 

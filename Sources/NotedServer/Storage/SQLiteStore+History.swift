@@ -28,13 +28,14 @@ extension SQLiteStore {
 
     static let revisionColumns = "rev, conflict, seq, fields, delta, size, device, ccid, updated_at"
 
+    /// One row of ``revisionColumns``, read by position.
     static func storedRevision(from row: Row) throws -> StoredRevision {
-        let values = try FieldsCoding.decode(row["fields"])
-        let delta: String? = row["delta"]
-        let size: Int64? = row["size"]
+        let values = try FieldsCoding.decode(row[3])
+        let delta: String? = row[4]
+        let size: Int64? = row[5]
         return StoredRevision(
-            rev: row["rev"], conflict: row["conflict"], seq: row["seq"], updatedAt: Date(millis: row["updated_at"]),
-            device: row["device"], ccid: row["ccid"], fields: values,
+            rev: row[0], conflict: row[1], seq: row[2], updatedAt: Date(millis: row[8]),
+            device: row[6], ccid: row[7], fields: values,
             delta: try delta.map { try RevisionDelta(values: values, column: $0) },
             size: size ?? Int64(FieldsCoding.encode(values).utf8.count))
     }
@@ -67,59 +68,58 @@ extension SQLiteStore {
             """), arguments: [userID, collection, id]).map(storedRevision(from:))
     }
 
-    /// Thins and compacts the histories that are due at `now` (at most `limit` records), each in
-    /// a transaction of its own: read, decided without the writer, then written only if no save
-    /// came meanwhile (else it stays due and is taken again).
+    /// Thins and compacts the histories that are due at `now` (at most `limit` records): each
+    /// record read and decided on a reader, without the writer, then the decisions written in
+    /// one transaction per batch, each only if no save came meanwhile (else it stays due and is
+    /// taken again).
     public func thinHistory(now: Date, policy: HistoryPolicy, limit: Int = 100) async throws -> HistoryThinning {
         let due = try await pool.read { db in
             try Row.fetchAll(db, sql: """
                 SELECT user_id, collection, record_id FROM history_due WHERE due_at <= ? ORDER BY due_at LIMIT ?
                 """, arguments: [now.millis, limit]).map { (userID: $0["user_id"] as String, collection: $0["collection"] as String, id: $0["record_id"] as String) }
         }
-        return try await HistoryThinning.each(due, pass: { try await thinHistory($0, now: now, policy: policy) }, setAside: { record in
+        // SQLite's one writer is shared with every push: a batch holds it for its statements
+        // only (a few per record), decided beforehand.
+        return try await HistoryThinning.batched(due, batchRecords: 100, policy: policy, now: now, read: { record in
+            try await pool.read { db in try Self.storedRevisions(db, userID: record.userID, collection: record.collection, id: record.id) }
+        }, write: { planned, setAside in
             try await pool.write { db in
-                try db.execute(sql: "UPDATE history_due SET due_at = ? WHERE user_id = ? AND collection = ? AND record_id = ?",
-                               arguments: [now.addingTimeInterval(HistoryThinning.failedRetry).millis, record.userID, record.collection, record.id])
+                for record in setAside {
+                    try db.execute(sql: "UPDATE history_due SET due_at = ? WHERE user_id = ? AND collection = ? AND record_id = ?",
+                                   arguments: [now.addingTimeInterval(HistoryThinning.failedRetry).millis, record.userID, record.collection, record.id])
+                }
+                return try planned.map { try Self.write($0, db: db) }
             }
         })
     }
 
-    /// One record's pass; throws ``HistoryRetry`` when a save came meanwhile.
-    private func thinHistory(_ record: DueHistory, now: Date, policy: HistoryPolicy) async throws -> HistoryChain.Rewrite {
-        let rows = try await pool.read { db in
-            try Self.storedRevisions(db, userID: record.userID, collection: record.collection, id: record.id)
+    /// Writes one record's pass, if its rows are as they were read: false when a save came meanwhile.
+    private static func write(_ pass: PlannedThinning, db: Database) throws -> Bool {
+        let record = pass.record
+        guard try storedShape(db, userID: record.userID, collection: record.collection, id: record.id) == pass.shape else { return false }
+        for (rev, conflict) in pass.rewrite.deletes {
+            try db.cachedStatement(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = ?")
+                .execute(arguments: [record.userID, record.collection, record.id, rev, conflict])
         }
-        let rewrite = try HistoryChain.plan(rows, policy: policy, now: now)
-        let shape = rows.map { "\($0.rev)/\($0.conflict)/\($0.delta == nil)" }
-        let written = try await pool.write { db -> Bool in
-            let current = try Self.storedShape(db, userID: record.userID, collection: record.collection, id: record.id)
-            guard current == shape else { return false } // a save came meanwhile: still due
-            for (rev, conflict) in rewrite.deletes {
-                try db.execute(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = ?",
-                               arguments: [record.userID, record.collection, record.id, rev, conflict])
-            }
-            for update in rewrite.updates {
-                try db.execute(sql: """
-                    UPDATE revisions SET fields = ?, delta = ? WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 0
-                    """, arguments: [FieldsCoding.encode(update.fields), update.delta?.columnJSON, record.userID, record.collection, record.id, update.rev])
-            }
-            if let next = rewrite.nextReview, !rows.isEmpty {
-                try db.execute(sql: "UPDATE history_due SET due_at = ? WHERE user_id = ? AND collection = ? AND record_id = ?",
-                               arguments: [next.millis, record.userID, record.collection, record.id])
-            } else {
-                try db.execute(sql: "DELETE FROM history_due WHERE user_id = ? AND collection = ? AND record_id = ?",
-                               arguments: [record.userID, record.collection, record.id])
-            }
-            return true
+        for update in pass.rewrite.updates {
+            try db.cachedStatement(sql: """
+                UPDATE revisions SET fields = ?, delta = ? WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 0
+                """).execute(arguments: [FieldsCoding.encode(update.fields), update.delta?.columnJSON, record.userID, record.collection, record.id, update.rev])
         }
-        guard written else { throw HistoryRetry() }
-        return rewrite
+        if let next = pass.rewrite.nextReview, pass.hadRows {
+            try db.cachedStatement(sql: "UPDATE history_due SET due_at = ? WHERE user_id = ? AND collection = ? AND record_id = ?")
+                .execute(arguments: [next.millis, record.userID, record.collection, record.id])
+        } else {
+            try db.cachedStatement(sql: "DELETE FROM history_due WHERE user_id = ? AND collection = ? AND record_id = ?")
+                .execute(arguments: [record.userID, record.collection, record.id])
+        }
+        return true
     }
 
     /// What a thinning checks is unchanged before it writes: every row's rev, kind and storage.
     static func storedShape(_ db: Database, userID: String, collection: String, id: String) throws -> [String] {
-        try Row.fetchAll(db.cachedStatement(sql: """
+        PlannedThinning.shape(try Row.fetchAll(db.cachedStatement(sql: """
             SELECT rev, conflict, delta IS NULL AS whole FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? ORDER BY rev, conflict
-            """), arguments: [userID, collection, id]).map { "\($0["rev"] as Int64)/\($0["conflict"] as Bool)/\($0["whole"] as Bool)" }
+            """), arguments: [userID, collection, id]).map { (rev: $0["rev"] as Int64, conflict: $0["conflict"] as Bool, whole: $0["whole"] as Bool) })
     }
 }

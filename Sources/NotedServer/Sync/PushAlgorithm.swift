@@ -43,16 +43,16 @@ enum PushWrite: Sendable, Hashable {
 /// The push algorithm, written once for every backend: read what the change needs, decide
 /// (``ChangeProcessor``), and list the writes that make the decision durable, in order.
 ///
-/// A backend with one writer for everyone (SQLite) decides before its write transaction, from
-/// reads outside it (``prepare(_:context:reads:)``): the decision (the merge and the broadcast
-/// diff, the costly part: a whole-text change to a note of 200,000 characters) then no longer
-/// holds the writer while it computes, and one user's heavy pushes no longer stall every other
-/// user's acknowledgements (docs/security.md). The transaction uses that decision when the
-/// record and the `ccid` result are as they were read, and decides again, inside, when another
-/// push changed them meanwhile. PostgreSQL reads inside its transaction (the user's row
-/// locked) and decides there when that is cheap; a costly change (``isCostly(_:current:)``)
-/// ends that transaction, is decided outside from what it read, and runs a second one that
-/// uses the decision under the same condition.
+/// Both backends read inside their write transaction and decide there when that is cheap. A
+/// costly change (``isCostly(_:current:)``: the merge and the broadcast diff of long texts, a
+/// whole-text change to a note of 200,000 characters) is decided outside it, from reads outside
+/// (``prepare(_:context:reads:)``), so that no writer, connection or row lock is held while it
+/// computes, and one user's heavy pushes do not stall every other user's acknowledgements
+/// (docs/security.md): SQLite, with one writer for everyone, has the change leave its group's
+/// transaction without writing (``DecideOutside``), decides it on a reader and queues it again;
+/// PostgreSQL ends that transaction, decides from what it read, and runs a second one. The
+/// second transaction uses that decision when the record and the `ccid` result are as they
+/// were read, and decides again, inside, when another push changed them meanwhile.
 struct PushAlgorithm: Sendable {
     let processor: ChangeProcessor
 
@@ -102,12 +102,19 @@ struct PushAlgorithm: Sendable {
                         decision: processor.decide(change, inputs: inputs, context: context))
     }
 
+    /// Thrown by ``run(_:context:reads:prepared:mayDecide:)`` when the change is to be decided
+    /// outside the transaction: nothing was written.
+    struct DecideOutside: Error {}
+
     /// Runs the algorithm over one transaction's reads, with the decision `prepared` outside it
     /// when nothing it was made from has changed.
+    /// - Parameter mayDecide: asked, with the record as read, before deciding inside the
+    ///   transaction; false throws ``DecideOutside`` (nil: always decide).
     /// - Returns: the answer, and the statements to execute before committing (none when the
     ///   answer is a reject or a duplicate).
     func run(
-        _ change: Change, context: PushContext, reads: inout some PushReads, prepared: Prepared? = nil
+        _ change: Change, context: PushContext, reads: inout some PushReads, prepared: Prepared? = nil,
+        mayDecide: ((Record?) -> Bool)? = nil
     ) throws -> (result: PushResult, writes: [PushWrite]) {
         let seq = try reads.lockedSeq()
         let applied = try reads.appliedResult()
@@ -116,6 +123,7 @@ struct PushAlgorithm: Sendable {
         if let prepared, prepared.applied == (applied != nil), prepared.currentRev == current?.rev, prepared.currentSeq == current?.seq {
             decision = prepared.decision
         } else {
+            if let mayDecide, !mayDecide(current) { throw DecideOutside() }
             let baseFields = ChangeProcessor.needsBase(change, current: current) ? try reads.baseFields(rev: change.baseRev) : nil
             let inputs = ChangeProcessor.Inputs(applied: applied, current: current, baseFields: baseFields)
             decision = processor.decide(change, inputs: inputs, context: context)
