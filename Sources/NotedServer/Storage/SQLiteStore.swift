@@ -341,12 +341,13 @@ public struct SQLiteStore: NotedStore {
     /// The changes of one push message, in order, through group commit: with other users'
     /// pushes waiting, usually one transaction (one fsync) for all of them.
     ///
-    /// A change is decided inside the write transaction when that is cheap (the writer's page
-    /// cache is warm; a reader's starts cold after every commit, and the trip to it costs more
-    /// than a keystroke's decision). A costly one (``PushAlgorithm/isCostly(_:current:)``: a
-    /// merge, long texts) is not: it and the push's later changes leave the transaction
-    /// without writing anything, it is decided on a reader (``PushAlgorithm``), and they are
-    /// queued again, in order, with that decision.
+    /// A change is decided inside the write transaction when that is cheap
+    /// (``PushAlgorithm/isCheapForWriter(_:current:)``: the writer's page cache is warm; a
+    /// reader's starts cold after every commit, and the trip to it costs more than a
+    /// keystroke's decision). Any other (a merge, long texts, a large change of a text) is
+    /// not: it and the push's later changes leave the transaction without writing anything, it
+    /// is decided on a reader (``PushAlgorithm``), and they are queued again, in order, with
+    /// that decision.
     public func push(_ changes: [(change: Change, context: PushContext)]) async throws -> [Result<PushResult, any Error>] {
         let algorithm = PushAlgorithm(processor: processor)
         var results: [Result<PushResult, any Error>] = []
@@ -364,7 +365,7 @@ public struct SQLiteStore: NotedStore {
                 if offset == 0 && resumed {
                     mayDecide = nil
                 } else {
-                    mayDecide = { current in !algorithm.isCostly(change, current: current) }
+                    mayDecide = { current in algorithm.isCheapForWriter(change, current: current) }
                 }
                 works.append { db in
                     guard !deferred.withLockedValue({ $0 }) else { throw PushAlgorithm.DecideOutside() }

@@ -92,6 +92,55 @@ struct PushAlgorithm: Sendable {
         return bytes > Self.costlyTextBytes
     }
 
+    /// Characters a change's texts may change by (a delta's inserted and deleted ones, a
+    /// whole-text set's old and new text) for ``isCheapForWriter(_:current:)``.
+    static let writerChangedTextBytes = 2 * 1024
+
+    /// Whether deciding `change` against `current` costs about what its reads and writes do, so
+    /// that a backend with one writer for everyone (SQLite) decides it inside its write
+    /// transaction: not costly (``isCostly(_:current:)``), and its texts change by at most
+    /// ``writerChangedTextBytes``. The second bound is for the diff behind the broadcast, which
+    /// is of the changed region: two unrelated texts of 16 KiB each are not costly by the
+    /// first, but their diff may run to its 1 s timeout, and the writer would wait for it.
+    func isCheapForWriter(_ change: Change, current: Record?) -> Bool {
+        guard !isCostly(change, current: current) else { return false }
+        var changed = 0
+        for (name, op) in change.fields {
+            switch op {
+            case .textSet(let text):
+                changed += text.utf8.count + (current?.fields[name]?.stringValue?.utf8.count ?? 0)
+            case .textDelta(let delta):
+                guard let count = Self.changedCharacters(delta) else { return false }
+                changed += count
+            case .setReplace, .setAddRemove, .scalarSet:
+                continue
+            }
+        }
+        return changed <= Self.writerChangedTextBytes
+    }
+
+    /// The characters a diff-match-patch delta inserts and deletes (its `+` texts as sent,
+    /// percent-encoded: at least as many as they decode to; its `-` counts); nil when it is not
+    /// a delta (deciding it outside rejects it with the reason).
+    static func changedCharacters(_ delta: String) -> Int? {
+        var count = 0
+        for token in delta.utf8.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false) {
+            guard let first = token.first else { continue }
+            switch first {
+            case UInt8(ascii: "+"):
+                count += token.count - 1
+            case UInt8(ascii: "-"):
+                guard let deleted = Int(Substring(token.dropFirst())), deleted >= 0 else { return nil }
+                count += deleted
+            case UInt8(ascii: "="):
+                continue
+            default:
+                return nil
+            }
+        }
+        return count
+    }
+
     /// Decides from reads made outside the write transaction (`lockedSeq` is not asked).
     func prepare(_ change: Change, context: PushContext, reads: inout some PushReads) throws -> Prepared {
         let applied = try reads.appliedResult()
