@@ -372,7 +372,7 @@ import TestSupport
 
     /// A pass over more records than one batch writes (SQLite: 100 per transaction; PostgreSQL
     /// one) thins every one of them, and each reads back.
-    @Test(arguments: backends) func aPassOfManyRecordsIsWrittenInBatches(backend: Backend) async throws {
+    @Test(arguments: backends) func aPassOfMoreRecordsThanABatchThinsEveryOne(backend: Backend) async throws {
         try await withStore(backend) { store in
             let user = try await contract.makeUser(store)
             let start = Date(timeIntervalSince1970: 1_790_000_000)

@@ -108,9 +108,9 @@ extension PostgresStore {
 
     /// Writes one record's pass holding the record's row, if its rows are as they were read:
     /// false when a save (or another node) came meanwhile. A row a push holds is skipped, never
-    /// waited for (`SKIP LOCKED`): a batch holding some records' rows while waiting for another
-    /// could deadlock with a push batch holding that one and waiting for theirs. The push
-    /// that holds it makes the record due again.
+    /// waited for (`SKIP LOCKED`): a push batch holds its rows until its commit, and a
+    /// transaction of more than one record waiting for one of them could deadlock with it. The
+    /// push that holds it makes the record due again.
     private static func write(_ pass: PlannedThinning, now: Date, connection: PostgresConnection, logger: Logger) async throws -> Bool {
         let record = pass.record
         let locked = try await connection.query("""
