@@ -64,11 +64,14 @@ let package = Package(
             ],
             path: "Tests/TestSupport"),
 
+        // What the C library offers that Swift's Glibc module does not (malloc_trim).
+        .target(name: "CNotedSystem"),
         .target(name: "NotedCore", dependencies: ["DiffMatchPatch", .product(name: "ExtrasBase64", package: "swift-extras-base64")]),
         .target(
             name: "NotedServer",
             dependencies: [
                 "NotedCore",
+                "CNotedSystem",
                 "NotedPorting",
                 "DiffMatchPatch",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -709,6 +709,9 @@ async def cmd_bytes(args):
         futures, _ = await writer.push([writer.keystroke(note_id)])
         await asyncio.wait_for(asyncio.gather(got, *futures), 10)
         warm_change = got.result()
+        # --pause: quiet for longer than the server keeps a session's zlib streams (1-2 s), so
+        # the measured keystroke goes through streams made again from the kept windows.
+        await asyncio.sleep(args.pause)
         got = asyncio.get_running_loop().create_future()
         reader.on_change = lambda m, t: got.done() or got.set_result(m)
         wc, rc = Counting(writer.ws), Counting(reader.ws)
@@ -1118,6 +1121,8 @@ def main():
     p.add_argument("--count", type=int, default=1000)
     p = common(sub.add_parser("bytes"))
     p.add_argument("--yjs-url", default=None)
+    p.add_argument("--pause", type=float, default=0,
+                   help="seconds between the warm-up keystroke and the measured one")
     p = common(sub.add_parser("seed"))
     p.add_argument("--notes", type=int, default=10000)
     p.add_argument("--size", type=int, default=2048)

@@ -1,4 +1,5 @@
 import CompressNIO
+import Foundation
 import HummingbirdWebSocket
 import NIOCore
 import NIOWebSocket
@@ -79,7 +80,7 @@ import Testing
                       "permessage-deflate; server_no_context_takeover"])
     func everyMessageReadsBackThroughOneClientWindow(offer: String) async throws {
         let agreement = try #require(Self.builder.agreement(to: try Self.offer(offer)))
-        let deflate = try PerMessageDeflate(builder: Self.builder, agreement: agreement)
+        let deflate = PerMessageDeflate(builder: Self.builder, agreement: agreement)
         let client = try Client(windowBits: Int32(agreement.sendWindowBits))
         let keystroke = Array(#"{"type":"change","collection":"notes","id":"0b6d1f9e-4c1a-4e8e-9a57-0d6f2a4b7c11","rev":12}"#.utf8)
         // Small, large (a page), small again: the small compressor must start over after the
@@ -116,7 +117,7 @@ import Testing
     @Test func receivedMessagesInflate() async throws {
         let builder = PerMessageDeflateBuilder(maxDecompressedFrameSize: 100_000)
         let agreement = try #require(builder.agreement(to: try Self.offer("permessage-deflate; client_max_window_bits")))
-        let deflate = try PerMessageDeflate(builder: builder, agreement: agreement)
+        let deflate = PerMessageDeflate(builder: builder, agreement: agreement)
         let client = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(windowSize: 10, compressionLevel: 6, memoryLevel: 8))
         func compressed(_ bytes: [UInt8], last: Bool = true) throws -> ByteBuffer {
             var input = ByteBuffer(bytes: bytes)
@@ -136,13 +137,13 @@ import Testing
             WebSocketFrame(fin: true, opcode: .continuation, data: try compressed(Array("second half".utf8))))
         #expect(String(buffer: first.data) + String(buffer: second.data) == "first half second half")
 
-        let misplaced = try PerMessageDeflate(builder: builder, agreement: agreement)
+        let misplaced = PerMessageDeflate(builder: builder, agreement: agreement)
         _ = try await misplaced.receiver.decompress(WebSocketFrame(fin: false, opcode: .text, data: ByteBuffer(string: "a")))
         await #expect(throws: (any Error).self) {
             try await misplaced.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .continuation, data: ByteBuffer(string: "b")))
         }
 
-        let bomb = try PerMessageDeflate(builder: builder, agreement: agreement)
+        let bomb = PerMessageDeflate(builder: builder, agreement: agreement)
         let zeros = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(windowSize: 10, compressionLevel: 9, memoryLevel: 8))
         var input = ByteBuffer(repeating: 0, count: 1_000_000)
         var packed = try input.compressStream(with: zeros, flush: .sync, allocator: ByteBufferAllocator())
@@ -150,5 +151,112 @@ import Testing
         await #expect(throws: (any Error).self) {
             try await bomb.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: packed))
         }
+    }
+
+    /// A quiet session's streams are freed by the sweep, and the next message in either
+    /// direction still refers to what came before: the server's compressor starts from the old
+    /// one's window, its decompressor from the window of what the client sent.
+    @Test func quietStreamsAreFreedAndContextCarriesOn() async throws {
+        var builder = Self.builder
+        builder.quietStreams = QuietStreams(quiet: .milliseconds(50))
+        let agreement = try #require(builder.agreement(to: try Self.offer("permessage-deflate; client_max_window_bits")))
+        let deflate = PerMessageDeflate(builder: builder, agreement: agreement)
+        let client = try Client(windowBits: Int32(agreement.sendWindowBits))
+        let clientSender = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(
+            windowSize: Int32(agreement.receiveWindowBits), compressionLevel: 6, memoryLevel: 8))
+        func fromClient(_ bytes: [UInt8]) async throws -> [UInt8] {
+            var input = ByteBuffer(bytes: bytes)
+            var output = try input.compressStream(with: clientSender, flush: .sync, allocator: ByteBufferAllocator())
+            output.moveWriterIndex(to: output.writerIndex - 4)
+            let read = try await deflate.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: output))
+            return Array(read.data.readableBytesView)
+        }
+        let keystroke = Array(#"{"type":"change","collection":"notes","id":"0b6d1f9e-4c1a-4e8e-9a57-0d6f2a4b7c11","rev":12}"#.utf8)
+        let first = try await deflate.sender.compress(Self.text(keystroke))
+        #expect(try client.read([first]) == keystroke)
+        #expect(try await fromClient(keystroke) == keystroke)
+        #expect(await deflate.sender.held.compressor)
+        #expect(await deflate.receiver.held.decompressor)
+
+        // The sweep frees both within two quiet spells; poll for up to 5 s.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            let sending = await deflate.sender.held.compressor, receiving = await deflate.receiver.held.decompressor
+            if !sending && !receiving { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let sender = await deflate.sender.held, receiver = await deflate.receiver.held
+        #expect(!sender.compressor && sender.windowBytes == keystroke.count)
+        #expect(!receiver.decompressor && receiver.windowBytes == keystroke.count)
+        #expect(builder.quietStreams.count == 0)
+
+        let again = try await deflate.sender.compress(Self.text(keystroke))
+        #expect(try client.read([again]) == keystroke)
+        #expect(again.data.readableBytes < first.data.readableBytes / 2, "the new compressor refers to the old one's window")
+        #expect(try await fromClient(keystroke) == keystroke, "the new decompressor reads a reference to before")
+        #expect(await deflate.sender.held.compressor)
+        #expect(builder.quietStreams.count == 2)
+        await deflate.shutdown()
+        #expect(builder.quietStreams.count == 0)
+    }
+
+    /// Messages both ways with the streams freed at random points in between (forced, as the
+    /// sweep would after a quiet spell), sizes from a keystroke to a page: every message reads
+    /// back through one client stream that never starts over. NOTED_TEST_SEED picks the run.
+    @Test func streamsFreedAtRandomPointsLoseNothing() async throws {
+        let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max / 2)
+        var generator = SplitMix64(seed: seed)
+        for offer in ["permessage-deflate; client_max_window_bits", "permessage-deflate"] {
+            let agreement = try #require(Self.builder.agreement(to: try Self.offer(offer)))
+            let deflate = PerMessageDeflate(builder: Self.builder, agreement: agreement)
+            let client = try Client(windowBits: Int32(agreement.sendWindowBits))
+            let clientSender = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(
+                windowSize: Int32(agreement.receiveWindowBits), compressionLevel: 6, memoryLevel: 8))
+            for step in 0..<300 {
+                do {
+                    let size = [20, 200, 900, 3_000, 20_000].randomElement(using: &generator)!
+                    let message = Self.words(size / 6 + 1, seed: generator.next() % 8)
+                    switch generator.next() % 4 {
+                    case 0:
+                        await deflate.sender.freeIfQuiet(since: .now() + .hours(1))
+                        await deflate.receiver.freeIfQuiet(since: .now() + .hours(1))
+                    case 1:
+                        var input = ByteBuffer(bytes: message)
+                        var output = try input.compressStream(with: clientSender, flush: .sync, allocator: ByteBufferAllocator())
+                        output.moveWriterIndex(to: output.writerIndex - 4)
+                        let read = try await deflate.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: output))
+                        #expect(Array(read.data.readableBytesView) == message, "seed \(seed), \(offer), step \(step): from the client")
+                    default:
+                        let frame = try await deflate.sender.compress(Self.text(message))
+                        #expect(try client.read([frame]) == message, "seed \(seed), \(offer), step \(step): to the client")
+                    }
+                } catch {
+                    Issue.record("seed \(seed), \(offer), step \(step): \(error)")
+                    return
+                }
+            }
+            await deflate.shutdown()
+        }
+    }
+
+    /// A client may end a message's stream with a final block (RFC 7692 section 7.2.3.3); the
+    /// next message starts a new stream, which may still refer to the window.
+    @Test func aMessageEndingItsStreamKeepsTheWindow() async throws {
+        let agreement = try #require(Self.builder.agreement(to: try Self.offer("permessage-deflate")))
+        let deflate = PerMessageDeflate(builder: Self.builder, agreement: agreement)
+        let text = Self.words(500, seed: 9)
+        var input = ByteBuffer(bytes: text)
+        let ending = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(windowSize: 15, compressionLevel: 6, memoryLevel: 8))
+        let final = try input.compressStream(with: ending, flush: .finish, allocator: ByteBufferAllocator())
+        let read = try await deflate.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: final))
+        #expect(Array(read.data.readableBytesView) == text)
+        // The client's next stream starts from the text as its dictionary (zlib's own
+        // deflateSetDictionary), so it is mostly references to the message before.
+        let next = try RawDeflate.Compressor(windowBits: 15, level: 6, memoryLevel: 8, dictionary: text)
+        var packed = try next.compress(ByteBuffer(bytes: text), allocator: ByteBufferAllocator())
+        packed.moveWriterIndex(to: packed.writerIndex - 4)
+        #expect(packed.readableBytes < text.count / 10)
+        let again = try await deflate.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: packed))
+        #expect(Array(again.data.readableBytesView) == text)
     }
 }

@@ -54,6 +54,13 @@ import Testing
             }
             #expect(try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"] == "applied")
             #expect(try await connection.pull(since: 0)["records"]?.arrayValue?.count == 17)
+            // Quiet for longer than the server's streams are kept (1 to 2 s, QuietStreams): both
+            // sides' next messages refer to what came before, which the server now holds only
+            // as its streams' windows.
+            try await Task.sleep(for: .milliseconds(2_500))
+            #expect(try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"] == "applied")
+            #expect(try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"] == "applied")
+            #expect(try await connection.pull(since: 0)["records"]?.arrayValue?.count == 19)
             await connection.close()
         }
     }

@@ -1,4 +1,4 @@
-import CompressNIO
+import NIOConcurrencyHelpers
 import HummingbirdWebSocket
 import NIOCore
 import NIOWebSocket
@@ -23,6 +23,9 @@ import NIOWebSocket
 /// keystroke after a page compresses a little less once). Every other message goes through the
 /// small compressor as before, with context takeover. What clients send is unchanged: their
 /// window is bounded to 1 KiB (`client_max_window_bits=10`) when they offer to bound it.
+///
+/// A session that goes quiet frees its small compressor and its decompressor and keeps only
+/// their windows (``QuietStreams``): an idle connection holds no zlib state.
 struct PerMessageDeflateBuilder: WebSocketExtensionBuilder {
     static let name = "permessage-deflate"
 
@@ -42,6 +45,8 @@ struct PerMessageDeflateBuilder: WebSocketExtensionBuilder {
     var compressionLevel = 1
     /// The large compressor's memory level.
     var largeMemoryLevel = 8
+    /// Where the streams of quiet sessions are freed (one per server).
+    var quietStreams = QuietStreams()
 
     /// What an offer asks for, checked; nil for an offer the server declines (an unknown
     /// parameter, or a value out of range).
@@ -100,7 +105,7 @@ struct PerMessageDeflateBuilder: WebSocketExtensionBuilder {
 
     func serverExtension(from offer: WebSocketExtensionHTTPParameters) throws -> (any WebSocketExtension)? {
         guard let agreement = agreement(to: offer) else { return nil }
-        return try PerMessageDeflate(builder: self, agreement: agreement)
+        return PerMessageDeflate(builder: self, agreement: agreement)
     }
 
     /// The server's extension only.
@@ -122,11 +127,11 @@ struct PerMessageDeflate: WebSocketExtension {
     let receiver: Receiver
     var reservedBits: WebSocketFrame.ReservedBits { .rsv1 }
 
-    init(builder: PerMessageDeflateBuilder, agreement: PerMessageDeflateBuilder.Agreement) throws {
-        sender = try Sender(builder: builder, agreement: agreement)
-        receiver = try Receiver(
+    init(builder: PerMessageDeflateBuilder, agreement: PerMessageDeflateBuilder.Agreement) {
+        sender = Sender(builder: builder, agreement: agreement, quiet: builder.quietStreams)
+        receiver = Receiver(
             windowBits: max(9, agreement.receiveWindowBits), resetEachMessage: agreement.receiveNoContextTakeover,
-            maxSize: builder.maxDecompressedFrameSize)
+            maxSize: builder.maxDecompressedFrameSize, quiet: builder.quietStreams)
     }
 
     func processReceivedFrame(_ frame: WebSocketFrame, context: WebSocketExtensionContext) async throws -> WebSocketFrame {
@@ -140,81 +145,128 @@ struct PerMessageDeflate: WebSocketExtension {
         }
     }
 
-    func shutdown() async {}
+    func shutdown() async {
+        await sender.close()
+        await receiver.close()
+    }
 
     /// The bytes a sync flush ends with, which RFC 7692 has the sender drop and the receiver
     /// put back (section 7.2.1).
     static let flushTail: [UInt8] = [0x00, 0x00, 0xFF, 0xFF]
 
-    actor Sender {
-        private let small: ZlibCompressor
-        private let largeConfiguration: ZlibConfiguration?
+    actor Sender: QuietStreams.Member {
+        private let smallWindowBits: Int
+        private let smallMemoryLevel: Int
+        private let compressionLevel: Int
+        private let largeWindowBits: Int?
+        private let largeMemoryLevel: Int
         private let largeMessageBytes: Int
         private let minFrameSizeToCompress: Int
         private let resetEachMessage: Bool
+        private let quiet: QuietStreams
+        /// The small compressor while the session is busy; when it is quiet, only its window.
+        private var small: RawDeflate.Compressor?
+        private var smallWindow: [UInt8] = []
+        private var lastUse = NIODeadline.now()
+        private var listed = false
         /// Inside a message whose first frame has gone and whose last has not: whether its
         /// frames are compressed (as its first was).
         private var midMessageCompressed: Bool?
 
-        init(builder: PerMessageDeflateBuilder, agreement: PerMessageDeflateBuilder.Agreement) throws {
-            let smallBits = min(builder.smallWindowBits, agreement.sendWindowBits)
-            small = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(
-                windowSize: Int32(smallBits), compressionLevel: Int32(builder.compressionLevel),
-                memoryLevel: Int32(builder.smallMemoryLevel)))
+        init(builder: PerMessageDeflateBuilder, agreement: PerMessageDeflateBuilder.Agreement, quiet: QuietStreams) {
+            smallWindowBits = min(builder.smallWindowBits, agreement.sendWindowBits)
+            smallMemoryLevel = builder.smallMemoryLevel
+            compressionLevel = builder.compressionLevel
             // Only worth it with a larger window than the small compressor's.
-            largeConfiguration = agreement.sendWindowBits > smallBits
-                ? ZlibConfiguration(windowSize: Int32(agreement.sendWindowBits), compressionLevel: Int32(builder.compressionLevel),
-                                    memoryLevel: Int32(builder.largeMemoryLevel))
-                : nil
+            largeWindowBits = agreement.sendWindowBits > smallWindowBits ? agreement.sendWindowBits : nil
+            largeMemoryLevel = builder.largeMemoryLevel
             largeMessageBytes = builder.largeMessageBytes
             minFrameSizeToCompress = builder.minFrameSizeToCompress
             resetEachMessage = agreement.sendNoContextTakeover
+            self.quiet = quiet
         }
 
         func compress(_ frame: WebSocketFrame) throws -> WebSocketFrame {
             var frame = frame
             let first = midMessageCompressed == nil
-            if first, frame.fin, frame.data.readableBytes >= largeMessageBytes, let largeConfiguration {
+            if first, frame.fin, frame.data.readableBytes >= largeMessageBytes, let largeWindowBits {
                 // A stream of its own: the client's window then holds this message last, which
                 // the small compressor's history does not know, so that starts again too.
-                let large = try ZlibCompressor(algorithm: .deflate, configuration: largeConfiguration)
+                let large = try RawDeflate.Compressor(windowBits: largeWindowBits, level: compressionLevel,
+                                                      memoryLevel: largeMemoryLevel)
                 frame.data = try deflate(frame.data, with: large, last: true)
                 frame.rsv1 = true
-                try small.reset()
+                small = nil
+                smallWindow = []
                 return frame
             }
             // A message's later frames go as its first did.
             let compressed = midMessageCompressed ?? (frame.data.readableBytes >= minFrameSizeToCompress || !frame.fin)
             midMessageCompressed = frame.fin ? nil : compressed
             guard compressed else { return frame }
-            frame.data = try deflate(frame.data, with: small, last: frame.fin)
+            let compressor = try small ?? RawDeflate.Compressor(
+                windowBits: smallWindowBits, level: compressionLevel, memoryLevel: smallMemoryLevel, dictionary: smallWindow)
+            small = compressor
+            smallWindow = []
+            frame.data = try deflate(frame.data, with: compressor, last: frame.fin)
             frame.rsv1 = first
-            if frame.fin, resetEachMessage { try small.reset() }
+            if frame.fin, resetEachMessage { small = nil }
+            lastUse = .now()
+            if small != nil, !listed {
+                listed = true
+                quiet.list(self)
+            }
             return frame
         }
 
         /// A frame's bytes compressed with a sync flush; the last frame of a message without the
         /// flush's four closing bytes.
-        private func deflate(_ data: ByteBuffer, with compressor: ZlibCompressor, last: Bool) throws -> ByteBuffer {
-            var data = data
-            var output = try data.compressStream(with: compressor, flush: .sync, allocator: ByteBufferAllocator())
+        private func deflate(_ data: ByteBuffer, with compressor: RawDeflate.Compressor, last: Bool) throws -> ByteBuffer {
+            var output = try compressor.compress(data, allocator: ByteBufferAllocator())
             if last, output.readableBytes >= PerMessageDeflate.flushTail.count {
                 output.moveWriterIndex(to: output.writerIndex - PerMessageDeflate.flushTail.count)
             }
             return output
         }
+
+        nonisolated var quietID: ObjectIdentifier { ObjectIdentifier(self) }
+
+        func freeIfQuiet(since cutoff: NIODeadline) {
+            guard listed, midMessageCompressed == nil, lastUse <= cutoff else { return }
+            smallWindow = small?.window() ?? []
+            small = nil
+            listed = false
+            quiet.unlist(self)
+        }
+
+        func close() {
+            small = nil
+            smallWindow = []
+            if listed { quiet.unlist(self) }
+            listed = false
+        }
+
+        /// For tests: whether the small compressor is held, and the bytes of window kept without it.
+        var held: (compressor: Bool, windowBytes: Int) { (small != nil, smallWindow.count) }
     }
 
-    actor Receiver {
-        private let decompressor: ZlibDecompressor
+    actor Receiver: QuietStreams.Member {
+        private let windowBits: Int
         private let resetEachMessage: Bool
         private let maxSize: Int
+        private let quiet: QuietStreams
+        /// The decompressor while the session is busy; when it is quiet, only its window.
+        private var decompressor: RawDeflate.Decompressor?
+        private var window: [UInt8] = []
+        private var lastUse = NIODeadline.now()
+        private var listed = false
         private var midMessageCompressed: Bool?
 
-        init(windowBits: Int, resetEachMessage: Bool, maxSize: Int) throws {
-            decompressor = try ZlibDecompressor(algorithm: .deflate, windowSize: Int32(windowBits))
+        init(windowBits: Int, resetEachMessage: Bool, maxSize: Int, quiet: QuietStreams) {
+            self.windowBits = windowBits
             self.resetEachMessage = resetEachMessage
             self.maxSize = maxSize
+            self.quiet = quiet
         }
 
         /// RSV1 on a frame after a message's first (RFC 7692 section 6).
@@ -228,11 +280,107 @@ struct PerMessageDeflate: WebSocketExtension {
             var frame = frame
             var data = frame.unmaskedData
             if frame.fin { data.writeBytes(PerMessageDeflate.flushTail) }
-            frame.data = try data.decompressStream(with: decompressor, maxSize: maxSize, allocator: ByteBufferAllocator())
+            let stream = try decompressor ?? RawDeflate.Decompressor(windowBits: windowBits, dictionary: window)
+            decompressor = stream
+            window = []
+            frame.data = try stream.decompress(
+                data, maxSize: maxSize, finalTailBytes: frame.fin ? PerMessageDeflate.flushTail.count : 0,
+                allocator: ByteBufferAllocator())
             frame.maskKey = nil
             frame.rsv1 = false
-            if frame.fin, resetEachMessage { try decompressor.reset() }
+            if frame.fin, resetEachMessage { decompressor = nil }
+            lastUse = .now()
+            if decompressor != nil, !listed {
+                listed = true
+                quiet.list(self)
+            }
             return frame
+        }
+
+        nonisolated var quietID: ObjectIdentifier { ObjectIdentifier(self) }
+
+        func freeIfQuiet(since cutoff: NIODeadline) {
+            guard listed, midMessageCompressed == nil, lastUse <= cutoff else { return }
+            window = decompressor?.window() ?? []
+            decompressor = nil
+            listed = false
+            quiet.unlist(self)
+        }
+
+        func close() {
+            decompressor = nil
+            window = []
+            if listed { quiet.unlist(self) }
+            listed = false
+        }
+
+        /// For tests: whether the decompressor is held, and the bytes of window kept without it.
+        var held: (decompressor: Bool, windowBytes: Int) { (decompressor != nil, window.count) }
+    }
+}
+
+/// The compression streams of sessions that went quiet, freed by one task.
+///
+/// A session's compressor and decompressor take about 26 KB (zlib's state: the small
+/// compressor's hash chains and buffers, the decompressor's tables), which an idle connection
+/// kept for its whole life (docs/benchmarks.md, "Idle connections with permessage-deflate").
+/// A stream that has not been used for `quiet` is freed, keeping only its window (the last
+/// bytes it saw, at most 1 KiB for the windows the server negotiates) for the stream that the
+/// next message makes, so context takeover goes on as if nothing happened. One task for all
+/// of them, like the deadlines' (``SessionDeadlines``): a task per session would cost more
+/// than it frees. It runs only while some stream is held, and looks every `quiet`, so a stream
+/// is freed between one and two `quiet`s after its last message.
+final class QuietStreams: Sendable {
+    protocol Member: Actor {
+        nonisolated var quietID: ObjectIdentifier { get }
+        /// Frees the streams if unused since `cutoff`, and then leaves the list (`unlist`).
+        func freeIfQuiet(since cutoff: NIODeadline)
+    }
+
+    private struct State {
+        var members: [ObjectIdentifier: any Member] = [:]
+        var running = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+    let quiet: TimeAmount
+
+    init(quiet: TimeAmount = .seconds(1)) {
+        self.quiet = quiet
+    }
+
+    /// Called by a member, from its own isolation, when it makes a stream.
+    func list(_ member: any Member) {
+        let start = state.withLockedValue { state in
+            state.members[member.quietID] = member
+            defer { state.running = true }
+            return !state.running
+        }
+        if start {
+            Task { await self.run() }
+        }
+    }
+
+    /// Called by a member, from its own isolation, when it frees its streams.
+    func unlist(_ member: any Member) {
+        _ = state.withLockedValue { $0.members.removeValue(forKey: member.quietID) }
+    }
+
+    var count: Int { state.withLockedValue { $0.members.count } }
+
+    private func run() async {
+        while true {
+            try? await Task.sleep(nanoseconds: UInt64(quiet.nanoseconds))
+            let members = state.withLockedValue { Array($0.members.values) }
+            let cutoff = NIODeadline.now() - quiet
+            for member in members {
+                await member.freeIfQuiet(since: cutoff)
+            }
+            let done = state.withLockedValue { state in
+                if state.members.isEmpty { state.running = false }
+                return !state.running
+            }
+            if done { return }
         }
     }
 }
