@@ -212,6 +212,66 @@ import TestSupport
         }
     }
 
+    /// What a pass reads during sustained typing (``SQLiteStore/passRevisions(_:userID:collection:id:)``):
+    /// fields only for the ordinary rows above the newest delta, stubs for the rest. Bursts of
+    /// saves every half second with quiet spells between them, under a 90-day policy, a pass
+    /// 3 s after each save: every plan from such rows is the plan from every row whole, or it
+    /// says it needs the others (``HistoryChain/Unloaded``); during typing it never does.
+    /// NOTED_TEST_SEED picks the run.
+    @Test func aPassFromTheRowsAboveTheNewestDeltaPlansAsOneFromEveryRow() throws {
+        let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max / 2)
+        var random = SplitMix64(seed: seed)
+        var rows = Rows()
+        let policy = HistoryPolicy(days: 90)
+        var now = Date(timeIntervalSince1970: 1_790_000_000)
+        var body = "A note typed in bursts. "
+        var rev: Int64 = 0
+        var partialPlans = 0, fallbacks = 0, fallbacksWhileTyping = 0
+        func pass(at: Date, typing: Bool) throws {
+            let all = Array(rows.rows.values)
+            let topDelta = all.filter { !$0.conflict && $0.delta != nil }.map(\.rev).max() ?? -1
+            let partial = all.map { row in
+                !row.conflict && row.rev > topDelta ? row
+                    : .stub(rev: row.rev, conflict: row.conflict, seq: row.seq, updatedAt: row.updatedAt, device: row.device,
+                            ccid: row.ccid, whole: row.delta == nil, size: row.size)
+            }
+            let full = try HistoryChain.plan(all, policy: policy, now: at)
+            do {
+                let fromPartial = try HistoryChain.plan(partial, policy: policy, now: at)
+                partialPlans += 1
+                #expect(fromPartial.deletes.map(\.rev) == full.deletes.map(\.rev), "seed \(seed), rev \(rev)")
+                #expect(fromPartial.updates.map(\.rev) == full.updates.map(\.rev), "seed \(seed), rev \(rev)")
+                for (a, b) in zip(fromPartial.updates, full.updates) {
+                    #expect(a.fields == b.fields && a.delta == b.delta, "seed \(seed), rev \(rev), update of \(a.rev)")
+                }
+                #expect(fromPartial.nextReview == full.nextReview, "seed \(seed), rev \(rev)")
+            } catch is HistoryChain.Unloaded {
+                fallbacks += 1
+                if typing { fallbacksWhileTyping += 1 }
+            }
+            rows.apply(full)
+        }
+        for _ in 0..<40 {
+            let saves = 5 + Int(random.next() % 60)
+            for save in 0..<saves {
+                rev += 1
+                body += "w\(random.next() % 1000) "
+                if body.count > 600 { body.removeFirst(body.count - 600) }
+                rows.save(rev: rev, at: now, fields: ["body": .string(body)])
+                now += 0.5
+                // A pass 3 s after every sixth save and the last; the first of a burst may
+                // thin what came before it.
+                if save % 6 == 5 || save == saves - 1 { try pass(at: now + 3, typing: save > 5) }
+            }
+            // Quiet for between a minute and two days; a pass then.
+            now += Double(60 + random.next() % (2 * 24 * 3600))
+            try pass(at: now, typing: false)
+        }
+        #expect(partialPlans > 3 * fallbacks, "seed \(seed): \(partialPlans) plans from the top rows, \(fallbacks) read again")
+        #expect(fallbacks > 0, "seed \(seed): a pass that needs older rows reads them")
+        #expect(fallbacksWhileTyping == 0, "seed \(seed)")
+    }
+
     /// Canonically equivalent texts (NFC and NFD) are different revisions: each reads back with
     /// its own bytes.
     @Test func equivalentButDifferentTextsReadBackByteForByte() throws {
@@ -327,7 +387,7 @@ import TestSupport
                 let at = start.addingTimeInterval(Double(rev) * 0.3)
                 _ = try await contract.push(store, user: user, edit(id, baseRev: rev - 1, body: body), at: at)
                 bodies[rev] = body
-                if rev % 10 == 0 { _ = try await store.thinHistory(now: at.addingTimeInterval(3), policy: HistoryPolicy(days: 90), limit: 100) }
+                if rev % 10 == 0 { _ = try await store.thinHistory(now: at.addingTimeInterval(PushAlgorithm.compactionDelay), policy: HistoryPolicy(days: 90), limit: 100) }
             }
             _ = try await store.thinHistory(now: start.addingTimeInterval(120), policy: HistoryPolicy(days: 90), limit: 100)
             for rev in [Int64(2), 3, 77, 151, 152] {

@@ -15,6 +15,16 @@ struct StoredRevision: Sendable, Hashable {
     var delta: RevisionDelta?
     /// Bytes of the revision's whole fields as JSON (what a client is told it weighs).
     var size: Int64
+    /// False for a row read without its fields (``stub(rev:conflict:seq:updatedAt:device:ccid:whole:size:)``).
+    var loaded = true
+
+    /// A row whose fields were not read: its place, kind and storage only. A plan that needs its
+    /// fields throws ``HistoryChain/Unloaded``.
+    static func stub(rev: Int64, conflict: Bool, seq: Int64, updatedAt: Date, device: String?, ccid: String?,
+                     whole: Bool, size: Int64) -> StoredRevision {
+        StoredRevision(rev: rev, conflict: conflict, seq: seq, updatedAt: updatedAt, device: device, ccid: ccid,
+                       fields: [:], delta: whole ? nil : RevisionDelta(), size: size, loaded: false)
+    }
 
     var entry: HistoryPolicy.Entry { HistoryPolicy.Entry(rev: rev, at: updatedAt) }
 
@@ -49,6 +59,9 @@ enum HistoryChain {
         return fields
     }
 
+    /// A plan needed the fields of a row read without them.
+    struct Unloaded: Error {}
+
     /// What thinning and compacting a record's history writes.
     struct Rewrite: Sendable {
         /// Rows to delete.
@@ -64,6 +77,8 @@ enum HistoryChain {
     /// The rewrite that brings `rows` (every revision row of one record, any order) to what
     /// `policy` keeps at `now`, compacted: dropped rows deleted, the newest ordinary one whole,
     /// older kept ones as deltas from their newer kept neighbour, whole again every so often.
+    /// Rows may be stubs (not ``StoredRevision/loaded``) where the plan needs no fields; it
+    /// throws ``Unloaded`` if it needs those of one.
     static func plan(_ rows: [StoredRevision], policy: HistoryPolicy, now: Date, diffTimeout: Duration = .seconds(1)) throws -> Rewrite {
         let ordinary = rows.filter { !$0.conflict }.sorted { $0.rev < $1.rev }
         let conflicts = rows.filter(\.conflict)
@@ -83,10 +98,12 @@ enum HistoryChain {
                 index += 1
                 guard index < ordinary.count else { throw StoreError.corrupt("the newest revision is stored as a delta") }
             }
+            if materialized[ordinary[index].rev] == nil, !ordinary[index].loaded { throw Unloaded() }
             var current = materialized[ordinary[index].rev] ?? ordinary[index].fields
             materialized[ordinary[index].rev] = current
             while index > start {
                 index -= 1
+                guard ordinary[index].loaded else { throw Unloaded() }
                 current = try ordinary[index].delta.map { try $0.apply(to: current) } ?? ordinary[index].fields
                 materialized[ordinary[index].rev] = current
             }
@@ -141,14 +158,16 @@ typealias DueHistory = (userID: String, collection: String, id: String)
 /// be written.
 struct PlannedThinning: Sendable {
     var record: DueHistory
-    var shape: [String]
+    var shape: [Int64]
     var rewrite: HistoryChain.Rewrite
     /// Whether the record had any revision rows (none: nothing to review again).
     var hadRows: Bool
 
     /// What a thinning checks is unchanged before it writes.
-    static func shape(_ rows: some Sequence<(rev: Int64, conflict: Bool, whole: Bool)>) -> [String] {
-        rows.map { "\($0.rev)/\($0.conflict)/\($0.whole)" }
+    /// Each row as one number, `rev * 4 + conflict * 2 + whole` (``SQLiteStore`` computes it in
+    /// SQL: no row decoded in the writer).
+    static func shape(_ rows: some Sequence<(rev: Int64, conflict: Bool, whole: Bool)>) -> [Int64] {
+        rows.map { $0.rev * 4 + ($0.conflict ? 2 : 0) + ($0.whole ? 1 : 0) }
     }
 }
 
@@ -165,15 +184,20 @@ extension HistoryThinning {
     /// A record whose history cannot be read or decided (``StoreError``) is counted and set
     /// aside (`write`'s second argument), so that the others go on. `write` answers, for each
     /// planned pass, whether it was written (false: a save came meanwhile, the record stays due).
+    ///
+    /// `read(record, false)` gives every row whole; `read(record, true)` may give stubs for the
+    /// rows a pass usually leaves alone (``StoredRevision/stub(rev:conflict:seq:updatedAt:device:ccid:whole:size:)``),
+    /// and the record is read again whole if its plan needs one of them.
     static func batched(
-        _ due: [DueHistory], batchRecords: Int, policy: HistoryPolicy, now: Date,
-        read: (DueHistory) async throws -> [StoredRevision],
+        _ due: [DueHistory], batchRecords: Int, batchRows: Int = .max, policy: HistoryPolicy, now: Date,
+        read: (DueHistory, _ partial: Bool) async throws -> [StoredRevision],
         write: (_ planned: [PlannedThinning], _ setAside: [DueHistory]) async throws -> [Bool]
     ) async throws -> HistoryThinning {
         var result = HistoryThinning()
         var planned: [PlannedThinning] = []
         var setAside: [DueHistory] = []
         var bytes: Int64 = 0
+        var rows = 0
         func flush() async throws {
             guard !planned.isEmpty || !setAside.isEmpty else { return }
             let written = try await write(planned, setAside)
@@ -183,19 +207,27 @@ extension HistoryThinning {
             planned = []
             setAside = []
             bytes = 0
+            rows = 0
         }
         for record in due {
             do {
-                let rows = try await read(record)
-                let rewrite = try HistoryChain.plan(rows, policy: policy, now: now)
-                planned.append(PlannedThinning(record: record, shape: PlannedThinning.shape(rows.map { ($0.rev, $0.conflict, $0.delta == nil) }),
-                                               rewrite: rewrite, hadRows: !rows.isEmpty))
-                bytes += rows.reduce(0) { $0 + $1.size }
+                var stored = try await read(record, true)
+                let rewrite: HistoryChain.Rewrite
+                do {
+                    rewrite = try HistoryChain.plan(stored, policy: policy, now: now)
+                } catch is HistoryChain.Unloaded {
+                    stored = try await read(record, false)
+                    rewrite = try HistoryChain.plan(stored, policy: policy, now: now)
+                }
+                planned.append(PlannedThinning(record: record, shape: PlannedThinning.shape(stored.map { ($0.rev, $0.conflict, $0.delta == nil) }),
+                                               rewrite: rewrite, hadRows: !stored.isEmpty))
+                bytes += stored.reduce(0) { $0 + ($1.loaded ? $1.size : 0) }
+                rows += rewrite.deletes.count + rewrite.updates.count
             } catch let error as StoreError {
                 result.failed("\(record.userID)/\(record.collection)/\(record.id)", error)
                 setAside.append(record)
             }
-            if planned.count >= batchRecords || bytes >= batchBytes { try await flush() }
+            if planned.count >= batchRecords || bytes >= batchBytes || rows >= batchRows { try await flush() }
         }
         try await flush()
         return result

@@ -37,6 +37,34 @@ extension PostgresStore {
         return result
     }
 
+    /// Every revision row of a record, with fields only for the ordinary rows above the newest
+    /// stored as a delta; the others are stubs (as ``SQLiteStore/passRevisions(_:userID:collection:id:)``).
+    static func passRevisions(_ client: PostgresClient, record: DueHistory, logger: Logger) async throws -> [StoredRevision] {
+        var result: [StoredRevision] = []
+        for try await (rev, conflict, seq, fields, whole, size, device, ccid, updated) in try await client.query("""
+            SELECT rev, conflict, seq,
+                   CASE WHEN NOT conflict AND rev > (
+                       SELECT COALESCE(MAX(rev), -1) FROM revisions
+                       WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id)
+                         AND NOT conflict AND delta IS NOT NULL)
+                   THEN fields END,
+                   delta IS NULL, size, device, ccid, updated_at
+            FROM revisions WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id)
+            ORDER BY rev, conflict
+            """, logger: logger).decode((Int64, Bool, Int64, String?, Bool, Int64?, String?, String?, Int64).self) {
+            guard let fields else {
+                result.append(.stub(rev: rev, conflict: conflict, seq: seq, updatedAt: Date(millis: updated), device: device, ccid: ccid,
+                                    whole: whole, size: size ?? 0))
+                continue
+            }
+            // Rows above the newest delta are whole.
+            result.append(StoredRevision(rev: rev, conflict: conflict, seq: seq, updatedAt: Date(millis: updated), device: device,
+                                         ccid: ccid, fields: try FieldsCoding.decode(fields), delta: nil,
+                                         size: size ?? Int64(fields.utf8.count)))
+        }
+        return result
+    }
+
     /// The ordinary rows from `rev` up to the first whole one: what reading revision `rev` applies.
     static func revisionChain(_ connection: PostgresConnection, userID: String, collection: String, id: String, rev: Int64, logger: Logger) async throws -> [StoredRevision] {
         var chain: [StoredRevision] = []
@@ -77,8 +105,9 @@ extension PostgresStore {
             }
             return due
         }
-        return try await HistoryThinning.batched(due, batchRecords: Self.historyBatch, policy: policy, now: now, read: { record in
-            try await Self.storedRevisions(client.query("""
+        return try await HistoryThinning.batched(due, batchRecords: Self.historyBatch, policy: policy, now: now, read: { record, partial in
+            if partial { return try await Self.passRevisions(client, record: record, logger: logger) }
+            return try await Self.storedRevisions(client.query("""
                 SELECT rev, conflict, seq, fields, delta, size, device, ccid, updated_at FROM revisions
                 WHERE user_id = \(record.userID) AND collection = \(record.collection) AND record_id = \(record.id) ORDER BY rev, conflict
                 """, logger: logger))

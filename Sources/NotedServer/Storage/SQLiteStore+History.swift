@@ -68,6 +68,38 @@ extension SQLiteStore {
             """), arguments: [userID, collection, id]).map(storedRevision(from:))
     }
 
+    /// Every revision row of a record, with fields only for the ordinary rows above the newest
+    /// stored as a delta (the rows saved since the last pass, which it turns into deltas, and
+    /// the newest); the others are stubs (``StoredRevision/stub(rev:conflict:seq:updatedAt:device:ccid:whole:size:)``).
+    /// A pass during sustained typing then decodes the few rows it rewrites instead of every
+    /// row in the 10-minute window (2 saves a second for 10 minutes: 1,200).
+    static func passRevisions(_ db: Database, userID: String, collection: String, id: String) throws -> [StoredRevision] {
+        // Every row's place, kind and storage (a stub each), then the ordinary rows above the
+        // newest delta whole, in place of their stubs.
+        var rows = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT rev, conflict, delta IS NULL, updated_at FROM revisions
+            WHERE user_id = ? AND collection = ? AND record_id = ? ORDER BY rev, conflict
+            """), arguments: [userID, collection, id]).map { row in
+            StoredRevision.stub(rev: row[0], conflict: row[1], seq: 0, updatedAt: Date(millis: row[3]), device: nil, ccid: nil,
+                                whole: row[2], size: 0)
+        }
+        guard let top = rows.lastIndex(where: { !$0.conflict && $0.delta != nil }).map({ rows[$0].rev }) ?? rows.first.map({ $0.rev - 1 }) else {
+            return []
+        }
+        let loaded = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT \(revisionColumns) FROM revisions
+            WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 0 AND rev > ? ORDER BY rev
+            """), arguments: [userID, collection, id, top]).map(storedRevision(from:))
+        var byRev = Dictionary(loaded.map { ($0.rev, $0) }, uniquingKeysWith: { first, _ in first })
+        for index in rows.indices where !rows[index].conflict {
+            // (Both reads are of one snapshot: the same rows.)
+            if let full = byRev.removeValue(forKey: rows[index].rev), (full.delta == nil) == (rows[index].delta == nil) {
+                rows[index] = full
+            }
+        }
+        return rows
+    }
+
     /// Thins and compacts the histories that are due at `now` (at most `limit` records): each
     /// record read and decided on a reader, without the writer, then the decisions written in
     /// one transaction per batch, each only if no save came meanwhile (else it stays due and is
@@ -80,8 +112,14 @@ extension SQLiteStore {
         }
         // SQLite's one writer is shared with every push: a batch holds it for its statements
         // only (a few per record), decided beforehand.
-        return try await HistoryThinning.batched(due, batchRecords: 100, policy: policy, now: now, read: { record in
-            try await pool.read { db in try Self.storedRevisions(db, userID: record.userID, collection: record.collection, id: record.id) }
+        // A batch's rows rewritten are bounded too: the writer is shared with every push, and a
+        // batch of 100 records being typed in (with ``PushAlgorithm/compactionDelay`` of saves
+        // each) held it for tens of milliseconds.
+        return try await HistoryThinning.batched(due, batchRecords: 100, batchRows: 256, policy: policy, now: now, read: { record, partial in
+            try await pool.read { db in
+                partial ? try Self.passRevisions(db, userID: record.userID, collection: record.collection, id: record.id)
+                    : try Self.storedRevisions(db, userID: record.userID, collection: record.collection, id: record.id)
+            }
         }, write: { planned, setAside in
             try await pool.write { db in
                 for record in setAside {
@@ -116,10 +154,12 @@ extension SQLiteStore {
         return true
     }
 
-    /// What a thinning checks is unchanged before it writes: every row's rev, kind and storage.
-    static func storedShape(_ db: Database, userID: String, collection: String, id: String) throws -> [String] {
-        PlannedThinning.shape(try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT rev, conflict, delta IS NULL AS whole FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? ORDER BY rev, conflict
-            """), arguments: [userID, collection, id]).map { (rev: $0["rev"] as Int64, conflict: $0["conflict"] as Bool, whole: $0["whole"] as Bool) })
+    /// What a thinning checks is unchanged before it writes: every row's rev, kind and storage,
+    /// as ``PlannedThinning/shape(_:)`` numbers them (computed by SQLite: the writer decodes no row).
+    static func storedShape(_ db: Database, userID: String, collection: String, id: String) throws -> [Int64] {
+        try Int64.fetchAll(db.cachedStatement(sql: """
+            SELECT rev * 4 + conflict * 2 + (delta IS NULL) FROM revisions
+            WHERE user_id = ? AND collection = ? AND record_id = ? ORDER BY rev, conflict
+            """), arguments: [userID, collection, id])
     }
 }

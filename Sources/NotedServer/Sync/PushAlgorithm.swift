@@ -65,9 +65,12 @@ struct PushAlgorithm: Sendable {
     }
 
     /// How soon after a save its record's history is compacted (the save before it stored as a
-    /// delta): soon enough that a burst of saves never holds many whole copies, late enough that
-    /// a note being typed in is compacted once for several saves.
-    static let compactionDelay: TimeInterval = 3
+    /// delta): soon enough that a burst of saves never holds many whole copies (about 20 at two
+    /// saves a second), late enough that a note being typed in is compacted once for many saves.
+    /// A pass reads every row's place in the record's history, so its cost grows with the
+    /// history: at 3 s, 1,000 notes typed in took 17 % of the server's CPU in passes
+    /// (docs/benchmarks.md, "History passes: fewer, and lighter").
+    static let compactionDelay: TimeInterval = 10
 
     /// Text bytes (the change's and the stored ones of the fields it touches) beyond which
     /// deciding a change counts as costly (``isCostly(_:current:)``).
