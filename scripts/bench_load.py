@@ -585,8 +585,10 @@ async def cmd_maxrate(args):
 
 
 async def cmd_idle(args):
-    """Opens authenticated idle connections in steps; server RSS before and after each step."""
+    """Opens authenticated idle connections in steps; server RSS before and after each step.
+    --deflate: every connection negotiates permessage-deflate, as browsers and NotedClient do."""
     token = load_tokens(args.tokens, 1)[0]
+    compression = "deflate" if args.deflate else None
     conns = []
     steps = []
     warm = await NotedConn(args.url, token).open()  # first connection: lazy allocations
@@ -599,7 +601,7 @@ async def cmd_idle(args):
         if now() > deadline:
             break
         more = target - len(conns)
-        conns += await open_all([lambda: NotedConn(args.url, token)] * more, concurrency=100)
+        conns += await open_all([lambda: NotedConn(args.url, token, compression=compression)] * more, concurrency=100)
         await asyncio.sleep(2)
         steps.append({"connections": len(conns), "rss_bytes": rss_bytes(args.server_pid)})
     top = steps[-1]
@@ -610,7 +612,7 @@ async def cmd_idle(args):
     await asyncio.sleep(5)
     idle_cpu = (proc_cpu_seconds(args.server_pid) - s0) / (now() - t0)
     await asyncio.gather(*[c.close() for c in conns])
-    return {"steps": steps, "bytes_per_connection": round(per) if per else None,
+    return {"steps": steps, "deflate": bool(args.deflate), "bytes_per_connection": round(per) if per else None,
             "generator_rss_bytes": gen_rss, "server_cpu_while_idle": round(idle_cpu, 3)}
 
 
@@ -1117,6 +1119,7 @@ def main():
     p.add_argument("--p99-limit-ms", type=float, default=100)
     p = common(sub.add_parser("idle"))
     p.add_argument("--steps", default="1000,5000,10000")
+    p.add_argument("--deflate", action="store_true", help="connections negotiate permessage-deflate")
     p = common(sub.add_parser("idle-stages"))
     p.add_argument("--count", type=int, default=1000)
     p = common(sub.add_parser("bytes"))

@@ -206,6 +206,13 @@ def main():
                 lines.append(f"| {b} | {s['connections']} | {s['rss_bytes'] / 2**20:.1f} | {fmt(round(per) if per else None)} |")
     lines.append("")
     for b in backends:
+        v = r.get(f"noted-{b}-idle-deflate")
+        if v and v.get("bytes_per_connection"):
+            per = ", ".join(f"{s['connections']}: {fmt(round((s['rss_bytes'] - v['steps'][0]['rss_bytes']) / s['connections']))}"
+                            for s in v["steps"][1:])
+            lines.append(f"With permessage-deflate ({b}; a fresh server; bytes per connection at each step): {per}.")
+    lines.append("")
+    for b in backends:
         v = r.get(f"noted-{b}-idle")
         if v and "server_cpu_while_idle" in v:
             lines.append(f"Server CPU with {v['steps'][-1]['connections']} idle connections open ({b}): "
@@ -285,6 +292,10 @@ def main():
         i = r.get(f"noted-{b}-idle")
         if i and i["bytes_per_connection"]:
             lines.append(f"| ≤ 32 KiB per idle connection ({b}) | {i['bytes_per_connection']} bytes | {verdict(i['bytes_per_connection'] <= 32768)} |")
+        i = r.get(f"noted-{b}-idle-deflate")
+        if i and i["bytes_per_connection"]:
+            lines.append(f"| ≤ 32 KiB per idle connection with permessage-deflate ({b}; {i['steps'][-1]['connections']} open, as browsers connect) | "
+                         f"{i['bytes_per_connection']} bytes | {verdict(i['bytes_per_connection'] <= 32768)} |")
     v = r.get("noted-sqlite-bytes")
     if v:
         m = v["none"]
