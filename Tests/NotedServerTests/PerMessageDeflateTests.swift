@@ -139,7 +139,8 @@ import Testing
 
         let misplaced = PerMessageDeflate(builder: builder, agreement: agreement)
         _ = try await misplaced.receiver.decompress(WebSocketFrame(fin: false, opcode: .text, data: ByteBuffer(string: "a")))
-        await #expect(throws: (any Error).self) {
+        // swift-websocket answers this error with close code 1002 (a protocol error).
+        await #expect(throws: NIOWebSocketError.fragmentedControlFrame) {
             try await misplaced.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .continuation, data: ByteBuffer(string: "b")))
         }
 
@@ -148,8 +149,13 @@ import Testing
         var input = ByteBuffer(repeating: 0, count: 1_000_000)
         var packed = try input.compressStream(with: zeros, flush: .sync, allocator: ByteBufferAllocator())
         packed.moveWriterIndex(to: packed.writerIndex - 4)
-        await #expect(throws: (any Error).self) {
+        // This one with 1009, a message too big.
+        await #expect(throws: NIOWebSocketError.invalidFrameLength) {
             try await bomb.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: packed))
+        }
+        let garbage = PerMessageDeflate(builder: builder, agreement: agreement)
+        await #expect(throws: NIOWebSocketError.fragmentedControlFrame) {
+            try await garbage.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: ByteBuffer(bytes: [0xFF, 0xFF, 0xFF, 0x00])))
         }
     }
 
@@ -258,5 +264,13 @@ import Testing
         #expect(packed.readableBytes < text.count / 10)
         let again = try await deflate.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: packed))
         #expect(Array(again.data.readableBytesView) == text)
+        // Bytes after a final block are not DEFLATE data: a protocol error (1002).
+        var ended = ByteBuffer(bytes: text)
+        let closing = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(windowSize: 15, compressionLevel: 6, memoryLevel: 8))
+        var trailing = try ended.compressStream(with: closing, flush: .finish, allocator: ByteBufferAllocator())
+        trailing.writeBytes([0x01, 0x02, 0x03])
+        await #expect(throws: NIOWebSocketError.fragmentedControlFrame) {
+            try await deflate.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: trailing))
+        }
     }
 }

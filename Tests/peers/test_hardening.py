@@ -46,9 +46,13 @@ def rss_kib(pid):
 
 def frame(text):
     """A masked text frame, as a client sends it."""
-    payload = text.encode()
+    return masked_frame(text.encode(), 0x81)
+
+
+def masked_frame(payload, first):
+    """A masked frame of `payload` whose first byte (FIN, RSV bits, opcode) is `first`."""
     mask = os.urandom(4)
-    head = bytes([0x81])
+    head = bytes([first])
     n = len(payload)
     if n < 126:
         head += bytes([0x80 | n])
@@ -374,6 +378,110 @@ def test_one_users_heavy_merges_do_not_stall_another_users_acks():
             assert len(hog_times) >= 2, "the hog's merges overlapped the other user's typing"
             # Relative, not a fixed time (shared machines): typing must not wait for the merges.
             assert calm_median < hog_median / 4, (calm_median, hog_median)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+
+
+def deflate_frame(payload):
+    """A masked text frame with RSV1 set: a permessage-deflate message (RFC 7692) as a client sends it."""
+    return masked_frame(payload, 0x80 | 0x40 | 0x1)
+
+
+def read_frame(s):
+    """(opcode, rsv1, payload) of the server's next frame, or None once the connection is closed."""
+    def exactly(n):
+        data = b""
+        while len(data) < n:
+            chunk = s.recv(n - len(data))
+            if not chunk:
+                return None
+            data += chunk
+        return data
+    head = exactly(2)
+    if head is None:
+        return None
+    n = head[1] & 0x7F
+    if n == 126:
+        n = struct.unpack(">H", exactly(2))[0]
+    elif n == 127:
+        n = struct.unpack(">Q", exactly(8))[0]
+    payload = exactly(n) if n else b""
+    if payload is None:
+        return None
+    return head[0] & 0x0F, bool(head[0] & 0x40), payload
+
+
+def test_a_deflate_stream_ended_by_a_final_block_keeps_its_window_and_data_after_it_closes_the_connection():
+    """RFC 7692 7.2.3.3: a client may end a message's DEFLATE data with a block that has BFINAL
+    set; the next message starts a new stream that still refers to the messages before (context
+    takeover). Bytes after the final block are not DEFLATE data: the connection is closed, and
+    nothing else is (the server and its other sessions go on)."""
+    import zlib
+    with tempfile.TemporaryDirectory() as data:
+        proc, host, port = start(data)
+        try:
+            url = f"http://{host}:{port}"
+            access = token(url, "final-block")
+            s = socket.create_connection((host, port), timeout=30)
+            key = base64.b64encode(os.urandom(16)).decode()
+            s.sendall((f"GET /v1/sync HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                       f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                       "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n").encode())
+            response = b""
+            while b"\r\n\r\n" not in response:
+                response += s.recv(1)
+            assert b" 101 " in response.split(b"\r\n")[0], response
+            assert b"permessage-deflate" in response.lower(), response
+            inflater = zlib.decompressobj(wbits=-15)
+
+            def receive():
+                while True:
+                    got = read_frame(s)
+                    assert got is not None, "the connection closed"
+                    opcode, compressed, payload = got
+                    if opcode == 0x8:
+                        return {"close": struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else None}
+                    if opcode == 0x1:
+                        text = inflater.decompress(payload + b"\x00\x00\xff\xff") if compressed else payload
+                        return json.loads(text)
+
+            # The hello, compressed into a stream that ends with a final block (Z_FINISH).
+            hello = json.dumps({"type": "hello", "protocol": 1, "token": access}).encode()
+            first = zlib.compressobj(wbits=-15)
+            s.sendall(deflate_frame(first.compress(hello) + first.flush(zlib.Z_FINISH)))
+            assert receive()["type"] == "welcome"
+            # The next message is a new stream whose window starts with the hello: it refers back
+            # to it, and reads right only if the server kept that window.
+            change = {"ccid": str(uuid.uuid4()), "collection": "notes", "id": str(uuid.uuid4()), "baseRev": 0,
+                      "op": "upsert", "fields": {"body": {"set": "after a final block " + access[:40]}}}
+            second = zlib.compressobj(wbits=-15, zdict=hello)
+            push = json.dumps({"type": "push", "changes": [change]}).encode()
+            s.sendall(deflate_frame(second.compress(push) + second.flush(zlib.Z_SYNC_FLUSH)[:-4]))
+            ack = receive()
+            assert ack.get("type") == "ack" and ack.get("status") == "applied", ack
+            # A third message: a final block, then bytes that are not DEFLATE data.
+            third = zlib.compressobj(wbits=-15, zdict=hello + push)
+            bad = third.compress(b'{"type":"pull","since":0}') + third.flush(zlib.Z_FINISH) + b"\x01trailing"
+            s.sendall(deflate_frame(bad))
+            answer = read_frame(s)  # (a socket timeout here: the connection stayed open)
+            while answer is not None and answer[0] != 0x8:
+                text = inflater.decompress(answer[2] + b"\x00\x00\xff\xff") if answer[1] else answer[2]
+                assert b"changes" not in text, "the message with data after its final block was read"
+                answer = read_frame(s)
+            # Failed as a protocol error (1002), not as a fault of the server (1011).
+            assert answer is not None and answer[0] == 0x8 and struct.unpack(">H", answer[2][:2])[0] == 1002, answer
+            s.close()
+            # The server goes on: it answers, and a new session pulls the change.
+            assert requests.get(url + "/health", timeout=10).status_code == 200
+            ws = ws_session(host, port, access)
+            ws.send(json.dumps({"type": "pull", "since": 0}))
+            while True:
+                page = json.loads(ws.recv(timeout=30))
+                if page.get("type") == "changes":
+                    break
+            assert [r["id"] for r in page["records"]] == [change["id"]]
+            ws.close()
         finally:
             proc.terminate()
             proc.wait(timeout=20)

@@ -269,11 +269,9 @@ struct PerMessageDeflate: WebSocketExtension {
             self.quiet = quiet
         }
 
-        /// RSV1 on a frame after a message's first (RFC 7692 section 6).
-        struct MisplacedCompressionBit: Error {}
-
         func decompress(_ frame: WebSocketFrame) throws -> WebSocketFrame {
-            if midMessageCompressed != nil, frame.rsv1 { throw MisplacedCompressionBit() }
+            // (1002, a protocol error, as below.)
+            if midMessageCompressed != nil, frame.rsv1 { throw NIOWebSocketError.fragmentedControlFrame }
             let compressed = midMessageCompressed ?? frame.rsv1
             midMessageCompressed = frame.fin ? nil : compressed
             guard compressed else { return frame }
@@ -283,9 +281,21 @@ struct PerMessageDeflate: WebSocketExtension {
             let stream = try decompressor ?? RawDeflate.Decompressor(windowBits: windowBits, dictionary: window)
             decompressor = stream
             window = []
-            frame.data = try stream.decompress(
-                data, maxSize: maxSize, finalTailBytes: frame.fin ? PerMessageDeflate.flushTail.count : 0,
-                allocator: ByteBufferAllocator())
+            do {
+                frame.data = try stream.decompress(
+                    data, maxSize: maxSize, finalTailBytes: frame.fin ? PerMessageDeflate.flushTail.count : 0,
+                    allocator: ByteBufferAllocator())
+            } catch is RawDeflate.TooLarge {
+                // swift-websocket closes the connection on any error thrown here, with 1011
+                // (its own fault) unless the error is one of NIOWebSocketError's: this one is
+                // 1009, the message too big, as for an uncompressed message over the limit.
+                throw NIOWebSocketError.invalidFrameLength
+            } catch {
+                // Not DEFLATE data, or data after a final block (RFC 7692 section 8: fail the
+                // connection). The NIOWebSocketError that swift-websocket answers with 1002, a
+                // protocol error, instead of 1011 (the reason itself is not sent).
+                throw NIOWebSocketError.fragmentedControlFrame
+            }
             frame.maskKey = nil
             frame.rsv1 = false
             if frame.fin, resetEachMessage { decompressor = nil }

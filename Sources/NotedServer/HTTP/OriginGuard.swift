@@ -23,6 +23,9 @@ struct OriginGuardedChannel: ServerChildChannel {
     /// connection (`TCP_USER_TIMEOUT`, Linux): with ``SessionDeadlines``'s heartbeats, a sync peer
     /// that vanished is found within about this plus the heartbeat interval.
     var unacknowledgedTimeout: TimeAmount = .seconds(60)
+    /// The size of a connection's first read (NIO's adaptive allocator grows it after reads that
+    /// fill it; a power of two).
+    var firstReadSize = 512
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         guard connections.admit() else {
@@ -34,6 +37,13 @@ struct OriginGuardedChannel: ServerChildChannel {
             }
         }
         channel.closeFuture.whenComplete { _ in connections.release() }
+        // Each connection keeps its read buffer for its whole life (NIO pools it), at the size
+        // its reads have asked for: NIO's first read of 2,048 bytes made that 2 KB for every idle
+        // sync connection, where a WebSocket upgrade and a `hello` fit in 512 (issue 18,
+        // docs/benchmarks.md "Idle connections: a pool without timers, a smaller read buffer").
+        // A read that fills the buffer still doubles the next one, up to 64 KiB.
+        _ = channel.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(
+            minimum: 64, initial: firstReadSize, maximum: 65536))
         #if os(Linux)
         // TCP_USER_TIMEOUT (18 in <netinet/tcp.h>), in milliseconds.
         _ = channel.setOption(ChannelOptions.tcpOption(NIOBSDSocket.Option(rawValue: 18)), value: SocketOptionValue(unacknowledgedTimeout.nanoseconds / 1_000_000))
