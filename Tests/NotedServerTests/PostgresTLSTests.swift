@@ -34,22 +34,6 @@ import Testing
         }
     }
 
-    /// PostgresNIO's pool starts a timer each time it takes a connection back (keep-alive, and an
-    /// idle timeout above the minimum), and a cancelled timer holds memory until its deadline: a
-    /// server's pool is of a fixed size without keep-alive queries, so a query leaves nothing
-    /// behind (issue 18, docs/benchmarks.md "Idle connections: a pool without timers, a smaller
-    /// read buffer"). A one-off command's pool opens connections as it needs them.
-    @Test func aServersPoolIsOfAFixedSizeWithoutTimers() throws {
-        let url = "postgres://noted@db.example:5432/noted"
-        let server = try PostgresStore.configuration(from: url, pool: .fixed)
-        #expect(server.options.minimumConnections == PostgresStore.poolSize)
-        #expect(server.options.maximumConnections == PostgresStore.poolSize)
-        #expect(server.options.keepAliveBehavior == nil)
-        let command = try PostgresStore.configuration(from: url, pool: .onDemand)
-        #expect(command.options.minimumConnections == 0)
-        #expect(command.options.maximumConnections == PostgresStore.poolSize)
-    }
-
     @Test func eachModeConnectsAsItSaysAndVerifyFullNeedsTheRightRoot() async throws {
         guard Backend.postgresURL != nil else { return }
         guard let ca = ProcessInfo.processInfo.environment["NOTED_TEST_POSTGRES_CA"], !ca.isEmpty else {

@@ -19,7 +19,7 @@ public func buildApplication(
     logger: Logger = Logger(label: "noted-server"),
     onListening: @escaping @Sendable (_ host: String, _ port: Int) async -> Void = { _, _ in }
 ) async throws -> some ApplicationProtocol {
-    let store = try await openStore(configuration, pool: .fixed, logger: logger)
+    let store = try await openStore(configuration, logger: logger)
     do {
         try await configuration.schemas.serve(on: store)
     } catch {
@@ -108,9 +108,7 @@ public func buildApplication(
         logger: logger)
 }
 
-/// The configured store, migrated. `pool`: how a PostgreSQL store holds its connections (a
-/// server's fixed pool, or a one-off command's).
-func openStore(_ configuration: ServerConfiguration, pool: PostgresStore.Pool = .onDemand, logger: Logger) async throws -> any NotedStore {
+func openStore(_ configuration: ServerConfiguration, logger: Logger) async throws -> any NotedStore {
     let store: any NotedStore
     switch configuration.databaseLocation {
     case .sqlite(let path):
@@ -119,7 +117,7 @@ func openStore(_ configuration: ServerConfiguration, pool: PostgresStore.Pool = 
         store = try SQLiteStore(path: path, schemas: configuration.schemas, limits: configuration.limits, conflictRevisionsKept: configuration.conflictRevisionsKept,
                                 quota: configuration.quota)
     case .postgres(let url):
-        store = try PostgresStore(url: url, pool: pool, schemas: configuration.schemas, limits: configuration.limits, conflictRevisionsKept: configuration.conflictRevisionsKept,
+        store = try PostgresStore(url: url, schemas: configuration.schemas, limits: configuration.limits, conflictRevisionsKept: configuration.conflictRevisionsKept,
                                   quota: configuration.quota, logger: logger)
     }
     do {

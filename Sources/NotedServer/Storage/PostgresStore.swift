@@ -29,22 +29,9 @@ public struct PostgresStore: NotedStore {
     /// close and their clients resend them (a change that did commit is then a `duplicate`).
     static let pushDeadline: Duration = .seconds(10)
 
-    /// The most connections a store opens to PostgreSQL.
-    static let poolSize = 20
-
-    /// How a store's pool holds its connections.
-    public enum Pool: Sendable {
-        /// A server's: ``poolSize`` connections opened at the start and kept, without keep-alive
-        /// queries, so that a query starts no timer (see ``configurationAndTLS(from:pool:)``).
-        case fixed
-        /// A one-off command's (`noted-server users …`, `keys rotate`): connections opened as
-        /// needed, up to ``poolSize``.
-        case onDemand
-    }
-
     /// Connects a pool to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
-    public init(url: String, pool: Pool = .onDemand, schemas: SchemaRegistry = .v1, limits: Limits, conflictRevisionsKept: Int = 1000, quota: StorageQuota = .unlimited, logger: Logger) throws {
-        let (configuration, tlsMode) = try Self.configurationAndTLS(from: url, pool: pool)
+    public init(url: String, schemas: SchemaRegistry = .v1, limits: Limits, conflictRevisionsKept: Int = 1000, quota: StorageQuota = .unlimited, logger: Logger) throws {
+        let (configuration, tlsMode) = try Self.configurationAndTLS(from: url)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.configuration = configuration
@@ -89,8 +76,8 @@ public struct PostgresStore: NotedStore {
         case require(TLSConfiguration)
     }
 
-    static func configuration(from url: String, pool: Pool = .onDemand) throws -> PostgresClient.Configuration {
-        try configurationAndTLS(from: url, pool: pool).0
+    static func configuration(from url: String) throws -> PostgresClient.Configuration {
+        try configurationAndTLS(from: url).0
     }
 
     /// The pool's configuration from `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?sslmode=MODE&sslrootcert=PATH]`.
@@ -100,7 +87,7 @@ public struct PostgresStore: NotedStore {
     /// (TLS or no connection, certificate not checked), `verify-ca` (the certificate must chain
     /// to a trusted root), `verify-full` (and name the host: use this for any database not on
     /// this machine). `sslrootcert` is a PEM file of the roots to trust (default: the system's).
-    static func configurationAndTLS(from url: String, pool: Pool = .onDemand) throws -> (PostgresClient.Configuration, TLSMode) {
+    static func configurationAndTLS(from url: String) throws -> (PostgresClient.Configuration, TLSMode) {
         guard let components = URLComponents(string: url), components.scheme == "postgres" || components.scheme == "postgresql",
               let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty
         else { throw StoreError.unsupportedURL("expected postgres://USER@HOST:PORT/DB") }
@@ -150,23 +137,7 @@ public struct PostgresStore: NotedStore {
         var configuration = PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user, password: components.password,
             database: database.isEmpty ? nil : database, tls: poolTLS)
-        configuration.options.maximumConnections = poolSize
-        switch pool {
-        case .fixed:
-            // A server's pool is of a fixed size, without keep-alive queries: PostgresNIO's pool
-            // otherwise starts a timer each time it takes a connection back (a keep-alive after
-            // 30 s, and an idle timeout after 60 s for a connection above the minimum), and a
-            // timer, even one cancelled when the connection is taken again, holds about 750
-            // bytes until its deadline (the Swift runtime's `Task.sleep`). Every query left that
-            // behind for 30 to 60 s: about 2.3 KB for each sync connection's sign-in, and 30 s
-            // of a busy server's queries' worth (issue 18, docs/benchmarks.md "Idle connections:
-            // a pool without timers, a smaller read buffer"). A connection that PostgreSQL closes
-            // is opened again.
-            configuration.options.minimumConnections = poolSize
-            configuration.options.keepAliveBehavior = nil
-        case .onDemand:
-            break
-        }
+        configuration.options.maximumConnections = 20
         return (configuration, mode)
     }
 
