@@ -56,6 +56,25 @@ import Testing
         }
     }
 
+    @Test(arguments: backends) func userAndSeqReadsTheAccountWithItsLatestSeq(backend: Backend) async throws {
+        try await withStore(backend) { (store: any NotedStore) async throws in
+            #expect(try await store.userAndSeq(id: UUID().uuidString.lowercased()) == nil)
+            let user = try await makeUser(store)
+            let fresh = try #require(try await store.userAndSeq(id: user))
+            #expect(fresh.user == (try await store.user(id: user)))
+            #expect(fresh.seq == 0)
+            for title in ["a", "b", "c"] { _ = try await push(store, user: user, create(UUID().uuidString.lowercased(), title: title)) }
+            _ = try await store.setUserDisabled(id: user, disabled: true, now: Date())
+            try await store.setTwoFactorPending(userID: user, secret: "JBSWY3DPEHPK3PXP")
+            #expect(try await store.enableTwoFactor(userID: user, secret: "JBSWY3DPEHPK3PXP", recoveryHashes: []))
+            let later = try #require(try await store.userAndSeq(id: user))
+            #expect(later.seq == 3)
+            #expect(later.seq == (try await store.latestSeq(userID: user)))
+            #expect(later.user.disabled && later.user.twoFactor)
+            #expect(later.user == (try await store.user(id: user)))
+        }
+    }
+
     @Test(arguments: backends) func resendOfAppliedChangeIsAnsweredWithTheOriginalResult(backend: Backend) async throws {
         try await withStore(backend) { (store: any NotedStore) async throws in
             let user = try await makeUser(store)

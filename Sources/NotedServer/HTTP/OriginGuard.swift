@@ -39,9 +39,10 @@ struct OriginGuardedChannel: ServerChildChannel {
         channel.closeFuture.whenComplete { _ in connections.release() }
         // Each connection keeps its read buffer for its whole life (NIO pools it), at the size
         // its reads have asked for: NIO's first read of 2,048 bytes made that 2 KB for every idle
-        // sync connection, where a WebSocket upgrade and a `hello` fit in 512 (issue 18,
-        // docs/benchmarks.md "Idle connections: a pool without timers, a smaller read buffer").
-        // A read that fills the buffer still doubles the next one, up to 64 KiB.
+        // sync connection (issue 18, docs/benchmarks.md "Idle connections: a pool without
+        // timers, a smaller read buffer"). A read that fills the buffer doubles the next one, up
+        // to 64 KiB: headless Chromium's upgrade request to 127.0.0.1 is 504 bytes, so a
+        // browser's to a longer host name grows its buffer to 1 KiB, still half of NIO's first.
         _ = channel.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(
             minimum: 64, initial: firstReadSize, maximum: 65536))
         #if os(Linux)

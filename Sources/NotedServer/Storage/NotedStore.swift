@@ -61,6 +61,11 @@ public protocol AccountStore: Sendable {
     func createUser(_ user: UserAccount, now: Date) async throws -> Bool
     func user(usernameKey: String) async throws -> UserAccount?
     func user(id: String) async throws -> UserAccount?
+    /// The user with their latest `seq` (0 before their first change), what a sync session's
+    /// `hello` reads; nil: no such user. One query on PostgreSQL, where each query a session
+    /// makes as it opens leaves a pool timer behind for a minute (docs/benchmarks.md, "Idle
+    /// connections").
+    func userAndSeq(id: String) async throws -> (user: UserAccount, seq: Int64)?
     /// Replaces a user's password hash (a new password).
     func setPasswordHash(userID: String, hash: String) async throws
     /// Replaces a hash of the earlier kind, verified at sign-in, with a new one of the same
@@ -122,6 +127,13 @@ public protocol HousekeepingStore: Sendable {
     /// what `policy` keeps: read and decided outside the writer, written a batch of records per
     /// transaction.
     func thinHistory(now: Date, policy: HistoryPolicy, limit: Int) async throws -> HistoryThinning
+}
+
+extension AccountStore where Self: RecordStore {
+    public func userAndSeq(id: String) async throws -> (user: UserAccount, seq: Int64)? {
+        guard let user = try await user(id: id) else { return nil }
+        return (user, try await latestSeq(userID: id))
+    }
 }
 
 extension RecordStore {

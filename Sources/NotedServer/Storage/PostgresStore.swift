@@ -138,6 +138,16 @@ public struct PostgresStore: NotedStore {
             host: host, port: components.port ?? 5432, username: user, password: components.password,
             database: database.isEmpty ? nil : database, tls: poolTLS)
         configuration.options.maximumConnections = 20
+        // No keep-alive queries (issue 18, docs/benchmarks.md "Idle connections on PostgreSQL").
+        // The pool opens connections as needed (its minimum is 0) and closes one after 60 s
+        // unused (`connectionIdleTimeout`; a keep-alive query does not restart that timer), so
+        // keep-alive only ever sent one `SELECT 1` 30 s into a connection's idle minute: no
+        // connection stays idle long enough for a firewall or NAT to drop it. Its cost was a
+        // timer each time a query gave a connection back, a task that holds about 750 bytes
+        // until its deadline even when cancelled, about 1 KB per sync sign-in for 30 s. (A
+        // minimum above 0 would need keep-alive, and PostgresNIO 1.33.2 stops the process when
+        // such a pool's connections die in a PostgreSQL crash restart.)
+        configuration.options.keepAliveBehavior = nil
         return (configuration, mode)
     }
 
@@ -262,6 +272,18 @@ public struct PostgresStore: NotedStore {
     public func user(id: String) async throws -> UserAccount? {
         try await firstUser(client.query(
             "SELECT id, username, username_key, password_hash, disabled_at IS NOT NULL, totp_secret IS NOT NULL FROM users WHERE id = \(id)", logger: logger))
+    }
+
+    public func userAndSeq(id: String) async throws -> (user: UserAccount, seq: Int64)? {
+        let rows = try await client.query("""
+            SELECT u.id, u.username, u.username_key, u.password_hash, u.disabled_at IS NOT NULL, u.totp_secret IS NOT NULL,
+                   COALESCE(s.seq, 0)
+            FROM users u LEFT JOIN user_seq s ON s.user_id = u.id WHERE u.id = \(id)
+            """, logger: logger)
+        for try await (id, username, key, hash, disabled, twoFactor, seq) in rows.decode((String, String, String, String, Bool, Bool, Int64).self) {
+            return (UserAccount(id: id, username: username, usernameKey: key, passwordHash: hash, disabled: disabled, twoFactor: twoFactor), seq)
+        }
+        return nil
     }
 
     public func setPasswordHash(userID: String, hash: String) async throws {

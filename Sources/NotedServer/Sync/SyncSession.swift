@@ -247,7 +247,7 @@ final class SyncSession: Sendable {
             return replies.close(error.isExpired ? .tokenExpired : .unauthenticated,
                                  error.isExpired ? "the access token expired" : "invalid access token", closeCode: 4001)
         }
-        guard let user = try await sync.store.user(id: verified.userID), !user.disabled else {
+        guard let (user, seq) = try await sync.store.userAndSeq(id: verified.userID), !user.disabled else {
             return replies.close(.unauthenticated, "invalid access token", closeCode: 4001)
         }
         // One account cannot hold every connection: the newest beyond the cap is refused.
@@ -263,10 +263,9 @@ final class SyncSession: Sendable {
         }
         armTimer(shared, replies.continuation)
         // `welcome` first: `change` messages only ever follow it. A change committed between
-        // reading the seq and joining is not broadcast to us, but the client pulls after
-        // welcome and finds it there.
-        let (greeting, seq) = try await welcome(verified, rid: rid)
-        replies.send(greeting)
+        // reading the seq (with the user, above) and joining is not broadcast to us, but the
+        // client pulls after welcome and finds it there.
+        replies.send(welcome(verified, seq: seq, rid: rid))
         sync.hub.join(user: verified.userID, session: id, continuation: replies.continuation, seenSeq: seq, signInSession: verified.sessionID)
         logger.info("session authenticated", metadata: ["user": .string(verified.userID)])
         return true
@@ -288,7 +287,7 @@ final class SyncSession: Sendable {
         shared.withLockedValue { $0.deadline = verified.expiresAt }
         armTimer(shared, replies.continuation)
         sync.hub.reauthenticated(user: userID, session: id, signInSession: verified.sessionID)
-        replies.send(try await welcome(verified, rid: rid).0)
+        replies.send(welcome(verified, seq: try await sync.store.latestSeq(userID: userID), rid: rid))
         return true
     }
 
@@ -311,10 +310,8 @@ final class SyncSession: Sendable {
         return true
     }
 
-    /// The `welcome` message and the user's `seq` it reports.
-    private func welcome(_ token: VerifiedToken, rid: RequestID?) async throws -> (ServerMessage, Int64) {
-        let seq = try await sync.store.latestSeq(userID: token.userID)
-        let welcome = Welcome(user: token.userID, seq: seq, expiresAt: token.expiresAt, limits: environment.configuration.limits, rid: rid)
-        return (.welcome(welcome), seq)
+    /// The `welcome` message, reporting the user's latest `seq`.
+    private func welcome(_ token: VerifiedToken, seq: Int64, rid: RequestID?) -> ServerMessage {
+        .welcome(Welcome(user: token.userID, seq: seq, expiresAt: token.expiresAt, limits: environment.configuration.limits, rid: rid))
     }
 }
