@@ -41,8 +41,8 @@ struct OriginGuardedChannel: ServerChildChannel {
         // its reads have asked for: NIO's first read of 2,048 bytes made that 2 KB for every idle
         // sync connection (issue 18, docs/benchmarks.md "Idle connections: a pool without
         // timers, a smaller read buffer"). A read that fills the buffer doubles the next one, up
-        // to 64 KiB: headless Chromium's upgrade request to 127.0.0.1 is 504 bytes, so a
-        // browser's to a longer host name grows its buffer to 1 KiB, still half of NIO's first.
+        // to 64 KiB. Headless Chromium's upgrade request to `127.0.0.1:47999` was 504 bytes: one
+        // a little longer (a longer host name, a cookie) fills 512, and the next read gets 1 KiB.
         _ = channel.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(
             minimum: 64, initial: firstReadSize, maximum: 65536))
         #if os(Linux)

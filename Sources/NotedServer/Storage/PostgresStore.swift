@@ -141,8 +141,8 @@ public struct PostgresStore: NotedStore {
         // No keep-alive queries (issue 18, docs/benchmarks.md "Idle connections on PostgreSQL").
         // The pool opens connections as needed (its minimum is 0) and closes one after 60 s
         // unused (`connectionIdleTimeout`; a keep-alive query does not restart that timer), so
-        // keep-alive only ever sent one `SELECT 1` 30 s into a connection's idle minute: no
-        // connection stays idle long enough for a firewall or NAT to drop it. Its cost was a
+        // keep-alive only ever sent one `SELECT 1` 30 s into a connection's idle minute, and no
+        // connection stays idle for more than that minute (docs/deploy.md). Its cost was a
         // timer each time a query gave a connection back, a task that holds about 750 bytes
         // until its deadline even when cancelled, about 1 KB per sync sign-in for 30 s. (A
         // minimum above 0 would need keep-alive, and PostgresNIO 1.33.2 stops the process when
