@@ -38,9 +38,12 @@ function answered(answer) {
   throw new AccountError(said.message || said.error || `the server answered ${answer.status}`, { code: said.error || null, status: answer.status });
 }
 
-/** Changes the password: the number of other sign-ins it ended. */
-export async function changePassword(auth, current, next) {
-  const answer = await call(auth, "POST", "/v1/account/password", { current_password: current, new_password: next });
+/**
+ * Changes the password: the number of other sign-ins it ended. `code`: with two-factor sign-in
+ * on, a code from the authenticator app or a recovery code (refused without: `code_required`).
+ */
+export async function changePassword(auth, current, next, code) {
+  const answer = await call(auth, "POST", "/v1/account/password", withCode({ current_password: current, new_password: next }, code));
   return Number(answer.body && answer.body.signed_out) || 0;
 }
 
@@ -108,9 +111,17 @@ export async function importNotes(auth, file, format, progress) {
   };
 }
 
-/** Deletes the account on the server (everything kept for it), if `password` is right. */
-export async function deleteAccount(auth, password) {
-  await call(auth, "DELETE", "/v1/account", { password });
+/**
+ * Deletes the account on the server (everything kept for it), if `password` is right (and with
+ * two-factor sign-in on, `code`: one from the authenticator app or a recovery code).
+ */
+export async function deleteAccount(auth, password, code) {
+  await call(auth, "DELETE", "/v1/account", withCode({ password }, code));
+}
+
+/** A request's body with `code` in it, if there is one (an account without two-factor sign-in needs none). */
+function withCode(body, code) {
+  return code ? { ...body, code: String(code) } : body;
 }
 
 /**
@@ -149,6 +160,25 @@ function plural(n, word) {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
 
+/** Said of a code field left empty (the password and delete forms, with two-factor sign-in on). */
+const CODE_MISSING = "Enter a code from your authenticator app or a recovery code.";
+
+/**
+ * What to say of the server's refusal of a code (`code_required`, `invalid_code`), after `what`
+ * ("Password not changed"); null for any other refusal.
+ */
+function codeRefusal(error, what) {
+  if (error.code === "code_required") {
+    return `${what}: two-factor sign-in is on for this account, so a code from your authenticator app or a recovery code ` +
+      "is needed too. Enter one and try again.";
+  }
+  if (error.code === "invalid_code") {
+    return `${what}: the code is not right, or was used already. Enter the one your authenticator app shows now ` +
+      "(check that your phone’s clock is right), or an unused recovery code.";
+  }
+  return null;
+}
+
 const $ = (id) => document.getElementById(id);
 
 /**
@@ -169,7 +199,8 @@ async function busy(button, work) {
  * The panel (a modal dialog) and its delete-account dialog. `actions`:
  * - `signOutEverywhere()`: the app's sign-out, every sign-in ended first (it may ask about
  *   unsynced notes); rejects if it could not.
- * - `deleteAccount(password, { onBlocked })`: deletes the account and this browser's copy, then
+ * - `deleteAccount(password, { code, onBlocked })`: deletes the account and this browser's copy
+ *   (`code`: with two-factor sign-in on, one from the authenticator app or a recovery code), then
  *   shows the signed-out page; rejects (an AccountError) if the server refused.
  * - `unsynced()`: how many notes this browser has not synced; `exportUnsynced()`: downloads
  *   them, resolving to a sentence saying so.
@@ -188,10 +219,12 @@ export class AccountPanel {
     this.ui = {
       dialog: $("account-dialog"), close: $("account-close"),
       passwordForm: $("password-form"), current: $("current-password"), next: $("new-password"), confirm: $("confirm-password"),
+      passwordCode: $("password-code"), passwordCodeInput: $("password-code-input"),
       passwordError: $("password-error"), passwordDone: $("password-done"), change: $("change-password"),
       devicesTitle: $("devices-title"), devices: $("devices"), devicesStatus: $("devices-status"), devicesError: $("devices-error"),
       everywhere: $("sign-out-everywhere"), deleteOpen: $("delete-account-open"),
       deleteDialog: $("delete-account-dialog"), deleteForm: $("delete-account-form"), password: $("delete-password"),
+      deleteCode: $("delete-code"), deleteCodeInput: $("delete-code-input"),
       deleteError: $("delete-account-error"), deleteConfirm: $("delete-account-confirm"), deleteCancel: $("delete-account-cancel"),
       unsynced: $("delete-account-unsynced"), unsyncedText: $("delete-account-unsynced-text"),
       exportUnsynced: $("delete-account-export"), exported: $("delete-account-exported"),
@@ -224,7 +257,9 @@ export class AccountPanel {
       event.preventDefault();
       busy(ui.change, () => this.changePassword());
     });
-    for (const input of [ui.current, ui.next, ui.confirm]) input.addEventListener("input", () => input.removeAttribute("aria-invalid"));
+    for (const input of [ui.current, ui.next, ui.confirm, ui.passwordCodeInput]) {
+      input.addEventListener("input", () => input.removeAttribute("aria-invalid"));
+    }
     ui.everywhere.addEventListener("click", () => busy(ui.everywhere, () => this.signOutEverywhere()));
     ui.deleteOpen.addEventListener("click", () => this.openDelete());
     ui.deleteForm.addEventListener("submit", (event) => {
@@ -234,12 +269,12 @@ export class AccountPanel {
     ui.deleteCancel.addEventListener("click", () => ui.deleteDialog.close());
     ui.deleteDialog.addEventListener("close", () => {
       ui.deleteForm.reset();
-      ui.password.removeAttribute("aria-invalid");
+      for (const input of [ui.password, ui.deleteCodeInput]) input.removeAttribute("aria-invalid");
       ui.deleteError.textContent = "";
       ui.exported.textContent = "";
       ui.deleteOpen.focus();
     });
-    ui.password.addEventListener("input", () => ui.password.removeAttribute("aria-invalid"));
+    for (const input of [ui.password, ui.deleteCodeInput]) input.addEventListener("input", () => input.removeAttribute("aria-invalid"));
     this.wireTwoFactor();
     ui.importForm.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -268,7 +303,7 @@ export class AccountPanel {
   closed() {
     const ui = this.ui;
     ui.passwordForm.reset();
-    for (const input of [ui.current, ui.next, ui.confirm]) input.removeAttribute("aria-invalid");
+    for (const input of [ui.current, ui.next, ui.confirm, ui.passwordCodeInput]) input.removeAttribute("aria-invalid");
     ui.passwordError.textContent = "";
     ui.passwordDone.textContent = "";
     ui.devicesError.textContent = "";
@@ -298,18 +333,25 @@ export class AccountPanel {
       input.setAttribute("aria-invalid", "true");
       ui.passwordError.textContent = message;
       input.focus();
+      if (input === ui.passwordCodeInput) input.select(); // a wrong code is typed over
     };
+    const asked = !ui.passwordCode.hidden; // two-factor sign-in is on
+    const code = asked ? ui.passwordCodeInput.value.replace(/\s+/g, "") : "";
     if (!ui.current.value) return refuse(ui.current, "Enter your current password.");
     if (!ui.next.value) return refuse(ui.next, "Enter a new password.");
     if (ui.next.value !== ui.confirm.value) return refuse(ui.confirm, "The new password and its confirmation do not match.");
+    if (asked && !code) return refuse(ui.passwordCodeInput, CODE_MISSING);
     try {
-      const others = await changePassword(this.auth, ui.current.value, ui.next.value);
+      const others = await changePassword(this.auth, ui.current.value, ui.next.value, code);
       ui.passwordForm.reset();
       ui.passwordDone.textContent = `Password changed; ${plural(others, "other device")} signed out.`;
       this.loadDevices({ quiet: true });
     } catch (error) {
-      const input = error.code === "invalid_credentials" ? ui.current : error.code === "bad_request" ? ui.next : null;
-      const message = `Password not changed: ${error.message}`;
+      if (error.code === "code_required") this.codeAskedFor();
+      const input = {
+        invalid_credentials: ui.current, bad_request: ui.next, code_required: ui.passwordCodeInput, invalid_code: ui.passwordCodeInput,
+      }[error.code] || null;
+      const message = codeRefusal(error, "Password not changed") ?? `Password not changed: ${error.message}`;
       if (input) refuse(input, message);
       else ui.passwordError.textContent = message;
     }
@@ -366,12 +408,29 @@ export class AccountPanel {
         : "Off: signing in asks for the password alone. Turned on, it also asks for a code from an authenticator app on your phone.";
       ui.twoFactorOn.hidden = enabled;
       ui.twoFactorOff.hidden = !enabled;
+      this.askForCodes(Boolean(enabled));
     } catch (error) {
       if (token !== this.reading) return;
       ui.twoFactorState.textContent = "";
       ui.twoFactorOn.hidden = ui.twoFactorOff.hidden = true;
       ui.twoFactorError.textContent = `Could not read whether two-factor sign-in is on: ${error.message}`;
     }
+  }
+
+  /**
+   * Shows the code fields of the password and delete forms (`on`: two-factor sign-in is on, and
+   * the server asks for a code with the password there), or hides them. Not read (offline, say),
+   * they stay as they were; a `code_required` answer shows them (`codeAskedFor`).
+   */
+  askForCodes(on) {
+    this.ui.passwordCode.hidden = !on;
+    this.ui.deleteCode.hidden = !on;
+  }
+
+  /** The server asked for a code the page did not (two-factor sign-in turned on elsewhere, or not read yet). */
+  codeAskedFor() {
+    this.askForCodes(true);
+    this.loadTwoFactor();
   }
 
   /** Opens the dialog at its first step: turning on (`on`) or off. */
@@ -701,21 +760,27 @@ export class AccountPanel {
   async deleteAccount() {
     const ui = this.ui;
     ui.deleteError.textContent = "";
-    if (!ui.password.value) {
-      ui.password.setAttribute("aria-invalid", "true");
-      ui.deleteError.textContent = "Enter your password to delete the account.";
-      ui.password.focus();
-      return;
-    }
+    /** Says `message` and puts the focus in `input` to retype (marked wrong if `wrong`). */
+    const refuse = (input, message, wrong = true) => {
+      ui.deleteError.textContent = message;
+      if (wrong) input.setAttribute("aria-invalid", "true");
+      input.focus();
+      input.select();
+    };
+    const asked = !ui.deleteCode.hidden; // two-factor sign-in is on
+    const code = asked ? ui.deleteCodeInput.value.replace(/\s+/g, "") : "";
+    if (!ui.password.value) return refuse(ui.password, "Enter your password to delete the account.");
+    if (asked && !code) return refuse(ui.deleteCodeInput, CODE_MISSING);
     try {
       await this.actions.deleteAccount(ui.password.value, {
+        code,
         onBlocked: () => (ui.deleteError.textContent = "Close Noted's other tabs to finish deleting this browser's copy."),
       });
     } catch (error) {
-      ui.deleteError.textContent = `Account not deleted: ${error.message}`;
-      if (error.code === "invalid_credentials") ui.password.setAttribute("aria-invalid", "true");
-      ui.password.focus();
-      ui.password.select();
+      if (error.code === "code_required") this.codeAskedFor();
+      const aboutCode = error.code === "code_required" || error.code === "invalid_code";
+      const message = codeRefusal(error, "Account not deleted") ?? `Account not deleted: ${error.message}`;
+      refuse(aboutCode ? ui.deleteCodeInput : ui.password, message, aboutCode || error.code === "invalid_credentials");
     }
   }
 }

@@ -946,14 +946,15 @@ async function settleUnsynced(ms = 8000) {
 }
 
 /**
- * Deletes the account (the server checks `password`), then this browser's database of it (its
- * notes, unsynced ones too, and its session): the page starts again signed out and says so.
- * Nothing syncs meanwhile; a refusal leaves everything as it was and rejects.
+ * Deletes the account (the server checks `password`, and with two-factor sign-in on `code`), then
+ * this browser's database of it (its notes, unsynced ones too, and its session): the page starts
+ * again signed out and says so. Nothing syncs meanwhile; a refusal leaves everything as it was
+ * and rejects.
  */
-async function deleteAccount(password, { onBlocked } = {}) {
+async function deleteAccount(password, { code, onBlocked } = {}) {
   engine.stop();
   try {
-    await deleteServerAccount(auth, password);
+    await deleteServerAccount(auth, password, code);
   } catch (error) {
     engine.start();
     throw error;

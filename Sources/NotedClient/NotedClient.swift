@@ -283,9 +283,10 @@ public final class NotedClient: Sendable {
     /// Changes the password; every other device of the account is signed out (this one stays).
     /// Returns how many were.
     @discardableResult
-    public func changePassword(current: String, new: String) async throws -> Int {
+    /// `code`: with two-factor sign-in on, a current code of the authenticator app (or a recovery code).
+    public func changePassword(current: String, new: String, code: String? = nil) async throws -> Int {
         let (api, token) = try await authorized()
-        return try await api.changePassword(current: current, new: new, token: token)
+        return try await api.changePassword(current: current, new: new, code: code, token: token)
     }
 
     /// The account's signed-in devices.
@@ -326,9 +327,10 @@ public final class NotedClient: Sendable {
     }
 
     /// Deletes the account on the server, with everything in it.
-    public func deleteAccount(password: String) async throws {
+    /// `code` as for ``changePassword(current:new:code:)``.
+    public func deleteAccount(password: String, code: String? = nil) async throws {
         let (api, token) = try await authorized()
-        try await api.deleteAccount(password: password, token: token)
+        try await api.deleteAccount(password: password, code: code, token: token)
     }
 
     /// Announces a local transaction's edits and wakes the engine.

@@ -61,6 +61,16 @@ public struct PortableAttachment: Sendable, Hashable {
         self.size = Int64(data.count)
     }
 
+    /// Bytes already hashed (an importer hashes each file of an export once, however many notes
+    /// name it).
+    init(name: String, type: String?, data: Data, sha256: String) {
+        self.name = name.isEmpty ? "attachment" : name
+        self.type = Self.cleanType(type, name: name)
+        self.data = data
+        self.sha256 = sha256
+        self.size = Int64(data.count)
+    }
+
     /// A file whose bytes are in `source` (already checked to hash to `sha256`).
     public init(name: String, type: String?, sha256: String, size: Int64, source: URL) {
         self.name = name.isEmpty ? "attachment" : name

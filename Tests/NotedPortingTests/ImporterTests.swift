@@ -96,23 +96,27 @@ import Testing
         #expect(throws: ImportError.self) { try Importer.read(ImportSource(origin: "empty", files: [])) }
     }
 
+    /// A ustar header of `name` whose size field says `size` (octal digits, or anything), with
+    /// a right checksum.
+    static func tarHeader(_ name: String, size: String, type: UInt8 = UInt8(ascii: "0")) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 512)
+        func put(_ text: String, at offset: Int) { for (i, b) in text.utf8.enumerated() { bytes[offset + i] = b } }
+        put(name, at: 0)
+        put("0000644", at: 100)
+        put(size, at: 124)
+        put("00000000000", at: 136)
+        bytes[156] = type
+        put("ustar", at: 257)
+        put("00", at: 263)
+        for i in 148..<156 { bytes[i] = 32 }
+        let sum = bytes.reduce(0) { $0 + Int($1) }
+        put(String(format: "%06o", sum) + "\0 ", at: 148)
+        return bytes
+    }
+
     @Test func aTarArchiveIsRead() throws {
         // A ustar archive of two files, as `tar` (and Joplin's .jex) writes it.
-        func header(_ name: String, size: Int) -> [UInt8] {
-            var bytes = [UInt8](repeating: 0, count: 512)
-            func put(_ text: String, at offset: Int) { for (i, b) in text.utf8.enumerated() { bytes[offset + i] = b } }
-            put(name, at: 0)
-            put("0000644", at: 100)
-            put(String(format: "%011o", size), at: 124)
-            put("00000000000", at: 136)
-            bytes[156] = UInt8(ascii: "0")
-            put("ustar", at: 257)
-            put("00", at: 263)
-            for i in 148..<156 { bytes[i] = 32 }
-            let sum = bytes.reduce(0) { $0 + Int($1) }
-            put(String(format: "%06o", sum) + "\0 ", at: 148)
-            return bytes
-        }
+        func header(_ name: String, size: Int) -> [UInt8] { Self.tarHeader(name, size: String(format: "%011o", size)) }
         var tar: [UInt8] = []
         for (name, text) in [("a.md", "first"), ("dir/b.md", String(repeating: "x", count: 600))] {
             tar += header(name, size: text.utf8.count) + Array(text.utf8)
@@ -125,5 +129,52 @@ import Testing
         var broken = tar
         broken[148] = UInt8(ascii: "7")
         #expect(throws: ImportError.self) { try Tar.files(Data(broken), origin: "t.tar") }
+    }
+
+    /// A header whose size field is not unsigned octal: `-1` trapped (a reversed range), `-2000`
+    /// on a folder looped for ever (the offset never moved), `+1` and a size past the end.
+    @Test func aTarSizeThatIsNotUnsignedOctalIsRefused() throws {
+        for (size, type) in [("-1", UInt8(ascii: "0")), ("-2000", UInt8(ascii: "5")), ("+1", UInt8(ascii: "0")),
+                             ("77777777777", UInt8(ascii: "0")), ("12 4", UInt8(ascii: "0")), ("", UInt8(ascii: "0"))] {
+            let tar = Self.tarHeader("a.md", size: size, type: type) + [UInt8](repeating: 0, count: 1024)
+            #expect(throws: ImportError.self, "size \(size)") { try Tar.files(Data(tar), origin: "t.jex") }
+        }
+    }
+
+    /// The budget: a flat list whose tree is 16 times its text is stopped for memory, not read;
+    /// skipped items are listed up to the bound and counted beyond; a deadline passed stops it.
+    @Test func anImportIsBoundedByItsBudget() throws {
+        let flat = "{\"activeNotes\":[" + String(repeating: "0,", count: 100_000) + "0]}"
+        let tight = ImportBudget(memoryBytes: 1_000_000)
+        let error = #expect(throws: ImportError.self) {
+            try Importer.read(ImportSource(origin: "x", files: [.init(path: "notes.json", data: Data(flat.utf8))], budget: tight), as: .simplenote)
+        }
+        #expect(error?.reason.contains("memory") == true)
+        let roomy = ImportBudget(memoryBytes: 100_000_000, maxSkipped: 10)
+        let result = try Importer.read(ImportSource(origin: "x", files: [.init(path: "notes.json", data: Data(flat.utf8))], budget: roomy),
+                                       as: .simplenote)
+        #expect(result.skipped.count == 10)
+        #expect(result.skippedCount == 100_001)
+        #expect(roomy.usedBytes >= 100_001 * 32)
+        let late = ImportBudget(seconds: 0)
+        Thread.sleep(forTimeInterval: 0.01)  // the deadline of a budget of 0 s, passed: no wait on anything of ours
+        #expect(throws: ImportError.self) {
+            try Importer.read(ImportSource(origin: "x", files: [.init(path: "a.md", data: Data("# a".utf8))], budget: late))
+        }
+        let cancelled = ImportBudget()
+        cancelled.cancel()
+        #expect(throws: ImportError.self) {
+            try Importer.read(ImportSource(origin: "x", files: [.init(path: "a.md", data: Data("# a".utf8))], budget: cancelled))
+        }
+    }
+
+    /// A front matter list of many items is read in one pass, and Markdown's attachments are
+    /// hashed once however many notes name them.
+    @Test func aLongFrontMatterListKeepsEveryItemInOrder() throws {
+        let items = (0..<5000).map { "  - t\($0)" }.joined(separator: "\n")
+        let text = "---\ntitle: x\ntags:\n\(items)\nfolder: f\n---\nbody"
+        let result = try Importer.read(source(["a.md": text]), as: .markdown)
+        #expect(result.notes.first?.note.tags == (0..<5000).map { "t\($0)" })
+        #expect(result.notes.first?.note.folder == "f")
     }
 }

@@ -59,6 +59,30 @@ import Testing
         #expect(ClientAddresses.Range("10.0.0.0/33") == nil && ClientAddresses.Range("nonsense") == nil)
     }
 
+    /// Attempts under way count with the failures (security-3 M1): with a limit of 3, a fourth
+    /// attempt while three are being judged is refused; a success gives its place back, a
+    /// failure keeps it, and three failures lock the key out as before.
+    @Test func attemptsUnderWayCountAgainstTheLimit() throws {
+        let limiter = RateLimiter(limit: 3, window: 60, backoff: true, maxLockout: 600)
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        let keys = ["signin-user:a", "signin-address:1"]
+        let held = try (0..<3).map { _ in try limiter.reserve(keys: keys, now: start) }
+        #expect(throws: AuthError.self) { _ = try limiter.reserve(keys: keys, now: start) }
+        #expect(throws: AuthError.self) { _ = try limiter.reserve(keys: ["signin-user:b", "signin-address:1"], now: start) }
+        // Another user from another address is not held back.
+        _ = try limiter.reserve(keys: ["signin-user:c", "signin-address:2"], now: start).succeeded(now: start)
+        held[0].succeeded(now: start)
+        let again = try limiter.reserve(keys: keys, now: start)
+        again.failed(now: start)
+        held[1].failed(now: start)
+        // Two failures and one under way: full.
+        #expect(throws: AuthError.self) { _ = try limiter.reserve(keys: keys, now: start) }
+        held[2].failed(now: start)
+        // Three failures: locked out for a window, whatever is under way.
+        #expect(throws: AuthError.self) { _ = try limiter.reserve(keys: keys, now: start.addingTimeInterval(30)) }
+        _ = try limiter.reserve(keys: keys, now: start.addingTimeInterval(61)).succeeded(now: start.addingTimeInterval(61))
+    }
+
     @Test func eachLockoutOfTheSameKeyDoublesUpToTheMaximumAndIsForgottenAfterAQuietMaximum() throws {
         let limiter = RateLimiter(limit: 3, window: 60, backoff: true, maxLockout: 600)
         let key = ["signin-user:ada"]

@@ -87,6 +87,19 @@ def enrol(base, username, password):
     return tokens, totp, codes, code
 
 
+def sign_in_page(base, port):
+    """The sign-in page of a new authorization request: (the OAuth client, the PKCE verifier,
+    the browser session, the page's hidden fields)."""
+    redirect = f"http://127.0.0.1:{port}/callback"
+    client = OAuth2Session(client_id="noted-cli", redirect_uri=redirect, code_challenge_method="S256", token_endpoint_auth_method="none")
+    verifier = secrets.token_urlsafe(48)
+    url, _ = client.create_authorization_url(base + "/oauth/authorize", code_verifier=verifier)
+    browser = requests.Session()
+    parser = HiddenFields()
+    parser.feed(browser.get(url).text)
+    return client, verifier, browser, parser.fields
+
+
 def oauth_sign_in(base, username, password, otp_codes, port=54329):
     """The sign-in page as a browser posts it: the password form, then the code form for each
     code in turn until one signs in. Returns (token or None, the last page)."""
@@ -204,6 +217,83 @@ def test_guessing_codes_is_rate_limited(strict_server):
     answers = [api_tokens(base, username, password, guess) for guess in guesses[:12]]
     assert all(a.status_code in (401, 429) for a in answers)
     assert answers[-1].status_code == 429 and answers[-1].json()["error"] == "rate_limited", [a.status_code for a in answers]
+
+
+def test_guesses_sent_at_once_are_judged_no_more_than_the_limit(strict_server):
+    """security-3 M1: the limit was checked before the awaits and counted after them, so 200
+    guesses sent at once were all judged. Now each is reserved before it is judged: at most 10
+    (the limit) are answered invalid_otp, the rest rate_limited, on the API and on the sign-in
+    page's code step alike."""
+    from concurrent.futures import ThreadPoolExecutor
+    base = strict_server["base"]
+    username, password = register(base)
+    _, totp, _, _ = enrol(base, username, password)
+    current = {totp.at(time.time() + offset) for offset in (-60, -30, 0, 30, 60)}
+    guesses = [f"{n:06d}" for n in range(400) if f"{n:06d}" not in current][:200]
+    with ThreadPoolExecutor(max_workers=100) as pool:
+        answers = list(pool.map(lambda guess: api_tokens(base, username, password, guess), guesses))
+    judged = [a for a in answers if a.status_code == 401 and a.json()["error"] == "invalid_otp"]
+    limited = [a for a in answers if a.status_code == 429]
+    assert len(judged) <= 10 and len(judged) + len(limited) == len(answers), sorted({(a.status_code, a.text[:40]) for a in answers})
+
+    # The sign-in page's code step (no password hashing to slow it): the same bound, for a
+    # user of a fresh server (the address above is locked out now).
+    gen = run()
+    other = next(gen)
+    try:
+        base = other["base"]
+        username, password = register(base)
+        _, totp, _, _ = enrol(base, username, password)
+        _, _, browser, fields = sign_in_page(base, 54331)
+        posted = browser.post(base + "/oauth/authorize", data=dict(fields, username=username, password=password), allow_redirects=False)
+        parser = HiddenFields()
+        parser.feed(posted.text)
+        assert "second_factor" in parser.fields, posted.text
+        cookies = browser.cookies.get_dict()
+
+        def guess(code):
+            return requests.post(base + "/oauth/authorize", data=dict(parser.fields, otp=code), cookies=cookies, allow_redirects=False)
+
+        current = {totp.at(time.time() + offset) for offset in (-60, -30, 0, 30, 60)}
+        guesses = [f"{n:06d}" for n in range(400) if f"{n:06d}" not in current][:200]
+        with ThreadPoolExecutor(max_workers=100) as pool:
+            pages = list(pool.map(guess, guesses))
+        wrong = [p for p in pages if p.status_code == 401 and "not right" in p.text]
+        assert len(wrong) <= 10, (len(wrong), sorted({p.status_code for p in pages}))
+        assert all(p.status_code in (401, 429) for p in pages), sorted({p.status_code for p in pages})
+    finally:
+        gen.close()
+
+
+def test_changing_the_password_or_deleting_the_account_needs_a_code_too(server):
+    """security-3 L4: with two-factor sign-in on, a leaked token and the password are not
+    enough to change the password or delete the account."""
+    base = server["base"]
+    username, password = register(base)
+    tokens, totp, codes, enrolment_code = enrol(base, username, password)
+    tokens = api_tokens(base, username, password, codes[0]).json()
+    new = "another horse battery staple"
+    missing = requests.post(base + "/v1/account/password", json={"current_password": password, "new_password": new}, headers=bearer(tokens))
+    assert missing.status_code == 403 and missing.json()["error"] == "code_required", missing.text
+    wrong = requests.post(base + "/v1/account/password", json={"current_password": password, "new_password": new, "code": "000000" if totp.now() != "000000" else "111111"},
+                          headers=bearer(tokens))
+    assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_code", wrong.text
+    assert api_tokens(base, username, password, codes[1]).status_code == 200, "the password did not change"
+    changed = requests.post(base + "/v1/account/password", json={"current_password": password, "new_password": new, "code": codes[2]}, headers=bearer(tokens))
+    assert changed.status_code == 200, changed.text
+    assert api_tokens(base, username, new, codes[3]).status_code == 200
+
+    gone = requests.delete(base + "/v1/account", json={"password": new}, headers=bearer(tokens))
+    assert gone.status_code == 403 and gone.json()["error"] == "code_required", gone.text
+    assert requests.get(base + "/v1/account", headers=bearer(tokens)).status_code == 200, "the account is still there"
+    gone = requests.delete(base + "/v1/account", json={"password": new, "code": next_code(totp, after=enrolment_code)}, headers=bearer(tokens))
+    assert gone.status_code == 204, gone.text
+    assert requests.get(base + "/v1/account", headers=bearer(tokens)).status_code == 401
+
+    # Without two-factor sign-in nothing changes: the password alone.
+    plain, plain_password = register(base)
+    plain_tokens = api_tokens(base, plain, plain_password).json()
+    assert requests.delete(base + "/v1/account", json={"password": plain_password}, headers=bearer(plain_tokens)).status_code == 204
 
 
 NOTED = os.environ.get("NOTED_BIN", ".build/debug/noted")

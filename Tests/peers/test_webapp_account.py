@@ -1,7 +1,7 @@
 """The web app's Account panel in a real browser (headless Chromium driven by Selenium against
 a real noted-server): changing the password, the signed-in devices (signing one out, signing out
-everywhere), deleting the account, what another browser of the account sees then, and axe-core
-over the panel and the delete dialog. Skipped with a printed notice where Chromium cannot be
+everywhere), deleting the account, both with a code too when two-factor sign-in is on, what
+another browser of the account sees then, and axe-core over the panel and the delete dialog. Skipped with a printed notice where Chromium cannot be
 found (as test_webapp.py, whose helpers these are)."""
 import os
 import re
@@ -361,6 +361,176 @@ def test_another_browser_says_why_it_was_signed_out(account_server):
     finally:
         first.quit()
         second.quit()
+
+
+# --- With two-factor sign-in on: a code too ---------------------------------------------------
+
+CODE_LABEL = "Code from your authenticator app or a recovery code"
+
+
+def shown(driver, element_id):
+    return driver.execute_script("const e = document.getElementById(arguments[0]); return Boolean(e && e.checkVisibility())", element_id)
+
+
+def enrol_over_the_api(base, account):
+    """Turns two-factor sign-in on for the account through the API (as an authenticator app
+    would, with pyotp): the app's TOTP, its recovery codes and the codes used so far."""
+    pyotp = pytest.importorskip("pyotp")
+    headers = {"Authorization": "Bearer " + api_sign_in(base, account)["access_token"]}
+    setup = requests.post(base + "/v1/account/2fa/setup", json={"password": account[1]}, headers=headers)
+    assert setup.status_code == 200, setup.text
+    totp = pyotp.parse_uri(setup.json()["uri"])
+    used = set()
+    enabled = requests.post(base + "/v1/account/2fa/enable", json={"code": fresh_code(totp, used)}, headers=headers)
+    assert enabled.status_code == 200, enabled.text
+    return totp, enabled.json()["recovery_codes"], used
+
+
+def fresh_code(totp, used):
+    """The app's code now if not used already (each signs in once), else the next one, waited
+    for; never one about to change."""
+    while totp.now() in used or 30 - time.time() % 30 < 3:
+        time.sleep(0.5)
+    code = totp.now()
+    used.add(code)
+    return code
+
+
+def sessions(base, username, password, **extra):
+    return requests.post(base + "/v1/sessions", json={"username": username, "password": password, **extra})
+
+
+def test_with_two_factor_sign_in_on_changing_the_password_and_deleting_the_account_need_a_code(account_server):
+    base = account_server
+    account = register(base, "tfacode")
+    found = []  # axe-core's findings, where axe-selenium-python is installed
+    try:
+        import axe_selenium_python  # noqa: F401
+        check = lambda driver, view: axe_in_both_schemes(driver, view, found)  # noqa: E731
+    except ImportError:
+        check = lambda driver, view: None  # noqa: E731
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        open_account(driver)
+        wait(driver, lambda d: text_of(d, "two-factor-state").startswith("Off"), message="two-factor sign-in off")
+        assert not shown(driver, "password-code"), "no code asked for without two-factor sign-in"
+
+        # Turned on elsewhere while the panel shows it off: the server asks for the code, and
+        # the form asks for it from then on, the passwords still typed; nothing changes.
+        totp, recovery, used = enrol_over_the_api(base, account)
+        change_password(driver, account[1], NEW_PASSWORD, NEW_PASSWORD)
+        wait(driver, lambda d: text_of(d, "password-error").startswith("Password not changed: two-factor sign-in is on"),
+             message="the code asked for")
+        assert driver.find_element(By.ID, "password-error").get_attribute("role") == "alert"
+        assert shown(driver, "password-code")
+        code_box = field(driver, CODE_LABEL)
+        assert code_box.get_attribute("id") == "password-code-input"
+        assert driver.switch_to.active_element.get_attribute("id") == "password-code-input"
+        assert code_box.get_attribute("aria-invalid") == "true"
+        assert [field(driver, label).get_attribute("value") for label in ("Current password", "New password", "Confirm new password")] \
+            == [account[1], NEW_PASSWORD, NEW_PASSWORD]
+        wait(driver, lambda d: text_of(d, "two-factor-state").startswith("On"), message="the state read again")
+        assert text_of(driver, "password-done") == ""
+        r = sessions(base, account[0], NEW_PASSWORD, otp=recovery[9])
+        assert r.status_code == 401 and r.json()["error"] == "invalid_credentials", r.text
+
+        # Opened again: the code field from the start, for an authenticator app's code.
+        driver.find_element(By.ID, "account-close").click()
+        open_account(driver)
+        wait(driver, lambda d: shown(d, "password-code"), message="the code field")
+        code_box = field(driver, CODE_LABEL)
+        assert (code_box.get_attribute("autocomplete"), code_box.get_attribute("inputmode")) == ("off", "numeric")
+        assert "changing the password needs a code" in text_of(driver, code_box.get_attribute("aria-describedby"))
+        assert code_box.get_attribute("value") == ""
+        check(driver, "Account panel asking for a code")
+
+        # No code: said at once.
+        change_password(driver, account[1], NEW_PASSWORD, NEW_PASSWORD)
+        wait(driver, lambda d: text_of(d, "password-error") == "Enter a code from your authenticator app or a recovery code.",
+             message="no code")
+        assert driver.switch_to.active_element.get_attribute("id") == "password-code-input"
+
+        # A wrong code: said, the form still filled to try again; nothing changes.
+        wrong = f"{(int(totp.now()) + 500000) % 1000000:06d}"
+        fill(driver, {CODE_LABEL: wrong})
+        button(driver, "Change password").click()
+        wait(driver, lambda d: text_of(d, "password-error").startswith("Password not changed: the code is not right"), message="a wrong code")
+        assert field(driver, CODE_LABEL).get_attribute("aria-invalid") == "true"
+        assert driver.switch_to.active_element.get_attribute("id") == "password-code-input"
+        assert [field(driver, label).get_attribute("value") for label in ("Current password", "New password", "Confirm new password", CODE_LABEL)] \
+            == [account[1], NEW_PASSWORD, NEW_PASSWORD, wrong]
+        check(driver, "Account panel with a wrong code")
+        r = sessions(base, account[0], NEW_PASSWORD, otp=recovery[9])
+        assert r.status_code == 401 and r.json()["error"] == "invalid_credentials", r.text
+
+        # The app's code: changed (the API sign-in of the enrolment ended), the form emptied.
+        fill(driver, {CODE_LABEL: fresh_code(totp, used)})
+        button(driver, "Change password").click()
+        wait(driver, lambda d: text_of(d, "password-done") == "Password changed; 1 other device signed out.", message="changed")
+        assert text_of(driver, "password-error") == ""
+        assert field(driver, CODE_LABEL).get_attribute("value") == "" and field(driver, CODE_LABEL).get_attribute("aria-invalid") is None
+        assert shown(driver, "password-code"), "still asked for: two-factor sign-in is still on"
+        r = sessions(base, account[0], account[1], otp=recovery[8])
+        assert r.status_code == 401 and r.json()["error"] == "invalid_credentials", "the old password still signs in"
+        r = sessions(base, account[0], NEW_PASSWORD)
+        assert r.status_code == 401 and r.json()["error"] == "otp_required", r.text
+        r = sessions(base, account[0], NEW_PASSWORD, otp=recovery[0])
+        assert r.status_code == 200, r.text
+        tokens = r.json()
+        account = (account[0], NEW_PASSWORD)
+
+        # Deleting the account: the code field there too.
+        open_delete(driver)
+        assert driver.switch_to.active_element.get_attribute("id") == "delete-password"
+        assert shown(driver, "delete-code")
+        delete_code = driver.find_element(By.ID, "delete-code-input")
+        assert driver.execute_script("return arguments[0].labels[0].textContent", delete_code) == CODE_LABEL
+        assert (delete_code.get_attribute("autocomplete"), delete_code.get_attribute("inputmode")) == ("off", "numeric")
+        fill(driver, {"Password": account[1]})
+        button(driver, "Delete account").click()
+        wait(driver, lambda d: text_of(d, "delete-account-error") == "Enter a code from your authenticator app or a recovery code.",
+             message="no code")
+        assert driver.switch_to.active_element.get_attribute("id") == "delete-code-input"
+        check(driver, "delete dialog asking for a code")
+
+        # A wrong code, then a wrong password with a right code: said, nothing deleted.
+        delete_code.send_keys("00000-00000")
+        button(driver, "Delete account").click()
+        wait(driver, lambda d: text_of(d, "delete-account-error").startswith("Account not deleted: the code is not right"), message="a wrong code")
+        assert delete_code.get_attribute("aria-invalid") == "true" and delete_code.get_attribute("value") == "00000-00000"
+        assert driver.switch_to.active_element.get_attribute("id") == "delete-code-input"
+        assert driver.find_element(By.ID, "delete-password").get_attribute("value") == account[1]
+        fill(driver, {"Password": "not the password"})
+        delete_code.clear()
+        delete_code.send_keys(recovery[1])
+        button(driver, "Delete account").click()
+        wait(driver, lambda d: text_of(d, "delete-account-error") == "Account not deleted: the password is not right", message="a wrong password")
+        assert driver.find_element(By.ID, "delete-password").get_attribute("aria-invalid") == "true"
+        assert not signed_out(driver)
+        assert requests.get(base + "/v1/account", headers={"Authorization": "Bearer " + tokens["access_token"]}).status_code == 200
+
+        # A page that had not read the state sends no code: the server asks for it.
+        driver.execute_script("document.getElementById('delete-code').hidden = true")
+        fill(driver, {"Password": account[1]})
+        button(driver, "Delete account").click()
+        wait(driver, lambda d: text_of(d, "delete-account-error").startswith("Account not deleted: two-factor sign-in is on"),
+             message="the code asked for")
+        assert shown(driver, "delete-code") and driver.switch_to.active_element.get_attribute("id") == "delete-code-input"
+        assert not signed_out(driver)
+
+        # A recovery code (the one a wrong password did not use up): deleted.
+        delete_code.clear()
+        delete_code.send_keys(recovery[1])
+        button(driver, "Delete account").click()
+        wait(driver, signed_out, message="the welcome page")
+        wait(driver, lambda d: signed_out_reason(d) == "Your account was deleted.", message="said so")
+        assert requests.get(base + "/v1/account", headers={"Authorization": "Bearer " + tokens["access_token"]}).status_code == 401
+        r = sessions(base, account[0], account[1], otp=recovery[2])
+        assert r.status_code == 401 and r.json()["error"] == "invalid_credentials", r.text
+    finally:
+        driver.quit()
+    assert not found, "\n".join(found)
 
 
 # --- Accessibility --------------------------------------------------------------------------

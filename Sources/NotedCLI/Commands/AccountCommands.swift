@@ -35,12 +35,13 @@ struct AccountPassword: AsyncParsableCommand {
         abstract: "Change the password: reads the current and the new one from standard input, one per line.",
         discussion: "Every other device signed in to the account is signed out; this one stays signed in.")
     @OptionGroup var options: GlobalOptions
+    @Option(help: "With two-factor sign-in on: a current code of the authenticator app (or a recovery code).") var code: String?
 
     func execute() async throws {
         let lines = try readLines(2, naming: "the current password and the new one")
         guard (8...1024).contains(lines[1].count) else { throw CLIError("the new password must be 8 to 1024 characters") }
         let client = try await signedInClient(options, for: "changing the password")
-        let ended = try await cli { try await client.changePassword(current: lines[0], new: lines[1]) }
+        let ended = try await cli { try await client.changePassword(current: lines[0], new: lines[1], code: code) }
         if options.json {
             printJSON(["signed_out": .int(Int64(ended))])
         } else {
@@ -103,12 +104,13 @@ struct AccountDelete: AsyncParsableCommand {
         discussion: "Every note and record, their history and every sign-in of the account are gone; other devices are signed out. This home's copy of the account's notes is removed too. The username can be registered again.")
     @OptionGroup var options: GlobalOptions
     @Flag(help: "Confirm: this cannot be undone.") var yes = false
+    @Option(help: "With two-factor sign-in on: a current code of the authenticator app (or a recovery code).") var code: String?
 
     func execute() async throws {
         guard yes else { throw ValidationError("deleting the account cannot be undone: give --yes to confirm") }
         let password = try readPassword()
         let client = try await signedInClient(options, for: "deleting the account")
-        try await cli { try await client.deleteAccount(password: password) }
+        try await cli { try await client.deleteAccount(password: password, code: code) }
         let home = options.resolvedHome
         if let credentials = try home.credentials() {
             try home.removeCredentials()

@@ -21,7 +21,7 @@ struct Import: AsyncParsableCommand {
     func execute() async throws {
         let result: Importer.Result
         do {
-            result = try Importer.read(try ImportSource.load(path), as: from)
+            result = try Importer.read(try ImportSource.load(path, budget: Self.budget()), as: from)
         } catch let error as ImportError {
             throw CLIError(error.description)
         }
@@ -40,6 +40,8 @@ struct Import: AsyncParsableCommand {
         let outcomes = try await cli { try await client.importNotes(notes, files: found, dryRun: dryRun) { bar.show($0) } }
         bar.finish()
         var skipped = result.skipped.map { ["source": JSONValue.string($0.source), "reason": .string($0.reason)] }
+        // Skips the importer counted beyond those it listed.
+        let unlisted = result.skippedCount - result.skipped.count
         var counts: [String: Int] = ["created": 0, "updated": 0, "unchanged": 0]
         for (item, outcome) in zip(result.notes, outcomes) {
             switch outcome {
@@ -55,16 +57,26 @@ struct Import: AsyncParsableCommand {
                 "format": .string(result.format.rawValue), "dryRun": .bool(dryRun),
                 "imported": .int(Int64(counts["created"] ?? 0)), "updated": .int(Int64(counts["updated"] ?? 0)),
                 "unchanged": .int(Int64(counts["unchanged"] ?? 0)), "skipped": .array(skipped.map(JSONValue.object)),
+                "skipped_count": .int(Int64(skipped.count + unlisted)),
             ])
             return
         }
         let verb = dryRun ? "would import" : "imported"
         print("\(verb) \(counts["created"] ?? 0) new note(s) from \(result.format.rawValue), \(dryRun ? "would update" : "updated") \(counts["updated"] ?? 0), "
-            + "\(counts["unchanged"] ?? 0) unchanged, \(skipped.count) skipped")
+            + "\(counts["unchanged"] ?? 0) unchanged, \(skipped.count + unlisted) skipped")
         for item in skipped.prefix(50) {
             print("  skipped \(item["source"]?.stringValue ?? ""): \(item["reason"]?.stringValue ?? "")")
         }
-        if skipped.count > 50 { print("  … and \(skipped.count - 50) more (--json lists them all)") }
+        if skipped.count + unlisted > 50 {
+            print("  … and \(skipped.count + unlisted - 50) more (--json lists the first \(skipped.count))")
+        }
+    }
+
+    /// What reading an export may spend on this machine: up to 4 GiB of memory (twice the
+    /// largest export read, so that a small zip that unpacks to far more is stopped before it
+    /// fills memory), and the first 10,000 skipped items listed; no deadline (Ctrl-C stops it).
+    static func budget() -> ImportBudget {
+        ImportBudget(memoryBytes: 2 * ImportSource.maxBytes, seconds: nil, maxSkipped: 10_000)
     }
 }
 

@@ -114,9 +114,11 @@ public struct NotedAPI: Sendable {
     // MARK: The signed-in account (docs/protocol.md, "Accounts")
 
     /// `POST /v1/account/password`: every other sign-in of the user ends; returns how many did.
-    public func changePassword(current: String, new: String, token: String) async throws -> Int {
-        let response = try await json("POST", "/v1/account/password",
-                                      body: ["current_password": .string(current), "new_password": .string(new)], token: token)
+    /// `code`: a current code (or a recovery code), which an account with two-factor sign-in needs.
+    public func changePassword(current: String, new: String, code: String? = nil, token: String) async throws -> Int {
+        var body: [String: JSONValue] = ["current_password": .string(current), "new_password": .string(new)]
+        if let code { body["code"] = .string(code) }
+        let response = try await json("POST", "/v1/account/password", body: .object(body), token: token)
         return Int(response["signed_out"]?.intValue ?? 0)
     }
 
@@ -167,8 +169,11 @@ public struct NotedAPI: Sendable {
     }
 
     /// `DELETE /v1/account`: the account and everything in it, on the server.
-    public func deleteAccount(password: String, token: String) async throws {
-        _ = try await json("DELETE", "/v1/account", body: ["password": .string(password)], token: token)
+    /// `code` as for ``changePassword(current:new:code:token:)``.
+    public func deleteAccount(password: String, code: String? = nil, token: String) async throws {
+        var body: [String: JSONValue] = ["password": .string(password)]
+        if let code { body["code"] = .string(code) }
+        _ = try await json("DELETE", "/v1/account", body: .object(body), token: token)
     }
 
     private func json(_ method: String, _ path: String, body: JSONValue, token: String? = nil) async throws -> JSONValue {

@@ -11,26 +11,51 @@ struct JSONParser {
     struct Failure: Error, CustomStringConvertible {
         var offset: Int
         var reason: String
+        /// The document needs more memory than the parse was given (`budget`).
+        var overBudget = false
         var description: String { "invalid JSON at byte \(offset): \(reason)" }
     }
 
     static let maxDepth = 512
 
+    /// What one value of the tree costs in memory besides its string bytes, an estimate on the
+    /// high side (an enum of a 16-byte payload and a tag, its slot in an array or dictionary).
+    static let bytesPerValue = 32
+
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
+    /// Bytes of memory the tree may still take (`bytesPerValue` a value, plus the bytes of each
+    /// string too long to be stored inline): `[0,0,…]` takes 16 times its text, so a parse of
+    /// untrusted input is bounded by memory, not by the input's size.
+    private(set) var budget: Int
 
-    private init(_ bytes: UnsafeBufferPointer<UInt8>) {
+    private init(_ bytes: UnsafeBufferPointer<UInt8>, budget: Int) {
         self.bytes = bytes
+        self.budget = budget
     }
 
     static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(Failure) -> JSONValue {
-        var parser = JSONParser(bytes)
+        var budget = Int.max
+        return try parse(bytes, budget: &budget)
+    }
+
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>, budget: inout Int) throws(Failure) -> JSONValue {
+        var parser = JSONParser(bytes, budget: budget)
+        defer { budget = parser.budget }
         parser.skipWhitespace()
         let value = try parser.value(depth: 0)
         parser.skipWhitespace()
         guard parser.index == bytes.count else { throw parser.failure("unexpected text after the value") }
         return value
     }
+
+    private mutating func charge(_ cost: Int) throws(Failure) {
+        budget -= cost
+        if budget < 0 { throw Failure(offset: index, reason: "more than the memory allowed for it", overBudget: true) }
+    }
+
+    /// A string's own allocation: none up to 15 UTF-8 bytes (stored inline), else its bytes and a header.
+    private static func stringCost(_ count: Int) -> Int { count > 15 ? count + 32 : 0 }
 
     private func failure(_ reason: String) -> Failure {
         Failure(offset: index, reason: reason)
@@ -47,6 +72,7 @@ struct JSONParser {
 
     private mutating func value(depth: Int) throws(Failure) -> JSONValue {
         guard index < bytes.count else { throw failure("unexpected end") }
+        try charge(Self.bytesPerValue)
         switch bytes[index] {
         case UInt8(ascii: "{"): return try object(depth: depth + 1)
         case UInt8(ascii: "["): return try array(depth: depth + 1)
@@ -135,6 +161,7 @@ struct JSONParser {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                try charge(Self.stringCost(slice.count))
                 index += 1
                 guard let text = String(validating: slice, as: UTF8.self) else { throw Failure(offset: start, reason: "invalid UTF-8") }
                 return text
@@ -148,6 +175,7 @@ struct JSONParser {
             let byte = bytes[index]
             switch byte {
             case UInt8(ascii: "\""):
+                try charge(Self.stringCost(units.count))
                 index += 1
                 guard let text = String(validating: units, as: UTF8.self) else { throw Failure(offset: start, reason: "invalid UTF-8") }
                 return text

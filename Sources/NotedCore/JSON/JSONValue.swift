@@ -62,6 +62,23 @@ extension JSONValue {
         return try Array(bytes).withUnsafeBufferPointer { buffer throws in try JSONParser.parse(buffer) }
     }
 
+    /// Parses one JSON document whose tree may take at most `memoryBudget` bytes (an estimate:
+    /// 32 bytes a value plus its strings' bytes), less what it took on return. Over it, throws
+    /// `JSONBudgetExceeded`; untrusted documents (an import) are parsed this way, since the tree
+    /// of `[0,0,…]` is 16 times the size of its text.
+    public static func parse(_ bytes: some Collection<UInt8>, memoryBudget: inout Int) throws -> JSONValue {
+        var budget = memoryBudget
+        defer { memoryBudget = budget }
+        do {
+            if let value = try bytes.withContiguousStorageIfAvailable({ buffer throws in try JSONParser.parse(buffer, budget: &budget) }) {
+                return value
+            }
+            return try Array(bytes).withUnsafeBufferPointer { buffer throws in try JSONParser.parse(buffer, budget: &budget) }
+        } catch let failure as JSONParser.Failure where failure.overBudget {
+            throw JSONBudgetExceeded(offset: failure.offset)
+        }
+    }
+
     /// Parses one JSON document from a string.
     public static func parse(_ text: String) throws -> JSONValue {
         var text = text
@@ -201,4 +218,10 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
     public init(nilLiteral: ()) { self = .null }
+}
+
+/// A document whose tree would take more memory than its parse was given, found at byte `offset`.
+public struct JSONBudgetExceeded: Error, Sendable, CustomStringConvertible {
+    public var offset: Int
+    public var description: String { "the document needs more memory than allowed (at byte \(offset))" }
 }

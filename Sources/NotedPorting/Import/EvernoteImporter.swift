@@ -14,9 +14,9 @@ enum EvernoteImporter {
         let files = source.files.filter { $0.path.lowercased().hasSuffix(".enex") }
         guard !files.isEmpty else { throw ImportError(source.origin, "no Evernote .enex file in it") }
         var notes: [Importer.Imported] = []
-        var skipped: [Importer.Skipped] = []
+        var skipped = SkippedList(limit: source.budget.maxSkipped)
         for file in files {
-            let parsed = try ENEX.notes(file)
+            let parsed = try ENEX.notes(file, budget: source.budget)
             let notebook = ((file.path as NSString).lastPathComponent as NSString).deletingPathExtension
             for (index, raw) in parsed.enumerated() {
                 let place = "\(file.path) note \(index + 1) (\"\(raw.title.prefix(40))\")"
@@ -29,6 +29,7 @@ enum EvernoteImporter {
                         skipped.append(Importer.Skipped(source: "\(place) \(name)", reason: "the attachment has no data in the export"))
                         continue
                     }
+                    try source.budget.charge(resource.data.count, origin: place)  // the attachment's copy of the bytes
                     let attachment = PortableAttachment(name: name, type: resource.mime, data: resource.data)
                     marks[Insecure.MD5.hash(data: resource.data).lowercaseHex] = attachment.markdown
                     if !attachments.contains(where: { $0.sha256 == attachment.sha256 }) { attachments.append(attachment) }
@@ -38,6 +39,7 @@ enum EvernoteImporter {
                     continue
                 }
                 let body: String
+                try source.budget.charge(content.utf8.count * 2, origin: place)  // the ENML tree and the Markdown
                 do {
                     body = try ENML.markdown(content, attachmentMarks: marks)
                 } catch {
@@ -48,7 +50,7 @@ enum EvernoteImporter {
                 let updated = enexDate(raw.updated) ?? created
                 // Evernote's export has no note ids: the notebook, title and creation time name it.
                 let sourceID = "\(notebook)\u{0}\(raw.title)\u{0}\(raw.created ?? "")\u{0}\(index)"
-                notes.append(Importer.Imported(
+                try notes.append(charging: source.budget, Importer.Imported(
                     note: PortableNote(
                         id: Importer.noteID(format: .evernote, sourceID: sourceID), title: raw.title, body: body, tags: raw.tags,
                         folder: notebook.isEmpty ? nil : notebook, pinned: false, trashed: false, created: created ?? updated, updated: updated,
@@ -102,6 +104,25 @@ enum ENEX {
         var sawExport = false
         /// Elements open now: a file cut short ends with some still open.
         var open: [String] = []
+        /// Every character read is charged: what a note holds, and the work of reading it.
+        let budget: ImportBudget
+        let origin: String
+        var failure: ImportError?
+
+        init(budget: ImportBudget, origin: String) {
+            self.budget = budget
+            self.origin = origin
+        }
+
+        func charge(_ parser: XMLParser, _ bytes: Int) {
+            guard failure == nil else { return }
+            do {
+                try budget.charge(bytes, origin: origin)
+            } catch {
+                failure = error
+                parser.abortParsing()
+            }
+        }
 
         func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
             text = ""
@@ -114,11 +135,18 @@ enum ENEX {
             }
         }
 
-        func parser(_ parser: XMLParser, foundCharacters string: String) { text += string }
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            charge(parser, string.utf8.count)
+            text += string
+        }
 
-        func parser(_ parser: XMLParser, foundCDATA block: Data) { text += String(decoding: block, as: UTF8.self) }
+        func parser(_ parser: XMLParser, foundCDATA block: Data) {
+            charge(parser, block.count)
+            text += String(decoding: block, as: UTF8.self)
+        }
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
+            charge(parser, 64)
             if open.last == name { open.removeLast() }
             // A note's own fields are its children; Evernote 10's <task>s inside a note have a
             // <title>, <created> and <updated> of their own.
@@ -144,12 +172,16 @@ enum ENEX {
         }
     }
 
-    static func notes(_ file: ImportSource.File) throws -> [RawNote] {
+    static func notes(_ file: ImportSource.File, budget: ImportBudget = .unbounded) throws -> [RawNote] {
+        if let reason = declaresEntities(file.data) { throw ImportError(file.path, reason) }
         let parser = XMLParser(data: file.data)
         parser.shouldResolveExternalEntities = false
-        let reader = Reader()
+        parser.externalEntityResolvingPolicy = .never
+        let reader = Reader(budget: budget, origin: file.path)
         parser.delegate = reader
-        guard parser.parse() else {
+        let parsed = parser.parse()
+        if let failure = reader.failure { throw failure }
+        guard parsed else {
             throw ImportError(file.path, "line \(parser.lineNumber), column \(parser.columnNumber): not valid XML (\(parser.parserError.map { String(describing: $0) } ?? "unreadable"))")
         }
         guard reader.sawExport else { throw ImportError(file.path, "not an Evernote export (no en-export element)") }
@@ -157,6 +189,14 @@ enum ENEX {
             throw ImportError(file.path, "line \(parser.lineNumber): the file ends inside <\(last)> (cut short?)")
         }
         return reader.notes
+    }
+
+    /// Why a document that declares entities is refused, or nil. Evernote's exports declare
+    /// none; the XML reader expands internal ones (an entity of a kilobyte named a million
+    /// times is a gigabyte), so a document that declares one is not read at all.
+    static func declaresEntities(_ data: Data) -> String? {
+        data.range(of: Data("<!ENTITY".utf8)) == nil ? nil
+            : "declares XML entities (<!ENTITY …>), which no Evernote export does; it is not read"
     }
 }
 
@@ -194,6 +234,7 @@ enum ENML {
     ]
 
     static func markdown(_ content: String, attachmentMarks: [String: String] = [:]) throws -> String {
+        if content.contains("<!ENTITY"), let reason = ENEX.declaresEntities(Data(content.utf8)) { throw ImportError("ENML", reason) }
         var xml = content
         // The declaration and DOCTYPE name a DTD that is not fetched; its entities are mapped here.
         if let range = xml.range(of: "<!DOCTYPE[^>]*>", options: .regularExpression) { xml.removeSubrange(range) }
@@ -202,6 +243,7 @@ enum ENML {
         guard !xml.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return "" }
         let parser = XMLParser(data: Data(xml.utf8))
         parser.shouldResolveExternalEntities = false
+        parser.externalEntityResolvingPolicy = .never
         let builder = TreeBuilder()
         parser.delegate = builder
         guard parser.parse(), let root = builder.stack.first else {

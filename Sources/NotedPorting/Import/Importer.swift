@@ -19,12 +19,27 @@ public enum Importer {
     public struct Skipped: Sendable, Hashable {
         public var source: String
         public var reason: String
+
+        public init(source: String, reason: String) {
+            self.source = source
+            self.reason = reason
+        }
     }
 
     public struct Result: Sendable {
         public var format: Format
         public var notes: [Imported]
+        /// What was skipped, up to the budget's `maxSkipped`.
         public var skipped: [Skipped]
+        /// How many things were skipped in all (`skipped` holds the first of them).
+        public var skippedCount: Int
+
+        public init(format: Format, notes: [Imported], skipped: SkippedList) {
+            self.format = format
+            self.notes = notes
+            self.skipped = skipped.items
+            self.skippedCount = skipped.count
+        }
     }
 
     /// Reads `source` as `format`, or as the format it is recognised as.
@@ -59,6 +74,15 @@ public enum Importer {
         result.notes = unique
         return result
     }
+
+    /// What a note read from an export holds in memory, for the budget: its text, its tags,
+    /// and a little for the rest.
+    static func cost(_ note: PortableNote) -> Int {
+        note.title.utf8.count + note.body.utf8.count + note.tags.reduce(0) { $0 + $1.utf8.count + 16 } + (note.folder?.utf8.count ?? 0) + 256
+    }
+
+    /// The lower-case hex SHA-256 of `data`.
+    static func sha256(_ data: Data) -> String { Array(SHA256.hash(data: data)).lowercaseHex }
 
     /// `date` if the notes' date fields can hold it (docs/protocol.md section 1).
     static func holdable(_ date: Date) -> Date? {
@@ -107,10 +131,22 @@ public enum Importer {
     /// Noted's namespace for imported ids (a fixed random UUID).
     static let namespace: [UInt8] = [0x6b, 0x1f, 0x3d, 0x52, 0x9a, 0x04, 0x4c, 0x7e, 0xa1, 0x58, 0x2d, 0x93, 0x40, 0xe7, 0x0c, 0x66]
 
-    /// Parses JSON, naming the file, line and column of an error.
-    static func json(_ file: ImportSource.File) throws -> JSONValue {
+    /// Parses JSON within the import's budget, naming the file, line and column of an error.
+    static func json(_ file: ImportSource.File, in source: ImportSource) throws -> JSONValue {
+        let budget = source.budget
+        try budget.check(origin: file.path)
+        var left = budget.remainingBytes
+        let before = left
         do {
-            return try JSONValue.parse(Array(file.data))
+            let value = try file.data.withUnsafeBytes { raw in
+                try JSONValue.parse(raw.bindMemory(to: UInt8.self), memoryBudget: &left)
+            }
+            try budget.charge(before - left, origin: file.path)
+            return value
+        } catch is JSONBudgetExceeded {
+            throw ImportBudget.overMemory(file.path, budget.memoryBytes)
+        } catch let error as ImportError {
+            throw error
         } catch {
             let text = String(describing: error)
             if let range = text.range(of: "at byte "), let offset = Int(text[range.upperBound...].prefix { $0.isNumber }) {
@@ -239,5 +275,14 @@ public enum Importer {
         let scalars = line.unicodeScalars
         guard let first = scalars.firstIndex(where: { !isSpace($0) }), let last = scalars.lastIndex(where: { !isSpace($0) }) else { return "" }
         return Substring(scalars[first...last])
+    }
+}
+
+extension [Importer.Imported] {
+    /// Appends a note read from an export, charging what it holds to the import's budget (and
+    /// so checking its deadline once a note).
+    mutating func append(charging budget: ImportBudget, _ item: Importer.Imported) throws(ImportError) {
+        try budget.charge(Importer.cost(item.note), origin: item.source)
+        append(item)
     }
 }

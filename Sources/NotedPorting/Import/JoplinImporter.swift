@@ -57,7 +57,7 @@ enum JoplinImporter {
 
     static func read(_ source: ImportSource) throws -> Importer.Result {
         var items: [Item] = []
-        var skipped: [Importer.Skipped] = []
+        var skipped = SkippedList(limit: source.budget.maxSkipped)
         for file in source.files {
             guard file.path.lowercased().hasSuffix(".md") else {
                 if !file.path.contains("resources/") {
@@ -78,26 +78,38 @@ enum JoplinImporter {
         for link in items where link.type == 6 {
             if let note = link.fields["note_id"], let tag = link.fields["tag_id"].flatMap({ tagTitles[$0] }) { tagsOf[note, default: []].append(tag) }
         }
+        // A folder's path, made once per folder (not once per note).
+        var paths: [String: String?] = [:]
         func path(of folderID: String?) -> String? {
+            guard let folderID else { return nil }
+            if let known = paths[folderID] { return known }
             var names: [String] = []
-            var current = folderID
+            var current: String? = folderID
             var seen: Set<String> = []
             while let id = current, !id.isEmpty, let folder = folders[id], seen.insert(id).inserted {
-                names.insert(folder.title.replacingOccurrences(of: "/", with: "-"), at: 0)
+                names.append(folder.title.replacingOccurrences(of: "/", with: "-"))
                 current = folder.fields["parent_id"]
             }
-            return names.isEmpty ? nil : names.joined(separator: "/")
+            let path = names.isEmpty ? nil : names.reversed().joined(separator: "/")
+            paths[folderID] = .some(path)
+            return path
         }
         // Resources (type 4): their files are `resources/<id>.<ext>`; notes link them as `(:/<id>)`.
         var resources: [String: PortableAttachment] = [:]
+        // The files under resources/ by name and by name without extension, read once.
+        var byName: [String: ImportSource.File] = [:]
+        var byStem: [String: ImportSource.File] = [:]
+        for file in source.files where file.path.contains("resources/") {
+            let name = (file.path as NSString).lastPathComponent
+            if byName[name] == nil { byName[name] = file }
+            let stem = (name as NSString).deletingPathExtension
+            if byStem[stem] == nil { byStem[stem] = file }
+        }
         for item in items where item.type == 4 {
+            try source.budget.check(origin: item.path)
             let ext = item.fields["file_extension"] ?? ""
             let wanted = ext.isEmpty ? item.id : "\(item.id).\(ext)"
-            guard let file = source.files.first(where: {
-                $0.path.contains("resources/") && ($0.path as NSString).lastPathComponent == wanted
-            }) ?? source.files.first(where: {
-                $0.path.contains("resources/") && (($0.path as NSString).lastPathComponent as NSString).deletingPathExtension == item.id
-            }) else {
+            guard let file = byName[wanted] ?? byStem[item.id] else {
                 skipped.append(Importer.Skipped(source: item.path, reason: "the attachment's file (resources/\(wanted)) is not in the export (\(item.title))"))
                 continue
             }
@@ -115,7 +127,7 @@ enum JoplinImporter {
                     ?? Date(timeIntervalSince1970: 0)
                 let deleted = item.fields["deleted_time"].map { $0 != "0" && !$0.isEmpty } ?? false
                 let (body, attachments) = Self.linkingAttachments(item.body, resources: resources)
-                notes.append(Importer.Imported(
+                try notes.append(charging: source.budget, Importer.Imported(
                     note: PortableNote(
                         id: Importer.noteID(format: .joplin, sourceID: item.id), title: item.title, body: body, tags: tags,
                         folder: path(of: item.fields["parent_id"]), pinned: false, trashed: deleted, created: created ?? updated, updated: updated,

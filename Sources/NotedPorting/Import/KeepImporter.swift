@@ -9,13 +9,15 @@ import NotedCore
 enum KeepImporter {
     static func read(_ source: ImportSource) throws -> Importer.Result {
         var notes: [Importer.Imported] = []
-        var skipped: [Importer.Skipped] = []
+        var skipped = SkippedList(limit: source.budget.maxSkipped)
         let files = source.files.filter { $0.path.lowercased().hasSuffix(".json") }
         guard !files.isEmpty else { throw ImportError(source.origin, "no Google Keep .json notes in it") }
+        let index = FileIndex(source)
+        var hashes: [String: String] = [:]  // path → SHA-256: each file hashed once
         for file in files {
             let item: JSONValue
             do {
-                item = try Importer.json(file)
+                item = try Importer.json(file, in: source)
             } catch let error as ImportError {
                 // One file picked on its own is the export: unreadable, it is refused.
                 if files.count == 1 { throw error }
@@ -44,18 +46,21 @@ enum KeepImporter {
             var attachments: [PortableAttachment] = []
             for attachment in item["attachments"]?.arrayValue ?? [] {
                 let path = attachment["filePath"]?.stringValue ?? "attachment"
-                guard let data = Self.attachmentFile(path, beside: file.path, in: source) else {
+                guard let found = index.attachmentFile(path, beside: file.path) else {
                     marks.append("[attachment skipped: \(path)]")
                     skipped.append(Importer.Skipped(source: "\(file.path) \(path)", reason: "the attachment's file is not in the export"))
                     continue
                 }
-                let portable = PortableAttachment(name: (path as NSString).lastPathComponent, type: attachment["mimetype"]?.stringValue, data: data)
+                let sha256 = hashes[found.path] ?? Importer.sha256(found.data)
+                hashes[found.path] = sha256
+                let portable = PortableAttachment(name: (path as NSString).lastPathComponent, type: attachment["mimetype"]?.stringValue,
+                                                  data: found.data, sha256: sha256)
                 marks.append(portable.markdown)
                 if !attachments.contains(where: { $0.sha256 == portable.sha256 }) { attachments.append(portable) }
             }
             // Where an attachment was, the note says so (after a blank line when there is text).
             if !marks.isEmpty { body += (body.isEmpty ? "" : "\n\n") + marks.joined(separator: "\n") }
-            notes.append(Importer.Imported(
+            try notes.append(charging: source.budget, Importer.Imported(
                 note: PortableNote(
                     id: Importer.noteID(format: .keep, sourceID: name), title: item["title"]?.stringValue ?? "", body: body, tags: tags,
                     pinned: item["isPinned"]?.boolValue ?? false, trashed: item["isTrashed"]?.boolValue ?? false, created: created, updated: updated,
@@ -65,22 +70,36 @@ enum KeepImporter {
         return Importer.Result(format: .keep, notes: notes, skipped: skipped)
     }
 
-    /// The bytes of a note's attachment: the file `path` names beside the note's JSON, or
-    /// anywhere in the export by that name (Takeout puts them beside the notes; a zip picked
-    /// apart may not), or by its name without the extension (Takeout writes `.jpeg` files that
-    /// the JSON names `.jpg`).
-    static func attachmentFile(_ path: String, beside note: String, in source: ImportSource) -> Data? {
-        let folder = (note as NSString).deletingLastPathComponent
-        let wanted = (folder as NSString).appendingPathComponent(path)
-        if let file = source.files.first(where: { $0.path == wanted }) { return file.data }
-        let name = (path as NSString).lastPathComponent
-        if let file = source.files.first(where: { ($0.path as NSString).lastPathComponent == name }) { return file.data }
-        let stem = (name as NSString).deletingPathExtension
-        guard !stem.isEmpty else { return nil }
-        return source.files.first { file in
-            let other = (file.path as NSString).lastPathComponent
-            return (other as NSString).deletingPathExtension == stem && !other.lowercased().hasSuffix(".json") && !other.lowercased().hasSuffix(".html")
-        }?.data
+    /// The files of an export by path, by name and by name without its extension, read once
+    /// (a lookup per attachment was three scans of every file).
+    struct FileIndex {
+        var byPath: [String: ImportSource.File] = [:]
+        var byName: [String: ImportSource.File] = [:]
+        var byStem: [String: ImportSource.File] = [:]
+
+        init(_ source: ImportSource) {
+            for file in source.files {
+                byPath[file.path] = byPath[file.path] ?? file
+                let name = (file.path as NSString).lastPathComponent
+                if byName[name] == nil { byName[name] = file }
+                let lower = name.lowercased()
+                let stem = (name as NSString).deletingPathExtension
+                if !lower.hasSuffix(".json"), !lower.hasSuffix(".html"), byStem[stem] == nil { byStem[stem] = file }
+            }
+        }
+
+        /// A note's attachment: the file `path` names beside the note's JSON, or anywhere in
+        /// the export by that name (Takeout puts them beside the notes; a zip picked apart may
+        /// not), or by its name without the extension (Takeout writes `.jpeg` files that the
+        /// JSON names `.jpg`).
+        func attachmentFile(_ path: String, beside note: String) -> ImportSource.File? {
+            let folder = (note as NSString).deletingLastPathComponent
+            if let file = byPath[(folder as NSString).appendingPathComponent(path)] { return file }
+            let name = (path as NSString).lastPathComponent
+            if let file = byName[name] { return file }
+            let stem = (name as NSString).deletingPathExtension
+            return stem.isEmpty ? nil : byStem[stem]
+        }
     }
 
     static func micros(_ value: JSONValue?) -> Date? {

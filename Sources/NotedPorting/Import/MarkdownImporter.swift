@@ -11,7 +11,7 @@ enum MarkdownImporter {
 
     static func read(_ source: ImportSource) throws -> Importer.Result {
         var notes: [Importer.Imported] = []
-        var skipped: [Importer.Skipped] = []
+        var skipped = SkippedList(limit: source.budget.maxSkipped)
         // A zip of one folder: that folder is the export's root, not a folder of every note.
         let root = commonRoot(source.files.map(\.path))
         // Noted's own export keeps the notes' files in `attachments/<sha256>/<name>`.
@@ -21,7 +21,12 @@ enum MarkdownImporter {
             if parts.count == 3, parts[0] == "attachments", AttachmentReference.isSHA256(String(parts[1])) { attachmentFiles[String(parts[1])] = file }
         }
         let attachmentPaths = Set(attachmentFiles.values.map(\.path))
+        // Whether the file under `attachments/<sha256>/` hashes to its folder's name: checked
+        // once, however many notes name it.
+        var whole: [String: Bool] = [:]
         for file in source.files where !attachmentPaths.contains(file.path) {
+            // The text, its copy without CRs, the front matter and the body: a few times the file.
+            try source.budget.charge(file.data.count * 3, origin: file.path)
             guard textExtensions.contains(where: file.path.lowercased().hasSuffix) else {
                 skipped.append(Importer.Skipped(source: file.path, reason: "not a Markdown or text file"))
                 continue
@@ -67,13 +72,15 @@ enum MarkdownImporter {
                     skipped.append(Importer.Skipped(source: file.path, reason: "an attachment that is not \"<sha256> <size> <type> <name>\": \(element.prefix(80))"))
                     continue
                 }
-                guard let found = attachmentFiles[reference.sha256], PortableAttachment(name: reference.name, type: reference.type, data: found.data).sha256 == reference.sha256 else {
+                let found = attachmentFiles[reference.sha256]
+                if let found, whole[reference.sha256] == nil { whole[reference.sha256] = Importer.sha256(found.data) == reference.sha256 }
+                guard let found, whole[reference.sha256] == true else {
                     skipped.append(Importer.Skipped(source: "\(file.path) \(reference.name)", reason: "the attachment's file is not in the export, or not whole"))
                     continue
                 }
-                attachments.append(PortableAttachment(name: reference.name, type: reference.type, data: found.data))
+                attachments.append(PortableAttachment(name: reference.name, type: reference.type, data: found.data, sha256: reference.sha256))
             }
-            notes.append(Importer.Imported(
+            try notes.append(charging: source.budget, Importer.Imported(
                 note: PortableNote(
                     id: id, title: title ?? name, body: bodyText, tags: tags, folder: folder, pinned: matter["pinned"]?.boolValue ?? false,
                     trashed: matter["trashed"]?.boolValue ?? false, created: created ?? updated, updated: updated, attachments: attachments),
@@ -123,15 +130,15 @@ enum MarkdownImporter {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         guard let end = lines.dropFirst().firstIndex(where: { $0 == "---" }) else { return ([:], text) }
         var result: [String: JSONValue] = [:]
+        // Block lists grow here, in place, and go into `result` at the end.
+        var lists: [String: [JSONValue]] = [:]
         var listKey: String?
         for line in lines[1..<end] {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
             if let key = listKey, trimmed.hasPrefix("- ") || trimmed == "-" {
                 guard let item = scalar(String(trimmed.dropFirst(2))) else { return ([:], text) }
-                var list = result[key]?.arrayValue ?? []
-                list.append(item)
-                result[key] = .array(list)
+                lists[key, default: []].append(item)
                 continue
             }
             listKey = nil
@@ -140,6 +147,7 @@ enum MarkdownImporter {
             let key = line[..<colon].trimmingCharacters(in: .whitespaces)
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             guard !key.isEmpty, !key.contains(" ") || key.hasPrefix("\"") else { return ([:], text) }
+            lists[key] = nil
             if value.isEmpty {
                 listKey = key
                 result[key] = .array([])
@@ -157,6 +165,7 @@ enum MarkdownImporter {
                 result[key] = parsed
             }
         }
+        for (key, list) in lists { result[key] = .array(list) }
         var body = lines[(end + 1)...]
         while body.count > 1, body.first?.isEmpty == true { body = body.dropFirst() }
         return (result, body.joined(separator: "\n"))

@@ -13,12 +13,12 @@ enum SimplenoteImporter {
         else {
             throw ImportError(source.origin, "no Simplenote notes.json in it")
         }
-        let document = try Importer.json(file)
+        let document = try Importer.json(file, in: source)
         guard document.objectValue != nil, document["activeNotes"] != nil || document["trashedNotes"] != nil else {
             throw ImportError(file.path, "not a Simplenote export: no activeNotes or trashedNotes")
         }
         var notes: [Importer.Imported] = []
-        var skipped: [Importer.Skipped] = []
+        var skipped = SkippedList(limit: source.budget.maxSkipped)
         for (key, trashed) in [("activeNotes", false), ("trashedNotes", true)] {
             guard let list = document[key] else { continue }
             guard let items = list.arrayValue else { throw ImportError(file.path, "\(key) is not a list") }
@@ -35,7 +35,7 @@ enum SimplenoteImporter {
                 let created = Importer.isoDate(item["creationDate"]?.stringValue)
                 let updated = Importer.isoDate(item["lastModified"]?.stringValue) ?? created
                 let tags = (item["tags"]?.arrayValue ?? []).compactMap(\.stringValue).filter { !$0.isEmpty }
-                notes.append(Importer.Imported(
+                try notes.append(charging: source.budget, Importer.Imported(
                     note: PortableNote(
                         id: Importer.noteID(format: .simplenote, sourceID: id), title: title, body: body, tags: tags,
                         pinned: item["pinned"]?.boolValue ?? false, trashed: trashed, created: created ?? updated, updated: updated),

@@ -14,7 +14,7 @@ enum StandardNotesImporter {
         }) else {
             throw ImportError(source.origin, "no Standard Notes backup in it")
         }
-        let document = try Importer.json(file)
+        let document = try Importer.json(file, in: source)
         guard let items = document["items"]?.arrayValue else { throw ImportError(file.path, "not a Standard Notes backup: no items list") }
         let encrypted = items.filter { $0["content"]?.stringValue != nil }
         if document["keyParams"] != nil || (!items.isEmpty && encrypted.count == items.count) {
@@ -29,25 +29,34 @@ enum StandardNotesImporter {
             }?["uuid"]?.stringValue
             tags[uuid] = (title, parent)
         }
-        func path(_ uuid: String) -> String {
+        // A tag's path, made once per tag (not once per reference), and charged to the budget.
+        var paths: [String: String] = [:]
+        func path(_ uuid: String) throws(ImportError) -> String {
+            if let known = paths[uuid] { return known }
             var names: [String] = []
             var current: String? = uuid
             var seen: Set<String> = []
             while let id = current, let tag = tags[id], seen.insert(id).inserted {
-                names.insert(tag.title, at: 0)
+                names.append(tag.title)
                 current = tag.parent
             }
-            return names.joined(separator: "/")
+            let path = names.reversed().joined(separator: "/")
+            try source.budget.charge(path.utf8.count + 64, origin: file.path)
+            paths[uuid] = path
+            return path
         }
         var tagsOf: [String: [String]] = [:]
         for item in items where item["content_type"]?.stringValue == "Tag" {
             guard let uuid = item["uuid"]?.stringValue, tags[uuid] != nil else { continue }
             for reference in item["content"]?["references"]?.arrayValue ?? [] where reference["content_type"]?.stringValue == "Note" {
-                if let note = reference["uuid"]?.stringValue { tagsOf[note, default: []].append(path(uuid)) }
+                if let note = reference["uuid"]?.stringValue {
+                    try source.budget.charge(32, origin: file.path)  // the reference (its path string is shared)
+                    tagsOf[note, default: []].append(try path(uuid))
+                }
             }
         }
         var notes: [Importer.Imported] = []
-        var skipped: [Importer.Skipped] = []
+        var skipped = SkippedList(limit: source.budget.maxSkipped)
         for (index, item) in items.enumerated() where item["content_type"]?.stringValue == "Note" {
             let place = "\(file.path) items[\(index)]"
             guard let uuid = item["uuid"]?.stringValue, let content = item["content"] else {
@@ -68,7 +77,7 @@ enum StandardNotesImporter {
             let created = Importer.isoDate(item["created_at"]?.stringValue)
             let updated = Importer.isoDate(app?["client_updated_at"]?.stringValue) ?? Importer.isoDate(item["updated_at"]?.stringValue) ?? created
                 ?? Date(timeIntervalSince1970: 0)
-            notes.append(Importer.Imported(
+            try notes.append(charging: source.budget, Importer.Imported(
                 note: PortableNote(
                     id: Importer.noteID(format: .standardnotes, sourceID: uuid), title: content["title"]?.stringValue ?? "",
                     body: body(content), tags: tags, pinned: pinned, trashed: trashed, created: created ?? updated, updated: updated),

@@ -17,11 +17,23 @@ extension Accounts {
         return try await verifyPassword(username: user.username, password: password, address: address)
     }
 
-    /// Replaces the password once the current one is checked; every sign-in session of the user
-    /// but `keeping` (the caller's) is revoked. Returns how many were.
-    func changePassword(userID: String, current: String, new: String, keeping session: String?, address: String) async throws -> Int {
+    /// Checks the password and, for an account with two-factor sign-in, a current code (or a
+    /// recovery code, used up) as well: a leaked token and a phished password are not enough to
+    /// change the password or delete the account (security-3 L4).
+    func checkBothFactors(userID: String, password: String, code: String?, address: String) async throws -> UserAccount {
+        let user = try await checkPassword(userID: userID, password: password, address: address)
+        guard user.twoFactor else { return user }
+        guard let code, !code.isEmpty else { throw AuthError(kind: .codeRequired) }
+        try await verifyCode(user, code: code, address: address)
+        return user
+    }
+
+    /// Replaces the password once the current one (and with two-factor sign-in, a code) is
+    /// checked; every sign-in session of the user but `keeping` (the caller's) is revoked.
+    /// Returns how many were.
+    func changePassword(userID: String, current: String, code: String? = nil, new: String, keeping session: String?, address: String) async throws -> Int {
         if let problem = Self.newPasswordProblem(new) { throw AuthError(kind: .invalidRequest(problem)) }
-        _ = try await checkPassword(userID: userID, password: current, address: address)
+        _ = try await checkBothFactors(userID: userID, password: current, code: code, address: address)
         let hash = try await hashPassword(new)
         try await store.setPasswordHash(userID: userID, hash: hash)
         let ended = try await store.revokeSignInSessions(userID: userID, only: nil, except: session, now: Date())
@@ -36,11 +48,11 @@ extension Accounts {
         return ended
     }
 
-    /// Deletes the account once its password is checked: everything the store keeps for the
+    /// Deletes the account once its password (and with two-factor sign-in, a code) is checked: everything the store keeps for the
     /// user goes, and every node closes the user's connections (this one through
     /// `closeConnections`, first, so that they hear why). The username is free again.
-    func deleteAccount(userID: String, password: String, address: String, closeConnections: () -> Void) async throws {
-        _ = try await checkPassword(userID: userID, password: password, address: address)
+    func deleteAccount(userID: String, password: String, code: String? = nil, address: String, closeConnections: () -> Void) async throws {
+        _ = try await checkBothFactors(userID: userID, password: password, code: code, address: address)
         let families = try await store.deleteUser(id: userID)
         closeConnections()
         // Committed: what follows is best effort and cannot make the answer a failure. The

@@ -13,15 +13,16 @@ extension Accounts {
         guard user.twoFactor else { return }
         guard let code, !code.isEmpty else { throw AuthError(kind: .otpRequired) }
         let keys = ["otp-user:\(user.id)", "signin-address:\(address)"]
-        try limiter.allow(keys: keys)
-        // Turned off since the user was read: the password was enough.
-        guard let state = try await store.twoFactor(userID: user.id), let secret = state.secret else { return }
-        if code.count <= 64 {
-            if let step = TOTP.matchingStep(code, secret: secret), try await store.useTwoFactorStep(userID: user.id, step: step) { return }
-            if let hash = RecoveryCodes.hash(code), try await store.useRecoveryCode(userID: user.id, hash: hash) { return }
+        // Reserved before the awaits: guesses sent at once count as they are judged.
+        try await limiter.reserving(keys: keys, isFailure: { if case .invalidOTP = $0.kind { true } else { false } }) {
+            // Turned off since the user was read: the password was enough.
+            guard let state = try await store.twoFactor(userID: user.id), let secret = state.secret else { return }
+            if code.count <= 64 {
+                if let step = TOTP.matchingStep(code, secret: secret), try await store.useTwoFactorStep(userID: user.id, step: step) { return }
+                if let hash = RecoveryCodes.hash(code), try await store.useRecoveryCode(userID: user.id, hash: hash) { return }
+            }
+            throw AuthError(kind: .invalidOTP)
         }
-        limiter.recordFailure(keys: keys)
-        throw AuthError(kind: .invalidOTP)
     }
 
     /// Starts enrolling an authenticator once the password is checked: a new secret, kept as
@@ -41,10 +42,9 @@ extension Accounts {
         guard state.secret == nil else { throw AuthError(kind: .twoFactorEnabled) }
         guard let pending = state.pending else { throw AuthError(kind: .noTwoFactorSetup) }
         let keys = ["otp-user:\(userID)", "signin-address:\(address)"]
-        try limiter.allow(keys: keys)
-        guard code.count <= 64, let step = TOTP.matchingStep(code, secret: pending) else {
-            limiter.recordFailure(keys: keys)
-            throw AuthError(kind: .invalidCode)
+        let step = try await limiter.reserving(keys: keys, isFailure: { if case .invalidCode = $0.kind { true } else { false } }) {
+            guard code.count <= 64, let step = TOTP.matchingStep(code, secret: pending) else { throw AuthError(kind: .invalidCode) }
+            return step
         }
         let codes = RecoveryCodes.generate()
         guard try await store.enableTwoFactor(userID: userID, secret: pending, recoveryHashes: codes.compactMap(RecoveryCodes.hash)) else {
@@ -60,6 +60,14 @@ extension Accounts {
     func disableTwoFactor(userID: String, password: String, code: String, address: String) async throws {
         let user = try await checkPassword(userID: userID, password: password, address: address)
         guard user.twoFactor else { return }
+        try await verifyCode(user, code: code, address: address)
+        try await store.disableTwoFactor(userID: userID)
+    }
+
+    /// A signed-in user's code confirming a change to their account: as a sign-in's second
+    /// factor (the same limits, each step once, recovery codes used up), but a wrong or missing
+    /// one is `invalidCode` (400), not a failed sign-in (401).
+    func verifyCode(_ user: UserAccount, code: String, address: String) async throws {
         do {
             try await verifySecondFactor(user, code: code, address: address)
         } catch let error as AuthError {
@@ -68,6 +76,5 @@ extension Accounts {
             default: throw error
             }
         }
-        try await store.disableTwoFactor(userID: userID)
     }
 }

@@ -24,8 +24,11 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         case twoFactorEnabled
         /// Enabling two-factor sign-in without a setup begun (or it was replaced).
         case noTwoFactorSetup
-        /// The code that should turn two-factor sign-in on or off is not right.
+        /// The code that should turn two-factor sign-in on or off (or confirm a change to an
+        /// account with it) is not right.
         case invalidCode
+        /// A change to an account with two-factor sign-in (password, deletion) given no code.
+        case codeRequired
     }
     let kind: Kind
 
@@ -40,6 +43,7 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         case .rateLimited: "too many attempts; try again later"
         case .accountDisabled: "this account is disabled; ask the server's operator"
         case .otpRequired: "this account has two-factor sign-in: give the code from the authenticator app (or a recovery code)"
+        case .codeRequired: "this account has two-factor sign-in: give a current code from the authenticator app (or a recovery code) too"
         case .invalidOTP: "the authentication code is not right (or was used already)"
         case .twoFactorEnabled: "two-factor sign-in is on already; turn it off first to set up a new authenticator"
         case .noTwoFactorSetup: "no two-factor setup is under way; start again"

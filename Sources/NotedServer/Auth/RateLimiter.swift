@@ -18,6 +18,8 @@ public final class RateLimiter: Sendable {
         /// Lockouts in a row (each one doubles the next).
         var strikes = 0
         var lockedUntil: Date?
+        /// Attempts reserved and not yet judged (``reserve(keys:now:)``).
+        var pending = 0
     }
     private struct State {
         var windows: [Data: Window] = [:]
@@ -36,20 +38,71 @@ public final class RateLimiter: Sendable {
         self.maxLockout = max(window, maxLockout)
     }
 
+    private enum Mode {
+        /// Count the attempt (and refuse it over the limit).
+        case count
+        /// Refuse when locked out or at the limit; count nothing.
+        case allow
+        /// Refuse when the failures and the attempts still being judged reach the limit; else
+        /// hold one attempt as pending.
+        case reserve
+        /// A pending attempt judged: released, and counted as a failure when `failed`.
+        case release(failed: Bool)
+    }
+
     /// Counts an attempt for each key; throws `rateLimited` when any key is locked out.
     func check(keys: [String], now: Date = Date()) throws(AuthError) {
-        try update(keys: keys, now: now, count: true)
+        try update(keys: keys, now: now, mode: .count)
     }
 
     /// Throws `rateLimited` when any key is locked out, without counting this attempt
     /// (sign-in: only failures count, see `recordFailure`).
     func allow(keys: [String], now: Date = Date()) throws(AuthError) {
-        try update(keys: keys, now: now, count: false)
+        try update(keys: keys, now: now, mode: .allow)
     }
 
     /// Counts a failed attempt for each key.
     func recordFailure(keys: [String], now: Date = Date()) {
-        try? update(keys: keys, now: now, count: true)
+        try? update(keys: keys, now: now, mode: .count)
+    }
+
+    /// An attempt held from before it is judged until after: the attempts in flight count
+    /// against the limit with the failures, so that a thousand guesses sent at once are not
+    /// all judged before the first failure is counted (security-3 M1). Each reservation ends
+    /// with exactly one of ``Reservation/succeeded()`` or ``Reservation/failed()``.
+    struct Reservation: Sendable {
+        let limiter: RateLimiter
+        let keys: [String]
+
+        /// Judged right: released, counted as nothing.
+        func succeeded(now: Date = Date()) { try? limiter.update(keys: keys, now: now, mode: .release(failed: false)) }
+        /// Judged wrong: released and counted as a failure.
+        func failed(now: Date = Date()) { try? limiter.update(keys: keys, now: now, mode: .release(failed: true)) }
+    }
+
+    /// Reserves an attempt for each key; throws `rateLimited` when any key is locked out or its
+    /// failures and the attempts under way reach the limit.
+    func reserve(keys: [String], now: Date = Date()) throws(AuthError) -> Reservation {
+        try update(keys: keys, now: now, mode: .reserve)
+        return Reservation(limiter: self, keys: keys)
+    }
+
+    /// Runs `attempt` under a reservation: a throw of `AuthError` that `isFailure` accepts
+    /// counts as a failure; success and any other throw (the store unreachable, the hasher
+    /// busy) count as nothing.
+    func reserving<T>(keys: [String], isFailure: (AuthError) -> Bool, _ attempt: () async throws -> T) async throws -> T {
+        let reservation = try reserve(keys: keys)
+        do {
+            let value = try await attempt()
+            reservation.succeeded()
+            return value
+        } catch let error as AuthError where isFailure(error) {
+            reservation.failed()
+            throw error
+        } catch {
+            reservation.succeeded()
+            throw error
+        }
     }
 
     /// How many keys are held (for tests of the bound).
@@ -57,11 +110,12 @@ public final class RateLimiter: Sendable {
 
     /// Whether `window` has anything left to remember at `now`.
     private func matters(_ window: Window, _ now: Date) -> Bool {
+        if window.pending > 0 { return true }
         if let until = window.lockedUntil { return now.timeIntervalSince(until) < maxLockout }
         return now.timeIntervalSince(window.start) < self.window
     }
 
-    private func update(keys: [String], now: Date, count: Bool) throws(AuthError) {
+    private func update(keys: [String], now: Date, mode: Mode) throws(AuthError) {
         let hashed = keys.map { Data(SHA256.hash(data: Data($0.utf8)).prefix(16)) }
         let retryAfter: Int? = state.withLockedValue { state in
             if now.timeIntervalSince(state.lastSweep) >= window {
@@ -69,6 +123,39 @@ public final class RateLimiter: Sendable {
                 state.lastSweep = now
             }
             var retry: Int?
+            // A reservation takes every key or none.
+            if case .reserve = mode {
+                for key in hashed {
+                    guard let current = state.windows[key] else { continue }
+                    if let until = current.lockedUntil, now < until {
+                        retry = max(retry ?? 1, Int(until.timeIntervalSince(now).rounded(.up)))
+                    } else {
+                        let expired = now.timeIntervalSince(current.start) >= window
+                            || current.lockedUntil.map { now.timeIntervalSince($0) >= maxLockout } == true
+                        let failures = expired ? 0 : current.count
+                        if failures + current.pending >= limit {
+                            // Full of failures: until the window ends; of attempts under way: a moment.
+                            let wait = failures >= limit ? Int((window - now.timeIntervalSince(current.start)).rounded(.up)) : 1
+                            retry = max(retry ?? 1, wait)
+                        }
+                    }
+                }
+                if retry == nil {
+                    for key in hashed { state.windows[key, default: Window(start: now, count: 0)].pending += 1 }
+                }
+                return retry
+            }
+            var count = false
+            switch mode {
+            case .count: count = true
+            case .allow, .reserve: count = false
+            case .release(let failed):
+                for key in hashed {
+                    if let pending = state.windows[key]?.pending { state.windows[key]?.pending = max(0, pending - 1) }
+                }
+                guard failed else { return nil }
+                count = true
+            }
             for key in hashed {
                 var current = state.windows[key] ?? Window(start: now, count: 0)
                 if let until = current.lockedUntil {

@@ -59,6 +59,7 @@ public struct APIError: HTTPResponseError {
         case .twoFactorEnabled: self.init(.conflict, "two_factor_enabled", error.description)
         case .noTwoFactorSetup: self.init(.conflict, "no_two_factor_setup", error.description)
         case .invalidCode: self.init(.badRequest, "invalid_code", error.description)
+        case .codeRequired: self.init(.forbidden, "code_required", error.description)
         }
         self.oauth = oauth
     }

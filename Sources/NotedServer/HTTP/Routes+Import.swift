@@ -12,12 +12,23 @@ import NotedPorting
 /// `noted import` (docs/import-export.md) and written as the user's own changes, so every
 /// device hears of them as of any edit.
 extension Routes {
+    /// Reading an export takes a core and up to its budget in memory: at most this many at once
+    /// on a node (the rest asked to come back), on threads of their own, so that password hashing
+    /// and blob files (on `NIOThreadPool.singleton`) never wait behind an import.
+    static let importsAtOnce = max(1, System.coreCount - 1)
+    static let importPool: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: importsAtOnce)
+        pool.start()
+        return pool
+    }()
+    /// The longest an import may spend reading its export (docs/security.md).
+    static let importSeconds: Double = 300
+
     func addImportRoute(to router: Router<NotedRequestContext>) {
         let limiter = RateLimiter(limit: 10, window: 60)
         let running = NIOLockedValueBox(Set<String>())
-        // Reading an export takes a core and up to a few times its size in memory: at most
-        // this many at once on a node, the rest asked to come back.
-        let atOnce = max(1, System.coreCount - 1)
+        let reading = NIOLockedValueBox(0)
+        let atOnce = Self.importsAtOnce
         router.post("/v1/import") { request, context -> Response in
             let user = try await authenticate(request)
             let query = request.uri.queryParameters
@@ -37,21 +48,10 @@ extension Routes {
             } catch {
                 throw APIError(error)
             }
-            // One import of a user at a time (a second would only race the first for the same
-            // ids), and a few on the node.
-            let admitted = running.withLockedValue { running -> Bool? in
-                guard !running.contains(user.userID) else { return nil }
-                guard running.count < atOnce else { return false }
-                running.insert(user.userID)
-                return true
-            }
-            guard let admitted else {
+            // One import of a user at a time (a second would only race the first for the same ids).
+            let first = running.withLockedValue { $0.insert(user.userID).inserted }
+            guard first else {
                 throw APIError(.conflict, "import_running", "an import of this account is running; wait for it to end")
-            }
-            guard admitted else {
-                var busy = APIError(.serviceUnavailable, "import_busy", "the server is reading other imports; try again in a minute")
-                busy.headers[.retryAfter] = "30"
-                throw busy
             }
             defer { running.withLockedValue { _ = $0.remove(user.userID) } }
             let body: ByteBuffer
@@ -60,14 +60,35 @@ extension Routes {
             } catch {
                 throw APIError(.contentTooLarge, "too_large", "the file is larger than this server takes (\(configuration.maxImportBytes) bytes, --max-import-bytes)")
             }
+            // A few reading on the node, counted once the body is here: a slow upload holds no slot.
+            let admitted = reading.withLockedValue { count -> Bool in
+                guard count < atOnce else { return false }
+                count += 1
+                return true
+            }
+            guard admitted else {
+                var busy = APIError(.serviceUnavailable, "import_busy", "the server is reading other imports; try again in a minute")
+                busy.headers[.retryAfter] = "30"
+                throw busy
+            }
             let result: Importer.Result
             do {
-                // On a thread of its own: reading takes seconds of CPU for a large export, which
-                // the tasks serving every connection must not wait behind.
+                defer { reading.withLockedValue { $0 -= 1 } }
+                // The budget, whatever the archive says of itself: memory for the upload and all
+                // that is made of it (what it unpacks to, the parsed trees, the notes), 5 x
+                // --max-import-bytes; time; and a bounded list of skipped items. An archive may
+                // unpack to 4 x --max-import-bytes.
                 let unpacked = configuration.maxImportBytes * 4
+                let budget = ImportBudget(memoryBytes: unpacked + configuration.maxImportBytes, seconds: Self.importSeconds,
+                                          maxSkipped: ServerImport.maxSkipped)
+                try budget.charge(body.readableBytes, origin: name)
                 let chosen = format
-                result = try await NIOThreadPool.singleton.runIfActive {
-                    try Importer.read(try ImportSource.load(Data(buffer: body), name: name, unpackedLimit: unpacked), as: chosen)
+                result = try await withTaskCancellationHandler {
+                    try await Self.importPool.runIfActive {
+                        try Importer.read(try ImportSource.load(Data(buffer: body), name: name, unpackedLimit: unpacked, budget: budget), as: chosen)
+                    }
+                } onCancel: {
+                    budget.cancel()
                 }
             } catch let error as ImportError {
                 throw APIError(.badRequest, "bad_import", error.description)
@@ -95,22 +116,31 @@ struct ServerImport {
     var maxBlobBytes = 25 * 1024 * 1024
     var quota: Int64?
 
+    /// Skipped items an answer lists one by one; `skipped_count` counts them all.
+    static let maxSkipped = 1000
+
     struct Summary {
         var imported = 0, updated = 0, unchanged = 0
-        var skipped: [(source: String, reason: String)] = []
+        var skipped = SkippedList(limit: ServerImport.maxSkipped)
+
+        mutating func skip(_ source: String, _ reason: String) {
+            skipped.append(Importer.Skipped(source: source, reason: reason))
+        }
 
         func json(format: Importer.Format) -> JSONValue {
             [
                 "format": .string(format.rawValue), "imported": .int(Int64(imported)), "updated": .int(Int64(updated)),
                 "unchanged": .int(Int64(unchanged)),
-                "skipped": .array(skipped.map { ["source": .string($0.source), "reason": .string($0.reason)] }),
+                "skipped": .array(skipped.items.map { ["source": .string($0.source), "reason": .string($0.reason)] }),
+                "skipped_count": .int(Int64(skipped.count)),
             ]
         }
     }
 
     func write(_ result: Importer.Result) async throws -> Summary {
         var summary = Summary()
-        summary.skipped = result.skipped.map { ($0.source, $0.reason) }
+        for item in result.skipped { summary.skipped.append(item) }
+        summary.skipped.countUnlisted(result.skippedCount - result.skipped.count)
         let batch = max(1, sync.parser.limits.maxChangesPerPush)
         for start in stride(from: 0, to: result.notes.count, by: batch) {
             var changes: [JSONValue] = []
@@ -125,13 +155,13 @@ struct ServerImport {
                         try await storeFile(attachment)
                         stored.append(reference.element)
                     } catch {
-                        summary.skipped.append(("\(item.source) \(attachment.name)", "the attachment was not stored: \(Self.describe(error))"))
+                        summary.skip("\(item.source) \(attachment.name)", "the attachment was not stored: \(Self.describe(error))")
                     }
                 }
                 fields["attachments"] = .array(stored.map(JSONValue.string))
                 let record = try await store.record(userID: userID, collection: CollectionSchema.notes.name, id: item.note.id)
                 if let record, record.deleted {
-                    summary.skipped.append((item.source, "deleted on the server"))
+                    summary.skip(item.source, "deleted on the server")
                     continue
                 }
                 let current = record.map { CollectionSchema.notes.completed($0.fields) }
@@ -153,7 +183,7 @@ struct ServerImport {
                 if reply["type"] == "ack" {
                     if source.isNew { summary.imported += 1 } else { summary.updated += 1 }
                 } else {
-                    summary.skipped.append((source.source, reply["message"]?.stringValue ?? "refused by the server"))
+                    summary.skip(source.source, reply["message"]?.stringValue ?? "refused by the server")
                 }
             }
         }

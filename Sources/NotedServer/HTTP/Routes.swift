@@ -292,7 +292,8 @@ struct Routes: Sendable {
             }
             let ended = try await Self.passwordChecked {
                 try await accounts.changePassword(
-                    userID: user.userID, current: current, new: new, keeping: user.sessionID, address: accounts.addresses.key(request, context))
+                    userID: user.userID, current: current, code: body["code"]?.stringValue, new: new, keeping: user.sessionID,
+                    address: accounts.addresses.key(request, context))
             }
             context.logger.info("password changed", metadata: ["user": .string(user.userID), "endedSessions": "\(ended)"])
             return .json(["signed_out": .int(Int64(ended))])
@@ -404,7 +405,8 @@ struct Routes: Sendable {
                 throw APIError(.badRequest, "bad_request", "password must be a string")
             }
             try await Self.passwordChecked {
-                try await accounts.deleteAccount(userID: user.userID, password: password, address: accounts.addresses.key(request, context)) {
+                try await accounts.deleteAccount(userID: user.userID, password: password, code: body["code"]?.stringValue,
+                                                 address: accounts.addresses.key(request, context)) {
                     sync.hub.closeUser(user.userID, reason: SessionHub.accountDeleted)
                 }
             }

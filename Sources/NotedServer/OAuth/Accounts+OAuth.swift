@@ -11,33 +11,31 @@ extension Accounts {
         // Only failed attempts count: a user signing in often on many devices is never locked
         // out, a guesser is after `limit` failures per address and per username.
         let keys = ["signin-address:\(address)", "signin-user:\(key)"]
-        try limiter.allow(keys: keys)
-        guard password.utf8.count <= 4096, PasswordHasher.problem(password) == nil else {
-            limiter.recordFailure(keys: keys)
-            throw AuthError(kind: .invalidCredentials)
+        // Reserved before the awaits (the user's row, the hash): guesses sent at once count as
+        // they are judged, so no more than the limit are ever judged per window.
+        var checked = try await limiter.reserving(keys: keys, isFailure: { if case .invalidCredentials = $0.kind { true } else { false } }) {
+            guard password.utf8.count <= 4096, PasswordHasher.problem(password) == nil else { throw AuthError(kind: .invalidCredentials) }
+            let user = try await store.user(usernameKey: key)
+            let storedHash = user?.passwordHash ?? dummyHash
+            let result: (matches: Bool, upgrade: Bool)
+            do {
+                result = try await passwords.verify(password, hash: storedHash)
+            } catch is PasswordHasher.Busy {
+                throw AuthError(kind: .rateLimited(retryAfter: 1))
+            }
+            guard let user, result.matches else { throw AuthError(kind: .invalidCredentials) }
+            return (user: user, hash: storedHash, upgrade: result.upgrade)
         }
-        let user = try await store.user(usernameKey: key)
-        let storedHash = user?.passwordHash ?? dummyHash
-        let result: (matches: Bool, upgrade: Bool)
-        do {
-            result = try await passwords.verify(password, hash: storedHash)
-        } catch is PasswordHasher.Busy {
-            throw AuthError(kind: .rateLimited(retryAfter: 1))
-        }
-        guard var user, result.matches else {
-            limiter.recordFailure(keys: keys)
-            throw AuthError(kind: .invalidCredentials)
-        }
-        if result.upgrade {
+        if checked.upgrade {
             // A hash of the earlier kind, verified exactly: replaced by one over every byte,
             // unless the password was changed while this one was checked.
             let upgraded = try await hashPassword(password)
-            try await store.upgradePasswordHash(userID: user.id, from: storedHash, to: upgraded)
-            user.passwordHash = upgraded
+            try await store.upgradePasswordHash(userID: checked.user.id, from: checked.hash, to: upgraded)
+            checked.user.passwordHash = upgraded
         }
         // Said only to whoever knows the password.
-        if user.disabled { throw AuthError(kind: .accountDisabled) }
-        return user
+        if checked.user.disabled { throw AuthError(kind: .accountDisabled) }
+        return checked.user
     }
 
     /// A sign-in session was revoked (in the store): its access tokens are refused and its
