@@ -197,8 +197,9 @@ async function busy(button, work) {
 
 /**
  * The panel (a modal dialog) and its delete-account dialog. `actions`:
- * - `signOutEverywhere()`: the app's sign-out, every sign-in ended first (it may ask about
- *   unsynced notes); rejects if it could not.
+ * - `signOutEverywhere({ remove })`: the app's sign-out, every sign-in ended first (it may ask
+ *   about unsynced notes); `remove`: this browser's copy of the notes goes too (the panel's
+ *   checkbox, on each time the panel opens); rejects if it could not.
  * - `deleteAccount(password, { code, onBlocked })`: deletes the account and this browser's copy
  *   (`code`: with two-factor sign-in on, one from the authenticator app or a recovery code), then
  *   shows the signed-out page; rejects (an AccountError) if the server refused.
@@ -222,7 +223,7 @@ export class AccountPanel {
       passwordCode: $("password-code"), passwordCodeInput: $("password-code-input"),
       passwordError: $("password-error"), passwordDone: $("password-done"), change: $("change-password"),
       devicesTitle: $("devices-title"), devices: $("devices"), devicesStatus: $("devices-status"), devicesError: $("devices-error"),
-      everywhere: $("sign-out-everywhere"), deleteOpen: $("delete-account-open"),
+      everywhere: $("sign-out-everywhere"), everywhereRemove: $("sign-out-everywhere-remove"), deleteOpen: $("delete-account-open"),
       deleteDialog: $("delete-account-dialog"), deleteForm: $("delete-account-form"), password: $("delete-password"),
       deleteCode: $("delete-code"), deleteCodeInput: $("delete-code-input"),
       deleteError: $("delete-account-error"), deleteConfirm: $("delete-account-confirm"), deleteCancel: $("delete-account-cancel"),
@@ -294,6 +295,7 @@ export class AccountPanel {
   open(opener = document.activeElement) {
     if (this.ui.dialog.open) return;
     this.opener = opener;
+    this.ui.everywhereRemove.checked = true; // ending every sign-in: this browser's copy goes too, unless unticked
     this.ui.dialog.showModal(); // focus goes to its first control, "Close"
     this.loadTwoFactor();
     this.loadDevices();
@@ -657,7 +659,8 @@ export class AccountPanel {
   async signOutEverywhere() {
     this.ui.devicesError.textContent = "";
     try {
-      await this.actions.signOutEverywhere(); // the page reloads signed out (or a dialog asks first)
+      // The page reloads signed out (or a dialog asks first).
+      await this.actions.signOutEverywhere({ remove: this.ui.everywhereRemove.checked });
     } catch (error) {
       this.showDevicesError(`Could not sign out everywhere: ${error.message}`);
     }

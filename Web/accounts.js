@@ -4,7 +4,8 @@
 // as someone else never erases anything and never shows one account's notes to another, and an
 // account signing in again finds what it left unsynced and syncs it. The small database
 // `noted-current` (and localStorage, as the versions before) names the database of the account
-// that signed in last: the page opens it at start.
+// that signed in last: the page opens it at start. Signing out keeps the database unless the
+// person removes this browser's copy (`removeLocalCopy`, below: for a shared or lent computer).
 //
 // The versions before kept one database, `noted` (LEGACY), for whoever signed in. It stays the
 // database of the account it belongs to (its `account` setting, else the user of the session it
@@ -122,20 +123,100 @@ export async function openFor(account, options) {
 }
 
 /**
- * Deletes an account's database in this browser (its notes, outbox, cursor and session) once the
- * account itself is deleted on the server, and the entry naming it as the one opened at start:
- * the page then starts signed out. `store` (that account's, open) is closed first.
+ * Deletes an account's database in this browser (its notes, outbox, cursor, session and the
+ * attachments' blobs), once the account itself is deleted on the server or when the person
+ * signing out removes this browser's copy, and the entry naming it as the one opened at start:
+ * the page then starts signed out. `store` (that account's, open) is closed first. The entry
+ * goes before the database, so that another tab reloading meanwhile (its connection closed by
+ * the deletion) does not open, and so create again, the database being deleted; should the
+ * deletion fail, the entry names it again.
  */
 export async function removeAccountDatabase(store, options) {
   const name = store.name;
   store.close();
-  await LocalStore.remove(name, options);
-  if ((await pointer()) === name) await setPointer(null);
-  if (remembered() === name) {
-    try {
-      localStorage.removeItem(CURRENT);
-    } catch {
-      // No storage: nothing names it.
+  const named = (await pointer()) === name;
+  const remembers = remembered() === name;
+  if (named) await setPointer(null);
+  if (remembers) forgetRemembered();
+  try {
+    await LocalStore.remove(name, options);
+  } catch (error) {
+    if (named) await setPointer(name).catch(() => {});
+    if (remembers) {
+      try {
+        localStorage.setItem(CURRENT, name);
+      } catch {
+        // No storage: `noted-current` names it.
+      }
+    }
+    throw error;
+  }
+}
+
+function forgetRemembered() {
+  try {
+    localStorage.removeItem(CURRENT);
+  } catch {
+    // No storage: nothing names it.
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Removing this browser's copy of an account (security review 3, L2): at sign-out, or from the
+// welcome page after it, for a shared or lent computer. Never silently: what the server has not
+// got yet is counted first and said (`unsyncedSentence`), and kept unless the person removes it
+// anyway.
+
+/**
+ * What this browser holds of the account that the server has not got: `edits`, the notes with
+ * edits not acknowledged (pending, in flight or refused; `refused` of them the server refused),
+ * and `files`, attachments not uploaded yet (a store without blobs counts none).
+ */
+export async function unsyncedOf(store) {
+  const records = await store.pendingRecords();
+  const files = typeof store.pendingBlobCount === "function" ? await store.pendingBlobCount() : 0;
+  return { edits: records.length, refused: records.filter((r) => r.refusal).length, files };
+}
+
+/** "N edits [and M attached files] on this browser have not reached the server yet" ("" for none). */
+export function unsyncedSentence({ edits = 0, files = 0 }) {
+  const parts = [];
+  if (edits) parts.push(`${edits} edit${edits === 1 ? "" : "s"}`);
+  if (files) parts.push(`${files} attached file${files === 1 ? "" : "s"}`);
+  if (parts.length === 0) return "";
+  return `${parts.join(" and ")} on this browser ${edits + files === 1 ? "has" : "have"} not reached the server yet`;
+}
+
+// What of the account a response cached in Cache Storage could hold: the API's answers (notes,
+// attachments' bytes) and the sign-in's. The service worker (Web/sw.js) caches none of them
+// today; a version that did, or another worker of the origin, is cleaned up after all the same.
+const ACCOUNT_PATHS = /^\/(v1|oauth)(\/|$)/;
+
+/**
+ * Deletes the Cache Storage entries (of every cache of the origin) that may hold an account's
+ * data: the number deleted. `storage`: the CacheStorage (`caches`); `origin`: the page's.
+ */
+export async function removeCachedAccountData(storage = globalThis.caches, origin = globalThis.location && globalThis.location.origin) {
+  if (!storage) return 0;
+  let removed = 0;
+  for (const name of await storage.keys()) {
+    const cache = await storage.open(name);
+    for (const req of await cache.keys()) {
+      const url = new URL(req.url);
+      if (origin && url.origin !== origin) continue;
+      if (ACCOUNT_PATHS.test(url.pathname) && (await cache.delete(req))) removed++;
     }
   }
+  return removed;
+}
+
+/**
+ * Removes this browser's copy of the account whose database `store` is (open; it is closed):
+ * the database (notes, outbox, session, the attachments' blobs), the entry naming it as the one
+ * opened at start, and the Cache Storage entries of the API. Whether anything was unsynced is
+ * the caller's to ask first (`unsyncedOf`).
+ */
+export async function removeLocalCopy(store, options) {
+  await removeAccountDatabase(store, options);
+  await removeCachedAccountData().catch(() => 0);
 }

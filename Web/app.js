@@ -10,7 +10,7 @@
 
 import { TEXT_FIELDS, isPending, newRecord, normalizeFields } from "./db.js";
 import { Auth } from "./auth.js";
-import { accountOf, openCurrent, openFor, ownerOf, removeAccountDatabase } from "./accounts.js";
+import { accountOf, openCurrent, openFor, ownerOf, removeAccountDatabase, removeLocalCopy, unsyncedOf, unsyncedSentence } from "./accounts.js";
 import { AccountPanel, deleteAccount as deleteServerAccount, saveFile, signOutEverywhere as endEverySignIn } from "./account.js";
 import { SyncEngine, sameFields } from "./sync.js";
 import { browserTransport } from "./transport.js";
@@ -43,6 +43,10 @@ const ui = {
   refusal: $("refusal"), refusalText: $("refusal-text"), discard: $("discard"),
   signOutDialog: $("sign-out-dialog"), signOutTitle: $("sign-out-title"), signOutText: $("sign-out-text"), signOutExported: $("sign-out-exported"),
   signOutExport: $("sign-out-export"), signOutAnyway: $("sign-out-anyway"), signOutCancel: $("sign-out-cancel"),
+  signOutRemove: $("sign-out-remove"), signOutWarning: $("sign-out-warning"), signOutSync: $("sign-out-sync"), signOutSyncing: $("sign-out-syncing"),
+  localCopy: $("local-copy"), localCopyRemove: $("local-copy-remove"), localCopyConfirm: $("local-copy-confirm"), localCopyWarning: $("local-copy-warning"),
+  localCopyExport: $("local-copy-export"), localCopyAnyway: $("local-copy-anyway"), localCopyKeep: $("local-copy-keep"),
+  localCopyExported: $("local-copy-exported"), localCopyError: $("local-copy-error"),
 };
 
 let store;
@@ -56,6 +60,9 @@ let attachments; // Web/attachments.js: the account's files (uploads, reads, the
 let leaving = false; // signing out: the session ends on purpose
 let deleting = false; // the account is deleted: its database goes, then the page reloads
 let everywhere = false; // what the sign-out dialog's "Sign out anyway" does: sign out every device
+let removing = false; // this browser's copy of the account is being removed: nothing more is written or kept
+let unsyncedShown = null; // what the sign-out dialog counted (`unsyncedOf`)
+let syncingFirst = 0; // the sign-out dialog's "Sync, then sign out" under way (its number)
 const index = new NoteIndex();
 let selectedId = null; // the note chosen in the list
 let draft = null; // the note the editor shows
@@ -469,6 +476,7 @@ function gone(d, record) {
 }
 
 function flushAll() {
+  if (removing) return;
   for (const d of drafts.values()) if (d.timer || d.dirty) save(d);
 }
 
@@ -480,6 +488,10 @@ function flushAll() {
  * this tab's next start writes it to the store (`restoreUnsaved`) before anything syncs.
  */
 function keepUnsaved() {
+  if (removing) {
+    forgetUnsaved();
+    return;
+  }
   const unsaved = [];
   for (const d of drafts.values()) {
     if (!d.dirty) continue;
@@ -490,6 +502,15 @@ function keepUnsaved() {
     else sessionStorage.removeItem(UNSAVED_KEY);
   } catch {
     // No storage: as before, only what was written stays.
+  }
+}
+
+/** Drops what `keepUnsaved` kept (this browser's copy of the account is being removed). */
+function forgetUnsaved() {
+  try {
+    sessionStorage.removeItem(UNSAVED_KEY);
+  } catch {
+    // No storage: nothing kept.
   }
 }
 
@@ -864,8 +885,11 @@ async function restoreRevision(id, rev) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Signing out: the account's database stays (its unsynced notes sync when it signs in again);
-// with notes unsynced, a dialog asks first and offers them as a file.
+// Signing out: the account's database stays (its unsynced notes sync when it signs in again),
+// unless the person removes this browser's copy (a shared or lent computer: security review 3,
+// L2): offered in the sign-out dialog (off), in the Account panel for "Sign out everywhere" (on)
+// and on the welcome page after a sign-out. With notes unsynced, a dialog asks first and offers
+// them as a file; removing them with the copy is never the default.
 
 /** Writes every draft's typing to the store (what a sign-out counts must include it). */
 async function flushDrafts() {
@@ -877,33 +901,103 @@ async function flushDrafts() {
 }
 
 /**
- * Signs out (`all`: every device, this one too), asking first when notes are unsynced; the
- * Account panel's "Sign out everywhere" comes here as the toolbar's "Sign out" does.
+ * Signs out (`all`: every device, this one too; `remove`: this browser's copy of the account
+ * goes too), asking first when notes are unsynced (or, to remove the copy, attached files not
+ * uploaded); the Account panel's "Sign out everywhere" comes here as the toolbar's "Sign out"
+ * does. The dialog's checkbox to remove the copy starts off: what it would lose is kept unless
+ * the person ticks it and signs out anyway.
  */
-async function askSignOut(all = false) {
+async function askSignOut(all = false, { remove = false } = {}) {
   if (ui.signOutDialog.open) return;
   await flushDrafts();
-  const records = await store.pendingRecords();
-  const unsynced = records.length;
-  if (unsynced === 0) {
-    await signOut(all);
+  const unsynced = await unsyncedOf(store);
+  if (unsynced.edits === 0 && (!remove || unsynced.files === 0)) {
+    await signOut(all, { remove });
     return;
   }
   everywhere = all;
+  unsyncedShown = unsynced;
   ui.signOutTitle.textContent = all ? "Sign out everywhere?" : "Sign out?";
-  const one = unsynced === 1;
-  const refused = records.filter((r) => r.refusal).length;
-  ui.signOutText.textContent = `${unsynced} note${one ? " is" : "s are"} not synced yet` +
-    (refused ? ` (the server refused ${one ? "its version" : refused === unsynced ? "all of them" : `${refused} of them`})` : "") +
-    `. Signing out keeps ${one ? "it" : "them"} in this browser, to sync when you sign in again; ` +
-    `export ${one ? "it" : "them"} to keep a copy of your own.`;
+  ui.signOutText.textContent = signOutSentence(unsynced);
+  ui.signOutExport.hidden = unsynced.edits === 0;
   ui.signOutExported.textContent = "";
+  ui.signOutSyncing.textContent = "";
+  ui.signOutRemove.checked = false;
+  showRemoveChoice();
   ui.signOutDialog.showModal();
 }
 
-/** Signs out (`all`: every sign-in of the account is ended first, on the server). */
-async function signOut(all = false) {
+/** The sign-out dialog's sentence: what is unsynced, and that signing out keeps it. */
+function signOutSentence({ edits, refused, files }) {
+  if (edits === 0) {
+    const one = files === 1;
+    return `${files} attached file${one ? " is" : "s are"} not uploaded yet. Signing out keeps ${one ? "it" : "them"} in this ` +
+      `browser, to upload when you sign in again.`;
+  }
+  const one = edits === 1;
+  return `${edits} note${one ? " is" : "s are"} not synced yet` +
+    (refused ? ` (the server refused ${one ? "its version" : refused === edits ? "all of them" : `${refused} of them`})` : "") +
+    `. Signing out keeps ${one ? "it" : "them"} in this browser, to sync when you sign in again; ` +
+    `export ${one ? "it" : "them"} to keep a copy of your own.`;
+}
+
+/** The dialog as its checkbox says: the warning, and what "Sign out anyway" does. */
+function showRemoveChoice() {
+  const remove = ui.signOutRemove.checked;
+  const u = unsyncedShown || { edits: 0, files: 0 };
+  const them = u.edits + u.files === 1 ? "it" : "them";
+  ui.signOutWarning.textContent = remove
+    ? `${unsyncedSentence(u)}: removing this browser’s copy loses ${them}. Sync first to keep ${them}, or remove anyway.`
+    : "";
+  ui.signOutAnyway.textContent = remove ? "Remove anyway and sign out" : "Sign out anyway";
+}
+
+/**
+ * The dialog's "Sync, then sign out": pushes, and waits (up to `ms`) until nothing is unsynced,
+ * then signs out as the dialog says; otherwise says what still waits and why, the dialog open.
+ */
+async function syncThenSignOut(ms = 30000) {
+  const run = ++syncingFirst;
+  const all = everywhere;
+  const say = (text) => (ui.signOutSyncing.textContent = text);
+  say("Syncing…");
+  engine.kick();
+  engine.schedulePush(0);
+  attachments.kick();
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (run !== syncingFirst || !ui.signOutDialog.open) return; // cancelled, or signed out meanwhile
+    const u = await unsyncedOf(store);
+    if (u.edits === 0 && u.files === 0) {
+      ui.signOutDialog.close();
+      await signOut(all, { remove: ui.signOutRemove.checked });
+      return;
+    }
+    const still = unsyncedSentence(u);
+    if (u.refused > 0 && u.edits === u.refused && u.files === 0) {
+      say(`${still}: the server refused ${u.refused === 1 ? "it" : "them"}, so ${u.refused === 1 ? "it" : "they"} cannot sync. ` +
+        `Export ${u.refused === 1 ? "it" : "them"}, or keep ${u.refused === 1 ? "it" : "them"} in this browser.`);
+      return;
+    }
+    if (!navigator.onLine) {
+      say(`${still}: this browser is offline. Sign out keeping ${u.edits + u.files === 1 ? "it" : "them"}, or wait until it is online.`);
+      return;
+    }
+    if (Date.now() >= deadline) {
+      say(`${still}: the server did not answer in time. Try again, or sign out keeping ${u.edits + u.files === 1 ? "it" : "them"}.`);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/**
+ * Signs out (`all`: every sign-in of the account is ended first, on the server; `remove`: then
+ * this browser's copy of the account is removed, see `removeThisCopy`).
+ */
+async function signOut(all = false, { remove = false } = {}) {
   leaving = true;
+  syncingFirst++;
   engine.stop();
   if (all) {
     try {
@@ -914,8 +1008,29 @@ async function signOut(all = false) {
       throw error;
     }
   }
+  if (remove) {
+    removing = true; // from here the page writes nothing (and does not reload on the session's end)
+    attachments.stop();
+  }
   await auth.signOut(); // the page reloads when the session is gone
+  if (remove) await removeThisCopy();
   location.reload();
+}
+
+/**
+ * Removes this browser's copy of the signed-out account: its database (notes, outbox, session,
+ * attachments' blobs), the entry naming it as the one opened at start, Cache Storage entries of
+ * the API and this tab's typing kept over a reload. Said on the welcome page only if it failed.
+ */
+async function removeThisCopy() {
+  for (const d of drafts.values()) clearTimeout(d.timer);
+  drafts.clear();
+  forgetUnsaved();
+  try {
+    await removeLocalCopy(store, { onBlocked: () => toast("Close Noted’s other tabs to finish removing the notes.") });
+  } catch (error) {
+    rememberSignedOutNote(`Signed out, but this browser’s copy of the notes could not be removed (${error.message}).`);
+  }
 }
 
 function signOutFailed(error, all) {
@@ -1015,6 +1130,55 @@ function showSignedOutNote() {
   if (note) setTimeout(() => (ui.signedOutReason.textContent = note), 100);
 }
 
+/**
+ * The welcome page, with the database of the account that signed in last still in this browser:
+ * offers to remove it. What the server has not got yet is said first, and kept unless the person
+ * removes it anyway (signed out, it cannot sync: signing in again does that).
+ */
+function offerRemoval(options) {
+  ui.localCopy.hidden = false;
+  const failed = (error) => (ui.localCopyError.textContent = `Could not remove the notes: ${error.message}`);
+  const remove = async () => {
+    ui.localCopyError.textContent = "";
+    try {
+      await removeLocalCopy(store, { onBlocked: () => (ui.localCopyError.textContent = "Close Noted’s other tabs to finish removing the notes.") });
+    } catch (error) {
+      store = await openCurrent(options).catch(() => null); // closed for the deletion: open again, to try again
+      throw error;
+    }
+    store = null;
+    ui.localCopy.hidden = true;
+    ui.signIn.focus(); // the button that had focus is gone
+    ui.signedOutReason.textContent = "This browser’s copy of the notes was removed.";
+  };
+  ui.localCopyRemove.addEventListener("click", async () => {
+    if (!store) return;
+    try {
+      const u = await unsyncedOf(store);
+      if (u.edits === 0 && u.files === 0) {
+        await remove();
+        return;
+      }
+      const one = u.edits + u.files === 1;
+      ui.localCopyWarning.textContent = `${unsyncedSentence(u)}. Sign in again to sync ${one ? "it" : "them"} first, ` +
+        `or remove ${one ? "it" : "them"} with the rest.`;
+      ui.localCopyExport.hidden = u.edits === 0;
+      ui.localCopyExported.textContent = "";
+      ui.localCopyConfirm.hidden = false;
+      ui.localCopyKeep.focus();
+    } catch (error) {
+      failed(error);
+    }
+  });
+  ui.localCopyKeep.addEventListener("click", () => {
+    ui.localCopyConfirm.hidden = true;
+    ui.localCopyRemove.focus();
+  });
+  ui.localCopyExport.addEventListener("click", () => exportUnsynced()
+    .then((said) => (ui.localCopyExported.textContent = said), failed));
+  ui.localCopyAnyway.addEventListener("click", () => store && remove().catch(failed));
+}
+
 /** Downloads the unsynced notes as a JSON file (a dialog stays open): the sentence saying so. */
 async function exportUnsynced() {
   const records = await store.pendingRecords();
@@ -1032,12 +1196,23 @@ function wireApp() {
   ui.signOutExport.addEventListener("click", () => exportUnsynced()
     .then((said) => (ui.signOutExported.textContent = said), (error) => toast(`Could not export: ${error.message}`)));
   ui.signOutAnyway.addEventListener("click", () => {
+    const remove = ui.signOutRemove.checked;
     ui.signOutDialog.close();
     const all = everywhere;
-    signOut(all).catch((error) => signOutFailed(error, all));
+    signOut(all, { remove }).catch((error) => signOutFailed(error, all));
   });
+  ui.signOutRemove.addEventListener("change", showRemoveChoice);
+  ui.signOutSync.addEventListener("click", () => {
+    if (ui.signOutSync.getAttribute("aria-disabled")) return;
+    ui.signOutSync.setAttribute("aria-disabled", "true");
+    const all = everywhere;
+    syncThenSignOut()
+      .catch((error) => signOutFailed(error, all))
+      .finally(() => ui.signOutSync.removeAttribute("aria-disabled"));
+  });
+  ui.signOutDialog.addEventListener("close", () => syncingFirst++);
   accountPanel = new AccountPanel(auth, {
-    signOutEverywhere: () => askSignOut(true),
+    signOutEverywhere: (options) => askSignOut(true, options),
     deleteAccount,
     unsynced: unsyncedCount,
     settleUnsynced,
@@ -1122,7 +1297,15 @@ async function main() {
   if ("serviceWorker" in navigator) {
     navigator.serviceWorker.register("sw.js").catch(() => {});
   }
-  const options = { onBlocked: () => toast("Close Noted's other tabs to finish updating it.") };
+  const options = {
+    onBlocked: () => toast("Close Noted's other tabs to finish updating it."),
+    // Another tab removed this browser's copy of the account (or deleted the account): start
+    // again, signed out, with nothing of it shown.
+    onGone: () => {
+      removing = true;
+      location.reload();
+    },
+  };
   auth = new Auth();
   ui.signIn.addEventListener("click", () => auth.signIn().catch((e) => (ui.signInError.textContent = e.message)));
   let signedInNow = false;
@@ -1150,6 +1333,7 @@ async function main() {
   if (!auth.signedIn) {
     ui.signedOut.hidden = false;
     showSignedOutNote();
+    if (store) offerRemoval(options);
     return;
   }
   try {
@@ -1171,7 +1355,7 @@ async function main() {
     // Signed out, or the session lost: typing not yet written is written first (the
     // account's database keeps it for its next sign-in); a lost session is explained on the
     // welcome page. A deleted account's database is being removed: nothing to keep.
-    if (auth.signedIn || deleting) return;
+    if (auth.signedIn || deleting || removing) return;
     const lost = leaving ? null : auth.lost;
     flushDrafts()
       .then(() => lost && sessionLost(lost.said))

@@ -344,7 +344,10 @@ export class Attachments extends EventTarget {
     }
     let response;
     try {
-      response = await this.fetch(`/v1/blobs/${sha256}`);
+      // Not through the browser's HTTP cache (the server allows it a year): the copy kept is
+      // the one above, in the account's database, which goes when this browser's copy of the
+      // account is removed; the HTTP cache cannot be emptied from the page.
+      response = await this.fetch(`/v1/blobs/${sha256}`, { cache: "no-store" });
     } catch {
       return null; // offline, or signed out
     }

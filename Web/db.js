@@ -70,7 +70,12 @@ function replace(store, id, { replacedBy }) {
 }
 
 export class LocalStore {
-  static async open(name = DB_NAME, { onBlocked } = {}) {
+  /**
+   * Opens (or creates) the database `name`. `onBlocked`: another tab holds it open at an older
+   * version; `onGone`: it is being deleted elsewhere (another tab removed this browser's copy of
+   * the account): this connection is closed first.
+   */
+  static async open(name = DB_NAME, { onBlocked, onGone } = {}) {
     const db = await new Promise((resolve, reject) => {
       const req = indexedDB.open(name, DB_VERSION);
       req.onupgradeneeded = (event) => {
@@ -103,7 +108,11 @@ export class LocalStore {
       req.onerror = () => reject(req.error);
     });
     // Another tab upgrading the database: step aside (it reloads this one's code next time).
-    db.onversionchange = () => db.close();
+    // Or deleting it (`newVersion` null): step aside too, so that the deletion is not blocked.
+    db.onversionchange = (event) => {
+      db.close();
+      if (event.newVersion === null && onGone) onGone();
+    };
     return new LocalStore(db);
   }
 
@@ -193,6 +202,13 @@ export class LocalStore {
   async pendingRecords() {
     const tx = this.db.transaction("records", "readonly");
     return (await request(tx.objectStore("records").index("pending").getAll())).map(unpack);
+  }
+
+  /** How many attachments' blobs wait for their upload (the `pending` index of `blobs`, Web/attachments.js). */
+  async pendingBlobCount() {
+    if (!this.db.objectStoreNames.contains("blobs")) return 0;
+    const tx = this.db.transaction("blobs", "readonly");
+    return request(tx.objectStore("blobs").index("pending").count());
   }
 
   /**

@@ -31,21 +31,38 @@ public enum Exporter {
     /// also JSON (double-quoted strings, flow sequences), so that any YAML reader reads it
     /// back exactly, whatever characters a title holds.
     public static func markdown(_ notes: [PortableNote]) -> [File] {
-        var used: Set<String> = []
+        let paths = markdownPaths(notes.map { ($0.id, $0.folder, $0.title) })
         return notes.sorted { ($0.folder ?? "", $0.title, $0.id) < ($1.folder ?? "", $1.title, $1.id) }.map { note in
-            // `.` and `..` name no folder: they are left out, never followed.
-            let directory = (note.folder ?? "").split(separator: "/")
-                .filter { !$0.allSatisfy { $0 == "." } }
-                .map { fileName(String($0), fallback: "Folder") }
-            let base = fileName(note.title, fallback: "Untitled")
-            var path = (directory + [base + ".md"]).joined(separator: "/")
-            // Two notes of one title in one folder: the second takes its id's first characters.
-            if used.contains(path.lowercased()) {
-                path = (directory + ["\(base) (\(note.id.prefix(8))).md"]).joined(separator: "/")
-            }
-            used.insert(path.lowercased())
-            return File(path: path, data: Data(markdownText(note).utf8))
+            File(path: paths[note.id] ?? note.id + ".md", data: Data(markdownText(note).utf8))
         } + attachmentFiles(notes)
+    }
+
+    /// Each note's file in a Markdown export (by id), from its folder and title alone: a note's
+    /// path does not need its body, so an export can name every file before it reads the notes
+    /// (the server's, which streams them).
+    public static func markdownPaths(_ notes: [(id: String, folder: String?, title: String)]) -> [String: String] {
+        var used: Set<String> = []
+        var paths: [String: String] = [:]
+        for note in notes.sorted(by: { ($0.folder ?? "", $0.title, $0.id) < ($1.folder ?? "", $1.title, $1.id) }) {
+            paths[note.id] = markdownPath(id: note.id, folder: note.folder, title: note.title, used: &used)
+        }
+        return paths
+    }
+
+    /// One note's path, unused so far (a note of the same title in the same folder takes its
+    /// id's first characters); `used` gains it.
+    public static func markdownPath(id: String, folder: String?, title: String, used: inout Set<String>) -> String {
+        // `.` and `..` name no folder: they are left out, never followed.
+        let directory = (folder ?? "").split(separator: "/")
+            .filter { !$0.allSatisfy { $0 == "." } }
+            .map { fileName(String($0), fallback: "Folder") }
+        let base = fileName(title, fallback: "Untitled")
+        var path = (directory + [base + ".md"]).joined(separator: "/")
+        if used.contains(path.lowercased()) {
+            path = (directory + ["\(base) (\(id.prefix(8))).md"]).joined(separator: "/")
+        }
+        used.insert(path.lowercased())
+        return path
     }
 
     /// The notes' files, once each: `attachments/<sha256>/<name>` (the hash names the file in
@@ -61,7 +78,7 @@ public enum Exporter {
         return files.sorted { $0.path < $1.path }
     }
 
-    static func attachmentPath(_ attachment: PortableAttachment) -> String {
+    public static func attachmentPath(_ attachment: PortableAttachment) -> String {
         "attachments/\(attachment.sha256)/\(fileName(attachment.name, fallback: "file"))"
     }
 
@@ -114,29 +131,41 @@ public enum Exporter {
     /// Every note with every field; `history` (note id → its revisions, oldest first) when given.
     /// The files of the notes' attachments go beside it (``attachmentFiles(_:)``).
     public static func json(_ notes: [PortableNote], history: [String: [PortableRevision]]? = nil, exportedAt: Date = Date()) -> File {
-        let items: [JSONValue] = notes.sorted { $0.id < $1.id }.map { note in
-            var object: [String: JSONValue] = [
-                "id": .string(note.id), "title": .string(note.title), "body": .string(note.body),
-                "tags": .array(note.tags.map(JSONValue.string)), "folder": note.folder.map(JSONValue.string) ?? .null,
-                "pinned": .bool(note.pinned), "trashed": .bool(note.trashed),
-                "created": note.created.map { .string(timestamp($0)) } ?? .null, "updated": note.updated.map { .string(timestamp($0)) } ?? .null,
-            ]
-            if !note.attachments.isEmpty {
-                object["attachments"] = .array(note.attachments.map { attachment in
-                    ["sha256": .string(attachment.sha256), "size": .int(attachment.size), "type": .string(attachment.type),
-                     "name": .string(attachment.name), "path": .string(attachmentPath(attachment))]
-                })
-            }
-            if let revisions = history?[note.id] {
-                object["history"] = .array(revisions.map { revision in
-                    ["rev": .int(revision.rev), "updated": .string(revision.updated), "conflict": .bool(revision.conflict),
-                     "title": .string(revision.title), "body": .string(revision.body), "tags": .array(revision.tags.map(JSONValue.string))]
-                })
-            }
-            return .object(object)
-        }
+        let items: [JSONValue] = notes.sorted { $0.id < $1.id }.map { jsonNote($0, history: history?[$0.id]) }
         let document: JSONValue = ["format": "noted-export", "version": 1, "exportedAt": .string(timestamp(exportedAt)), "notes": .array(items)]
         return File(path: "notes.json", data: Data(document.jsonString.utf8))
+    }
+
+    /// The start of `notes.json`, before its notes (``jsonNote(_:history:)``, separated by
+    /// commas) and ``jsonEnd``: for an export written as it is read.
+    public static func jsonStart(exportedAt: Date = Date()) -> String {
+        #"{"exportedAt":"# + JSONValue.string(timestamp(exportedAt)).jsonString + #","format":"noted-export","notes":["#
+    }
+
+    /// The end of `notes.json`, after its notes.
+    public static let jsonEnd = #"],"version":1}"#
+
+    /// One note of `notes.json`: every field, its attachments, and `history` when given.
+    public static func jsonNote(_ note: PortableNote, history revisions: [PortableRevision]? = nil) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "id": .string(note.id), "title": .string(note.title), "body": .string(note.body),
+            "tags": .array(note.tags.map(JSONValue.string)), "folder": note.folder.map(JSONValue.string) ?? .null,
+            "pinned": .bool(note.pinned), "trashed": .bool(note.trashed),
+            "created": note.created.map { .string(timestamp($0)) } ?? .null, "updated": note.updated.map { .string(timestamp($0)) } ?? .null,
+        ]
+        if !note.attachments.isEmpty {
+            object["attachments"] = .array(note.attachments.map { attachment in
+                ["sha256": .string(attachment.sha256), "size": .int(attachment.size), "type": .string(attachment.type),
+                 "name": .string(attachment.name), "path": .string(attachmentPath(attachment))]
+            })
+        }
+        if let revisions {
+            object["history"] = .array(revisions.map { revision in
+                ["rev": .int(revision.rev), "updated": .string(revision.updated), "conflict": .bool(revision.conflict),
+                 "title": .string(revision.title), "body": .string(revision.body), "tags": .array(revision.tags.map(JSONValue.string))]
+            })
+        }
+        return .object(object)
     }
 
     // MARK: Writing

@@ -293,6 +293,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "Open connections (HTTP and WebSocket) of this node; one beyond is answered 503 and closed [NOTED_MAX_CONNECTIONS]; default 16384.")
     var maxConnections: Int?
 
+    @Option(name: .customLong("max-connections-per-address"), help: "Open connections from one address (IPv6: one /64; a trusted proxy's are not counted) [NOTED_MAX_CONNECTIONS_PER_ADDRESS]; default 256.")
+    var maxConnectionsPerAddress: Int?
+
     @Option(name: .customLong("quota-bytes"), help: "Bytes of records one user may store; 0 for no limit [NOTED_QUOTA_BYTES]; default 1073741824 (1 GiB).")
     var quotaBytes: Int64?
 
@@ -332,7 +335,8 @@ struct Serve: AsyncParsableCommand {
         let numbers: [(String, Int?)] = [
             ("auth-attempts-per-minute", authAttemptsPerMinute), ("max-pushes-per-second", maxPushesPerSecond),
             ("heartbeat-seconds", heartbeatSeconds), ("max-sessions-per-user", maxSessionsPerUser),
-            ("max-connections", maxConnections), ("quota-bytes", quotaBytes.map { Int($0) }),
+            ("max-connections", maxConnections), ("max-connections-per-address", maxConnectionsPerAddress),
+            ("quota-bytes", quotaBytes.map { Int($0) }),
             ("quota-records", quotaRecords.map { Int($0) }), ("max-import-bytes", maxImportBytes),
             ("max-blob-bytes", maxBlobBytes), ("blob-retention-hours", blobRetentionHours), ("history-days", historyDays),
         ]
@@ -404,6 +408,8 @@ struct Serve: AsyncParsableCommand {
         }
         configuration.maxSessionsPerUser = try settings.int("max-sessions-per-user", "a number >= 1", { $0 >= 1 }) ?? configuration.maxSessionsPerUser
         configuration.maxConnections = try settings.int("max-connections", "a number >= 1", { $0 >= 1 }) ?? configuration.maxConnections
+        configuration.maxConnectionsPerAddress = try settings.int("max-connections-per-address", "a number >= 1", { $0 >= 1 })
+            ?? configuration.maxConnectionsPerAddress
         if let value = try settings.int("quota-bytes", "a number of bytes >= 0 (0: no limit)", { $0 >= 0 }) {
             configuration.quota.bytes = value == 0 ? nil : Int64(value)
         }

@@ -396,6 +396,16 @@ def fresh_code(totp, used):
     return code
 
 
+def axe_checker(found):
+    """A check of a view with axe-core in both colour schemes, its findings added to `found`;
+    one that checks nothing where axe-selenium-python is not installed."""
+    try:
+        import axe_selenium_python  # noqa: F401
+    except ImportError:
+        return lambda driver, view: None
+    return lambda driver, view: axe_in_both_schemes(driver, view, found)
+
+
 def sessions(base, username, password, **extra):
     return requests.post(base + "/v1/sessions", json={"username": username, "password": password, **extra})
 
@@ -404,11 +414,7 @@ def test_with_two_factor_sign_in_on_changing_the_password_and_deleting_the_accou
     base = account_server
     account = register(base, "tfacode")
     found = []  # axe-core's findings, where axe-selenium-python is installed
-    try:
-        import axe_selenium_python  # noqa: F401
-        check = lambda driver, view: axe_in_both_schemes(driver, view, found)  # noqa: E731
-    except ImportError:
-        check = lambda driver, view: None  # noqa: E731
+    check = axe_checker(found)
     driver = browser()
     try:
         sign_in(driver, base, account)
@@ -440,7 +446,7 @@ def test_with_two_factor_sign_in_on_changing_the_password_and_deleting_the_accou
         open_account(driver)
         wait(driver, lambda d: shown(d, "password-code"), message="the code field")
         code_box = field(driver, CODE_LABEL)
-        assert (code_box.get_attribute("autocomplete"), code_box.get_attribute("inputmode")) == ("off", "numeric")
+        assert (code_box.get_attribute("autocomplete"), code_box.get_attribute("inputmode")) == ("off", None)
         assert "changing the password needs a code" in text_of(driver, code_box.get_attribute("aria-describedby"))
         assert code_box.get_attribute("value") == ""
         check(driver, "Account panel asking for a code")
@@ -486,7 +492,7 @@ def test_with_two_factor_sign_in_on_changing_the_password_and_deleting_the_accou
         assert shown(driver, "delete-code")
         delete_code = driver.find_element(By.ID, "delete-code-input")
         assert driver.execute_script("return arguments[0].labels[0].textContent", delete_code) == CODE_LABEL
-        assert (delete_code.get_attribute("autocomplete"), delete_code.get_attribute("inputmode")) == ("off", "numeric")
+        assert (delete_code.get_attribute("autocomplete"), delete_code.get_attribute("inputmode")) == ("off", None)
         fill(driver, {"Password": account[1]})
         button(driver, "Delete account").click()
         wait(driver, lambda d: text_of(d, "delete-account-error") == "Enter a code from your authenticator app or a recovery code.",
@@ -662,3 +668,214 @@ def test_download_all_notes_gives_a_zip_of_every_note_as_markdown_or_json(accoun
     document = json.loads(zipfile.ZipFile(io.BytesIO(answer.content)).read("notes.json"))
     assert sorted(n["title"] for n in document["notes"]) == ["Groceries 🛒", "Quote \" colon: x"]
     assert all(set(n) >= {"id", "body", "tags", "folder", "pinned", "trashed", "created", "updated"} for n in document["notes"])
+
+
+# --- Removing this browser's copy of the notes (security review 3, L2) ------------------------
+# After a sign-out the account's IndexedDB database stays for offline use and the next sign-in;
+# on a shared or lent computer the person signing out removes it: on by default for "Sign out
+# everywhere", offered (off) for a plain sign-out, on the welcome page after it.
+
+def pointer(driver):
+    """The database `noted-current` names as the one opened at start (None: none)."""
+    return driver.execute_async_script("""
+      const done = arguments[0];
+      const req = indexedDB.open('noted-current', 1);
+      req.onupgradeneeded = () => req.result.createObjectStore('current');
+      req.onerror = () => done('error: ' + req.error);
+      req.onsuccess = () => {
+        const db = req.result;
+        const get = db.transaction('current', 'readonly').objectStore('current').get('database');
+        get.onsuccess = () => { db.close(); done(get.result === undefined ? null : get.result); };
+        get.onerror = () => { db.close(); done('error: ' + get.error); };
+      };""")
+
+
+def cached_api_urls(driver):
+    """The Cache Storage entries of the origin under /v1/ or /oauth/ (the account's data)."""
+    return driver.execute_async_script("""
+      const done = arguments[0];
+      (async () => {
+        const out = [];
+        for (const name of await caches.keys()) {
+          for (const req of await (await caches.open(name)).keys()) {
+            if (/^\\/(v1|oauth)(\\/|$)/.test(new URL(req.url).pathname)) out.push(req.url);
+          }
+        }
+        return out;
+      })().then(done, (e) => done(['error: ' + e]));""")
+
+
+def welcome_shows_nothing_of(driver, *texts):
+    """The welcome page, reloaded: the sign-in button, no notes app, no offer of a copy to
+    remove, none of `texts` anywhere in the page."""
+    driver.refresh()
+    wait(driver, signed_out, message="the welcome page after a reload")
+    time.sleep(0.3)  # the page has done what it does at start
+    assert driver.find_element(By.ID, "sign-in").is_displayed()
+    assert not driver.find_element(By.ID, "app").is_displayed()
+    assert not shown(driver, "local-copy"), "a copy offered for removal after it was removed"
+    assert titles(driver) == []
+    html = driver.execute_script("return document.documentElement.outerHTML")
+    for text in texts:
+        assert text not in html, text
+
+
+def test_sign_out_everywhere_removes_this_browsers_copy_of_the_notes_by_default(account_server):
+    base = account_server
+    account = register(base, "gone")
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        new_note(driver, "Kept on the server only", "not in this browser once signed out")
+        wait(driver, lambda d: "Kept on the server only" in server_titles(base, account), timeout=15, message="synced")
+        wait(driver, lambda d: status(d) == "online", message="nothing pending")
+        name = driver.execute_script("return window.noted.store.name")
+        assert name in database_names(driver) and pointer(driver) == name
+        open_account(driver)
+        box = driver.find_element(By.ID, "sign-out-everywhere-remove")
+        assert box.is_selected(), "on by default for Sign out everywhere"
+        assert field_label(driver, "sign-out-everywhere-remove") == "Also remove this browser’s copy of the notes"
+        button(driver, "Sign out everywhere").click()
+        wait(driver, signed_out, message="signed out everywhere")
+        # Gone: the database, the entry naming it, the page's note of it; nothing to explain.
+        assert name not in database_names(driver), database_names(driver)
+        assert not any(n.startswith("noted:") for n in database_names(driver)), database_names(driver)
+        assert pointer(driver) is None
+        assert driver.execute_script("return localStorage.getItem('noted.account')") is None
+        assert cached_api_urls(driver) == []
+        assert signed_out_reason(driver) == ""
+        welcome_shows_nothing_of(driver, "Kept on the server only", "not in this browser")
+        assert name not in database_names(driver)
+        # The server kept it: signing in again brings it back.
+        sign_in(driver, base, account)
+        wait(driver, lambda d: titles(d) == ["Kept on the server only"], timeout=15, message="the note from the server")
+        # Unticked: ending every sign-in keeps the copy, as a plain sign-out does.
+        open_account(driver)
+        tick(driver, "sign-out-everywhere-remove")
+        assert not driver.find_element(By.ID, "sign-out-everywhere-remove").is_selected()
+        button(driver, "Sign out everywhere").click()
+        wait(driver, signed_out, message="signed out everywhere, keeping the copy")
+        assert name in database_names(driver)
+        assert shown(driver, "local-copy")
+    finally:
+        driver.quit()
+
+
+def tick(driver, element_id):
+    """Clicks a checkbox's label, as a person would (the box scrolled to the middle first)."""
+    label = driver.find_element(By.CSS_SELECTOR, f'label[for="{element_id}"]')
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", label)
+    label.click()
+
+
+def field_label(driver, element_id):
+    return driver.execute_script("return document.querySelector(`label[for=\"${arguments[0]}\"]`).textContent.trim()", element_id)
+
+
+def test_a_plain_sign_out_keeps_the_copy_and_the_welcome_page_offers_to_remove_it(account_server):
+    base = account_server
+    account = register(base, "lent")
+    found = []  # axe-core's findings, where axe-selenium-python is installed
+    check = axe_checker(found)
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        new_note(driver, "On a lent computer", "remove me from here")
+        wait(driver, lambda d: "On a lent computer" in server_titles(base, account), timeout=15, message="synced")
+        wait(driver, lambda d: status(d) == "online", message="nothing pending")
+        name = driver.execute_script("return window.noted.store.name")
+        # Nothing unsynced: one click, the copy kept (off by default).
+        driver.find_element(By.ID, "sign-out").click()
+        wait(driver, signed_out, message="signed out")
+        assert name in database_names(driver)
+        wait(driver, lambda d: shown(d, "local-copy"), message="the offer to remove the copy")
+        assert "On a lent computer" not in driver.execute_script("return document.body.innerText")
+        check(driver, "welcome page offering to remove the copy")
+        button(driver, "Remove this browser’s copy of the notes").click()
+        wait(driver, lambda d: signed_out_reason(d) == "This browser’s copy of the notes was removed.", message="said so")
+        assert name not in database_names(driver), database_names(driver)
+        assert pointer(driver) is None and not shown(driver, "local-copy")
+        assert driver.switch_to.active_element.get_attribute("id") == "sign-in"
+        welcome_shows_nothing_of(driver, "On a lent computer", "remove me from here")
+    finally:
+        driver.quit()
+    assert not found, "\n".join(found)
+
+
+def test_removing_the_copy_with_an_unsynced_note_warns_and_keeps_it_unless_removed_anyway(account_server):
+    """Offline, a note not on the server: the sign-out dialog offers the removal unticked; ticked,
+    it says what would be lost, and "Sync, then sign out" says it cannot (offline); Cancel keeps
+    everything. Signed out keeping it, the welcome page asks again before removing: "Keep them"
+    keeps it, and it syncs at the next sign-in. Then "Remove anyway" removes an unsynced note,
+    as asked."""
+    base = account_server
+    account = register(base, "warn")
+    found = []
+    try:
+        import axe_selenium_python  # noqa: F401
+        check = lambda driver, view: axe_in_both_schemes(driver, view, found)  # noqa: E731
+    except ImportError:
+        check = lambda driver, view: None  # noqa: E731
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        name = driver.execute_script("return window.noted.store.name")
+        write_offline_note(driver, "Not on the server yet", "kept unless removed anyway")
+        driver.find_element(By.ID, "sign-out").click()
+        wait(driver, dialog_open, message="the sign-out dialog")
+        box = driver.find_element(By.ID, "sign-out-remove")
+        assert not box.is_selected(), "off by default with an unsynced note"
+        assert text_of(driver, "sign-out-warning") == ""
+        tick(driver, "sign-out-remove")
+        wait(driver, lambda d: text_of(d, "sign-out-warning").startswith("1 edit on this browser has not reached the server yet"), message="the warning")
+        assert "removing this browser’s copy loses it" in text_of(driver, "sign-out-warning")
+        assert driver.find_element(By.ID, "sign-out-warning").get_attribute("role") == "alert"
+        assert text_of(driver, "sign-out-anyway") == "Remove anyway and sign out"
+        check(driver, "sign-out dialog with the removal ticked")
+        button(driver, "Sync, then sign out").click()
+        wait(driver, lambda d: "this browser is offline" in text_of(d, "sign-out-syncing"), message="cannot sync offline")
+        assert dialog_open(driver)
+        # Not confirmed: Cancel. Everything kept, still signed in.
+        button(driver, "Cancel").click()
+        wait(driver, lambda d: not dialog_open(d), message="the dialog closed")
+        assert driver.find_element(By.ID, "app").is_displayed() and status(driver) == "offline · 1 pending"
+        assert name in database_names(driver)
+        # Again: the box unticked again; signing out keeps the note.
+        driver.find_element(By.ID, "sign-out").click()
+        wait(driver, dialog_open, message="the sign-out dialog again")
+        assert not driver.find_element(By.ID, "sign-out-remove").is_selected()
+        assert text_of(driver, "sign-out-anyway") == "Sign out anyway"
+        button(driver, "Sign out anyway").click()
+        wait(driver, signed_out, message="signed out, keeping the note")
+        assert name in database_names(driver)
+        # The welcome page asks before removing it.
+        wait(driver, lambda d: shown(d, "local-copy"), message="the offer")
+        button(driver, "Remove this browser’s copy of the notes").click()
+        wait(driver, lambda d: shown(d, "local-copy-confirm"), message="the warning on the welcome page")
+        assert text_of(driver, "local-copy-warning").startswith("1 edit on this browser has not reached the server yet. Sign in again to sync it first")
+        assert driver.switch_to.active_element.get_attribute("id") == "local-copy-keep"
+        check(driver, "welcome page warning before removing an unsynced note")
+        button(driver, "Export them to a file").click()
+        wait(driver, lambda d: text_of(d, "local-copy-exported").startswith("Exported 1 note to noted-unsynced-"), message="exported")
+        button(driver, "Keep them").click()
+        wait(driver, lambda d: not shown(d, "local-copy-confirm"), message="kept")
+        assert name in database_names(driver)
+        # Online, signed in again: the note is there and syncs.
+        set_offline(driver, False)
+        sign_in(driver, base, account, sync_timeout=15)
+        wait(driver, lambda d: "Not on the server yet" in server_titles(base, account), timeout=15, message="the kept note synced")
+        # Another unsynced note, then removed anyway, as asked: gone from this browser (and,
+        # never synced, from everywhere: that is what the warning said).
+        write_offline_note(driver, "Removed anyway", "lost, as the warning said")
+        driver.find_element(By.ID, "sign-out").click()
+        wait(driver, dialog_open, message="the sign-out dialog, last time")
+        tick(driver, "sign-out-remove")
+        button(driver, "Remove anyway and sign out").click()
+        wait(driver, signed_out, message="signed out, the copy removed")
+        wait(driver, lambda d: name not in database_names(d), message="the database gone")
+        welcome_shows_nothing_of(driver, "Removed anyway", "Not on the server yet")
+        set_offline(driver, False)
+        assert "Removed anyway" not in server_titles(base, account)
+    finally:
+        driver.quit()
+    assert not found, "\n".join(found)

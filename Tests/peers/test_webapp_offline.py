@@ -590,3 +590,95 @@ def test_a_browser_killed_while_its_typing_syncs_online_sends_it_exactly_once(sr
         for d in (a, a2, b):
             if d is not None:
                 d.quit()
+
+
+# --- 5. Removing this browser's copy at sign-out, never losing an edit silently -------------------
+# (security review 3, L2: after a sign-out the account's database stayed, readable by whoever
+# uses the browser profile next.)
+
+def database_names(driver):
+    return driver.execute_script("return indexedDB.databases().then(list => list.map(d => d.name))")
+
+
+def text_of(driver, element_id):
+    return driver.execute_script("const e = document.getElementById(arguments[0]); return e ? e.textContent : ''", element_id)
+
+
+def tick(driver, element_id):
+    """Clicks a checkbox's label, as a person would."""
+    label = driver.find_element(By.CSS_SELECTOR, f'label[for="{element_id}"]')
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", label)
+    label.click()
+
+
+def test_removing_the_copy_waits_for_an_edit_the_stopped_server_has_not_got(srv, profile_dir):
+    """The server stopped (SIGSTOP): an edit stays unacknowledged. The sign-out dialog offers
+    the removal unticked; ticked, it says the edit has not reached the server; not confirmed
+    (Cancel) everything stays. "Sync, then sign out" waits: the server back, the edit reaches
+    it, and only then is this browser signed out and its copy removed: the database gone from
+    indexedDB.databases(), and a reload (the profile opened again) shows the sign-in page and
+    nothing of the notes."""
+    base = srv.base
+    account = register(base, "waits")
+    profile = profile_dir()
+    driver = chromium(profile)
+    stopped = False
+    try:
+        sign_in(driver, base, account)
+        shell_cached(driver)
+        web.new_note(driver, "Synced before", "on the server")
+        wait(driver, lambda d: any(n["fields"].get("title") == "Synced before" for n in live_notes(base, account)), timeout=15, message="synced")
+        wait(driver, lambda d: status(d) == "online", timeout=15, message="nothing pending")
+        name = driver.execute_script("return window.noted.store.name")
+        assert name in database_names(driver)
+
+        srv.proc.send_signal(signal.SIGSTOP)
+        stopped = True
+        web.new_note(driver, "Typed while the server was stopped", "must reach it before the copy goes")
+        wait(driver, lambda d: any(r["local"]["title"] == "Typed while the server was stopped" for r in pending_records(d)),
+             message="the edit stored, unacknowledged")
+        driver.find_element(By.ID, "sign-out").click()
+        wait(driver, web.dialog_open, message="the sign-out dialog")
+        assert not driver.find_element(By.ID, "sign-out-remove").is_selected(), "the removal is off with an unsynced edit"
+        tick(driver, "sign-out-remove")
+        wait(driver, lambda d: text_of(d, "sign-out-warning").startswith("1 edit on this browser has not reached the server yet"), message="the warning")
+        # Not confirmed: everything kept.
+        web.button(driver, "Cancel").click()
+        wait(driver, lambda d: not web.dialog_open(d), message="the dialog closed")
+        assert driver.find_element(By.ID, "app").is_displayed()
+        assert name in database_names(driver)
+        assert [r["local"]["title"] for r in pending_records(driver)] == ["Typed while the server was stopped"]
+
+        # Sync first: it waits while the server is stopped, then signs out and removes the copy.
+        driver.find_element(By.ID, "sign-out").click()
+        wait(driver, web.dialog_open, message="the sign-out dialog again")
+        tick(driver, "sign-out-remove")
+        web.button(driver, "Sync, then sign out").click()
+        wait(driver, lambda d: text_of(d, "sign-out-syncing") == "Syncing…", message="waiting for the server")
+        time.sleep(1.5)
+        assert web.dialog_open(driver) and name in database_names(driver), "signed out before the edit reached the server"
+        srv.proc.send_signal(signal.SIGCONT)
+        stopped = False
+        wait(driver, web.signed_out, timeout=30, message="signed out once the edit reached the server")
+        assert any(n["fields"].get("title") == "Typed while the server was stopped" for n in live_notes(base, account))
+        wait(driver, lambda d: name not in database_names(d), message="the database gone")
+        assert not any(n.startswith("noted:") for n in database_names(driver)), database_names(driver)
+        assert driver.execute_script("return localStorage.getItem('noted.account')") is None
+    finally:
+        if stopped:
+            srv.proc.send_signal(signal.SIGCONT)
+        driver.quit()
+    # The profile opened again (a new browser process): the sign-in page, nothing of the notes.
+    driver = chromium(profile)
+    try:
+        driver.get(base + "/")
+        wait(driver, web.signed_out, timeout=15, message="the welcome page")
+        time.sleep(0.3)
+        assert driver.find_element(By.ID, "sign-in").is_displayed()
+        assert not driver.execute_script("const e = document.getElementById('local-copy'); return e.checkVisibility()")
+        assert listed(driver) == []
+        html = driver.execute_script("return document.documentElement.outerHTML")
+        assert "Synced before" not in html and "Typed while the server was stopped" not in html
+        assert name not in database_names(driver), database_names(driver)
+    finally:
+        driver.quit()

@@ -82,7 +82,7 @@ public func buildApplication(
         // Heartbeats come from one task for every connection (SessionDeadlines), not a task each.
         autoPing: .disabled,
         validateUTF8: true)
-    let connections = ConnectionLimit(maximum: configuration.maxConnections)
+    let connections = ConnectionLimit(maximum: configuration.maxConnections, perAddress: configuration.maxConnectionsPerAddress)
     return Application(
         router: router,
         server: HTTPServerBuilder { responder in
@@ -92,7 +92,7 @@ public func buildApplication(
                     // An HTTP connection idle between requests is closed after a minute.
                     configuration: .init(http1: .init(idleTimeout: .seconds(60)), ws: webSocket)),
                 policy: OriginPolicy(allowedOrigins: configuration.allowedOrigins), path: "/v1/sync",
-                connections: connections)
+                connections: connections, addresses: ClientAddresses(trustedProxies: configuration.trustedProxies))
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: nil),
         services: [

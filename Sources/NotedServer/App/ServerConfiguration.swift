@@ -66,6 +66,9 @@ public struct ServerConfiguration: Sendable {
     /// Open TCP connections (HTTP and WebSocket) of the whole node; a connection beyond is
     /// answered 503 and closed at once (docs/security.md).
     public var maxConnections = 16_384
+    /// Open connections from one address (IPv4, or an IPv6 /64) of the node; a trusted proxy's
+    /// are not counted here (its clients are for it to limit: `limit_conn`, docs/deploy.md).
+    public var maxConnectionsPerAddress = 256
     /// What one user may store (`--quota-bytes`, `--quota-records`).
     public var quota = StorageQuota.standard
     /// Bytes a session may have waiting to be sent (a client not reading what it asked for);

@@ -26,9 +26,14 @@ struct OriginGuardedChannel: ServerChildChannel {
     /// The size of a connection's first read (NIO's adaptive allocator grows it after reads that
     /// fill it; a power of two).
     var firstReadSize = 512
+    /// Who may open how many: a peer's connections count under its address (IPv6 by /64), except
+    /// a trusted proxy's, whose clients it is for the proxy to limit (docs/deploy.md).
+    var addresses = ClientAddresses()
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        guard connections.admit() else {
+        let peer = channel.remoteAddress?.ipAddress
+        let group = peer.flatMap { addresses.isTrusted($0) ? nil : ClientAddresses.group($0) }
+        guard connections.admit(address: group) else {
             // Beyond the cap: a short answer written straight to the socket, then closed.
             logger.debug("connection refused: too many open connections")
             return base.setup(channel: channel, logger: logger).flatMapThrowing { value in
@@ -36,7 +41,7 @@ struct OriginGuardedChannel: ServerChildChannel {
                 return value
             }
         }
-        channel.closeFuture.whenComplete { _ in connections.release() }
+        channel.closeFuture.whenComplete { _ in connections.release(address: group) }
         // Each connection keeps its read buffer for its whole life (NIO pools it), at the size
         // its reads have asked for: NIO's first read of 2,048 bytes made that 2 KB for every idle
         // sync connection (issue 18, docs/benchmarks.md "Idle connections: a pool without
@@ -77,20 +82,127 @@ final class OriginGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let path: String
     private let headDeadline: HeadDeadline?
     private var refusing = false
+    /// A request whose head has arrived and whose body has not ended.
+    private var requestOpen = false
+    /// The request or its answer said `Connection: close`.
+    private var closing = false
+    /// The answer ended before the request's body: what is left of the body is read and
+    /// dropped, then the connection closed (``drain(_:)``).
+    private var draining = false
+    private var drained = 0
+    /// The slowest a request body may arrive while the server waits for it (bytes a second),
+    /// after a first `bodyGrace`; a body slower than that is cut off (security-3 M2: one byte
+    /// every 50 s held a connection for ever).
+    let minimumBodyRate: Int
+    let bodyGrace: TimeAmount
+    /// Body bytes received, and the time spent waiting for them (a read asked for and not yet
+    /// answered): time the server itself was busy does not count against the client.
+    private var bodyBytes = 0
+    private var waited: TimeAmount = .zero
+    private var waitingSince: NIODeadline?
+    private var bodyTimer: RepeatedTask?
 
-    init(policy: OriginPolicy, path: String, headDeadline: HeadDeadline? = nil) {
+    init(policy: OriginPolicy, path: String, headDeadline: HeadDeadline? = nil,
+         minimumBodyRate: Int = 512, bodyGrace: TimeAmount = .seconds(10)) {
         self.policy = policy
         self.path = path
         self.headDeadline = headDeadline
+        self.minimumBodyRate = minimumBodyRate
+        self.bodyGrace = bodyGrace
+    }
+
+    /// At most this much of a body nobody reads is drained before the connection is closed
+    /// anyway; and for at most `drainTime`.
+    static let drainLimit = 64 << 20
+    static let drainTime: TimeAmount = .seconds(30)
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        bodyTimer?.cancel()
+        bodyTimer = nil
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if requestOpen, waitingSince == nil { waitingSince = .now() }
+        context.read()
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { headDeadline?.expectHead() }
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            if head.headers["connection"].contains(where: { $0.lowercased() == "close" }) { closing = true }
+        case .end:
+            headDeadline?.expectHead()
+            // An early answer (413 before the body, 401): with the connection to be closed,
+            // the rest of the body is read and dropped first, so that a client that sends its
+            // whole body before it reads (Python's http.client) gets the answer; closing with
+            // its bytes unread would reset the connection instead.
+            if requestOpen, closing, !draining {
+                draining = true
+                context.write(data, promise: promise)
+                context.flush()
+                let channel = context.channel
+                context.eventLoop.scheduleTask(in: Self.drainTime) { channel.close(promise: nil) }
+                context.read()
+                return
+            }
+        case .body:
+            break
+        }
         context.write(data, promise: promise)
+    }
+
+    private func startBody(_ context: ChannelHandlerContext) {
+        bodyBytes = 0
+        waited = .zero
+        waitingSince = nil
+        guard bodyTimer == nil else { return }
+        let channel = context.channel
+        bodyTimer = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] _ in
+            guard let self, self.requestOpen, !self.draining else { return }
+            var waited = self.waited
+            if let since = self.waitingSince { waited = waited + (NIODeadline.now() - since) }
+            let allowed = Int64(max(0, waited.nanoseconds - self.bodyGrace.nanoseconds)) * Int64(self.minimumBodyRate) / 1_000_000_000
+            if Int64(self.bodyBytes) < allowed { channel.close(promise: nil) }
+        }
+    }
+
+    private func drain(_ context: ChannelHandlerContext, _ part: HTTPServerRequestPart) {
+        switch part {
+        case .body(let buffer):
+            drained += buffer.readableBytes
+            if drained > Self.drainLimit { context.close(promise: nil) } else { context.read() }
+        case .end:
+            requestOpen = false
+            context.close(promise: nil)
+        case .head:
+            context.close(promise: nil)
+        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if refusing { return }
+        let part = unwrapInboundIn(data)
+        if draining {
+            drain(context, part)
+            return
+        }
+        switch part {
+        case .head(let head):
+            requestOpen = true
+            closing = head.headers["connection"].contains(where: { $0.lowercased() == "close" }) || head.version == .http1_0
+            startBody(context)
+        case .body(let buffer):
+            bodyBytes += buffer.readableBytes
+            if let since = waitingSince {
+                waited = waited + (NIODeadline.now() - since)
+                waitingSince = nil
+            }
+        case .end:
+            requestOpen = false
+            waitingSince = nil
+            bodyTimer?.cancel()
+            bodyTimer = nil
+        }
         // `Expect: 100-continue` (curl sends it for bodies over a megabyte, then waits a second
         // for the answer before sending anyway): say "go on" at once (RFC 9110 section 10.1.1).
         if case .head(let head) = unwrapInboundIn(data), head.version == .http1_1,
@@ -235,22 +347,36 @@ final class RefuseConnection: ChannelInboundHandler {
 /// everyone (docs/security.md).
 final class ConnectionLimit: Sendable {
     let maximum: Int
-    private let open = NIOLockedValueBox(0)
+    /// Open connections of one address (a peer's IPv4 address, or its IPv6 /64).
+    let perAddress: Int
+    private let open = NIOLockedValueBox<(count: Int, byAddress: [String: Int])>((0, [:]))
 
-    init(maximum: Int) {
+    init(maximum: Int, perAddress: Int = .max) {
         self.maximum = maximum
+        self.perAddress = perAddress
     }
 
-    /// Counts a new connection in; false (and not counted) when the node is full.
-    func admit() -> Bool {
-        open.withLockedValue { count in
-            guard count < maximum else { return false }
-            count += 1
+    /// Counts a new connection in; false (and not counted) when the node is full, or when
+    /// `address` (a peer's group, nil for a trusted proxy) has `perAddress` open already.
+    func admit(address: String? = nil) -> Bool {
+        open.withLockedValue { state in
+            guard state.count < maximum else { return false }
+            if let address {
+                let current = state.byAddress[address, default: 0]
+                guard current < perAddress else { return false }
+                state.byAddress[address] = current + 1
+            }
+            state.count += 1
             return true
         }
     }
 
-    func release() {
-        open.withLockedValue { $0 -= 1 }
+    func release(address: String? = nil) {
+        open.withLockedValue { state in
+            state.count -= 1
+            if let address, let current = state.byAddress[address] {
+                state.byAddress[address] = current > 1 ? current - 1 : nil
+            }
+        }
     }
 }

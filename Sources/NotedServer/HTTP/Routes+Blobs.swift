@@ -271,7 +271,10 @@ extension Routes {
         if !inlineBlobTypes.contains(blob.type) { headers[.contentDisposition] = "attachment" }
         headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
         headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
-        headers[.cacheControl] = "private, max-age=31536000, immutable"
+        // Not kept in a browser's HTTP cache (security-3 L2): the web app keeps the files it
+        // needs in the account's own database, which signing out can remove; a cached copy
+        // would outlive that for a year.
+        headers[.cacheControl] = "private, no-store"
         // The answer depends on whose token asks: a browser's cache must not give one account's
         // copy to another account signed in on the same browser.
         headers[.vary] = "Authorization"

@@ -93,6 +93,7 @@ struct Routes: Sendable {
         }
         addAccountRoutes(to: router)
         addImportRoute(to: router)
+        addExportRoute(to: router)
         addBlobRoutes(to: router)
         router.post("/oauth/token") { request, _ -> Response in
             let buffer = try await request.body.collect(upTo: 64 * 1024)
@@ -244,9 +245,16 @@ struct Routes: Sendable {
             guard let user = try await store.user(id: token.userID), let twoFactor = try await store.twoFactor(userID: token.userID) else {
                 throw APIError(.unauthorized, "unauthenticated", "invalid access token")
             }
+            let usage = try await store.usage(userID: token.userID)
+            let quota = configuration.quota
             return .json([
                 "id": .string(user.id), "username": .string(user.username),
                 "two_factor": ["enabled": .bool(user.twoFactor), "recovery_codes_left": .int(Int64(user.twoFactor ? twoFactor.recoveryCodesLeft : 0))],
+                // What the account stores, as the quota counts it (docs/security.md, "Storage per account").
+                "usage": [
+                    "bytes": .int(usage.bytes + usage.history), "history_bytes": .int(usage.history), "records": .int(usage.records),
+                    "quota_bytes": quota.bytes.map(JSONValue.int) ?? .null, "quota_records": quota.records.map(JSONValue.int) ?? .null,
+                ],
             ])
         }
         router.post("/v1/account/2fa/setup") { request, context -> Response in
@@ -315,88 +323,6 @@ struct Routes: Sendable {
             let user = try await authenticate(request)
             let ended = try await accounts.signOut(userID: user.userID, only: nil)
             return .json(["signed_out": .int(Int64(ended.count))])
-        }
-        // "Download all notes": every note of the account (the trash too) as the CLI's
-        // `noted export` writes it, in one zip (docs/import-export.md).
-        let exportLimiter = RateLimiter(limit: 10, window: 60)
-        router.get("/v1/export") { request, _ -> Response in
-            let user = try await authenticate(request)
-            guard let format = Exporter.Format(rawValue: request.uri.queryParameters.get("format") ?? "markdown") else {
-                throw APIError(.badRequest, "bad_request", "format is markdown or json")
-            }
-            do throws(AuthError) {
-                try exportLimiter.check(keys: ["export:\(user.userID)"])
-            } catch {
-                throw APIError(error)
-            }
-            // Paged like any pull from 0; a note changed while the pages are read comes again
-            // in a later page (the newer version wins) and one deleted meanwhile as a tombstone.
-            var notes: [String: PortableNote] = [:]
-            var references: [String: [AttachmentReference]] = [:]
-            var order: [String] = []
-            var since: Int64 = 0
-            while true {
-                let page = try await store.changes(userID: user.userID, since: since, limit: 1000, snapshot: true)
-                guard !page.reset else { throw APIError(.serviceUnavailable, "unavailable", "the notes changed too much while being read; try again") }
-                for record in page.records where record.collection == CollectionSchema.notes.name {
-                    if record.deleted {
-                        notes[record.id] = nil
-                    } else {
-                        if notes[record.id] == nil { order.append(record.id) }
-                        notes[record.id] = PortableNote(record)
-                        references[record.id] = (record.fields["attachments"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(AttachmentReference.init(element:)) }
-                    }
-                }
-                guard page.more, page.cursor > since else { break }
-                since = page.cursor
-            }
-            var all = order.compactMap { notes[$0] }
-            // Made on disk, in a folder of its own: the notes' files (attachments) written there
-            // piece by piece, once each, then the zip beside them, read back to the client piece
-            // by piece; memory stays small whatever the account holds. The folder goes when the
-            // answer is sent (or fails).
-            let work = FileManager.default.temporaryDirectory.appendingPathComponent("noted-export-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let zip: URL
-            do {
-                var written: Set<String> = []
-                for index in all.indices {
-                    for reference in references[all[index].id] ?? [] {
-                        let file = work.appendingPathComponent(reference.sha256)
-                        if !written.contains(reference.sha256) {
-                            guard let pieces = try await store.readBlob(userID: user.userID, sha256: reference.sha256, range: 0..<reference.size)
-                            else { continue }  // named but not stored (collected): the note keeps its link
-                            FileManager.default.createFile(atPath: file.path, contents: nil, attributes: [.posixPermissions: 0o600])
-                            let handle = try FileHandle(forWritingTo: file)
-                            defer { try? handle.close() }
-                            for try await piece in pieces { try handle.write(contentsOf: Data(piece.readableBytesView)) }
-                            written.insert(reference.sha256)
-                        }
-                        all[index].attachments.append(PortableAttachment(
-                            name: reference.name, type: reference.type, sha256: reference.sha256, size: reference.size, source: file))
-                    }
-                }
-                let files = format == .markdown ? Exporter.markdown(all) : [Exporter.json(all)] + Exporter.attachmentFiles(all)
-                zip = work.appendingPathComponent("export.zip")
-                try await NIOThreadPool.singleton.runIfActive { try Exporter.zip(files, to: zip.path) }
-            } catch {
-                try? FileManager.default.removeItem(at: work)
-                throw error
-            }
-            let size = (try? FileManager.default.attributesOfItem(atPath: zip.path)[.size] as? NSNumber)?.int64Value ?? 0
-            let pieces = try BlobFiles.read(path: zip.path, range: 0..<size)
-            let day = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
-            return Response(
-                status: .ok,
-                headers: [
-                    .contentType: "application/zip", .cacheControl: "no-store", .contentLength: String(size),
-                    .contentDisposition: "attachment; filename=\"noted-export-\(day).zip\"",
-                ],
-                body: ResponseBody { writer in
-                    defer { try? FileManager.default.removeItem(at: work) }
-                    for try await piece in pieces { try await writer.write(piece) }
-                    try await writer.finish(nil)
-                })
         }
         router.delete("/v1/account") { request, context -> Response in
             let user = try await authenticate(request)

@@ -329,11 +329,11 @@ struct BatchReads: Sendable {
         var state = BatchReads()
         let users = Array(Set(jobs.map(\.context.userID))).sorted()
         // Locked in one order on every node, so that two batches never wait for each other.
-        for try await (user, seq, bytes, records) in try await connection.query("""
-            SELECT user_id, seq, stored_bytes, stored_records FROM user_seq WHERE user_id = ANY(\(users)) ORDER BY user_id FOR UPDATE
-            """, logger: logger).decode((String, Int64, Int64, Int64).self) {
+        for try await (user, seq, bytes, records, history) in try await connection.query("""
+            SELECT user_id, seq, stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = ANY(\(users)) ORDER BY user_id FOR UPDATE
+            """, logger: logger).decode((String, Int64, Int64, Int64, Int64).self) {
             state.seqs[user] = seq
-            state.usage[user] = StorageUsage(bytes: bytes, records: records)
+            state.usage[user] = StorageUsage(bytes: bytes, records: records, history: history)
         }
         let jobUsers = jobs.map(\.context.userID)
         let ccids = jobs.map(\.change.ccid)

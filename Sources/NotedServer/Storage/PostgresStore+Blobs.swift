@@ -64,7 +64,7 @@ extension PostgresStore: BlobStore {
             // The user's row, locked as pushes and the collector lock it.
             var stored: Int64?
             for try await bytes in try await connection.query(
-                "SELECT stored_bytes FROM user_seq WHERE user_id = \(userID) FOR UPDATE", logger: logger
+                "SELECT stored_bytes + history_bytes FROM user_seq WHERE user_id = \(userID) FOR UPDATE", logger: logger
             ).decode(Int64.self) {
                 stored = bytes
             }

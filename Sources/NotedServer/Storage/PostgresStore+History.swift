@@ -20,6 +20,40 @@ extension PostgresStore {
         "INSERT INTO history_due (user_id, collection, record_id, due_at) SELECT DISTINCT user_id, collection, record_id, 0 FROM revisions",
     ])
 
+    /// History counts toward the account's bytes: `user_seq.history_bytes`, the bytes its
+    /// revisions hold as stored, kept by a trigger on every write of `revisions` and computed
+    /// from the rows on upgrade (SQLiteStore's "history-bytes" does the same).
+    static let historyBytesMigration: (String, [PostgresQuery]) = ("history-bytes", [
+        "ALTER TABLE user_seq ADD COLUMN history_bytes BIGINT NOT NULL DEFAULT 0",
+        """
+        UPDATE user_seq SET history_bytes = (
+            SELECT COALESCE(SUM(octet_length(r.fields) + COALESCE(octet_length(r.delta), 0)), 0) FROM revisions r
+            WHERE r.user_id = user_seq.user_id)
+        """,
+        """
+        CREATE FUNCTION noted_revision_bytes() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                UPDATE user_seq SET history_bytes = history_bytes + octet_length(NEW.fields) + COALESCE(octet_length(NEW.delta), 0)
+                WHERE user_id = NEW.user_id;
+            ELSIF TG_OP = 'DELETE' THEN
+                UPDATE user_seq SET history_bytes = history_bytes - octet_length(OLD.fields) - COALESCE(octet_length(OLD.delta), 0)
+                WHERE user_id = OLD.user_id;
+            ELSE
+                UPDATE user_seq SET history_bytes = history_bytes
+                    + octet_length(NEW.fields) + COALESCE(octet_length(NEW.delta), 0)
+                    - octet_length(OLD.fields) - COALESCE(octet_length(OLD.delta), 0)
+                WHERE user_id = NEW.user_id;
+            END IF;
+            RETURN NULL;
+        END $$
+        """,
+        """
+        CREATE TRIGGER revisions_bytes AFTER INSERT OR DELETE OR UPDATE OF fields, delta ON revisions
+        FOR EACH ROW EXECUTE FUNCTION noted_revision_bytes()
+        """,
+    ])
+
     /// How long a node's claim on a due record lasts (it thins it well within that).
     static let historyLease: TimeInterval = 60
 
@@ -142,9 +176,17 @@ extension PostgresStore {
     /// push that holds it makes the record due again.
     private static func write(_ pass: PlannedThinning, now: Date, connection: PostgresConnection, logger: Logger) async throws -> Bool {
         let record = pass.record
-        let locked = try await connection.query("""
-            SELECT 1 FROM records WHERE user_id = \(record.userID) AND collection = \(record.collection) AND id = \(record.id) FOR UPDATE SKIP LOCKED
+        // The user's row first, as a push takes it (the trigger keeping `history_bytes` writes it
+        // when the pass writes revisions): a pass that took the record's row and then waited
+        // for the user's could deadlock with a push holding the user's and waiting for the record's.
+        var locked = try await connection.query("""
+            SELECT 1 FROM user_seq WHERE user_id = \(record.userID) FOR UPDATE SKIP LOCKED
             """, logger: logger).collect().count == 1
+        if locked {
+            locked = try await connection.query("""
+                SELECT 1 FROM records WHERE user_id = \(record.userID) AND collection = \(record.collection) AND id = \(record.id) FOR UPDATE SKIP LOCKED
+                """, logger: logger).collect().count == 1
+        }
         if !locked {
             let exists = try await connection.query("""
                 SELECT 1 FROM records WHERE user_id = \(record.userID) AND collection = \(record.collection) AND id = \(record.id)

@@ -226,7 +226,7 @@ public struct PostgresStore: NotedStore {
             for try await name in try await connection.query("SELECT name FROM noted_migrations", logger: logger).decode(String.self) {
                 done.insert(name)
             }
-            var all = Self.migrations + [Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration, Self.accountAdminMigration, Self.blobsMigration, Self.historyMigration]
+            var all = Self.migrations + [Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration, Self.accountAdminMigration, Self.blobsMigration, Self.historyMigration, Self.historyBytesMigration]
             if let last, let index = all.firstIndex(where: { $0.0 == last }) { all = Array(all[...index]) }
             for (name, statements) in all where !done.contains(name) {
                 for statement in statements {
@@ -374,8 +374,10 @@ public struct PostgresStore: NotedStore {
     }
 
     public func usage(userID: String) async throws -> StorageUsage {
-        let rows = try await client.query("SELECT stored_bytes, stored_records FROM user_seq WHERE user_id = \(userID)", logger: logger)
-        for try await (bytes, records) in rows.decode((Int64, Int64).self) { return StorageUsage(bytes: bytes, records: records) }
+        let rows = try await client.query("SELECT stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = \(userID)", logger: logger)
+        for try await (bytes, records, history) in rows.decode((Int64, Int64, Int64).self) {
+            return StorageUsage(bytes: bytes, records: records, history: history)
+        }
         return StorageUsage()
     }
 

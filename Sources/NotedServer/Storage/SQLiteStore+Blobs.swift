@@ -63,7 +63,7 @@ extension SQLiteStore: BlobStore {
                 return (row, false)
             }
             if let quota {
-                let stored = try Int64.fetchOne(db, sql: "SELECT stored_bytes FROM user_seq WHERE user_id = ?", arguments: [userID]) ?? 0
+                let stored = try Int64.fetchOne(db, sql: "SELECT stored_bytes + history_bytes FROM user_seq WHERE user_id = ?", arguments: [userID]) ?? 0
                 let pending = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(length), 0) FROM blob_uploads WHERE user_id = ?", arguments: [userID]) ?? 0
                 if stored + pending + length > quota { throw BlobError.quotaExceeded(quota: quota, stored: stored + pending) }
             }

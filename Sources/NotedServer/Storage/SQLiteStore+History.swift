@@ -26,6 +26,36 @@ extension SQLiteStore {
         }
     }
 
+    /// History counts toward the account's bytes (security-3 H3: stale whole-text saves kept
+    /// gigabytes of revisions while the account's counted usage stayed under a megabyte):
+    /// `user_seq.history_bytes` is the bytes its revisions hold as stored (whole fields or
+    /// delta), kept by triggers on every write of `revisions` (a push, a pass of the history
+    /// service, a purge, a deletion) and computed from the rows on upgrade.
+    static func registerHistoryBytesMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("history-bytes") { db in
+            try db.execute(sql: """
+                ALTER TABLE user_seq ADD COLUMN history_bytes INTEGER NOT NULL DEFAULT 0;
+                UPDATE user_seq SET history_bytes = (
+                    SELECT COALESCE(SUM(\(storedBytes("r"))), 0) FROM revisions r WHERE r.user_id = user_seq.user_id);
+                CREATE TRIGGER revisions_bytes_insert AFTER INSERT ON revisions BEGIN
+                    UPDATE user_seq SET history_bytes = history_bytes + \(storedBytes("NEW")) WHERE user_id = NEW.user_id;
+                END;
+                CREATE TRIGGER revisions_bytes_delete AFTER DELETE ON revisions BEGIN
+                    UPDATE user_seq SET history_bytes = history_bytes - \(storedBytes("OLD")) WHERE user_id = OLD.user_id;
+                END;
+                CREATE TRIGGER revisions_bytes_update AFTER UPDATE OF fields, delta ON revisions BEGIN
+                    UPDATE user_seq SET history_bytes = history_bytes + \(storedBytes("NEW")) - \(storedBytes("OLD"))
+                    WHERE user_id = NEW.user_id;
+                END;
+                """)
+        }
+    }
+
+    /// The bytes a revision row holds, in SQL, for the row named `row`.
+    static func storedBytes(_ row: String) -> String {
+        "(length(CAST(\(row).fields AS BLOB)) + COALESCE(length(CAST(\(row).delta AS BLOB)), 0))"
+    }
+
     static let revisionColumns = "rev, conflict, seq, fields, delta, size, device, ccid, updated_at"
 
     /// One row of ``revisionColumns``, read by position.

@@ -46,6 +46,7 @@ public struct SQLiteStore: NotedStore {
         Self.registerAccountAdminMigration(&migrator)
         Self.registerBlobsMigration(&migrator)
         Self.registerHistoryMigration(&migrator)
+        Self.registerHistoryBytesMigration(&migrator)
         if let last {
             try migrator.migrate(pool, upTo: last)
         } else {
@@ -281,8 +282,8 @@ public struct SQLiteStore: NotedStore {
 
     public func usage(userID: String) async throws -> StorageUsage {
         try await pool.read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT stored_bytes, stored_records FROM user_seq WHERE user_id = ?"), arguments: [userID])
-                .map { StorageUsage(bytes: $0[0], records: $0[1]) } ?? StorageUsage()
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = ?"), arguments: [userID])
+                .map { StorageUsage(bytes: $0[0], records: $0[1], history: $0[2]) } ?? StorageUsage()
         }
     }
 
@@ -441,8 +442,8 @@ public struct SQLiteStore: NotedStore {
         }
 
         func usage() throws -> StorageUsage {
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT stored_bytes, stored_records FROM user_seq WHERE user_id = ?"), arguments: [userID])
-                .map { StorageUsage(bytes: $0[0], records: $0[1]) } ?? StorageUsage()
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = ?"), arguments: [userID])
+                .map { StorageUsage(bytes: $0[0], records: $0[1], history: $0[2]) } ?? StorageUsage()
         }
 
         func blobSizes(_ hashes: Set<String>) throws -> [String: Int64] {

@@ -22,9 +22,17 @@ public struct StorageQuota: Sendable, Hashable {
 
     /// Why `change` may not make `usage` into `after`, if it may not: growing beyond a limit is
     /// refused, shrinking never (a user over a lowered quota can always delete and trim).
+    ///
+    /// History counts (``StorageUsage/history``): an account whose records, attachments and
+    /// history together are over the limit may only delete (a record's history goes with it)
+    /// until the history service has thinned enough; an edit of the same size, or smaller,
+    /// still stores a revision, so it is refused too.
     func refusal(from usage: StorageUsage, to after: StorageUsage) -> ProtocolError? {
-        if let bytes, after.bytes > usage.bytes, after.bytes > bytes {
-            return ProtocolError(.quotaExceeded, "this account may store at most \(bytes) bytes (it stores \(usage.bytes)); delete something first")
+        if let bytes, usage.bytes + usage.history > bytes, after.records >= usage.records {
+            return ProtocolError(.quotaExceeded, "this account may store at most \(bytes) bytes, and its notes, files and their history take \(usage.bytes + usage.history) (history \(usage.history)); delete something first (its history goes with it)")
+        }
+        if let bytes, after.bytes > usage.bytes, after.bytes + after.history > bytes {
+            return ProtocolError(.quotaExceeded, "this account may store at most \(bytes) bytes (it stores \(usage.bytes), and \(usage.history) of history); delete something first")
         }
         if let records, after.records > usage.records, after.records > records {
             return ProtocolError(.quotaExceeded, "this account may store at most \(records) records; delete something first")
@@ -37,10 +45,14 @@ public struct StorageQuota: Sendable, Hashable {
 public struct StorageUsage: Sendable, Hashable {
     public var bytes: Int64
     public var records: Int64
+    /// The bytes the account's revisions hold (whole or as deltas, conflict revisions too),
+    /// kept by the store itself on every write of a revision; a push reads it, never sets it.
+    public var history: Int64
 
-    public init(bytes: Int64 = 0, records: Int64 = 0) {
+    public init(bytes: Int64 = 0, records: Int64 = 0, history: Int64 = 0) {
         self.bytes = bytes
         self.records = records
+        self.history = history
     }
 
     /// What a live record counts for; a tombstone counts for nothing.

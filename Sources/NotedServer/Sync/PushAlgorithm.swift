@@ -194,7 +194,8 @@ struct PushAlgorithm: Sendable {
             let usage = try reads.usage()
             let before = StorageUsage.of(current)
             let now = StorageUsage.of(record)
-            let after = StorageUsage(bytes: usage.bytes - before.bytes + now.bytes, records: usage.records - before.records + now.records)
+            let after = StorageUsage(bytes: usage.bytes - before.bytes + now.bytes, records: usage.records - before.records + now.records,
+                                     history: usage.history)
             if let refusal = processor.quota.refusal(from: usage, to: after) {
                 let identity = ChangeIdentity(ccid: change.ccid, collection: change.collection, id: change.id)
                 return (PushResult(reply: .reject(Reject(refusal, identity: identity)), broadcast: nil, committedSeq: nil), [])

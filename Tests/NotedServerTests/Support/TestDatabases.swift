@@ -160,6 +160,7 @@ func executeRaw(_ store: any NotedStore, _ statements: [(String, [any Sendable])
                 case let text as String: bindings.append(text)
                 case let number as Int64: bindings.append(number)
                 case let flag as Bool: bindings.append(flag)
+                case let text as String?: if let text { bindings.append(text) } else { bindings.appendNull() }
                 default: break
                 }
             }
