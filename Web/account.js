@@ -1,11 +1,13 @@
-// The Account panel (docs/protocol.md, "The signed-in account"): change the password, turn
-// two-factor sign-in on or off, see the signed-in devices and sign one or all of them out,
+// The Account panel (docs/protocol.md, "The signed-in account"): see what the account stores
+// and its limits, change the password, turn two-factor sign-in on or off, see the signed-in
+// devices and sign one or all of them out,
 // download every note or import another app's export, delete the account. The requests are
 // made here; what ending this browser's own sign-in means (the sign-out path, its
 // unsynced-notes dialog, removing the account's database) is the app's, through the callbacks
 // it gives.
 
 import { qrMatrix, qrSVG } from "./qr.js";
+import { SIZE_UNITS, usageSummary } from "./usage.js";
 
 /** A refusal of an account request: the server's message (`code` its error code). */
 export class AccountError extends Error {
@@ -69,7 +71,10 @@ export async function signOutEverywhere(auth) {
   return Number(answer.body && answer.body.signed_out) || 0;
 }
 
-/** The account: { id, username, two_factor: { enabled, recovery_codes_left } }. */
+/**
+ * The account: { id, username, two_factor: { enabled, recovery_codes_left }, usage: { bytes,
+ * history_bytes, records, quota_bytes, quota_records } } (`usage` absent from older servers).
+ */
 export async function readAccount(auth) {
   return (await call(auth, "GET", "/v1/account")).body || {};
 }
@@ -211,7 +216,7 @@ export class AccountPanel {
     this.auth = auth;
     this.actions = actions;
     this.loading = 0;
-    this.reading = 0; // the two-factor state's reads, as `loading` for the devices
+    this.reading = 0; // the account's reads (two-factor state, usage), as `loading` for the devices
     this.username = "";
     this.turningOn = true; // what the two-factor dialog does
     this.twoFactorChanged = false; // turned on or off since the dialog opened
@@ -219,6 +224,7 @@ export class AccountPanel {
     this.opener = null;
     this.ui = {
       dialog: $("account-dialog"), close: $("account-close"),
+      usageText: $("usage-text"), usageMeter: $("usage-meter"), usageFull: $("usage-full"),
       passwordForm: $("password-form"), current: $("current-password"), next: $("new-password"), confirm: $("confirm-password"),
       passwordCode: $("password-code"), passwordCodeInput: $("password-code-input"),
       passwordError: $("password-error"), passwordDone: $("password-done"), change: $("change-password"),
@@ -297,7 +303,7 @@ export class AccountPanel {
     this.opener = opener;
     this.ui.everywhereRemove.checked = true; // ending every sign-in: this browser's copy goes too, unless unticked
     this.ui.dialog.showModal(); // focus goes to its first control, "Close"
-    this.loadTwoFactor();
+    this.loadAccount();
     this.loadDevices();
   }
 
@@ -393,14 +399,18 @@ export class AccountPanel {
     this.twoFactorClosed();
   }
 
-  /** Reads whether two-factor sign-in is on, and shows it with the button that changes it. */
-  async loadTwoFactor() {
+  /**
+   * Reads the account (one GET /v1/account): what it uses (`showUsage`), and whether two-factor
+   * sign-in is on, shown with the button that changes it.
+   */
+  async loadAccount() {
     const ui = this.ui;
     const token = ++this.reading;
     try {
       const account = await readAccount(this.auth);
       if (token !== this.reading) return;
       this.username = account.username || "";
+      this.showUsage(account.usage);
       const { enabled = false, recovery_codes_left: said = 0 } = account.two_factor || {};
       const left = Number(said) || 0;
       ui.twoFactorError.textContent = "";
@@ -416,7 +426,35 @@ export class AccountPanel {
       ui.twoFactorState.textContent = "";
       ui.twoFactorOn.hidden = ui.twoFactorOff.hidden = true;
       ui.twoFactorError.textContent = `Could not read whether two-factor sign-in is on: ${error.message}`;
+      // Said once, in the alert above; here only that it is not known.
+      this.showUsage(null, "Not known: the account could not be read.");
     }
+  }
+
+  /**
+   * Shows what the account uses (GET /v1/account's `usage`; `unknown`: what to say without one):
+   * the sizes and counts, a meter of the storage used against its quota, and, at or over a
+   * quota, that edits are refused until something is deleted.
+   */
+  showUsage(usage, unknown = "Not reported by this server.") {
+    const { usageText: text, usageMeter: meter, usageFull: full } = this.ui;
+    const summary = usageSummary(usage);
+    // Storage, then records: each part wraps as a whole where it can (its own line on a phone).
+    const part = (words) => Object.assign(document.createElement("span"), { className: "usage-part", textContent: words });
+    if (summary) text.replaceChildren(part(`${summary.storage} ·`), " ", part(summary.records)); // = summary.text
+    else text.textContent = unknown;
+    text.title = summary ? `Sizes: ${SIZE_UNITS}` : "";
+    if (summary && summary.quotaBytes !== null) {
+      // Green (optimum) while under three quarters full, amber to 90%, red beyond.
+      Object.assign(meter, { min: 0, max: summary.quotaBytes, optimum: 0, low: summary.quotaBytes * 0.75, high: summary.quotaBytes * 0.9 });
+      meter.value = Math.min(summary.bytes, summary.quotaBytes);
+      meter.setAttribute("aria-valuetext", summary.used);
+      meter.textContent = summary.used; // for a browser without <meter>
+      meter.hidden = false;
+    } else {
+      meter.hidden = true;
+    }
+    full.textContent = summary ? summary.warning : "";
   }
 
   /**
@@ -432,7 +470,7 @@ export class AccountPanel {
   /** The server asked for a code the page did not (two-factor sign-in turned on elsewhere, or not read yet). */
   codeAskedFor() {
     this.askForCodes(true);
-    this.loadTwoFactor();
+    this.loadAccount();
   }
 
   /** Opens the dialog at its first step: turning on (`on`) or off. */
@@ -474,7 +512,7 @@ export class AccountPanel {
     tf.codesList.replaceChildren();
     for (const element of [tf.passwordError, tf.scanError, tf.downloaded]) element.textContent = "";
     for (const input of [tf.password, tf.offCodeInput, tf.code]) input.removeAttribute("aria-invalid");
-    this.loadTwoFactor();
+    this.loadAccount();
     // Turned on or off: the section's heading, its state read next (the button that opened the
     // dialog is gone); cancelled: that button again.
     if (this.twoFactorChanged) ui.twoFactorTitle.focus();
@@ -510,7 +548,7 @@ export class AccountPanel {
     } catch (error) {
       const input = error.code === "invalid_credentials" ? tf.password : null;
       this.refuseTwoFactor(input, tf.passwordError, `Not turned on: ${error.message}`);
-      if (error.code === "two_factor_enabled") this.loadTwoFactor();
+      if (error.code === "two_factor_enabled") this.loadAccount();
       return;
     }
     if (!tf.dialog.open) return; // closed meanwhile: the key is not shown
@@ -543,7 +581,7 @@ export class AccountPanel {
     this.twoFactorStep("codes", "Save your recovery codes");
     this.twoFactorChanged = true;
     this.ui.twoFactorDone.textContent = "Two-factor sign-in is on.";
-    this.loadTwoFactor();
+    this.loadAccount();
     if (tf.dialog.open) tf.title.focus();
   }
 
@@ -728,6 +766,7 @@ export class AccountPanel {
       this.importing = false;
       progress.hidden = true;
     }
+    this.loadAccount(); // what the account uses, with the imported notes
     const { imported, updated, unchanged, skipped } = result;
     ui.importStatus.textContent = `Imported ${plural(imported, "note")}, updated ${updated}, ${unchanged} unchanged` +
       (skipped.length ? `; ${skipped.length} skipped (listed below).` : ".");

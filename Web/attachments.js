@@ -25,7 +25,7 @@ export { MAX_ELEMENT, addedElements, changeAddsShas, encodeElement, fittedName, 
 export const DEFAULT_MAX_BLOB_BYTES = 26214400; // the server's default --max-blob-bytes (25 MiB)
 export const DEFAULT_CACHE_BYTES = 200 * 1024 * 1024;
 const BLOBS = "blobs"; // the object store (Web/db.js creates it)
-const LIMITS_KEY = "blob-limits"; // meta: the server's GET /v1/blobs limits, for offline use
+const LIMITS_KEY = "blob-limits"; // meta: the server's GET /v1/blobs?limit=0 limits, for offline use
 export const RESUMABLE_BYTES = 1024 * 1024; // larger files go up in PATCH pieces, resumable
 export const PIECE_BYTES = 2 * 1024 * 1024; // the bytes of one PATCH (kept by the server when it ends)
 
@@ -277,9 +277,12 @@ export class Attachments extends EventTarget {
     }
   }
 
-  /** The server's limits (GET /v1/blobs), kept for offline use. */
+  /**
+   * The server's limits, kept for offline use: GET /v1/blobs?limit=0, the limits without the
+   * list of files (a server before `limit` lists every file too: the same keys are read).
+   */
   async refreshLimits() {
-    const response = await this.fetch("/v1/blobs");
+    const response = await this.fetch("/v1/blobs?limit=0");
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     const body = await response.json();
     this.limits = { maxBlobBytes: body.maxBlobBytes, storedBytes: body.storedBytes, quotaBytes: body.quotaBytes ?? null };

@@ -293,6 +293,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "Open connections (HTTP and WebSocket) of this node; one beyond is answered 503 and closed [NOTED_MAX_CONNECTIONS]; default 16384.")
     var maxConnections: Int?
 
+    @Option(name: .customLong("max-blobs"), help: "Files (attachments) one user may hold; 0 for no limit [NOTED_MAX_BLOBS]; default 100000.")
+    var maxBlobs: Int?
+
     @Option(name: .customLong("max-connections-per-address"), help: "Open connections from one address (IPv6: one /64; a trusted proxy's are not counted) [NOTED_MAX_CONNECTIONS_PER_ADDRESS]; default 256.")
     var maxConnectionsPerAddress: Int?
 
@@ -335,7 +338,7 @@ struct Serve: AsyncParsableCommand {
         let numbers: [(String, Int?)] = [
             ("auth-attempts-per-minute", authAttemptsPerMinute), ("max-pushes-per-second", maxPushesPerSecond),
             ("heartbeat-seconds", heartbeatSeconds), ("max-sessions-per-user", maxSessionsPerUser),
-            ("max-connections", maxConnections), ("max-connections-per-address", maxConnectionsPerAddress),
+            ("max-connections", maxConnections), ("max-connections-per-address", maxConnectionsPerAddress), ("max-blobs", maxBlobs),
             ("quota-bytes", quotaBytes.map { Int($0) }),
             ("quota-records", quotaRecords.map { Int($0) }), ("max-import-bytes", maxImportBytes),
             ("max-blob-bytes", maxBlobBytes), ("blob-retention-hours", blobRetentionHours), ("history-days", historyDays),
@@ -410,6 +413,9 @@ struct Serve: AsyncParsableCommand {
         configuration.maxConnections = try settings.int("max-connections", "a number >= 1", { $0 >= 1 }) ?? configuration.maxConnections
         configuration.maxConnectionsPerAddress = try settings.int("max-connections-per-address", "a number >= 1", { $0 >= 1 })
             ?? configuration.maxConnectionsPerAddress
+        if let value = try settings.int("max-blobs", "a number >= 0 (0: no limit)", { $0 >= 0 }) {
+            configuration.maxBlobs = value == 0 ? nil : value
+        }
         if let value = try settings.int("quota-bytes", "a number of bytes >= 0 (0: no limit)", { $0 >= 0 }) {
             configuration.quota.bytes = value == 0 ? nil : Int64(value)
         }

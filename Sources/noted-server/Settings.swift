@@ -18,7 +18,7 @@ struct Settings: Sendable {
     static let known: Set<String> = [
         "host", "port", "data", "database", "access-token-lifetime", "allowed-origins", "no-registration", "issuer",
         "log-level", "web-root", "oauth-clients", "trusted-issuers", "auth-attempts-per-minute", "max-pushes-per-second",
-        "heartbeat-seconds", "trusted-proxies", "metrics-token", "max-sessions-per-user", "max-connections", "max-connections-per-address", "quota-bytes",
+        "heartbeat-seconds", "trusted-proxies", "metrics-token", "max-sessions-per-user", "max-connections", "max-connections-per-address", "max-blobs", "quota-bytes",
         "quota-records", "max-import-bytes", "max-blob-bytes", "blob-retention-hours", "history-days", "collections",
     ]
     /// Lists whose items hold commas (an OAuth client's redirect URIs, a trusted issuer's

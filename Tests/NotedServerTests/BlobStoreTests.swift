@@ -74,14 +74,14 @@ import Testing
             let blob = try await upload(store, user: user, bytes, piece: 1 << 20)
             #expect(blob.sha256 == hash && blob.size == Int64(bytes.count) && blob.type == "image/png")
             #expect(try await store.blobUpload(userID: user, sha256: hash) == nil)
-            #expect(try await store.usage(userID: user).bytes == usageBefore.bytes + Int64(bytes.count))
+            #expect(try await store.usage(userID: user).bytes == usageBefore.bytes + BlobCharge.of(Int64(bytes.count)))
             #expect(try await read(store, user: user, hash, 0..<Int64(bytes.count)) == bytes)
             for range in [0..<1, 1_048_570..<1_048_590, Int64(bytes.count - 5)..<Int64(bytes.count), 1_500_000..<2_700_001] {
                 #expect(try await read(store, user: user, hash, range) == Array(bytes[Int(range.lowerBound)..<Int(range.upperBound)]), "\(range)")
             }
             // Finishing again answers the stored blob; the count does not grow twice.
             #expect(try await store.finishBlobUpload(userID: user, sha256: hash, now: Date()).size == Int64(bytes.count))
-            #expect(try await store.usage(userID: user).bytes == usageBefore.bytes + Int64(bytes.count))
+            #expect(try await store.usage(userID: user).bytes == usageBefore.bytes + BlobCharge.of(Int64(bytes.count)))
             #expect(try await store.storedBlobs(userID: user).map(\.sha256) == [hash])
         }
     }
@@ -119,7 +119,7 @@ import Testing
                 _ = try await store.beginBlobUpload(userID: alice, sha256: Self.sha([1]), length: 60_001, type: "image/png", quota: stored + 60_000, now: Date())
             }
             _ = try await store.beginBlobUpload(userID: alice, sha256: Self.sha([2]), length: 40_000, type: "image/png", quota: stored + 60_000, now: Date())
-            await #expect(throws: BlobError.quotaExceeded(quota: stored + 60_000, stored: stored + 40_000)) {
+            await #expect(throws: BlobError.quotaExceeded(quota: stored + 60_000, stored: stored + BlobCharge.of(40_000))) {
                 _ = try await store.beginBlobUpload(userID: alice, sha256: Self.sha([3]), length: 20_001, type: "image/png", quota: stored + 60_000, now: Date())
             }
             // Deleting the account takes its blobs.
@@ -194,7 +194,7 @@ import Testing
             #expect(collected == BlobCollection(blobs: 2, bytes: 6000, uploads: 1), "\(collected)")
             let left = Set(try await store.storedBlobs(userID: user).map(\.sha256))
             #expect(left == [Self.sha(kept), Self.sha(inHistory)])
-            #expect(try await store.usage(userID: user).bytes == usage - 6000)
+            #expect(try await store.usage(userID: user).bytes == usage - BlobCharge.of(2000) - BlobCharge.of(4000), "each counted as BlobCharge counts it")
             #expect(try await read(store, user: user, Self.sha(kept), 0..<1000) == kept)
             #expect(try await store.blobUpload(userID: user, sha256: Self.sha([9, 9])) == nil)
             // Purging B takes its history: `inHistory` goes on the next collection.

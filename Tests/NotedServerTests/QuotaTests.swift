@@ -179,6 +179,30 @@ import Testing
         }
     }
 
+    /// Blobs stored before charges counted their size; the upgrade counts each as ``BlobCharge``.
+    @Test(arguments: backends) func blobsOfTheVersionBeforeAreRecountedOnUpgrade(backend: Backend) async throws {
+        try await withDatabase(backend) { location in
+            let old = try open(location, quota: .unlimited)
+            try await migrate(old, upTo: "history-bytes")
+            let user = UUID().uuidString.lowercased()
+            try await executeRaw(old, [
+                ("INSERT INTO users (id, username, username_key, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
+                 [user, "blobby", "blobby", "x", Int64(0)]),
+                ("INSERT INTO user_seq (user_id, seq, purged_seq, stored_bytes) VALUES ($1, $2, $3, $4)", [user, Int64(0), Int64(0), Int64(3 + 5000)]),
+                ("INSERT INTO blobs (user_id, sha256, size, type, created_at) VALUES ($1, $2, $3, $4, $5)",
+                 [user, String(repeating: "a", count: 64), Int64(3), "text/plain", Int64(0)]),
+                ("INSERT INTO blobs (user_id, sha256, size, type, created_at) VALUES ($1, $2, $3, $4, $5)",
+                 [user, String(repeating: "b", count: 64), Int64(5000), "text/plain", Int64(0)]),
+            ])
+            await old.shutdown()
+            let store = try open(location, quota: .unlimited)
+            try await store.migrate()
+            #expect(try await store.usage(userID: user).bytes == 4096 + 8192)
+            #expect(BlobCharge.of(0) == 4096 && BlobCharge.of(4096) == 4096 && BlobCharge.of(4097) == 8192)
+            await store.shutdown()
+        }
+    }
+
     /// The bytes the user's revision rows hold, summed by the database itself.
     func revisionBytes(_ store: any NotedStore, user: String) async throws -> Int64 {
         switch store {

@@ -1,8 +1,10 @@
 """The web app's Account panel in a real browser (headless Chromium driven by Selenium against
 a real noted-server): changing the password, the signed-in devices (signing one out, signing out
 everywhere), deleting the account, both with a code too when two-factor sign-in is on, what
-another browser of the account sees then, and axe-core over the panel and the delete dialog. Skipped with a printed notice where Chromium cannot be
+another browser of the account sees then, what the account uses and its quota (a full account told
+that edits are refused), and axe-core over the panel and the delete dialog. Skipped with a printed notice where Chromium cannot be
 found (as test_webapp.py, whose helpers these are)."""
+import math
 import os
 import re
 import time
@@ -13,7 +15,7 @@ import requests
 
 from test_webapp import (  # noqa: F401 (skips this module, as that one, without Chromium)
     By, Keys, WebDriverException, axe_in_both_schemes, browser, button, dialog_open, field, new_note, register, run_server,
-    row_state, set_body, set_offline, sign_in, signed_out, status, titles, wait, write_offline_note,
+    open_note, row_state, set_body, set_offline, sign_in, signed_out, status, titles, wait, write_offline_note,
 )
 
 NEW_PASSWORD = "a brand new passphrase"
@@ -876,6 +878,157 @@ def test_removing_the_copy_with_an_unsynced_note_warns_and_keeps_it_unless_remov
         welcome_shows_nothing_of(driver, "Removed anyway", "Not on the server yet")
         set_offline(driver, False)
         assert "Removed anyway" not in server_titles(base, account)
+    finally:
+        driver.quit()
+    assert not found, "\n".join(found)
+
+
+# --- What the account uses (GET /v1/account's usage) -----------------------------------------
+# The panel says what the quota counts (notes, files and their history), the history's part,
+# the records, and the quotas; at or over the storage quota, that edits are refused until
+# something is deleted. Sizes in units of 1024 (Web/usage.js).
+
+QUOTA = 51200  # "50 KB"
+
+
+@pytest.fixture(scope="module")
+def quota_server():
+    # Its own server: a quota that a few notes and their history fill.
+    yield from run_server("--auth-attempts-per-minute", "1000", "--quota-bytes", str(QUOTA))
+
+
+def size_text(n):
+    """A size as Web/usage.js writes it in English: bytes under 1 KB, else KB, MB… (1 KB = 1024
+    bytes) with one decimal under 100, none from 100, no trailing ".0"."""
+    if n < 1024:
+        return f"{n:,} byte{'' if n == 1 else 's'}"
+
+    def shown(v):
+        return math.floor(v * 10 + 0.5) / 10 if v < 99.95 else math.floor(v + 0.5)
+    value, unit = n / 1024, 0
+    while shown(value) >= 1024 and unit < 3:
+        value, unit = value / 1024, unit + 1
+    return f"{shown(value):,.1f}".removesuffix(".0") + " " + ["KB", "MB", "GB", "TB"][unit]
+
+
+def test_size_text_matches_the_web_apps_examples():
+    assert [size_text(n) for n in (0, 1, 1023, 1024, 1536, 51200, 12897485, 1 << 30, 1048575)] == \
+        ["0 bytes", "1 byte", "1,023 bytes", "1 KB", "1.5 KB", "50 KB", "12.3 MB", "1 GB", "1 MB"]
+
+
+def usage_of(base, headers):
+    r = requests.get(base + "/v1/account", headers=headers)
+    assert r.status_code == 200, r.text
+    return r.json()["usage"]
+
+
+def usage_shown(driver):
+    """The panel's usage section as shown: its text, tooltip, meter and warning."""
+    return driver.execute_script("""
+      const $ = (id) => document.getElementById(id);
+      const m = $('usage-meter');
+      return { text: $('usage-text').textContent, title: $('usage-text').title, full: $('usage-full').textContent,
+               fullRole: $('usage-full').getAttribute('role'), meterShown: !m.hidden && m.offsetParent !== null,
+               value: m.value, max: m.max, valuetext: m.getAttribute('aria-valuetext'), meterName: m.getAttribute('aria-label') }""")
+
+
+def expected_text(usage):
+    records = usage["records"]
+    return (f"Storage: {size_text(usage['bytes'])} of {size_text(QUOTA)} used (history {size_text(usage['history_bytes'])})"
+            f" · {records:,} {'note or record' if records == 1 else 'notes and records'} of 1,000,000")
+
+
+def reopen_account(driver):
+    driver.find_element(By.ID, "account-close").click()
+    wait(driver, lambda d: not panel_open(d), message="the panel closed")
+    open_account(driver)
+
+
+def push_body(base, headers, note, body):
+    """Sets a note's body over the API: the push's result (an ack or a reject)."""
+    change = {"ccid": str(uuid.uuid4()), "collection": "notes", "id": note["id"], "baseRev": note["rev"], "op": "upsert",
+              "fields": {"body": {"set": body}}}
+    r = requests.post(base + "/v1/push", json={"changes": [change]}, headers=headers)
+    assert r.status_code == 200, r.text
+    result = r.json()["results"][0]
+    if result.get("type") == "ack":
+        note["rev"] = result["rev"]
+    return result
+
+
+def server_note(base, headers, title):
+    r = requests.get(base + "/v1/changes?since=0", headers=headers)
+    assert r.status_code == 200, r.text
+    return next((rec for rec in r.json()["records"] if rec["fields"].get("title") == title), None)
+
+
+def test_account_panel_shows_what_the_account_uses_and_when_it_is_full(quota_server):
+    base = quota_server
+    account = register(base, "usage")
+    headers = {"Authorization": "Bearer " + api_sign_in(base, account)["access_token"]}
+    found = []  # axe-core's findings, where axe-selenium-python is installed
+    check = axe_checker(found)
+    driver = browser()
+    try:
+        sign_in(driver, base, account)
+        # Two notes written here, one edited twice: each save keeps a revision in the history.
+        new_note(driver, "Usage one", "a short note")
+        new_note(driver, "Usage two", "first words")
+        for text in ("y" * 3000, "z" * 3500):
+            set_body(driver, text)
+            wait(driver, lambda d: (server_note(base, headers, "Usage two") or {"fields": {}})["fields"].get("body") == text, timeout=15,
+                 message="the edit synced")
+        wait(driver, lambda d: (server_note(base, headers, "Usage one") or {"fields": {}})["fields"].get("body") == "a short note", timeout=15,
+             message="synced")
+        open_note(driver, "Usage one")  # the note edited over the API below is not open here
+        time.sleep(0.5)  # nothing left to push
+        usage = usage_of(base, headers)
+        assert usage["quota_bytes"] == QUOTA and usage["records"] == 2, usage
+        assert 0 < usage["history_bytes"] < usage["bytes"] < QUOTA, usage
+
+        # Opened: read from GET /v1/account with the two-factor state.
+        open_account(driver)
+        wait(driver, lambda d: usage_shown(d)["text"] != "Loading…", message="the usage read")
+        shown_now = usage_shown(driver)
+        assert shown_now["text"] == expected_text(usage), (shown_now, usage)
+        assert shown_now["text"].startswith("Storage: ") and "of 50 KB used (history " in shown_now["text"]
+        assert " · 2 notes and records of 1,000,000" in shown_now["text"]
+        assert "1 KB = 1024 bytes" in shown_now["title"]
+        assert shown_now["meterShown"] and shown_now["meterName"] == "Storage used"
+        assert (shown_now["value"], shown_now["max"]) == (usage["bytes"], QUOTA)
+        assert shown_now["valuetext"] == f"{size_text(usage['bytes'])} of 50 KB, {usage['bytes'] * 100 // QUOTA}% used"
+        assert shown_now["full"] == "" and shown_now["fullRole"] == "alert"
+        assert text_of(driver, "two-factor-state").startswith("Off"), "the same read shows two-factor sign-in"
+        check(driver, "Account panel with the usage under the quota")
+
+        # Filled past the quota elsewhere (each edit's revision counts): the next edit is refused.
+        note = server_note(base, headers, "Usage two")
+        for i in range(40):
+            result = push_body(base, headers, note, chr(ord("a") + i % 26) * 4000)
+            if result.get("type") == "reject":
+                break
+        assert result.get("code") == "quota_exceeded", result
+        full = usage_of(base, headers)
+        assert full["bytes"] > QUOTA, full
+        reopen_account(driver)
+        wait(driver, lambda d: usage_shown(d)["full"] != "", message="the account said full")
+        shown_now = usage_shown(driver)
+        assert shown_now["text"] == expected_text(full), (shown_now, full)
+        assert shown_now["full"].startswith("The account’s storage is full: new edits are refused until something is deleted."), shown_now
+        assert "also deletes its history" in shown_now["full"]
+        assert (shown_now["value"], shown_now["max"]) == (QUOTA, QUOTA)
+        assert shown_now["valuetext"].endswith(f"{full['bytes'] * 100 // QUOTA}% used")
+        check(driver, "Account panel with the account over its quota")
+
+        # Deleted (its history goes with it): under the quota again, no warning.
+        r = requests.post(base + "/v1/push", headers=headers, json={"changes": [
+            {"ccid": str(uuid.uuid4()), "collection": "notes", "id": note["id"], "baseRev": note["rev"], "op": "delete", "fields": {}}]})
+        assert r.status_code == 200 and r.json()["results"][0]["type"] == "ack", r.text
+        after = usage_of(base, headers)
+        assert after["bytes"] < QUOTA and after["records"] == 1, after
+        reopen_account(driver)
+        wait(driver, lambda d: usage_shown(d)["full"] == "" and usage_shown(d)["text"] == expected_text(after), message="the usage after the delete")
+        assert usage_shown(driver)["text"].endswith(" · 1 note or record of 1,000,000")
     finally:
         driver.quit()
     assert not found, "\n".join(found)

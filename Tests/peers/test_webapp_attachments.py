@@ -322,6 +322,53 @@ def test_a_file_over_the_limit_is_refused_and_stored_nowhere(blob_server):
         driver.quit()
 
 
+# The page's fetches, recorded before the app's scripts run: [method, URL] for each.
+TRACK_FETCHES = """
+window.fetchedUrls = [];
+const fetchFirst = window.fetch.bind(window);
+window.fetch = (input, init) => {
+  const url = typeof input === 'string' ? input : (input instanceof URL ? input.href : input.url);
+  const at = new URL(url, location.href);
+  window.fetchedUrls.push([(init && init.method) || (input && input.method) || 'GET', at.pathname + at.search]);
+  return fetchFirst(input, init);
+};
+"""
+
+
+def test_the_limits_are_read_without_listing_the_files(blob_server):
+    """Attaching reads the server's limits with GET /v1/blobs?limit=0, never the unbounded list
+    of every file (security review 3, M4); the limit read so still refuses a file over it. A
+    server before `limit` answers the list too: the page reads the same keys either way."""
+    base = blob_server
+    account = register(base, "lim")
+    api = Api(base, account)
+    small, small_sha = a_file("small.txt", b"a small file\n")
+    big, big_sha = a_file("too big.bin", random.Random(5).randbytes(MAX_BLOB + 1))
+    driver = browser()
+    try:
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": TRACK_FETCHES})
+        sign_in(driver, base, account)
+        new_note(driver, "Limits", "two files")
+        attach(driver, small)
+        wait(driver, lambda d: api.blob(small_sha).status_code == 200, timeout=15, message="the small file uploaded")
+        attach(driver, big)
+        error = driver.find_element(By.ID, "attach-error")
+        wait(driver, lambda d: error.is_displayed() and "up to 100,000 bytes" in error.text, message="the refusal, with the server's limit")
+        assert api.blob(big_sha).status_code == 404
+        fetched = driver.execute_script("return window.fetchedUrls")
+        reads = [url for method, url in fetched if method == "GET" and url.split("?")[0] in ("/v1/blobs", "/v1/blobs/")]
+        assert reads and set(reads) == {"/v1/blobs?limit=0"}, fetched
+        # What such a read answers: the limits (and, from a server that knows `limit`, no files).
+        r = requests.get(base + "/v1/blobs?limit=0", headers=api.headers)
+        assert r.status_code == 200, r.text
+        limits = r.json()
+        assert limits["maxBlobBytes"] == MAX_BLOB and limits["storedBytes"] > 0 and "quotaBytes" in limits
+        if "blobCount" in limits:
+            assert limits["blobs"] == [] and limits["blobCount"] == 1, limits
+    finally:
+        driver.quit()
+
+
 def preview_images(driver):
     """The preview's images: [(src, naturalWidth, alt)]."""
     return driver.execute_script(

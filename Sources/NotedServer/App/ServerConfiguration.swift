@@ -69,6 +69,8 @@ public struct ServerConfiguration: Sendable {
     /// Open connections from one address (IPv4, or an IPv6 /64) of the node; a trusted proxy's
     /// are not counted here (its clients are for it to limit: `limit_conn`, docs/deploy.md).
     public var maxConnectionsPerAddress = 256
+    /// Files (blobs) one user may hold, stored or being uploaded; nil: no limit.
+    public var maxBlobs: Int? = 100_000
     /// What one user may store (`--quota-bytes`, `--quota-records`).
     public var quota = StorageQuota.standard
     /// Bytes a session may have waiting to be sent (a client not reading what it asked for);

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOConcurrencyHelpers
 import NIOCore
 import NotedCore
 
@@ -64,6 +65,12 @@ extension Routes {
             let type = Self.mediaType(request.headers[Self.blobType])
             let upload = try await beginUpload(user: user.userID, sha256: sha256, length: length, type: type)
             guard upload.offset == offset else { throw Self.offsetMismatch(upload.offset) }
+            // A piece that does not end the upload carries at least `minimumPieceBytes`: each
+            // piece is a row of its own on PostgreSQL, and a read is a query per row
+            // (security-3 M4: a 25 MiB file sent as 1 KiB PATCHes was 25,600 rows).
+            if let declared = request.headers[.contentLength].flatMap({ Int64($0) }), declared < Self.minimumPieceBytes, offset + declared < length {
+                throw APIError(.badRequest, "piece_too_small", "a PATCH that does not end the upload carries at least \(Self.minimumPieceBytes) bytes")
+            }
             let reached = try await receive(request.body, user: user.userID, sha256: sha256, skip: 0, from: offset, length: length)
             if reached == length { _ = try await finish(user: user.userID, sha256: sha256) }
             var response = Response(status: .noContent)
@@ -92,8 +99,18 @@ extension Routes {
             return response
         }
 
+        let readers = UserSlots(perUser: Self.blobReadsPerUser)
         router.get("/v1/blobs/:sha256") { request, context -> Response in
             let (user, sha256) = try await blobRequest(request, context)
+            // A few reads of one user at once: on PostgreSQL each is queries on the shared pool.
+            let reading: UserSlots.Slot
+            do {
+                reading = try readers.take(user.userID)
+            } catch {
+                var busy = APIError(.tooManyRequests, "rate_limited", "this account is reading \(Self.blobReadsPerUser) files at once; try again when one is done")
+                busy.headers[.retryAfter] = "1"
+                throw busy
+            }
             guard let blob = try await store.storedBlob(userID: user.userID, sha256: sha256) else {
                 throw APIError(.notFound, "not_found", "no such blob")
             }
@@ -119,26 +136,50 @@ extension Routes {
             // Each piece is written (and the client has taken it) before the next is asked for:
             // a client that does not read holds one piece, not the whole file.
             return Response(status: status, headers: headers, body: ResponseBody { writer in
+                defer { withExtendedLifetime(reading) {} }
                 for try await piece in pieces { try await writer.write(piece) }
                 try await writer.finish(nil)
             })
         }
 
+        // A page of the user's files by hash (`after`, `limit` up to 1,000); `limit=0` answers
+        // the limits alone (the web app's check before an upload).
         router.get("/v1/blobs") { request, _ -> Response in
             let user = try await authenticate(request)
-            let blobs = try await store.storedBlobs(userID: user.userID)
+            let query = request.uri.queryParameters
+            var limit = 1000
+            if let text = query.get("limit") {
+                guard let value = Int(text), (0...1000).contains(value) else {
+                    throw APIError(.badRequest, "bad_request", "limit is a number from 0 to 1000")
+                }
+                limit = value
+            }
+            let after = query.get("after").map { String($0) }
+            if let after, !AttachmentReference.isSHA256(after) {
+                throw APIError(.badRequest, "bad_request", "after is a blob's SHA-256, as the page before gave it in next")
+            }
+            let blobs = limit == 0 ? [] : try await store.storedBlobs(userID: user.userID, after: after, limit: limit + 1)
+            let page = blobs.prefix(limit)
             let usage = try await store.usage(userID: user.userID)
             var body: [String: JSONValue] = [
-                "blobs": .array(blobs.map { blob in
+                "blobs": .array(page.map { blob in
                     ["sha256": .string(blob.sha256), "size": .int(blob.size), "type": .string(blob.type), "createdAt": .string(Timestamp.format(blob.createdAt))]
                 }),
-                "storedBytes": .int(usage.bytes),
+                "next": blobs.count > limit ? page.last.map { .string($0.sha256) } ?? .null : .null,
+                "storedBytes": .int(usage.bytes + usage.history),
                 "maxBlobBytes": .int(Int64(configuration.maxBlobBytes)),
+                "blobCount": .int(Int64(try await store.blobCount(userID: user.userID))),
             ]
             body["quotaBytes"] = configuration.quota.bytes.map(JSONValue.int) ?? .null
+            body["maxBlobs"] = configuration.maxBlobs.map { .int(Int64($0)) } ?? .null
             return .json(.object(body))
         }
     }
+
+    /// The least a PATCH that does not end its upload carries.
+    static let minimumPieceBytes: Int64 = 32 * 1024
+    /// Reads of one user's blobs at once on a node; more are answered 429.
+    static let blobReadsPerUser = 8
 
     static let uploadOffset = HTTPField.Name("Upload-Offset")!
     static let uploadLength = HTTPField.Name("Upload-Length")!
@@ -160,6 +201,12 @@ extension Routes {
     }
 
     private func beginUpload(user: String, sha256: String, length: Int64, type: String) async throws -> BlobUploadState {
+        // As many files as the account may hold (counted with the uploads under way; two
+        // uploads begun at the same moment may each pass the last place).
+        if let maxBlobs = configuration.maxBlobs, try await store.blobUpload(userID: user, sha256: sha256) == nil,
+           try await store.blobCount(userID: user) >= maxBlobs {
+            throw Self.apiError(BlobError.tooManyBlobs(limit: maxBlobs))
+        }
         do {
             return try await store.beginBlobUpload(userID: user, sha256: sha256, length: length, type: type, quota: configuration.quota.bytes, now: Date())
         } catch let error as BlobError {
@@ -242,6 +289,8 @@ extension Routes {
             return APIError(.conflict, "length_mismatch", "the upload under way is \(expected) bytes long")
         case .quotaExceeded(let quota, let stored):
             return APIError(.contentTooLarge, "quota_exceeded", "this account may store at most \(quota) bytes (it stores \(stored)); delete something first")
+        case .tooManyBlobs(let limit):
+            return APIError(.contentTooLarge, "quota_exceeded", "this account may hold at most \(limit) files; delete some first")
         case .beyondLength:
             return APIError(.badRequest, "bad_request", "the body goes beyond the upload's length")
         case .noUpload:

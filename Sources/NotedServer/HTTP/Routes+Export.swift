@@ -22,7 +22,7 @@ extension Routes {
 
     func addExportRoute(to router: Router<NotedRequestContext>) {
         let limiter = RateLimiter(limit: 10, window: 60)
-        let slots = ExportSlots(atOnce: Self.exportsAtOnce)
+        let slots = UserSlots(perUser: 1, inAll: Self.exportsAtOnce)
         router.get("/v1/export") { request, context -> Response in
             let user = try await authenticate(request)
             guard let format = Exporter.Format(rawValue: request.uri.queryParameters.get("format") ?? "markdown") else {
@@ -34,7 +34,19 @@ extension Routes {
                 throw APIError(error)
             }
             // Held until the answer is sent, fails, or is dropped unsent (its body is released).
-            let slot = try slots.take(user.userID)
+            let slot: UserSlots.Slot
+            do throws(UserSlots.Refusal) {
+                slot = try slots.take(user.userID)
+            } catch {
+                switch error {
+                case .user:
+                    throw APIError(.conflict, "export_running", "an export of this account is being sent; wait for it to end")
+                case .node:
+                    var busy = APIError(.serviceUnavailable, "export_busy", "the server is sending other exports; try again in a minute")
+                    busy.headers[.retryAfter] = "30"
+                    throw busy
+                }
+            }
             // For Markdown, first the names: each note's file, from a pass over the notes that
             // keeps no bodies, so files are named as `noted export` names them.
             var paths: [String: String] = [:]
@@ -140,54 +152,6 @@ extension Routes {
 
     private static func portable(_ reference: AttachmentReference) -> PortableAttachment {
         PortableAttachment(name: reference.name, type: reference.type, sha256: reference.sha256, size: reference.size, source: URL(fileURLWithPath: "/"))
-    }
-}
-
-/// The node's export slots: one per user, `atOnce` in all. A slot is given back when the last
-/// reference to it goes, whatever happened to the answer that held it.
-final class ExportSlots: Sendable {
-    private let state = NIOLockedValueBox<(users: Set<String>, count: Int)>(([], 0))
-    let atOnce: Int
-
-    init(atOnce: Int) {
-        self.atOnce = atOnce
-    }
-
-    final class Slot: Sendable {
-        let slots: ExportSlots
-        let userID: String
-
-        init(_ slots: ExportSlots, _ userID: String) {
-            self.slots = slots
-            self.userID = userID
-        }
-
-        deinit {
-            let userID = userID
-            slots.state.withLockedValue { state in
-                state.users.remove(userID)
-                state.count -= 1
-            }
-        }
-    }
-
-    func take(_ userID: String) throws -> Slot {
-        let taken = state.withLockedValue { state -> Bool? in
-            guard !state.users.contains(userID) else { return nil }
-            guard state.count < atOnce else { return false }
-            state.users.insert(userID)
-            state.count += 1
-            return true
-        }
-        guard let taken else {
-            throw APIError(.conflict, "export_running", "an export of this account is being sent; wait for it to end")
-        }
-        guard taken else {
-            var busy = APIError(.serviceUnavailable, "export_busy", "the server is sending other exports; try again in a minute")
-            busy.headers[.retryAfter] = "30"
-            throw busy
-        }
-        return Slot(self, userID)
     }
 }
 

@@ -51,6 +51,8 @@ public enum BlobError: Error, Sendable, Hashable {
     case lengthMismatch(expected: Int64)
     /// The blob would take the account beyond its quota.
     case quotaExceeded(quota: Int64, stored: Int64)
+    /// The account holds as many files as it may (`--max-blobs`).
+    case tooManyBlobs(limit: Int)
     /// More bytes than the upload's length.
     case beyondLength
     /// No upload of that blob is under way.
@@ -62,10 +64,36 @@ public enum BlobError: Error, Sendable, Hashable {
 /// blob). Each blob's row is in the store's database with the records, so a push decides
 /// `missing_blob` inside its own transaction (``PushReads/blobSizes(_:)``) and the garbage
 /// collector and the pushes of one user never race.
+/// What a blob counts for in the account's bytes (security-3 M4): its size rounded up to 4 KiB,
+/// and at least 4 KiB, the least a file (a SQLite backend's blob) or a row takes on disk, so a
+/// million three-byte files cost 4 GB of quota, not 3 MB.
+public enum BlobCharge {
+    public static let unit: Int64 = 4096
+
+    public static func of(_ size: Int64) -> Int64 {
+        max(unit, (size + unit - 1) / unit * unit)
+    }
+
+    /// The same, in SQL (both backends), for a column or expression `size`.
+    static func sql(_ size: String) -> String {
+        "(CASE WHEN \(size) <= \(unit) THEN \(unit) ELSE ((\(size) + \(unit - 1)) / \(unit)) * \(unit) END)"
+    }
+}
+
+extension BlobStore {
+    /// Every complete blob of the user, by hash.
+    public func storedBlobs(userID: String) async throws -> [StoredBlob] {
+        try await storedBlobs(userID: userID, after: nil, limit: .max)
+    }
+}
+
 public protocol BlobStore {
     func storedBlob(userID: String, sha256: String) async throws -> StoredBlob?
-    /// The user's complete blobs, oldest first, and the bytes they take.
-    func storedBlobs(userID: String) async throws -> [StoredBlob]
+    /// The user's complete blobs by hash, after `after` (exclusive), at most `limit` of them: a
+    /// page of `GET /v1/blobs`.
+    func storedBlobs(userID: String, after: String?, limit: Int) async throws -> [StoredBlob]
+    /// How many blobs the user has, stored or being uploaded (`--max-blobs`).
+    func blobCount(userID: String) async throws -> Int
     func blobUpload(userID: String, sha256: String) async throws -> BlobUploadState?
     /// Begins an upload of `length` bytes, or finds the one under way (whose `length` must
     /// match). Refuses `quotaExceeded` when the user's stored bytes, the lengths of their other

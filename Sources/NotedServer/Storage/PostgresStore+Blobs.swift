@@ -39,15 +39,33 @@ extension PostgresStore: BlobStore {
         return nil
     }
 
-    public func storedBlobs(userID: String) async throws -> [StoredBlob] {
-        let rows = try await client.query(
-            "SELECT sha256, size, type, created_at FROM blobs WHERE user_id = \(userID) ORDER BY created_at, sha256", logger: logger)
+    public func storedBlobs(userID: String, after: String?, limit: Int) async throws -> [StoredBlob] {
+        let rows = try await client.query("""
+            SELECT sha256, size, type, created_at FROM blobs WHERE user_id = \(userID) AND sha256 > \(after ?? "")
+            ORDER BY sha256 LIMIT \(Int64(min(limit, Int(Int32.max))))
+            """, logger: logger)
         var blobs: [StoredBlob] = []
         for try await (hash, size, type, created) in rows.decode((String, Int64, String, Int64).self) {
             blobs.append(StoredBlob(sha256: hash, size: size, type: type, createdAt: Date(millis: created)))
         }
         return blobs
     }
+
+    public func blobCount(userID: String) async throws -> Int {
+        let rows = try await client.query("""
+            SELECT (SELECT COUNT(*) FROM blobs WHERE user_id = \(userID)) + (SELECT COUNT(*) FROM blob_uploads WHERE user_id = \(userID))
+            """, logger: logger)
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        return 0
+    }
+
+    /// Blobs stored before charges counted their size; from now on ``BlobCharge``.
+    static let blobChargeMigration: (String, [PostgresQuery]) = ("blob-charge", [
+        PostgresQuery(unsafeSQL: """
+            UPDATE user_seq SET stored_bytes = stored_bytes + (
+                SELECT COALESCE(SUM(\(BlobCharge.sql("b.size")) - b.size), 0) FROM blobs b WHERE b.user_id = user_seq.user_id)
+            """),
+    ])
 
     public func blobUpload(userID: String, sha256: String) async throws -> BlobUploadState? {
         let rows = try await client.query(
@@ -80,11 +98,11 @@ extension PostgresStore: BlobStore {
             if let quota {
                 var pending: Int64 = 0
                 for try await sum in try await connection.query(
-                    "SELECT COALESCE(SUM(length), 0)::BIGINT FROM blob_uploads WHERE user_id = \(userID)", logger: logger
+                    "SELECT COALESCE(SUM(\(unescaped: BlobCharge.sql("length"))), 0)::BIGINT FROM blob_uploads WHERE user_id = \(userID)", logger: logger
                 ).decode(Int64.self) {
                     pending = sum
                 }
-                if stored + pending + length > quota { throw BlobError.quotaExceeded(quota: quota, stored: stored + pending) }
+                if stored + pending + BlobCharge.of(length) > quota { throw BlobError.quotaExceeded(quota: quota, stored: stored + pending) }
             }
             // Pieces left by an upload that was collected start over.
             try await connection.query("""
@@ -167,10 +185,18 @@ extension PostgresStore: BlobStore {
             ).decode((String, Int64, String, Int64).self) {
                 return StoredBlob(sha256: hash, size: size, type: type, createdAt: Date(millis: created))
             }
+            // Checked again now that it is whole (security-3 L1).
+            if let quota = processor.quota.bytes {
+                for try await stored in try await connection.query(
+                    "SELECT stored_bytes + history_bytes FROM user_seq WHERE user_id = \(userID)", logger: logger
+                ).decode(Int64.self) where stored + BlobCharge.of(size) > quota {
+                    throw BlobError.quotaExceeded(quota: quota, stored: stored)
+                }
+            }
             try await connection.query("""
                 INSERT INTO blobs (user_id, sha256, size, type, created_at) VALUES (\(userID), \(sha256), \(size), \(upload.type), \(now.millis))
                 """, logger: logger)
-            try await connection.query("UPDATE user_seq SET stored_bytes = stored_bytes + \(size) WHERE user_id = \(userID)", logger: logger)
+            try await connection.query("UPDATE user_seq SET stored_bytes = stored_bytes + \(BlobCharge.of(size)) WHERE user_id = \(userID)", logger: logger)
             return StoredBlob(sha256: sha256, size: size, type: upload.type, createdAt: now)
         }
     }
@@ -249,18 +275,20 @@ extension PostgresStore: BlobStore {
             let recent = try await Self.referencedBlobs(userID: userID, fields: fields, afterSeq: seq) { try await connection.query($0, logger: logger) }
             var count = 0
             var bytes: Int64 = 0
+            var charged: Int64 = 0
             for blob in unreferenced where !recent.contains(blob.sha256) {
                 for try await size in try await connection.query("""
                     DELETE FROM blobs WHERE user_id = \(userID) AND sha256 = \(blob.sha256) AND created_at < \(storedBefore.millis) RETURNING size
                     """, logger: logger).decode(Int64.self) {
                     count += 1
                     bytes += size
+                    charged += BlobCharge.of(size)
                     try await connection.query(
                         "DELETE FROM blob_chunks WHERE user_id = \(userID) AND sha256 = \(blob.sha256)", logger: logger)
                 }
             }
             try await connection.query(
-                "UPDATE user_seq SET stored_bytes = GREATEST(0, stored_bytes - \(bytes)) WHERE user_id = \(userID)", logger: logger)
+                "UPDATE user_seq SET stored_bytes = GREATEST(0, stored_bytes - \(charged)) WHERE user_id = \(userID)", logger: logger)
             return (count, bytes)
         }
     }

@@ -36,10 +36,28 @@ extension SQLiteStore: BlobStore {
         }
     }
 
-    public func storedBlobs(userID: String) async throws -> [StoredBlob] {
+    public func storedBlobs(userID: String, after: String?, limit: Int) async throws -> [StoredBlob] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT sha256, size, type, created_at FROM blobs WHERE user_id = ? ORDER BY created_at, sha256",
-                             arguments: [userID]).map(Self.blob)
+            try Row.fetchAll(db, sql: "SELECT sha256, size, type, created_at FROM blobs WHERE user_id = ? AND sha256 > ? ORDER BY sha256 LIMIT ?",
+                             arguments: [userID, after ?? "", min(limit, Int(Int32.max))]).map(Self.blob)
+        }
+    }
+
+    public func blobCount(userID: String) async throws -> Int {
+        try await pool.read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT (SELECT COUNT(*) FROM blobs WHERE user_id = ?1) + (SELECT COUNT(*) FROM blob_uploads WHERE user_id = ?1)
+                """, arguments: [userID]) ?? 0
+        }
+    }
+
+    /// Blobs stored before charges: each counted its size; from now on ``BlobCharge``.
+    static func registerBlobChargeMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("blob-charge") { db in
+            try db.execute(sql: """
+                UPDATE user_seq SET stored_bytes = stored_bytes + (
+                    SELECT COALESCE(SUM(\(BlobCharge.sql("b.size")) - b.size), 0) FROM blobs b WHERE b.user_id = user_seq.user_id)
+                """)
         }
     }
 
@@ -64,8 +82,9 @@ extension SQLiteStore: BlobStore {
             }
             if let quota {
                 let stored = try Int64.fetchOne(db, sql: "SELECT stored_bytes + history_bytes FROM user_seq WHERE user_id = ?", arguments: [userID]) ?? 0
-                let pending = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(length), 0) FROM blob_uploads WHERE user_id = ?", arguments: [userID]) ?? 0
-                if stored + pending + length > quota { throw BlobError.quotaExceeded(quota: quota, stored: stored + pending) }
+                let pending = try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(\(BlobCharge.sql("length"))), 0) FROM blob_uploads WHERE user_id = ?",
+                                                 arguments: [userID]) ?? 0
+                if stored + pending + BlobCharge.of(length) > quota { throw BlobError.quotaExceeded(quota: quota, stored: stored + pending) }
             }
             try db.execute(sql: "INSERT INTO blob_uploads (user_id, sha256, length, type, updated_at) VALUES (?, ?, ?, ?, ?)",
                            arguments: [userID, sha256, length, type, now.millis])
@@ -121,9 +140,15 @@ extension SQLiteStore: BlobStore {
                 guard try Bool.fetchOne(db, sql: "SELECT 1 FROM user_seq WHERE user_id = ?", arguments: [userID]) != nil else {
                     throw AccountDeleted()
                 }
+                // Checked again now that it is whole (security-3 L1: uploads begun under the
+                // quota, then pushes, then the uploads finished, made twice the quota).
+                if let quota = processor.quota.bytes {
+                    let stored = try Int64.fetchOne(db, sql: "SELECT stored_bytes + history_bytes FROM user_seq WHERE user_id = ?", arguments: [userID]) ?? 0
+                    if stored + BlobCharge.of(size) > quota { throw BlobError.quotaExceeded(quota: quota, stored: stored) }
+                }
                 try db.execute(sql: "INSERT INTO blobs (user_id, sha256, size, type, created_at) VALUES (?, ?, ?, ?, ?)",
                                arguments: [userID, sha256, size, blob.type, now.millis])
-                try db.execute(sql: "UPDATE user_seq SET stored_bytes = stored_bytes + ? WHERE user_id = ?", arguments: [size, userID])
+                try db.execute(sql: "UPDATE user_seq SET stored_bytes = stored_bytes + ? WHERE user_id = ?", arguments: [BlobCharge.of(size), userID])
                 return blob
             }
         }
@@ -160,7 +185,7 @@ extension SQLiteStore: BlobStore {
                                        arguments: [userID, blob.sha256, storedBefore.millis])
                         if db.changesCount > 0 { removed.append((blob.sha256, blob.size)) }
                     }
-                    let bytes = removed.reduce(0) { $0 + $1.size }
+                    let bytes = removed.reduce(0) { $0 + BlobCharge.of($1.size) }
                     try db.execute(sql: "UPDATE user_seq SET stored_bytes = MAX(0, stored_bytes - ?) WHERE user_id = ?", arguments: [bytes, userID])
                     return removed
                 }

@@ -47,6 +47,7 @@ public struct SQLiteStore: NotedStore {
         Self.registerBlobsMigration(&migrator)
         Self.registerHistoryMigration(&migrator)
         Self.registerHistoryBytesMigration(&migrator)
+        Self.registerBlobChargeMigration(&migrator)
         if let last {
             try migrator.migrate(pool, upTo: last)
         } else {
