@@ -55,6 +55,7 @@ extension Status: NotedCommand {}
 extension Export: NotedCommand {}
 extension Import: NotedCommand {}
 extension AccountPassword: NotedCommand {}
+extension AccountUsageCommand: NotedCommand {}
 extension AccountDevices: NotedCommand {}
 extension AccountSignOut: NotedCommand {}
 extension AccountDelete: NotedCommand {}

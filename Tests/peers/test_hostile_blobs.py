@@ -10,18 +10,38 @@ Run by scripts/test after `swift build`; NOTED_SERVER_BIN names the executable.
 import hashlib
 import os
 import re
+import secrets
+import shutil
 import socket
 import subprocess
 import tempfile
 import time
+import urllib.parse
 import uuid
 
+import pytest
 import requests
 
 from test_hostile_imports import account
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("NOTED_SERVER_BIN", os.path.join(ROOT, ".build/debug/noted-server"))
+
+
+PG_URL = os.environ.get("NOTED_TEST_POSTGRES_URL")
+
+
+def storage(kind):
+    """The server flags of a backend: SQLite in the data directory, or a fresh PostgreSQL
+    database (NOTED_TEST_POSTGRES_URL; skipped with a notice without it)."""
+    if kind == "sqlite":
+        return []
+    if not PG_URL or not shutil.which("psql"):
+        print("NOTICE: PostgreSQL cases skipped: NOTED_TEST_POSTGRES_URL is not set or psql is missing")
+        pytest.skip("PostgreSQL is not available")
+    name = "noted_hostile_" + secrets.token_hex(4)
+    subprocess.run(["psql", PG_URL, "-q", "-c", f"CREATE DATABASE {name}"], check=True)
+    return ["--database", urllib.parse.urlunsplit(urllib.parse.urlsplit(PG_URL)._replace(path="/" + name))]
 
 
 def start(*flags):
@@ -43,8 +63,9 @@ def patch(base, auth, blob, offset, body):
     return requests.patch(f"{base}/v1/blobs/{hashlib.sha256(blob).hexdigest()}", data=body, headers=headers, timeout=60)
 
 
-def test_tiny_files_are_charged_and_counted():
-    proc, base = start("--quota-bytes", "100000", "--max-blobs", "1000")
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_tiny_files_are_charged_and_counted(kind):
+    proc, base = start("--quota-bytes", "100000", "--max-blobs", "1000", *storage(kind))
     try:
         auth = account(base)
         answers = [put(base, auth, f"{i:03d}".encode()) for i in range(40)]
@@ -57,7 +78,7 @@ def test_tiny_files_are_charged_and_counted():
     finally:
         proc.terminate()
         proc.wait(timeout=20)
-    proc, base = start("--max-blobs", "5")
+    proc, base = start("--max-blobs", "5", *storage(kind))
     try:
         auth = account(base)
         codes = [put(base, auth, os.urandom(100)).status_code for _ in range(7)]
@@ -133,8 +154,9 @@ def test_reads_of_one_user_at_once_are_bounded():
         proc.wait(timeout=20)
 
 
-def test_an_upload_finished_after_pushes_filled_the_account_is_refused():
-    proc, base = start("--quota-bytes", "300000")
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_an_upload_finished_after_pushes_filled_the_account_is_refused(kind):
+    proc, base = start("--quota-bytes", "300000", *storage(kind))
     try:
         auth = account(base)
         blob = os.urandom(150_000)

@@ -8,7 +8,33 @@ struct AccountCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account",
         abstract: "Change the password, list or sign out devices, two-factor sign-in, delete the account.",
-        subcommands: [AccountPassword.self, AccountDevices.self, AccountSignOut.self, AccountDelete.self, AccountTwoFactor.self])
+        subcommands: [AccountUsageCommand.self, AccountPassword.self, AccountDevices.self, AccountSignOut.self, AccountDelete.self, AccountTwoFactor.self])
+}
+
+struct AccountUsageCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "usage",
+        abstract: "What the account stores on the server (notes and records, files, their history) and its quota.")
+    @OptionGroup var options: GlobalOptions
+
+    func execute() async throws {
+        let client = try await signedInClient(options, for: "reading the account's usage")
+        let account = try await cli { try await client.account() }
+        guard let usage = account.usage else { throw CLIError("this server does not say what the account uses") }
+        if options.json {
+            printJSON([
+                "bytes": .int(usage.bytes), "historyBytes": .int(usage.historyBytes), "records": .int(usage.records),
+                "quotaBytes": usage.quotaBytes.map(JSONValue.int) ?? .null, "quotaRecords": usage.quotaRecords.map(JSONValue.int) ?? .null,
+            ])
+            return
+        }
+        let of = usage.quotaBytes.map { " of \($0) (\(usage.bytes * 100 / max($0, 1))%)" } ?? " (no limit)"
+        print("stored:  \(usage.bytes) bytes\(of), of which history \(usage.historyBytes)")
+        print("records: \(usage.records)" + (usage.quotaRecords.map { " of \($0)" } ?? " (no limit)"))
+        if let quota = usage.quotaBytes, usage.bytes >= quota {
+            print("the account is full: edits are refused until something is deleted (a note's history goes with it)")
+        }
+    }
 }
 
 /// The client of a home signed in to its server, or a clear error.

@@ -107,7 +107,7 @@ struct Fetch: AsyncParsableCommand {
             FileHandle.standardOutput.write(file.data)
             return
         }
-        let path = output ?? reference.name
+        let path = output ?? TerminalText.safeFileName(reference.name, sha256: reference.sha256)
         if FileManager.default.fileExists(atPath: path), !force {
             throw CLIError("\(path) exists; give -o FILE or --force")
         }

@@ -67,7 +67,7 @@ func printNotes(_ notes: [Note], json: Bool) {
         let title = note.title.isEmpty ? String(note.body.prefix(40)).replacingOccurrences(of: "\n", with: " ") : note.title
         let tags = note.tags.isEmpty ? "" : "  " + note.tags.map { "#" + $0 }.joined(separator: " ")
         let refusal = note.refusal.map { "  (not synced: \($0))" } ?? ""
-        print("\(note.id.prefix(8)) \(marks) \(title)\(tags)\(refusal)")
+        print(TerminalText.clean("\(note.id.prefix(8)) \(marks) \(title)\(tags)\(refusal)"))
     }
 }
 
@@ -84,11 +84,11 @@ struct Show: AsyncParsableCommand {
             return
         }
         print("id:      \(note.id)")
-        print("title:   \(note.title)")
-        if !note.tags.isEmpty { print("tags:    \(note.tags.joined(separator: ", "))") }
-        if let folder = note.folder { print("folder:  \(folder)") }
+        print(TerminalText.clean("title:   \(note.title)"))
+        if !note.tags.isEmpty { print(TerminalText.clean("tags:    \(note.tags.joined(separator: ", "))")) }
+        if let folder = note.folder { print(TerminalText.clean("folder:  \(folder)")) }
         let attached = note.attachments.compactMap(AttachmentReference.init(element:))
-        if !attached.isEmpty { print("files:   \(attached.map { "\($0.name) (\($0.size) bytes)" }.joined(separator: ", "))") }
+        if !attached.isEmpty { print(TerminalText.clean("files:   \(attached.map { "\($0.name) (\($0.size) bytes)" }.joined(separator: ", "))")) }
         var flags: [String] = []
         if note.pinned { flags.append("pinned") }
         if note.trashed { flags.append("in the trash") }
@@ -97,7 +97,7 @@ struct Show: AsyncParsableCommand {
         if !flags.isEmpty { print("state:   \(flags.joined(separator: ", "))") }
         print("rev:     \(note.rev)   updated \(Timestamp.format(note.updatedAt))")
         print("")
-        print(note.body)
+        print(TerminalText.clean(note.body))
     }
 }
 
@@ -296,10 +296,10 @@ struct History: AsyncParsableCommand {
             if options.json {
                 printJSON(.object(fields.json))
             } else {
-                print("title:   \(fields.title)")
-                if !fields.tags.isEmpty { print("tags:    \(fields.tags.joined(separator: ", "))") }
+                print(TerminalText.clean("title:   \(fields.title)"))
+                if !fields.tags.isEmpty { print(TerminalText.clean("tags:    \(fields.tags.joined(separator: ", "))")) }
                 print("")
-                print(fields.body)
+                print(TerminalText.clean(fields.body))
             }
             return
         }
@@ -311,7 +311,7 @@ struct History: AsyncParsableCommand {
             }))
             return
         }
-        print(HistoryListing(revisions: revisions).text, terminator: "")
+        print(TerminalText.clean(HistoryListing(revisions: revisions).text), terminator: "")
     }
 }
 

@@ -145,7 +145,13 @@ public struct NotedAPI: Sendable {
         return AccountInfo(
             id: response["id"]?.stringValue ?? "", username: response["username"]?.stringValue ?? "",
             twoFactor: response["two_factor"]?["enabled"]?.boolValue ?? false,
-            recoveryCodesLeft: Int(response["two_factor"]?["recovery_codes_left"]?.intValue ?? 0))
+            recoveryCodesLeft: Int(response["two_factor"]?["recovery_codes_left"]?.intValue ?? 0),
+            usage: response["usage"].flatMap { usage in
+                usage["bytes"]?.intValue.map { bytes in
+                    AccountUsage(bytes: bytes, historyBytes: usage["history_bytes"]?.intValue ?? 0, records: usage["records"]?.intValue ?? 0,
+                                 quotaBytes: usage["quota_bytes"]?.intValue, quotaRecords: usage["quota_records"]?.intValue)
+                }
+            })
     }
 
     /// `POST /v1/account/2fa/setup`: a new authenticator secret and its `otpauth://` URI.
@@ -235,4 +241,17 @@ public struct AccountInfo: Sendable, Hashable {
     public var username: String
     public var twoFactor: Bool
     public var recoveryCodesLeft: Int
+    /// What the account stores as the quota counts it (records, files and history), its
+    /// history's part, and its live records; nil from a server that does not say.
+    public var usage: AccountUsage?
+}
+
+/// `GET /v1/account`'s `usage` (docs/protocol.md).
+public struct AccountUsage: Sendable, Hashable {
+    public var bytes: Int64
+    public var historyBytes: Int64
+    public var records: Int64
+    /// Nil: no limit.
+    public var quotaBytes: Int64?
+    public var quotaRecords: Int64?
 }
