@@ -18,6 +18,8 @@ import uuid
 import pytest
 import requests
 
+from test_cli_attachments import noted
+
 SERVER = os.path.abspath(os.environ.get("NOTED_SERVER_BIN", ".build/debug/noted-server"))
 NOTED = os.path.abspath(os.environ.get("NOTED_BIN", ".build/debug/noted"))
 PASSWORD = "correct horse battery"
@@ -25,22 +27,21 @@ PASSWORD = "correct horse battery"
 
 @pytest.fixture()
 def server():
+    # test_cli_attachments' server, with a quota to report.
     work = tempfile.mkdtemp(prefix="noted-hostile-cli-")
-    proc = subprocess.Popen([SERVER, "--port", "0", "--data", os.path.join(work, "data"), "--auth-attempts-per-minute", "1000",
-                             "--quota-bytes", "5000000"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    m = re.match(r"noted-server listening on (http://\S+)", proc.stdout.readline())
-    assert m
-    yield m.group(1), work
+    proc, base = start([SERVER, "--port", "0", "--data", os.path.join(work, "data"), "--auth-attempts-per-minute", "1000",
+                        "--quota-bytes", "5000000"])
+    yield base, work
     proc.terminate()
     proc.wait(timeout=20)
     shutil.rmtree(work, ignore_errors=True)
 
 
-def noted(home, *args, check=True, stdin=None, cwd=None):
-    result = subprocess.run([NOTED, "--home", home, *args], input=stdin, capture_output=True, timeout=120, cwd=cwd)
-    if check:
-        assert result.returncode == 0, (args, result.stderr.decode())
-    return result
+def start(command):
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    m = re.match(r"noted-server listening on (http://\S+)", proc.stdout.readline())
+    assert m
+    return proc, m.group(1)
 
 
 def on_terminal(home, *args):
