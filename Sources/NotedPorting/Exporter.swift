@@ -131,9 +131,9 @@ public enum Exporter {
     /// Every note with every field; `history` (note id → its revisions, oldest first) when given.
     /// The files of the notes' attachments go beside it (``attachmentFiles(_:)``).
     public static func json(_ notes: [PortableNote], history: [String: [PortableRevision]]? = nil, exportedAt: Date = Date()) -> File {
-        let items: [JSONValue] = notes.sorted { $0.id < $1.id }.map { jsonNote($0, history: history?[$0.id]) }
-        let document: JSONValue = ["format": "noted-export", "version": 1, "exportedAt": .string(timestamp(exportedAt)), "notes": .array(items)]
-        return File(path: "notes.json", data: Data(document.jsonString.utf8))
+        // The same pieces the server's export streams, so both write one format.
+        let items = notes.sorted { $0.id < $1.id }.map { jsonNote($0, history: history?[$0.id]).jsonString }
+        return File(path: "notes.json", data: Data((jsonStart(exportedAt: exportedAt) + items.joined(separator: ",") + jsonEnd).utf8))
     }
 
     /// The start of `notes.json`, before its notes (``jsonNote(_:history:)``, separated by

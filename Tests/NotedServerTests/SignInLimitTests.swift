@@ -88,7 +88,7 @@ import Testing
         let key = ["signin-user:ada"]
         func retryAfter(_ now: Date) -> Int? {
             do {
-                try limiter.allow(keys: key, now: now)
+                try limiter.reserve(keys: key, now: now).succeeded(now: now)
                 return nil
             } catch {
                 if case .rateLimited(let seconds) = error.kind { return seconds }
@@ -98,7 +98,7 @@ import Testing
         var now = Date(timeIntervalSince1970: 1_000_000)
         var lockouts: [Int] = []
         for _ in 0..<6 {
-            for _ in 0..<3 { limiter.recordFailure(keys: key, now: now) }
+            for _ in 0..<3 { try limiter.reserve(keys: key, now: now).failed(now: now) }
             let retry = try #require(retryAfter(now.addingTimeInterval(1)))
             lockouts.append(retry + 1)
             // Locked until then, and free again right after.
@@ -112,7 +112,7 @@ import Testing
         now = now.addingTimeInterval(601)
         #expect(retryAfter(now) == nil)
         #expect(limiter.keyCount == 0)
-        for _ in 0..<3 { limiter.recordFailure(keys: key, now: now) }
+        for _ in 0..<3 { try limiter.reserve(keys: key, now: now).failed(now: now) }
         #expect(retryAfter(now.addingTimeInterval(1)) == 59, "a first lockout again")
     }
 
@@ -120,10 +120,10 @@ import Testing
         let limiter = RateLimiter(limit: 3, window: 60)
         let start = Date()
         for index in 0..<1_000 {
-            limiter.recordFailure(keys: ["signin-user:" + String(repeating: "x", count: 10_000) + "\(index)"], now: start)
+            try? limiter.reserve(keys: ["signin-user:" + String(repeating: "x", count: 10_000) + "\(index)"], now: start).failed(now: start)
         }
         #expect(limiter.keyCount == 1_000)
-        try? limiter.allow(keys: ["signin-user:someone"], now: start.addingTimeInterval(61))
+        try? limiter.reserve(keys: ["signin-user:someone"], now: start.addingTimeInterval(61)).succeeded(now: start.addingTimeInterval(61))
         #expect(limiter.keyCount == 0, "windows that ended are swept")
     }
 }

@@ -41,8 +41,6 @@ public final class RateLimiter: Sendable {
     private enum Mode {
         /// Count the attempt (and refuse it over the limit).
         case count
-        /// Refuse when locked out or at the limit; count nothing.
-        case allow
         /// Refuse when the failures and the attempts still being judged reach the limit; else
         /// hold one attempt as pending.
         case reserve
@@ -53,17 +51,6 @@ public final class RateLimiter: Sendable {
     /// Counts an attempt for each key; throws `rateLimited` when any key is locked out.
     func check(keys: [String], now: Date = Date()) throws(AuthError) {
         try update(keys: keys, now: now, mode: .count)
-    }
-
-    /// Throws `rateLimited` when any key is locked out, without counting this attempt
-    /// (sign-in: only failures count, see `recordFailure`).
-    func allow(keys: [String], now: Date = Date()) throws(AuthError) {
-        try update(keys: keys, now: now, mode: .allow)
-    }
-
-    /// Counts a failed attempt for each key.
-    func recordFailure(keys: [String], now: Date = Date()) {
-        try? update(keys: keys, now: now, mode: .count)
     }
 
     /// An attempt held from before it is judged until after: the attempts in flight count
@@ -148,10 +135,14 @@ public final class RateLimiter: Sendable {
             var count = false
             switch mode {
             case .count: count = true
-            case .allow, .reserve: count = false
+            case .reserve: count = false
             case .release(let failed):
                 for key in hashed {
-                    if let pending = state.windows[key]?.pending { state.windows[key]?.pending = max(0, pending - 1) }
+                    guard var window = state.windows[key] else { continue }
+                    window.pending = max(0, window.pending - 1)
+                    // A success leaves nothing to remember behind it.
+                    let empty = !failed && window.pending == 0 && window.count == 0 && window.lockedUntil == nil && window.strikes == 0
+                    state.windows[key] = empty ? nil : window
                 }
                 guard failed else { return nil }
                 count = true
