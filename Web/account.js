@@ -101,18 +101,21 @@ export async function disableTwoFactor(auth, password, code) {
 
 /**
  * Sends another app's export (`file`, a File) to be imported (`format`: one of the server's
- * names, or "" to let it tell from the name and content): { imported, updated, unchanged,
- * skipped: [{ source, reason }] }. `progress` as for `Auth.upload`. The notes then arrive by sync.
+ * names, or "" to let it tell from the name and content; `replace`: overwrite notes already
+ * here that the file holds with other content, instead of adding its versions beside them):
+ * { imported, updated, unchanged, copied, skipped: [{ source, reason }] }. `progress` as for
+ * `Auth.upload`. The notes then arrive by sync.
  */
-export async function importNotes(auth, file, format, progress) {
+export async function importNotes(auth, file, format, progress, replace = false) {
   const query = new URLSearchParams({ name: file.name });
   if (format) query.set("from", format);
+  if (replace) query.set("replace", "true");
   const answer = answered(await reaching(() => auth.upload(`/v1/import?${query}`, file, progress)));
   const said = answer.body || {};
   const count = (n) => Number(n) || 0;
   return {
     imported: count(said.imported), updated: count(said.updated), unchanged: count(said.unchanged),
-    skipped: Array.isArray(said.skipped) ? said.skipped : [],
+    copied: count(said.copied), skipped: Array.isArray(said.skipped) ? said.skipped : [],
   };
 }
 
@@ -251,7 +254,7 @@ export class AccountPanel {
         download: $("two-factor-download"), finished: $("two-factor-finished"),
       },
       importForm: $("import-form"), importFile: $("import-file"), importFormat: $("import-format"), importProgress: $("import-progress"),
-      importStatus: $("import-status"), importError: $("import-error"), importStart: $("import-start"),
+      importStatus: $("import-status"), importError: $("import-error"), importStart: $("import-start"), importReplace: $("import-replace"),
       importSkipped: $("import-skipped"), importSkippedTitle: $("import-skipped-title"), importSkippedList: $("import-skipped-list"),
     };
     const ui = this.ui;
@@ -755,7 +758,7 @@ export class AccountPanel {
           progress.removeAttribute("value"); // indeterminate: the server is reading the file
           ui.importStatus.textContent = "Importing…";
         },
-      });
+      }, ui.importReplace.checked);
     } catch (error) {
       ui.importStatus.textContent = "";
       // What the server says of a malformed file starts with the file's name; otherwise it is named here.
@@ -767,9 +770,9 @@ export class AccountPanel {
       progress.hidden = true;
     }
     this.loadAccount(); // what the account uses, with the imported notes
-    const { imported, updated, unchanged, skipped } = result;
+    const { imported, updated, unchanged, copied, skipped } = result;
     ui.importStatus.textContent = `Imported ${plural(imported, "note")}, updated ${updated}, ${unchanged} unchanged` +
-      (skipped.length ? `; ${skipped.length} skipped (listed below).` : ".");
+      (copied ? `, ${copied} added beside notes you have with other content` : "") + (skipped.length ? `; ${skipped.length} skipped (listed below).` : ".");
     if (skipped.length) {
       ui.importSkippedTitle.textContent = `Skipped (${skipped.length})`;
       ui.importSkippedList.replaceChildren(...skipped.map((s) => {

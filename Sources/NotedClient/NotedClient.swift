@@ -259,18 +259,20 @@ public final class NotedClient: Sendable {
 
     // MARK: Import
 
-    /// Writes imported notes under the ids given (``LocalStore/importNotes(_:dryRun:)``), in
-    /// local transactions of `batch` notes, then syncs them like any edit. `progress` hears how
-    /// many are done after each batch.
+    /// Writes imported notes under the ids given (``LocalStore/importNotes(_:files:replace:dryRun:)``:
+    /// a note of that id with other content is kept and the imported one added under `copyID`,
+    /// or with `replace` overwritten), in local transactions of `batch` notes, then syncs them
+    /// like any edit. `progress` hears how many are done after each batch.
     public func importNotes(
-        _ notes: [(id: String, fields: NoteFields)], files: [String: (data: Data, type: String)] = [:], dryRun: Bool = false, batch: Int = 500,
+        _ notes: [(id: String, fields: NoteFields, copyID: String)], files: [String: (data: Data, type: String)] = [:],
+        replace: Bool = false, dryRun: Bool = false, batch: Int = 500,
         progress: (@Sendable (Int) -> Void)? = nil
     ) async throws -> [ImportOutcome] {
         var outcomes: [ImportOutcome] = []
         outcomes.reserveCapacity(notes.count)
         for start in stride(from: 0, to: notes.count, by: max(1, batch)) {
             let chunk = Array(notes[start..<min(start + max(1, batch), notes.count)])
-            let (done, effect) = try await store.importNotes(chunk, files: files, dryRun: dryRun)
+            let (done, effect) = try await store.importNotes(chunk, files: files, replace: replace, dryRun: dryRun)
             outcomes += done
             if !dryRun { await edited(effect) }
             progress?(outcomes.count)

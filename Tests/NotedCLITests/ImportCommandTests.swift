@@ -54,14 +54,26 @@ import TestSupport
             try await other.noted("fetch", groceriesID, "shelf photo.jpg", "-o", fetched)
             #expect(FileManager.default.contents(atPath: fetched) == photo, "the attachment's bytes after export, import and sync")
 
-            // Again: nothing new, nothing changed; then an edited note is updated, not duplicated.
+            // Again: nothing new, nothing changed. A note edited since keeps its edit: the export's
+            // version is added beside it, once; --replace overwrites it instead.
             let again = try JSONValue.parse(try await new.noted("--json", "import", dir + "/export.zip"))
-            #expect(again["imported"] == 0 && again["updated"] == 0 && again["unchanged"] == 3)
+            #expect(again["imported"] == 0 && again["updated"] == 0 && again["unchanged"] == 3 && again["copied"] == 0)
             let groceries = try #require(before.first { $0.value["title"] == "Groceries 🛒" }?.key)
             try await new.noted("edit", groceries, "--append", "bread")
-            let updated = try JSONValue.parse(try await new.noted("--json", "import", dir + "/export.zip"))
-            #expect(updated["updated"] == 1 && updated["unchanged"] == 2)
-            #expect(try await new.notes().count == 2)
+            let edited = try #require(try await new.notes()[groceries]?["body"]?.stringValue)
+            #expect(try await new.noted("import", "--dry-run", dir + "/export.zip").hasSuffix(
+                "would add 1 as new note(s) beside notes here with other content (--replace overwrites them instead)"))
+            let copied = try JSONValue.parse(try await new.noted("--json", "import", dir + "/export.zip"))
+            #expect(copied["copied"] == 1 && copied["updated"] == 0 && copied["unchanged"] == 2, "\(copied)")
+            var here = try await new.notes()
+            #expect(here.count == 3 && here[groceries]?["body"]?.stringValue == edited)
+            #expect(here.values.filter { $0["title"] == "Groceries 🛒" }.count == 2)
+            let copyAgain = try JSONValue.parse(try await new.noted("--json", "import", dir + "/export.zip"))
+            #expect(copyAgain["copied"] == 0 && copyAgain["unchanged"] == 3, "the copy is made once: \(copyAgain)")
+            let replaced = try JSONValue.parse(try await new.noted("--json", "import", "--replace", dir + "/export.zip"))
+            #expect(replaced["updated"] == 1 && replaced["copied"] == 0 && replaced["unchanged"] == 2, "\(replaced)")
+            here = try await new.notes()
+            #expect(here.count == 3 && here[groceries]?["body"] == before[groceries]?["body"])
 
             // A note deleted for good here is not brought back by importing the export again.
             try await new.noted("purge", groceries)

@@ -34,6 +34,27 @@ import Testing
         #expect("89ab".contains(characters[19]), "RFC 9562 variant")
     }
 
+    @Test func aCopyIDDependsOnTheNoteAndItsContentOnly() {
+        let id = UUID().uuidString.lowercased()
+        let date = Date(timeIntervalSince1970: 1_700_000_000)
+        let note = PortableNote(id: id, title: "T", body: "B", tags: ["x", "y"], folder: "F", created: date, updated: date)
+        let copy = Importer.copyID(of: note)
+        #expect(UUIDText.isCanonical(copy) && copy != id && Array(copy)[14] == "5")
+        // The same content (tags in any order, other dates) finds the same copy again.
+        let same = PortableNote(id: id, title: "T", body: "B", tags: ["y", "x"], folder: "F", pinned: true, created: .now, updated: .now)
+        #expect(Importer.copyID(of: same) == copy)
+        // Other content, or another note's id, makes another.
+        for other in [
+            PortableNote(id: id, title: "T", body: "B2", tags: ["x", "y"], folder: "F", created: date, updated: date),
+            PortableNote(id: id, title: "TB", body: "", tags: ["x", "y"], folder: "F", created: date, updated: date),
+            PortableNote(id: id, title: "T", body: "B", tags: ["x"], folder: "F", created: date, updated: date),
+            PortableNote(id: id, title: "T", body: "B", tags: ["x", "y"], folder: nil, created: date, updated: date),
+            PortableNote(id: UUID().uuidString.lowercased(), title: "T", body: "B", tags: ["x", "y"], folder: "F", created: date, updated: date),
+        ] {
+            #expect(Importer.copyID(of: other) != copy)
+        }
+    }
+
     @Test func noteDsOwnMarkdownExportReadsBackExactly() throws {
         let created = Date(timeIntervalSince1970: 1_700_000_000.123)
         let notes = [

@@ -22,26 +22,10 @@ import uuid
 import pytest
 import requests
 
-from test_hostile_imports import account
+from test_hostile_imports import account, storage
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("NOTED_SERVER_BIN", os.path.join(ROOT, ".build/debug/noted-server"))
-
-
-PG_URL = os.environ.get("NOTED_TEST_POSTGRES_URL")
-
-
-def storage(kind):
-    """The server flags of a backend: SQLite in the data directory, or a fresh PostgreSQL
-    database (NOTED_TEST_POSTGRES_URL; skipped with a notice without it)."""
-    if kind == "sqlite":
-        return []
-    if not PG_URL or not shutil.which("psql"):
-        print("NOTICE: PostgreSQL cases skipped: NOTED_TEST_POSTGRES_URL is not set or psql is missing")
-        pytest.skip("PostgreSQL is not available")
-    name = "noted_hostile_" + secrets.token_hex(4)
-    subprocess.run(["psql", PG_URL, "-q", "-c", f"CREATE DATABASE {name}"], check=True)
-    return ["--database", urllib.parse.urlunsplit(urllib.parse.urlsplit(PG_URL)._replace(path="/" + name))]
 
 
 def start(*flags):

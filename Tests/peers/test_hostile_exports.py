@@ -25,19 +25,19 @@ import zipfile
 import pytest
 import requests
 
-from test_hostile_imports import account, peak_rss_kib
+from test_hostile_imports import account, peak_rss_kib, storage
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("NOTED_SERVER_BIN", os.path.join(ROOT, ".build/debug/noted-server"))
 PASSWORD = "correct horse battery"
 
 
-@pytest.fixture(scope="module")
-def server():
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server(request):
     data = tempfile.mkdtemp(prefix="noted-hostile-export-")
     tmp = tempfile.mkdtemp(prefix="noted-export-tmp-")
     proc = subprocess.Popen([BIN, "--port", "0", "--data", data, "--log-level", "error", "--auth-attempts-per-minute", "1000",
-                             "--max-pushes-per-second", "1000", "--max-import-bytes", "100000000"],
+                             "--max-pushes-per-second", "1000", "--max-import-bytes", "100000000", *storage(request.param)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             # One malloc arena: the peak then measures what the code holds, not
                             # how glibc's per-thread arenas keep freed pages (with the default,

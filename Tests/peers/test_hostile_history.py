@@ -16,8 +16,7 @@ import uuid
 import pytest
 import requests
 
-from test_hostile_blobs import storage
-from test_hostile_imports import account
+from test_hostile_imports import account, storage
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("NOTED_SERVER_BIN", os.path.join(ROOT, ".build/debug/noted-server"))

@@ -8,7 +8,11 @@ driven from outside over real sockets against the real `noted-server` process:
   fraction of what it unpacks to, and an answer lists at most 1,000 skipped items plus their count;
 - an export that declares XML entities is refused;
 - a Keep export whose notes name many missing attachments is read in linear time;
-- an upload still arriving holds no import slot of the node.
+- an upload still arriving holds no import slot of the node;
+- an export naming the ids of the account's notes (L6) adds its versions beside them and
+  overwrites nothing.
+
+Every case that stores runs on SQLite and on PostgreSQL (NOTED_TEST_POSTGRES_URL).
 
 Run by scripts/test after `swift build`; NOTED_SERVER_BIN names the executable.
 """
@@ -17,27 +21,45 @@ import json
 import os
 import re
 import secrets
+import shutil
 import socket
 import subprocess
 import tempfile
 import time
 import urllib.parse
+import uuid
 import zipfile
 
 import pytest
 import requests
 
+from test_import_upload import notes
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("NOTED_SERVER_BIN", os.path.join(ROOT, ".build/debug/noted-server"))
 PASSWORD = "correct horse battery"
 MAX_IMPORT = 3_000_000
+PG_URL = os.environ.get("NOTED_TEST_POSTGRES_URL")
 
 
-@pytest.fixture(scope="module")
-def server():
+def storage(kind):
+    """The server flags of a backend: SQLite in the data directory, or a fresh PostgreSQL
+    database (NOTED_TEST_POSTGRES_URL; skipped with a notice without it)."""
+    if kind == "sqlite":
+        return []
+    if not PG_URL or not shutil.which("psql"):
+        print("NOTICE: PostgreSQL cases skipped: NOTED_TEST_POSTGRES_URL is not set or psql is missing")
+        pytest.skip("PostgreSQL is not available")
+    name = "noted_hostile_" + secrets.token_hex(4)
+    subprocess.run(["psql", PG_URL, "-q", "-c", f"CREATE DATABASE {name}"], check=True)
+    return ["--database", urllib.parse.urlunsplit(urllib.parse.urlsplit(PG_URL)._replace(path="/" + name))]
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server(request):
     data = tempfile.mkdtemp(prefix="noted-hostile-import-")
     proc = subprocess.Popen([BIN, "--port", "0", "--data", data, "--log-level", "error", "--auth-attempts-per-minute", "1000",
-                             "--max-import-bytes", str(MAX_IMPORT)],
+                             "--max-import-bytes", str(MAX_IMPORT), *storage(request.param)],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     m = re.match(r"noted-server listening on (http://\S+)", proc.stdout.readline())
     assert m
@@ -194,3 +216,32 @@ def test_an_upload_still_arriving_holds_no_import_slot(server):
     finally:
         for s in slow:
             s.close()
+
+
+def test_an_export_naming_ids_of_notes_here_cannot_overwrite_them(server):
+    # L6: someone else's export whose front matter names the ids of this account's notes (known
+    # from an export shared earlier) used to replace their title, body and tags.
+    base, _ = server
+    auth = account(base)
+    mine = [str(uuid.uuid4()) for _ in range(3)]
+    changes = [{"ccid": str(uuid.uuid4()), "collection": "notes", "id": note, "baseRev": 0, "op": "upsert",
+                "fields": {"title": {"set": f"Mine {i}"}, "body": {"set": "my own words"}, "tags": {"set": ["keep"]}}}
+               for i, note in enumerate(mine)]
+    assert all(r["type"] == "ack" for r in requests.post(base + "/v1/push", json={"changes": changes}, headers=auth).json()["results"])
+    packed = io.BytesIO()
+    with zipfile.ZipFile(packed, "w") as z:
+        for i, note in enumerate(mine):
+            z.writestr(f"n{i}.md", f"---\nid: {note}\ntitle: Pay here\ntags: [scam]\n---\nsend the money to …\n")
+    answer = upload(base, auth, packed.getvalue(), "shared.zip")
+    assert answer.status_code == 200, answer.text
+    summary = answer.json()
+    assert (summary["imported"], summary["updated"], summary["copied"]) == (0, 0, 3), summary
+    records = notes(base, auth)
+    for i, note in enumerate(mine):
+        assert records[note]["fields"]["title"] == f"Mine {i}" and records[note]["fields"]["body"] == "my own words"
+        assert records[note]["fields"]["tags"] == ["keep"] and records[note]["rev"] == 1, records[note]
+    copies = [r for r in records.values() if r["id"] not in mine]
+    assert len(copies) == 3 and all(r["fields"]["title"] == "Pay here" for r in copies), copies
+    # The same export again adds nothing more.
+    again = upload(base, auth, packed.getvalue(), "shared.zip").json()
+    assert (again["copied"], again["unchanged"]) == (0, 3), again

@@ -106,7 +106,7 @@ def test_each_apps_export_uploads_to_the_notes_it_holds(server, fixture):
     assert again["imported"] == 0 and again["updated"] == 0 and again["unchanged"] == fixture["count"], again
 
 
-def test_a_device_hears_the_import_and_repeats_update_without_duplicating(server):
+def test_a_device_hears_the_import_and_repeats_overwrite_nothing_unasked(server):
     from websockets.sync.client import connect
     auth = account(server)
     ws = connect(server.replace("http://", "ws://") + "/v1/sync")
@@ -128,17 +128,29 @@ def test_a_device_hears_the_import_and_repeats_update_without_duplicating(server
     assert heard == set(stored)
     assert sorted(next(iter(stored.values()))["fields"]["tags"]) == ["a", "b"]
 
-    # Edited on a device, then the same export again: that note is updated, the rest unchanged.
+    # Edited on a device, then the same export again: the edit stays and the export's version is
+    # added beside it, once; replace=true overwrites it instead.
     one = next(r for r in stored.values() if r["fields"]["title"] == "Note 7")
     edit = {"ccid": str(uuid.uuid4()), "collection": "notes", "id": one["id"], "baseRev": one["rev"], "op": "upsert",
             "fields": {"body": {"set": "changed here"}}}
     assert requests.post(server + "/v1/push", json={"changes": [edit]}, headers=auth).json()["results"][0]["type"] == "ack"
     summary = upload(server, auth, data, "notes.json").json()
-    assert (summary["imported"], summary["updated"], summary["unchanged"]) == (0, 1, 120), summary
+    assert (summary["imported"], summary["updated"], summary["unchanged"], summary["copied"]) == (0, 0, 120, 1), summary
+    now = notes(server, auth)
+    assert now[one["id"]]["fields"]["body"] == "changed here"
+    copies = [r for r in now.values() if r["fields"]["title"] == "Note 7" and r["id"] != one["id"]]
+    assert len(copies) == 1 and copies[0]["fields"]["body"] == "body 7" and copies[0]["fields"]["tags"] == one["fields"]["tags"], copies
+    summary = upload(server, auth, data, "notes.json").json()
+    assert (summary["copied"], summary["unchanged"]) == (0, 121), summary
+    replaced = requests.post(server + "/v1/import?name=notes.json&replace=true", data=data,
+                             headers=dict(auth, **{"Content-Type": "application/octet-stream"}), timeout=120).json()
+    assert (replaced["updated"], replaced["copied"], replaced["unchanged"]) == (1, 0, 120), replaced
     assert notes(server, auth)[one["id"]]["fields"]["body"] == "body 7"
+    bad = requests.post(server + "/v1/import?name=notes.json&replace=yes", data=data, headers=auth, timeout=120)
+    assert bad.status_code == 400 and bad.json()["error"] == "bad_request", bad.text
 
     # Purged: not brought back.
-    purge = {"ccid": str(uuid.uuid4()), "collection": "notes", "id": one["id"], "baseRev": one["rev"] + 1, "op": "delete"}
+    purge = {"ccid": str(uuid.uuid4()), "collection": "notes", "id": one["id"], "baseRev": one["rev"] + 2, "op": "delete"}
     assert requests.post(server + "/v1/push", json={"changes": [purge]}, headers=auth).json()["results"][0]["type"] == "ack"
     summary = upload(server, auth, data, "notes.json").json()
     assert summary["unchanged"] == 120 and [s["reason"] for s in summary["skipped"]] == ["deleted on the server"], summary

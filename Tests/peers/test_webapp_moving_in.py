@@ -8,6 +8,7 @@ import json
 import os
 import re
 import tempfile
+import uuid
 import time
 import urllib.parse
 
@@ -331,6 +332,28 @@ def test_import_an_export_uploaded_from_the_account_panel(moving_server):
         assert text_of(driver, "import-status").startswith("Imported 0 notes, updated 0, 3 unchanged"), import_said(driver)
         assert len(server_records(base, account)) == 3
 
+        # A note edited since keeps its edit: the file's version is added beside it, unless
+        # "Replace" is ticked.
+        moving = next(rec for rec in server_records(base, account) if rec["fields"].get("title") == "Moving in 🚚")
+        token = requests.post(base + "/v1/sessions", json={"username": account[0], "password": account[1]}).json()["access_token"]
+        edit = {"ccid": str(uuid.uuid4()), "collection": "notes", "id": moving["id"], "baseRev": moving["rev"], "op": "upsert",
+                "fields": {"body": {"set": "Boxes: 13"}}}
+        pushed = requests.post(base + "/v1/push", json={"changes": [edit]}, headers={"Authorization": "Bearer " + token})
+        assert pushed.json()["results"][0]["type"] == "ack", pushed.text
+        import_file(driver, export)
+        wait(driver, lambda d: text_of(d, "import-status").startswith("Imported"), timeout=20, message="imported beside")
+        assert text_of(driver, "import-status").startswith(
+            "Imported 0 notes, updated 0, 2 unchanged, 1 added beside notes you have with other content"), import_said(driver)
+        records = server_records(base, account)
+        assert len(records) == 4 and {r["fields"]["body"] for r in records if r["id"] == moving["id"]} == {"Boxes: 13"}
+        driver.find_element(By.ID, "import-replace").click()
+        import_file(driver, export)
+        wait(driver, lambda d: text_of(d, "import-status").startswith("Imported"), timeout=20, message="replaced")
+        assert text_of(driver, "import-status").startswith("Imported 0 notes, updated 1, 2 unchanged"), import_said(driver)
+        records = server_records(base, account)
+        assert len(records) == 4 and "Boxes: 12" in next(r for r in records if r["id"] == moving["id"])["fields"]["body"]
+        driver.find_element(By.ID, "import-replace").click()
+
         # A malformed file: the server's message with the file's name; nothing changed.
         broken = os.path.join(folder, "broken-notes.json")
         with open(broken, "w") as f:
@@ -341,7 +364,7 @@ def test_import_an_export_uploaded_from_the_account_panel(moving_server):
         assert error.startswith("Nothing imported") and "broken-notes.json" in error, error
         assert driver.find_element(By.ID, "import-error").get_attribute("role") == "alert"
         assert text_of(driver, "import-status") == "" and not shown(driver, "import-skipped")
-        assert len(server_records(base, account)) == 3
+        assert len(server_records(base, account)) == 4
 
         # Offline: the import needs the server.
         time.sleep(1)  # the service worker has the shell
@@ -372,8 +395,8 @@ def test_import_an_export_uploaded_from_the_account_panel(moving_server):
         assert text_of(driver, "import-status") == "Imported 150 notes, updated 0, 0 unchanged.", import_said(driver)
         assert driver.find_element(By.ID, "import-start").get_attribute("aria-disabled") is None
         driver.find_element(By.ID, "account-close").click()
-        assert len(server_records(base, account)) == 153
-        wait(driver, lambda d: text_of(d, "filter").startswith("All notes (152)"), timeout=20, message="the big import synced")
+        assert len(server_records(base, account)) == 154
+        wait(driver, lambda d: text_of(d, "filter").startswith("All notes (153)"), timeout=20, message="the big import synced")
     finally:
         driver.quit()
 

@@ -118,8 +118,21 @@ public enum Importer {
     /// The id of an imported note: a name-based UUID (version 5, RFC 9562) of the format and
     /// the note's id there, so that importing the same export again finds the same notes.
     public static func noteID(format: Format, sourceID: String) -> String {
+        nameBasedID("\(format.rawValue):\(sourceID)")
+    }
+
+    /// The id under which an imported note is added beside the note of its id when that note holds
+    /// other content (docs/import-export.md, "Notes that exist"): a name-based UUID of `id` and
+    /// the imported content, so that importing the same export again finds the same copy and a
+    /// different version of the note makes a different one.
+    public static func copyID(of note: PortableNote) -> String {
+        let content = ([note.title, note.body, note.folder ?? ""] + note.tags.sorted()).joined(separator: "\u{0}")
+        return nameBasedID("copy:\(note.id):\(sha256(Data(content.utf8)))")
+    }
+
+    private static func nameBasedID(_ name: String) -> String {
         var bytes = [UInt8](namespace)
-        bytes += Array("\(format.rawValue):\(sourceID)".utf8)
+        bytes += Array(name.utf8)
         var hash = Array(Insecure.SHA1.hash(data: bytes).prefix(16))
         hash[6] = (hash[6] & 0x0f) | 0x50
         hash[8] = (hash[8] & 0x3f) | 0x80

@@ -37,6 +37,11 @@ extension Routes {
                 throw APIError(.badRequest, "bad_request", "name is the uploaded file's name: 1 to 255 bytes, no '/'")
             }
             var format: Importer.Format?
+            var replace = false
+            if let text = query.get("replace") {
+                guard let value = Bool(String(text)) else { throw APIError(.badRequest, "bad_request", "replace is true or false") }
+                replace = value
+            }
             if let text = query.get("from") {
                 guard let known = Importer.Format(rawValue: String(text)) else {
                     throw APIError(.badRequest, "bad_request", "from is one of \(Importer.Format.allCases.map(\.rawValue).joined(separator: ", "))")
@@ -94,10 +99,10 @@ extension Routes {
                 throw APIError(.badRequest, "bad_import", error.description)
             }
             let summary = try await ServerImport(sync: sync, store: store, userID: user.userID, logger: context.logger,
-                                                 maxBlobBytes: configuration.maxBlobBytes, quota: configuration.quota.bytes).write(result)
+                                                 maxBlobBytes: configuration.maxBlobBytes, quota: configuration.quota.bytes, replace: replace).write(result)
             context.logger.info("import", metadata: [
                 "user": .string(user.userID), "format": .string(result.format.rawValue), "imported": "\(summary.imported)",
-                "updated": "\(summary.updated)", "unchanged": "\(summary.unchanged)", "skipped": "\(summary.skipped.count)",
+                "updated": "\(summary.updated)", "unchanged": "\(summary.unchanged)", "copied": "\(summary.copied)", "skipped": "\(summary.skipped.count)",
             ])
             return .json(summary.json(format: result.format))
         }
@@ -105,8 +110,10 @@ extension Routes {
 }
 
 /// Writes imported notes as changes of the user, as `LocalStore.importNotes` does on a device:
-/// created when new, updated (only the fields that differ) when not, left alone when equal; a
-/// note deleted for good on the server is not brought back.
+/// created when new, left alone when equal; one of the same id with other content is kept and
+/// the imported version added beside it under `Importer.copyID` (once), or with `replace`
+/// updated (only the fields that differ); a note deleted for good on the server is not brought
+/// back.
 struct ServerImport {
     let sync: SyncService
     let store: any RecordStore & BlobStore
@@ -115,12 +122,17 @@ struct ServerImport {
     /// The largest file, and the account's quota, for the notes' attachments.
     var maxBlobBytes = 25 * 1024 * 1024
     var quota: Int64?
+    /// Overwrite a note of the same id that holds other content, instead of adding the
+    /// imported version beside it.
+    var replace = false
+
+    enum Outcome { case created, updated, copied }
 
     /// Skipped items an answer lists one by one; `skipped_count` counts them all.
     static let maxSkipped = 1000
 
     struct Summary {
-        var imported = 0, updated = 0, unchanged = 0
+        var imported = 0, updated = 0, unchanged = 0, copied = 0
         var skipped = SkippedList(limit: ServerImport.maxSkipped)
 
         mutating func skip(_ source: String, _ reason: String) {
@@ -130,7 +142,7 @@ struct ServerImport {
         func json(format: Importer.Format) -> JSONValue {
             [
                 "format": .string(format.rawValue), "imported": .int(Int64(imported)), "updated": .int(Int64(updated)),
-                "unchanged": .int(Int64(unchanged)),
+                "unchanged": .int(Int64(unchanged)), "copied": .int(Int64(copied)),
                 "skipped": .array(skipped.items.map { ["source": .string($0.source), "reason": .string($0.reason)] }),
                 "skipped_count": .int(Int64(skipped.count)),
             ]
@@ -144,7 +156,7 @@ struct ServerImport {
         let batch = max(1, sync.parser.limits.maxChangesPerPush)
         for start in stride(from: 0, to: result.notes.count, by: batch) {
             var changes: [JSONValue] = []
-            var sources: [(source: String, isNew: Bool)] = []
+            var sources: [(source: String, outcome: Outcome)] = []
             for item in result.notes[start..<min(start + batch, result.notes.count)] {
                 var fields = Self.fields(item.note)
                 // The note's files first: a change naming a file the server lacks is refused.
@@ -165,23 +177,38 @@ struct ServerImport {
                     continue
                 }
                 let current = record.map { CollectionSchema.notes.completed($0.fields) }
-                let changed = fields.filter { name, value in current.map { !Self.same($0[name] ?? .null, value) } ?? true }
+                var changed = fields.filter { name, value in current.map { !Self.same($0[name] ?? .null, value) } ?? true }
                 guard !changed.isEmpty else {
                     summary.unchanged += 1
                     continue
                 }
+                var target = (id: item.note.id, baseRev: record?.rev ?? 0, outcome: record == nil ? Outcome.created : .updated)
+                if record != nil && !replace {
+                    // Kept as it is; the imported version beside it, once.
+                    let copyID = Importer.copyID(of: item.note)
+                    if let copy = try await store.record(userID: userID, collection: CollectionSchema.notes.name, id: copyID) {
+                        if copy.deleted { summary.skip(item.source, "deleted on the server") } else { summary.unchanged += 1 }
+                        continue
+                    }
+                    target = (copyID, 0, .copied)
+                    changed = fields
+                }
                 let ops = JSONValue.object(changed.mapValues { ["set": $0] })
                 changes.append([
                     "ccid": .string(UUID().uuidString.lowercased()), "collection": .string(CollectionSchema.notes.name),
-                    "id": .string(item.note.id), "baseRev": .int(record?.rev ?? 0), "op": "upsert", "fields": ops,
+                    "id": .string(target.id), "baseRev": .int(target.baseRev), "op": "upsert", "fields": ops,
                 ])
-                sources.append((item.source, record == nil))
+                sources.append((item.source, target.outcome))
             }
             guard !changes.isEmpty else { continue }
             let replies = try await sync.push(changes: changes, userID: userID, device: nil, session: nil, rid: nil, logger: logger)
             for (reply, source) in zip(replies, sources) {
                 if reply["type"] == "ack" {
-                    if source.isNew { summary.imported += 1 } else { summary.updated += 1 }
+                    switch source.outcome {
+                    case .created: summary.imported += 1
+                    case .updated: summary.updated += 1
+                    case .copied: summary.copied += 1
+                    }
                 } else {
                     summary.skip(source.source, reply["message"]?.stringValue ?? "refused by the server")
                 }
