@@ -5,6 +5,26 @@ import Testing
 
 /// The real `noted-server` and `noted` executables as processes: two homes of one user.
 @Suite(.serialized) struct EndToEndTests {
+    @Test func loginOnANewHomePullsTheNotes() async throws {
+        try await withTemporaryDirectory { dir in
+            let server = try await ServerProcess(directory: dir + "/server")
+            defer { server.stop() }
+            let a = Home(path: dir + "/a", server: server.url)
+            let b = Home(path: dir + "/b", server: server.url)
+            try await a.noted("register", "--username", "first-pull", "--password-stdin", stdin: "correct horse battery\n")
+            for i in 0..<3 { try await a.noted("new", "--offline", "--title", "Note \(i)", "--body", "body \(i)") }
+            try await a.noted("sync")
+            // Before, `noted list` on a second device showed nothing until `noted sync`.
+            try await b.noted("login", "--username", "first-pull", "--password-stdin", stdin: "correct horse battery\n")
+            #expect(try await b.noted("--offline", "list").split(separator: "\n").count == 3)
+            #expect(try await b.notes() == a.notes())
+            // Signing in again on a device that has the notes pulls nothing more (nor fails).
+            try await a.noted("new", "--offline", "--title", "Later", "--body", "not pushed yet")
+            try await a.noted("login", "--username", "first-pull", "--password-stdin", stdin: "correct horse battery\n")
+            #expect(try await a.notes().values.contains { $0["pending"] == true })
+        }
+    }
+
     @Test func notesCreatedOfflineOnTwoHomesSyncToIdenticalState() async throws {
         try await withTemporaryDirectory { dir in
             var server = try await ServerProcess(directory: dir + "/server")

@@ -25,7 +25,12 @@ struct Register: AsyncParsableCommand {
 struct Login: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Sign in to the server.",
-        discussion: "With --username and --password-stdin, signs in directly. With neither, signs in in a browser: prints the address of the server's sign-in page and waits for the browser to come back to a loopback address (OAuth authorization code with PKCE).")
+        discussion: """
+            With --username and --password-stdin, signs in directly. With neither, signs in in a browser: prints the \
+            address of the server's sign-in page and waits for the browser to come back to a loopback address (OAuth \
+            authorization code with PKCE). On a device that holds nothing of the account yet, the notes are then pulled \
+            (a progress bar on a terminal), so that `noted list` shows them; not with --offline.
+            """)
     @OptionGroup var options: GlobalOptions
     @Option(help: "The username.") var username: String?
     @Flag(name: .customLong("password-stdin"), help: "Read the password from standard input.") var passwordStdin = false
@@ -48,6 +53,7 @@ struct Login: AsyncParsableCommand {
         let password = try readPassword()
         try await signIn(options: options, server: server, username: username, password: password, otp: otp)
         print("signed in as \(username)")
+        await firstPull(options: options)
     }
 }
 

@@ -36,6 +36,7 @@ func browserSignIn(options: GlobalOptions, server: URL, timeout: Duration) async
     let tokens = try await cli { try await api.exchange(code: code, redirectURI: redirect, verifier: verifier, clientID: "noted-cli") }
     try await remember(tokens, options: options, server: server, username: nil, device: device)
     print("signed in")
+    await firstPull(options: options)
 }
 
 private func randomToken(bytes: Int) -> String {

@@ -129,6 +129,28 @@ struct Status: AsyncParsableCommand {
 }
 
 /// On a terminal, a progress line once more than 100 notes came in.
+/// After a sign-in: a device that holds nothing of the account yet (nothing pulled, nothing
+/// written) pulls it at once, with the progress bar of `noted sync`, so that the next `noted
+/// list` shows the notes. A pull that does not finish leaves the sign-in as it is and says how
+/// to go on.
+func firstPull(options: GlobalOptions) async {
+    guard !options.offline else { return }
+    do {
+        let client = try await options.openClient(requireSync: true)
+        guard try await client.store.cursor() == 0, try await client.store.pendingCount() == 0 else { return }
+        let progress = isatty(STDERR_FILENO) == 1 && !options.json ? Task { await showProgress(client) } : nil
+        await client.startSync()
+        let synced = await client.waitUntilSynced(timeout: .seconds(600), failWhenOffline: true)
+        await client.stopSync()
+        progress?.cancel()
+        if !synced {
+            FileHandle.standardError.write(Data("noted: signed in, but the first sync did not finish; run `noted sync`\n".utf8))
+        }
+    } catch {
+        FileHandle.standardError.write(Data("noted: signed in, but the first sync did not start (\(error)); run `noted sync`\n".utf8))
+    }
+}
+
 private func showProgress(_ client: NotedClient) async {
     var received = 0
     for await event in await client.events() {
