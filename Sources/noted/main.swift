@@ -1,14 +1,11 @@
 import ArgumentParser
 import NotedCLI
 
-do {
-    let arguments = GlobalOptions.movingLeadingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
-    var command = try await Noted.asyncParseAsRoot(arguments)
-    if let notedCommand = command as? any NotedCommand {
-        try await notedCommand.execute()
-    } else {
-        try command.run()
-    }
-} catch {
-    Noted.exit(withError: error)
+/// `AsyncParsableCommand.main(_:)`: called from an async function, where the asynchronous
+/// overload is chosen (top-level code picks `ParsableCommand.main(_:)`, which refuses an
+/// asynchronous root command).
+func noted(_ arguments: [String]) async {
+    await Noted.main(arguments)
 }
+
+await noted(GlobalOptions.movingLeadingGlobalOptions(Array(CommandLine.arguments.dropFirst())))

@@ -5,13 +5,13 @@ import NotedCore
 
 // MARK: Accounts
 
-struct Register: ShelfCommand {
+struct Register: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Create an account on the server, then sign in.")
     @OptionGroup var options: Options
     @Option(help: "The username.") var username: String
     @Flag(name: .customLong("password-stdin"), help: "Read the password from standard input.") var passwordStdin = false
 
-    func execute() async throws {
+    func run() async throws {
         let (server, password) = try readSignIn(options: options, passwordStdin: passwordStdin)
         _ = try await library { try await NotedAPI(server: server).register(username: username, password: password) }
         let userID = try await signIn(options: options, server: server, username: username, password: password)
@@ -23,13 +23,13 @@ struct Register: ShelfCommand {
     }
 }
 
-struct Login: ShelfCommand {
+struct Login: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Sign in to the server.")
     @OptionGroup var options: Options
     @Option(help: "The username.") var username: String
     @Flag(name: .customLong("password-stdin"), help: "Read the password from standard input.") var passwordStdin = false
 
-    func execute() async throws {
+    func run() async throws {
         let (server, password) = try readSignIn(options: options, passwordStdin: passwordStdin)
         let userID = try await signIn(options: options, server: server, username: username, password: password)
         if options.json {
@@ -79,7 +79,7 @@ private func signIn(options: Options, server: URL, username: String, password: S
 
 // MARK: Books
 
-struct Add: ShelfCommand {
+struct Add: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Add a book.")
     @OptionGroup var options: Options
     @Argument(help: "The title.") var title: String
@@ -87,7 +87,7 @@ struct Add: ShelfCommand {
     @Option(help: "want, reading, finished or abandoned.") var status: Book.Status = .want
     @Option(help: "A folder (shelf) to keep it in.") var folder: String?
 
-    func execute() async throws {
+    func run() async throws {
         guard !title.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("the title is empty") }
         let client = try options.open()
         let book = try await library { try await client.records(Book.self).create(Book(title: title, author: author, status: status, folder: folder)) }
@@ -96,13 +96,13 @@ struct Add: ShelfCommand {
     }
 }
 
-struct List: ShelfCommand {
+struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List the books, most recently changed first.")
     @OptionGroup var options: Options
     @Option(help: "Only books with this status.") var status: Book.Status?
     @Option(help: "Only books in this folder.") var folder: String?
 
-    func execute() async throws {
+    func run() async throws {
         let client = try options.open()
         var query = RecordQuery(equal: ["trashed": false])
         if let status { query.equal["status"] = .string(status.rawValue) }
@@ -119,13 +119,13 @@ struct List: ShelfCommand {
     }
 }
 
-struct SetStatus: ShelfCommand {
+struct SetStatus: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "status", abstract: "Set a book's status.")
     @OptionGroup var options: Options
     @Argument(help: "The book's id, or a unique prefix of it.") var id: String
     @Argument(help: "want, reading, finished or abandoned.") var status: Book.Status
 
-    func execute() async throws {
+    func run() async throws {
         let client = try options.open()
         let books = client.records(Book.self)
         let book = try await library { try await books.update(try await resolve(id, in: client)) { $0.status = status } }
@@ -138,12 +138,12 @@ extension Book.Status: ExpressibleByArgument {}
 
 // MARK: Reading sessions
 
-struct Start: ShelfCommand {
+struct Start: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Start reading a book: its timer runs until `shelf stop`, on any device.")
     @OptionGroup var options: Options
     @Argument(help: "The book's id, or a unique prefix of it.") var id: String
 
-    func execute() async throws {
+    func run() async throws {
         let client = try options.open()
         await options.sync(client)
         let bookID = try await resolve(id, in: client)
@@ -165,13 +165,13 @@ struct Start: ShelfCommand {
     }
 }
 
-struct Stop: ShelfCommand {
+struct Stop: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Stop the running reading session, wherever it was started (syncs first).")
     @OptionGroup var options: Options
     @Option(help: "Pages read.") var pages: Int?
     @Option(help: "A note on this stretch of reading.") var note: String?
 
-    func execute() async throws {
+    func run() async throws {
         if let pages, !(0...100_000).contains(pages) { throw ValidationError("--pages is 0 to 100000") }
         let client = try options.open()
         await options.sync(client)
@@ -195,12 +195,12 @@ struct Stop: ShelfCommand {
     }
 }
 
-struct Sessions: ShelfCommand {
+struct Sessions: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "A book's reading sessions, latest first.")
     @OptionGroup var options: Options
     @Argument(help: "The book's id, or a unique prefix of it.") var id: String
 
-    func execute() async throws {
+    func run() async throws {
         let client = try options.open()
         let bookID = try await resolve(id, in: client)
         let sessions = try await library {
@@ -220,11 +220,11 @@ struct Sessions: ShelfCommand {
     }
 }
 
-struct Stats: ShelfCommand {
+struct Stats: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Books per status, and time read per book and in all.")
     @OptionGroup var options: Options
 
-    func execute() async throws {
+    func run() async throws {
         let client = try options.open()
         // Every book, trashed ones too: the time read per book adds up to the total.
         let books = try await library { try await client.records(Book.self).query(RecordQuery()) }
@@ -252,12 +252,12 @@ struct Stats: ShelfCommand {
 
 // MARK: History and sync
 
-struct History: ShelfCommand {
+struct History: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "A book's revisions on the server, with the status and title of each.")
     @OptionGroup var options: Options
     @Argument(help: "The book's id, or a unique prefix of it.") var id: String
 
-    func execute() async throws {
+    func run() async throws {
         let client = try options.open()
         guard client.server != nil else { throw ShelfError("history is kept by the server: sign in with `shelf login`") }
         let books = client.records(Book.self)
@@ -279,12 +279,12 @@ struct History: ShelfCommand {
     }
 }
 
-struct Sync: ShelfCommand {
+struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Send what this device holds and fetch what others did.")
     @OptionGroup var options: Options
     @Option(help: "Seconds to wait for the server.") var timeout: Int = 30
 
-    func execute() async throws {
+    func run() async throws {
         guard (1...3600).contains(timeout) else { throw ValidationError("--timeout is 1 to 3600 seconds") }
         let client = try options.open()
         guard client.server != nil else {

@@ -16,15 +16,6 @@ struct Shelf: AsyncParsableCommand {
         ])
 }
 
-/// A subcommand; the work is in `execute()` (see `noted`'s `NotedCommand`).
-protocol ShelfCommand: AsyncParsableCommand {
-    func execute() async throws
-}
-
-extension ShelfCommand {
-    mutating func run() async throws { try await execute() }
-}
-
 /// A user mistake or an unusable environment: one line on standard error, exit status 1.
 struct ShelfError: Error, CustomStringConvertible {
     var description: String

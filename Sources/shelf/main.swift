@@ -20,13 +20,9 @@ func movingLeadingOptions(_ arguments: [String]) -> [String] {
     return [arguments[index]] + leading + arguments[(index + 1)...]
 }
 
-do {
-    var command = try await Shelf.asyncParseAsRoot(movingLeadingOptions(Array(CommandLine.arguments.dropFirst())))
-    if let shelfCommand = command as? any ShelfCommand {
-        try await shelfCommand.execute()
-    } else {
-        try command.run()
-    }
-} catch {
-    Shelf.exit(withError: error)
+/// `AsyncParsableCommand.main(_:)`, from an async function (see `noted`'s main.swift).
+func shelf(_ arguments: [String]) async {
+    await Shelf.main(arguments)
 }
+
+await shelf(movingLeadingOptions(Array(CommandLine.arguments.dropFirst())))

@@ -9,7 +9,7 @@ struct Register: AsyncParsableCommand {
     @Option(help: "The username.") var username: String
     @Flag(name: .customLong("password-stdin"), help: "Read the password from standard input.") var passwordStdin = false
 
-    func execute() async throws {
+    func run() async throws {
         guard passwordStdin else { throw ValidationError("give the password on standard input with --password-stdin") }
         try validateUsername(username)
         guard let server = try options.serverURL() else { throw CLIError("no server: give --server URL or set NOTED_SERVER") }
@@ -37,7 +37,7 @@ struct Login: AsyncParsableCommand {
     @Option(help: "Seconds to wait for the browser sign-in.") var timeout: Int = 300
     @Option(help: "With two-factor sign-in: the authenticator app's current code, or a recovery code.") var otp: String?
 
-    func execute() async throws {
+    func run() async throws {
         guard let server = try options.serverURL() else { throw CLIError("no server: give --server URL or set NOTED_SERVER") }
         guard let username else {
             guard !passwordStdin else { throw ValidationError("--password-stdin needs --username") }
@@ -114,7 +114,7 @@ struct Logout: AsyncParsableCommand {
     @Flag(name: .customLong("discard-unsynced"), help: "Sign out even with unsynced edits, and give them up.")
     var discardUnsynced = false
 
-    func execute() async throws {
+    func run() async throws {
         let home = options.resolvedHome
         guard let credentials = try home.credentials() else { throw CLIError("not signed in") }
         let store = try await cli { try LocalStore.open(path: try home.databasePath()) }
@@ -144,7 +144,7 @@ struct Whoami: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show who is signed in, and where.")
     @OptionGroup var options: GlobalOptions
 
-    func execute() async throws {
+    func run() async throws {
         guard let credentials = try options.resolvedHome.credentials() else { throw CLIError("not signed in") }
         if options.json {
             printJSON(["username": .string(credentials.username), "user": .string(credentials.userID), "server": .string(credentials.server)])

@@ -17,7 +17,7 @@ struct AccountUsageCommand: AsyncParsableCommand {
         abstract: "What the account stores on the server (notes and records, files, their history) and its quota.")
     @OptionGroup var options: GlobalOptions
 
-    func execute() async throws {
+    func run() async throws {
         let client = try await signedInClient(options, for: "reading the account's usage")
         let account = try await cli { try await client.account() }
         guard let usage = account.usage else { throw CLIError("this server does not say what the account uses") }
@@ -63,7 +63,7 @@ struct AccountPassword: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Option(help: "With two-factor sign-in on: a current code of the authenticator app (or a recovery code).") var code: String?
 
-    func execute() async throws {
+    func run() async throws {
         let lines = try readLines(2, naming: "the current password and the new one")
         guard (8...1024).contains(lines[1].count) else { throw CLIError("the new password must be 8 to 1024 characters") }
         let client = try await signedInClient(options, for: "changing the password")
@@ -81,7 +81,7 @@ struct AccountDevices: AsyncParsableCommand {
         commandName: "devices", abstract: "List the devices signed in to the account (client, device, last seen).")
     @OptionGroup var options: GlobalOptions
 
-    func execute() async throws {
+    func run() async throws {
         let client = try await signedInClient(options, for: "listing devices")
         let devices = try await cli { try await client.devices() }
         if options.json {
@@ -109,7 +109,7 @@ struct AccountSignOut: AsyncParsableCommand {
         if let device, !UUIDText.isCanonical(device) { throw ValidationError("a device id is a lower-case UUID, as `noted account devices` lists it") }
     }
 
-    func execute() async throws {
+    func run() async throws {
         let client = try await signedInClient(options, for: "signing out devices")
         let current = all ? nil : try await cli { try await client.devices() }.first(where: \.current)?.id
         let ended = try await cli { try await client.signOut(device: device) }
@@ -132,7 +132,7 @@ struct AccountDelete: AsyncParsableCommand {
     @Flag(help: "Confirm: this cannot be undone.") var yes = false
     @Option(help: "With two-factor sign-in on: a current code of the authenticator app (or a recovery code).") var code: String?
 
-    func execute() async throws {
+    func run() async throws {
         guard yes else { throw ValidationError("deleting the account cannot be undone: give --yes to confirm") }
         let password = try readPassword()
         let client = try await signedInClient(options, for: "deleting the account")
@@ -163,7 +163,7 @@ struct AccountTwoFactor: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Say whether two-factor sign-in is on.")
         @OptionGroup var options: GlobalOptions
 
-        func execute() async throws {
+        func run() async throws {
             let client = try await signedInClient(options, for: "two-factor sign-in")
             let account = try await cli { try await client.account() }
             if options.json {
@@ -180,7 +180,7 @@ struct AccountTwoFactor: AsyncParsableCommand {
             discussion: "Prints the recovery codes once: keep them somewhere safe; each signs in once without the app.")
         @OptionGroup var options: GlobalOptions
 
-        func execute() async throws {
+        func run() async throws {
             guard let password = nextLine(), !password.isEmpty else { throw CLIError("give the password on standard input") }
             let client = try await signedInClient(options, for: "two-factor sign-in")
             let (secret, uri) = try await cli { try await client.beginTwoFactor(password: password) }
@@ -206,7 +206,7 @@ struct AccountTwoFactor: AsyncParsableCommand {
             abstract: "Turn two-factor sign-in off: reads the password and a current (or recovery) code from standard input, one per line.")
         @OptionGroup var options: GlobalOptions
 
-        func execute() async throws {
+        func run() async throws {
             let lines = try readLines(2, naming: "the password and a code")
             let client = try await signedInClient(options, for: "two-factor sign-in")
             try await cli { try await client.disableTwoFactor(password: lines[0], code: lines[1]) }

@@ -13,7 +13,7 @@ struct Attach: AsyncParsableCommand {
     @Option(help: "The name the note shows; the file's name by default.") var name: String?
     @Option(help: "The file's MIME type, e.g. image/png; guessed from its extension by default.") var type: String?
 
-    func execute() async throws {
+    func run() async throws {
         let url = URL(fileURLWithPath: file)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue else {
@@ -63,7 +63,7 @@ struct Attachments: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The note's id or a unique prefix of it.") var id: String
 
-    func execute() async throws {
+    func run() async throws {
         let client = try await options.openClient()
         let note = try await resolvedNote(client, id)
         let references = note.attachments.compactMap(AttachmentReference.init(element:))
@@ -87,7 +87,7 @@ struct Fetch: AsyncParsableCommand {
     @Option(name: .shortAndLong, help: "Where to write it; the attachment's name in this directory by default.") var output: String?
     @Flag(help: "Replace the output file when it exists.") var force = false
 
-    func execute() async throws {
+    func run() async throws {
         let client = try await options.openClient()
         let note = try await resolvedNote(client, id)
         let references = note.attachments.compactMap(AttachmentReference.init(element:))

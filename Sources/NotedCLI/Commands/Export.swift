@@ -23,7 +23,7 @@ struct Export: AsyncParsableCommand {
         guard !path.isEmpty else { throw ValidationError("give the folder or .zip file to write") }
     }
 
-    func execute() async throws {
+    func run() async throws {
         let client = try await options.openClient()
         let live = try await cli { try await client.list(NoteFilter(trashed: false)) }
         let trashed = try await cli { try await client.list(NoteFilter(trashed: true)) }

@@ -22,7 +22,7 @@ struct Import: AsyncParsableCommand {
     var replace = false
     @Argument(help: "The export: a folder, .zip, .jex, .enex or .json.") var path: String
 
-    func execute() async throws {
+    func run() async throws {
         let result: Importer.Result
         do {
             result = try Importer.read(try ImportSource.load(path, budget: Self.budget()), as: from)

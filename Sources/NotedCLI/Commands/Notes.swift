@@ -13,7 +13,7 @@ struct New: AsyncParsableCommand {
     @Option(help: "The folder.") var folder: String?
     @Flag(help: "Pin the note.") var pin = false
 
-    func execute() async throws {
+    func run() async throws {
         var text = body
         if text == nil, isatty(STDIN_FILENO) == 0 {
             text = try readStandardInput()
@@ -41,7 +41,7 @@ struct List: AsyncParsableCommand {
     @Option(help: "updated (the latest changed first) or created (the latest written first); an imported note's dates are its own.")
     var sort: NoteFilter.Order = .updated
 
-    func execute() async throws {
+    func run() async throws {
         let client = try await options.openClient()
         let notes = try await cli { try await client.list(NoteFilter(folder: folder, tag: tag, trashed: trashed, order: sort)) }
         printNotes(notes, json: options.json)
@@ -76,7 +76,7 @@ struct Show: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The note's id or a unique prefix of it.") var id: String
 
-    func execute() async throws {
+    func run() async throws {
         let client = try await options.openClient()
         let note = try await resolvedNote(client, id)
         if options.json {
@@ -118,7 +118,7 @@ struct Edit: AsyncParsableCommand {
         }
     }
 
-    func execute() async throws {
+    func run() async throws {
         let client = try await options.openClient()
         let full = try await cli { try await client.resolve(id) }
         var newBody = body
@@ -179,7 +179,7 @@ struct Tag: AsyncParsableCommand {
     @Argument(help: "The note's id or a unique prefix of it.") var id: String
     @Argument(parsing: .allUnrecognized, help: "+TAG to add, -TAG to remove.") var changes: [String] = []
 
-    func execute() async throws {
+    func run() async throws {
         var add: [String] = []
         var remove: [String] = []
         guard !changes.isEmpty else { throw ValidationError("give +TAG or -TAG") }
@@ -205,7 +205,7 @@ protocol SimpleNoteCommand: AsyncParsableCommand {
 }
 
 extension SimpleNoteCommand {
-    func execute() async throws {
+    func run() async throws {
         let client = try await options.openClient()
         let full = try await cli { try await client.resolve(id) }
         try await cli { try await apply(client, full) }
@@ -262,7 +262,7 @@ struct Search: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The words to look for.") var query: String
 
-    func execute() async throws {
+    func run() async throws {
         let client = try await options.openClient()
         let notes = try await cli { try await client.search(query) }
         printNotes(notes, json: options.json)
@@ -277,7 +277,7 @@ struct History: AsyncParsableCommand {
     @Option(help: "Print this revision's content.") var show: Int64?
     @Flag(help: "With --show: the conflict revision (the version a merge could not place).") var conflict = false
 
-    func execute() async throws {
+    func run() async throws {
         guard !options.offline else { throw CLIError("history needs the server; drop --offline") }
         let client = try await options.openClient()
         guard client.server != nil, client.tokens != nil else { throw CLIError("history needs a server and a sign-in: run `noted login`") }

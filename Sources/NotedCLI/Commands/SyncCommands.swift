@@ -8,7 +8,7 @@ struct Sync: AsyncParsableCommand {
     @OptionGroup var options: GlobalOptions
     @Option(help: "Give up after this many seconds.") var timeout: Int = 30
 
-    func execute() async throws {
+    func run() async throws {
         guard !options.offline else { throw CLIError("cannot sync with --offline") }
         let client = try await options.openClient(requireSync: true)
         guard client.server != nil else { throw CLIError("no server configured: give --server URL and run `noted login`") }
@@ -46,7 +46,7 @@ struct Watch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Stay connected and print each change as it arrives.")
     @OptionGroup var options: GlobalOptions
 
-    func execute() async throws {
+    func run() async throws {
         guard !options.offline else { throw CLIError("cannot watch with --offline") }
         let client = try await options.openClient(requireSync: true)
         guard client.tokens != nil else { throw CLIError("not signed in: run `noted login`") }
@@ -99,7 +99,7 @@ struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show the server, the user, pending changes and the last sync.")
     @OptionGroup var options: GlobalOptions
 
-    func execute() async throws {
+    func run() async throws {
         let home = options.resolvedHome
         let credentials = try home.credentials()
         let server = try options.serverURL()?.absoluteString
