@@ -91,7 +91,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // The common-password list (Auth/PasswordRules.swift), data read once at start.
+            resources: [.copy("Resources/common-passwords.txt")]
         ),
         .executableTarget(
             name: "noted-server",

@@ -35,6 +35,7 @@ public func buildApplication(
         }
         tokens.external = ExternalIssuers(configuration.trustedIssuers, store: store, logger: logger)
     }
+    PasswordRules.load()
     let passwords = PasswordHasher(cost: configuration.bcryptCost)
     let dummyHash = try await passwords.hash("not a password")
     var accounts = Accounts(
