@@ -9,7 +9,10 @@
 // - `transport`: the connection to the server and the network's state (Web/transport.js);
 // - `auth`: the access token (Web/auth.js: accessToken, invalidateAccessToken, refusedBecause,
 //   refreshSoon);
-// - `blobs` (set later, optional): the uploads a change adding a file waits for.
+// - `blobs` (set later, optional): the uploads a change adding a file waits for;
+// - `clock` (optional): the time and the timers (`now`, `setTimeout`, `clearTimeout`,
+//   `setInterval`, `clearInterval`), the real ones by default; node tests pass a virtual clock
+//   (Tests/web/support/virtual-clock.mjs) and move time on instead of waiting for it.
 
 import { applyDelta, changeID, editDelta, rebase, uuid } from "./text.js";
 import {
@@ -21,11 +24,22 @@ import { OPEN } from "./transport.js";
 const CLIENT = "noted-web/0.1.0";
 const PAGE = 500;
 
+// The real time and timers. Wrapped, not referenced: a browser's `setTimeout` called as a
+// method of another object throws ("Illegal invocation").
+const REAL_CLOCK = {
+  now: () => Date.now(),
+  setTimeout: (run, ms) => setTimeout(run, ms),
+  clearTimeout: (id) => clearTimeout(id),
+  setInterval: (run, ms) => setInterval(run, ms),
+  clearInterval: (id) => clearInterval(id),
+};
+
 export class SyncEngine extends EventTarget {
-  constructor({ store, auth, transport, user = null, debounceMs = 300, requestTimeoutMs = 15000 }) {
+  constructor({ store, auth, transport, clock = REAL_CLOCK, user = null, debounceMs = 300, requestTimeoutMs = 15000 }) {
     super();
     this.store = store;
     this.transport = transport;
+    this.clock = clock;
     this.auth = auth;
     this.user = user; // the account whose database `store` is: a welcome for another is refused
     this.debounceMs = debounceMs;
@@ -52,7 +66,7 @@ export class SyncEngine extends EventTarget {
     // waits for its upload; a `missing_blob` reject uploads it again. Null: no gate.
     this.blobs = null;
     transport.watch?.({ online: () => this.kick(), offline: () => this.drop("browser offline") });
-    this.watchdog = setInterval(() => this.checkTimeouts(), 1000);
+    this.watchdog = clock.setInterval(() => this.checkTimeouts(), 1000);
   }
 
   emit(type, detail = {}) {
@@ -73,7 +87,7 @@ export class SyncEngine extends EventTarget {
 
   stop() {
     this.stopped = true;
-    clearTimeout(this.reconnectTimer);
+    this.clock.clearTimeout(this.reconnectTimer);
     if (this.ws) this.ws.close(1000);
     this.ws = null;
     this.setState("offline");
@@ -82,15 +96,15 @@ export class SyncEngine extends EventTarget {
   /** Stopped for good: its timers cleared too (a node process ends once every engine is disposed). */
   dispose() {
     this.stop();
-    clearTimeout(this.pushTimer);
-    clearInterval(this.watchdog);
+    this.clock.clearTimeout(this.pushTimer);
+    this.clock.clearInterval(this.watchdog);
   }
 
   /** Try to connect now (after a network change or a local edit while offline). */
   kick() {
     if (this.stopped) return;
     if (!this.ws) {
-      clearTimeout(this.reconnectTimer);
+      this.clock.clearTimeout(this.reconnectTimer);
       this.connect();
     }
   }
@@ -124,7 +138,7 @@ export class SyncEngine extends EventTarget {
     this.ws = ws;
     this.ready = false;
     this.welcomed = false;
-    this.connectedAt = Date.now();
+    this.connectedAt = this.clock.now();
     this.pending.clear();
     ws.onopen = async () => {
       const device = await this.deviceId();
@@ -156,11 +170,11 @@ export class SyncEngine extends EventTarget {
 
   scheduleReconnect() {
     if (this.stopped) return;
-    clearTimeout(this.reconnectTimer);
+    this.clock.clearTimeout(this.reconnectTimer);
     const base = Math.min(30000, 500 * 2 ** Math.min(this.attempt, 6));
     const delay = base / 2 + Math.random() * base / 2;
     this.attempt++;
-    this.reconnectTimer = setTimeout(() => this.connect(), this.transport.online?.() === false ? Math.max(delay, 2000) : delay);
+    this.reconnectTimer = this.clock.setTimeout(() => this.connect(), this.transport.online?.() === false ? Math.max(delay, 2000) : delay);
   }
 
   async deviceId() {
@@ -180,13 +194,13 @@ export class SyncEngine extends EventTarget {
 
   request(message, kind, ids = []) {
     const rid = String(++this.rid);
-    this.pending.set(rid, { kind, ids, sentAt: Date.now(), since: message.since });
+    this.pending.set(rid, { kind, ids, sentAt: this.clock.now(), since: message.since });
     if (!this.send({ ...message, rid })) this.pending.delete(rid);
     return rid;
   }
 
   checkTimeouts() {
-    const now = Date.now();
+    const now = this.clock.now();
     // A handshake or a hello never answered is given up like a request: a refused connection
     // may fire `error` and never `close` (node 20's WebSocket), and a stopped server answers
     // nothing (found by the node simulation: clients stayed `connecting` after a server restart).
@@ -362,8 +376,8 @@ export class SyncEngine extends EventTarget {
 
   /** Push soon: after the debounce for typing, at once for other edits. */
   schedulePush(delay = this.debounceMs) {
-    clearTimeout(this.pushTimer);
-    this.pushTimer = setTimeout(() => this.pushDirty().catch((e) => this.emit("error", { message: String(e) })), delay);
+    this.clock.clearTimeout(this.pushTimer);
+    this.pushTimer = this.clock.setTimeout(() => this.pushDirty().catch((e) => this.emit("error", { message: String(e) })), delay);
     if (!this.ws) this.kick();
   }
 
@@ -447,11 +461,11 @@ export class SyncEngine extends EventTarget {
           // conflict revision (the Swift client's `keepUnplacedEdits`). Diffing it against
           // the acknowledged state would overwrite someone's text without a trace.
           const staleBase = Math.max(1, Math.min(current.inflight.baseRev, message.rev - 1));
-          return { ...moved(current, shadow, current.local), inflight: null, forceSet: true, staleBase, updatedAt: new Date().toISOString() };
+          return { ...moved(current, shadow, current.local), inflight: null, forceSet: true, staleBase, updatedAt: new Date(this.clock.now()).toISOString() };
         }
         // Once a change is acknowledged, the next goes as deltas again (`set`s after a reject or
         // an unplaceable rebase are for one change, as SyncState.send resets them in Swift).
-        return { ...moved(current, shadow, rebased.fields), inflight: null, forceSet: false, staleBase: null, updatedAt: new Date().toISOString() };
+        return { ...moved(current, shadow, rebased.fields), inflight: null, forceSet: false, staleBase: null, updatedAt: new Date(this.clock.now()).toISOString() };
       }
       // Rejects (docs/protocol.md section 5).
       const currentRecord = message.current;

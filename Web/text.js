@@ -2,13 +2,15 @@
 // (docs/protocol.md section 1), never splitting a surrogate pair; the edit deltas and the
 // strict rebase of the Swift client (`RecordMath`), computed with Web/dmp.js.
 
-import { DELETE, EQUAL, INSERT, diff, diffCleanupEfficiency, diffCleanupSemanticLossless, patchApply, patchMake, toDelta } from "./dmp.js";
+import {
+  DELETE, EQUAL, INSERT, diff, diffCleanupEfficiency, diffCleanupSemanticLossless, fromDelta, patchApply, patchMake, text2Of, toDelta,
+} from "./dmp.js";
 
 const isHigh = (c) => c >= 0xd800 && c <= 0xdbff;
 const isLow = (c) => c >= 0xdc00 && c <= 0xdfff;
 
 /** Common prefix length of a and b in UTF-16 code units, backed off a split pair. */
-export function commonPrefix(a, b) {
+function commonPrefix(a, b) {
   const n = Math.min(a.length, b.length);
   let i = 0;
   while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
@@ -17,7 +19,7 @@ export function commonPrefix(a, b) {
 }
 
 /** Common suffix length of a and b (not overlapping `skip` units of prefix), pair-safe. */
-export function commonSuffix(a, b, skip = 0) {
+function commonSuffix(a, b, skip = 0) {
   const n = Math.min(a.length, b.length) - skip;
   let i = 0;
   while (i < n && a.charCodeAt(a.length - 1 - i) === b.charCodeAt(b.length - 1 - i)) i++;
@@ -32,44 +34,13 @@ export function hunk(from, to) {
   return { start: p, end: from.length - q, toEnd: to.length - q };
 }
 
-/** encodeURI as the reference's diff_toDelta uses it: spaces stay spaces. */
-export function encodeText(text) {
-  return encodeURI(text).replace(/%20/g, " ");
-}
-
-/** A diff-match-patch delta that turns `from` into `to` (one hunk is enough to be valid). */
-export function makeDelta(from, to) {
-  const h = hunk(from, to);
-  const parts = [];
-  if (h.start > 0) parts.push("=" + h.start);
-  if (h.end > h.start) parts.push("-" + (h.end - h.start));
-  if (h.toEnd > h.start) parts.push("+" + encodeText(to.slice(h.start, h.toEnd)));
-  if (from.length - h.end > 0) parts.push("=" + (from.length - h.end));
-  return parts.join("\t");
-}
-
-/** Applies a delta to `base`; throws on a malformed delta or one that does not fit. */
+/**
+ * Applies a delta to `base`; throws on a malformed delta, one that does not fit, or one that
+ * splits a surrogate pair. Read by Web/dmp.js's `fromDelta`, strict, as the server reads a
+ * pushed delta (FieldMerger): a broadcast's delta is then read here as it was read there.
+ */
 export function applyDelta(base, delta) {
-  let out = "";
-  let pointer = 0;
-  for (const token of delta.split("\t")) {
-    if (token === "") continue;
-    const sign = token[0];
-    const param = token.slice(1);
-    if (sign === "+") {
-      out += decodeURI(param);
-    } else if (sign === "=" || sign === "-") {
-      if (!/^\d+$/.test(param)) throw new Error("bad delta count " + param);
-      const n = Number(param);
-      if (pointer + n > base.length) throw new Error("delta longer than its base");
-      if (sign === "=") out += base.slice(pointer, pointer + n);
-      pointer += n;
-    } else {
-      throw new Error("bad delta operation " + sign);
-    }
-  }
-  if (pointer !== base.length) throw new Error("delta shorter than its base");
-  return out;
+  return text2Of(fromDelta(base, delta, { strict: true }));
 }
 
 /**
@@ -105,7 +76,7 @@ export function mergeText(base, mine, theirs) {
  * Whether two texts are equal as Swift's `String ==` sees them (canonical equivalence): the
  * Swift client leaves a field whose text only changed normalization alone, and so does this.
  */
-export function sameText(a, b) {
+function sameText(a, b) {
   return a === b || a.normalize("NFC") === b.normalize("NFC");
 }
 
@@ -242,7 +213,7 @@ function isWhitespace(character) {
 }
 
 /** `diffs` with every change widened to the words it touches (`RecordMath.wholeWords`). */
-export function wholeWords(diffs) {
+function wholeWords(diffs) {
   // Runs of kept text with one change between each two: kept[i] before change i, kept[i + 1] after.
   const kept = [new Run()];
   const deleted = [];

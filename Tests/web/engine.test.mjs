@@ -1,12 +1,12 @@
 // Web/sync.js's SyncEngine under node with a fake transport and Web/memory-store.js: the engine
 // needs no IndexedDB, DOM or WebSocket (docs/reliability.md, "The engine outside the page").
+// Its timers run on a virtual clock: a test moves time on (`clock.advance`) instead of sleeping.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SyncEngine } from "../../Web/sync.js";
 import { MemoryStore } from "../../Web/memory-store.js";
 import { isUnsynced, newRecord, normalizeFields } from "../../Web/records.js";
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+import { VirtualClock } from "./support/virtual-clock.mjs";
 
 /** A transport counting its connections (never opened: the engine waits in `connecting`). */
 function fakeTransport() {
@@ -21,16 +21,18 @@ function fakeTransport() {
   };
 }
 
-const slowAuth = { accessToken: () => sleep(100).then(() => "token"), invalidateAccessToken() {}, refusedBecause() {} };
+/** An auth whose token takes 100 ms of `clock`'s time to come. */
+const slowAuth = (clock) => ({ accessToken: () => clock.wait(100).then(() => "token"), invalidateAccessToken() {}, refusedBecause() {} });
 
 test("kicks while the token is fetched open one connection, not one each", async () => {
   const transport = fakeTransport();
-  const engine = new SyncEngine({ store: new MemoryStore(), auth: slowAuth, transport });
+  const clock = new VirtualClock();
+  const engine = new SyncEngine({ store: new MemoryStore(), auth: slowAuth(clock), transport, clock });
   try {
     engine.start();
     engine.schedulePush(0); // an edit while connecting kicks too
     engine.kick();
-    await sleep(250);
+    await clock.advance(250);
     assert.equal(transport.sockets.length, 1);
     assert.equal(engine.state, "connecting");
   } finally {
@@ -40,10 +42,11 @@ test("kicks while the token is fetched open one connection, not one each", async
 
 test("a stop while the token is fetched opens no connection", async () => {
   const transport = fakeTransport();
-  const engine = new SyncEngine({ store: new MemoryStore(), auth: slowAuth, transport });
+  const clock = new VirtualClock();
+  const engine = new SyncEngine({ store: new MemoryStore(), auth: slowAuth(clock), transport, clock });
   engine.start();
   engine.dispose();
-  await sleep(250);
+  await clock.advance(250);
   assert.equal(transport.sockets.length, 0);
   assert.equal(engine.state, "offline");
 });
@@ -51,10 +54,11 @@ test("a stop while the token is fetched opens no connection", async () => {
 test("on open the engine says hello with the token and its stored device id", async () => {
   const transport = fakeTransport();
   const store = new MemoryStore();
-  const engine = new SyncEngine({ store, auth: { ...slowAuth, accessToken: async () => "t1" }, transport });
+  const clock = new VirtualClock();
+  const engine = new SyncEngine({ store, auth: { ...slowAuth(clock), accessToken: async () => "t1" }, transport, clock });
   try {
     engine.start();
-    await sleep(20);
+    await clock.advance(20);
     const ws = transport.sockets[0];
     ws.readyState = 1;
     await ws.onopen();
@@ -71,15 +75,16 @@ test("on open the engine says hello with the token and its stored device id", as
  * An engine on a fake transport, welcomed and caught up (an empty pull), its pushes sent at once.
  * `say(message)` hands it a server message; `pushes()` the changes it pushed, each with its
  * push's `rid`; `sent(type)` the messages of a type it sent; `errors` what it reported;
- * `records` the details of its "records" events.
+ * `records` the details of its "records" events; `clock` the virtual clock of its timers.
  */
 async function connected(store = new MemoryStore()) {
   const transport = fakeTransport();
-  const engine = new SyncEngine({ store, auth: { ...slowAuth, accessToken: async () => "t" }, transport, debounceMs: 0 });
+  const clock = new VirtualClock();
+  const engine = new SyncEngine({ store, auth: { ...slowAuth(clock), accessToken: async () => "t" }, transport, clock, debounceMs: 0 });
   const errors = [];
   engine.addEventListener("error", (event) => errors.push(event.detail.message));
   engine.start();
-  await sleep(10);
+  await clock.advance(10);
   const ws = transport.sockets[0];
   ws.readyState = 1;
   await ws.onopen();
@@ -87,7 +92,7 @@ async function connected(store = new MemoryStore()) {
   const records = [];
   engine.addEventListener("records", (event) => records.push(event.detail));
   const s = {
-    engine, store, errors, records, sent,
+    engine, store, errors, records, sent, clock,
     say: (message) => engine.onMessage(JSON.stringify(message)),
     pushes: () => sent("push").flatMap((push) => push.changes.map((change) => ({ ...change, rid: push.rid }))),
   };
@@ -114,7 +119,7 @@ const purge = (store, id) => store.update(id, (r) => ({ ...r, purged: true, dirt
 async function pushAfter(s, write) {
   await write();
   s.engine.schedulePush(0);
-  await sleep(30);
+  await s.clock.advance(30);
 }
 
 test("a change refused for good after edits made since its send: those edits go out, not a refusal", async () => {
@@ -124,7 +129,7 @@ test("a change refused for good after edits made since its send: those edits go 
     const [first] = s.pushes();
     await edit(s.store, "a", { folder: "good" }); // the user's correction, before the refusal came
     await s.say(reject(first, "invalid_field"));
-    await sleep(30);
+    await s.clock.advance(30);
     const second = s.pushes().at(-1);
     assert.notEqual(second.ccid, first.ccid, "the correction is sent");
     assert.deepEqual(second.fields.folder, { set: "good" });
@@ -146,12 +151,12 @@ test("edits made since the send that still carry what was refused are refused in
     const [first] = s.pushes();
     await edit(s.store, "a", { title: "Mood, later" });
     await s.say(reject(first, "invalid_field"));
-    await sleep(30);
+    await s.clock.advance(30);
     const second = s.pushes().at(-1);
     assert.notEqual(second.ccid, first.ccid);
     assert.deepEqual(second.fields.folder, { set: "bad" });
     await s.say(reject(second, "invalid_field"));
-    await sleep(30);
+    await s.clock.advance(30);
     const held = await s.store.get("a");
     assert.equal(held.refusal.code, "invalid_field");
     assert.equal(held.dirty, false);
@@ -172,7 +177,7 @@ test("a purge made while a change was in flight goes out when that change is ref
     const [first] = s.pushes();
     await purge(s.store, "a");
     await s.say(reject(first, "invalid_field"));
-    await sleep(30);
+    await s.clock.advance(30);
     assert.ok(!(await s.store.get("a")).refusal, "not refused");
     const second = s.pushes().at(-1);
     assert.equal(second.op, "delete");
@@ -195,7 +200,7 @@ test("missing_blob for a file nobody has, removed from the note since the send: 
     assert.deepEqual(first.fields.attachments, { set: [file] });
     await edit(s.store, "a", { attachments: [] });
     await s.say(reject(first, "missing_blob"));
-    await sleep(30);
+    await s.clock.advance(30);
     assert.ok(!(await s.store.get("a")).refusal, "not refused");
     const second = s.pushes().at(-1);
     assert.notEqual(second.ccid, first.ccid);
@@ -213,7 +218,7 @@ test("text kept as a new note after `gone` (purged elsewhere) is pushed at once,
     await pushAfter(s, () => edit(s.store, "a", { body: "mine" }));
     const [first] = s.pushes();
     await s.say({ ...reject(first, "gone"), current: { collection: "notes", id: "a", rev: 2, deleted: true, fields: {} } });
-    await sleep(30);
+    await s.clock.advance(30);
     assert.equal(await s.store.get("a"), undefined);
     const [fork] = await s.store.keys();
     assert.notEqual(fork, undefined);
@@ -233,7 +238,7 @@ test("a purge of a note whose create is refused after the purge was made: the no
     const [create] = s.pushes();
     await s.store.update("a", (r) => ({ ...r, purged: true, dirty: true })); // Web/app.js's purge of a note in flight
     await s.say(reject(create, "invalid_field"));
-    await sleep(30);
+    await s.clock.advance(30);
     assert.deepEqual(await s.store.keys(), [], "not kept, purged and unsent, for ever");
     assert.equal(s.pushes().length, 1);
     assert.ok(s.records.some((r) => r.ids.includes("a") && !r.moved.length), "the page hears it is gone");
@@ -262,12 +267,12 @@ async function pulled(s, records, from = 3) {
 }
 
 /** The engine idle (the push its catch-up scheduled has run): a write now stays unsent until a push. */
-const idle = () => sleep(20);
+const idle = (s) => s.clock.advance(20);
 
 /** What the store holds once the engine pushed whatever it would: ids, and the changes pushed since `before`. */
 async function settled(s, before) {
   s.engine.schedulePush(0);
-  await sleep(30);
+  await s.clock.advance(30);
   return { ids: await s.store.keys(), pushed: s.pushes().slice(before) };
 }
 
@@ -306,7 +311,7 @@ test("a purge here not yet sent, then the purge from another device (broadcast o
   for (const arrives of ["broadcast", "page"]) {
     const s = await connected();
     try {
-      await idle();
+      await idle(s);
       await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
       await purge(s.store, "a");
       if (arrives === "broadcast") await s.say(purgeBroadcast("a", 2));
@@ -325,7 +330,7 @@ test("unsent text edits when the purge arrives: the text is sent as a new note, 
   for (const arrives of ["broadcast", "page"]) {
     const s = await connected();
     try {
-      await idle();
+      await idle(s);
       await s.store.update("a", () => synced("a", { title: "A", body: "theirs" }));
       await edit(s.store, "a", { body: "mine", pinned: true });
       if (arrives === "broadcast") await s.say(purgeBroadcast("a", 2));
@@ -338,7 +343,7 @@ test("unsent text edits when the purge arrives: the text is sent as a new note, 
       assert.equal(kept.local.pinned, true, "the rest of the note goes with its text");
       assert.deepEqual(s.records.at(-1).moved, [{ from: "a", to: fork }], "an editor showing it follows its text");
       assert.ok(s.records.at(-1).ids.includes(fork));
-      await sleep(30); // no further edit: the new note goes at once
+      await s.clock.advance(30); // no further edit: the new note goes at once
       const pushed = s.pushes();
       assert.deepEqual(pushed.map((c) => [c.id, c.baseRev]), [[fork, 0]], `${arrives}: only the new note is sent`);
       assert.deepEqual(pushed[0].fields.body, { set: "mine" });
@@ -352,7 +357,7 @@ test("unsent edits that changed no text when the purge arrives: removed, nothing
   for (const arrives of ["broadcast", "page"]) {
     const s = await connected();
     try {
-      await idle();
+      await idle(s);
       await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
       await edit(s.store, "a", { pinned: true, tags: ["x"] });
       if (arrives === "broadcast") await s.say(purgeBroadcast("a", 2));
@@ -374,11 +379,11 @@ test("a refused note purged elsewhere: its edited text is sent as a new note, re
       await pushAfter(s, () => edit(s.store, "a", { body: "mine", folder: "bad" }));
       const [first] = s.pushes();
       await s.say(reject(first, "invalid_field"));
-      await sleep(30);
+      await s.clock.advance(30);
       assert.equal((await s.store.get("a")).refusal.code, "invalid_field");
       if (arrives === "broadcast") await s.say(purgeBroadcast("a", 2));
       else await pulled(s, [tombstone("a", 2)]);
-      await sleep(30);
+      await s.clock.advance(30);
       assert.equal(await s.store.get("a"), undefined, arrives);
       const [fork] = await s.store.keys();
       const second = s.pushes().at(-1);
@@ -386,7 +391,7 @@ test("a refused note purged elsewhere: its edited text is sent as a new note, re
       assert.equal(second.baseRev, 0);
       assert.deepEqual(second.fields.folder, { set: "bad" });
       await s.say(reject(second, "invalid_field"));
-      await sleep(30);
+      await s.clock.advance(30);
       const held = await s.store.get(fork);
       assert.equal(held.refusal.code, "invalid_field", "refused again, shown as refused");
       assert.equal(held.local.body, "mine");
@@ -405,7 +410,7 @@ test("a refused note whose edits changed no text, purged elsewhere: removed", as
       await pushAfter(s, () => edit(s.store, "a", { folder: "bad" }));
       const [first] = s.pushes();
       await s.say(reject(first, "invalid_field"));
-      await sleep(30);
+      await s.clock.advance(30);
       if (arrives === "broadcast") await s.say(purgeBroadcast("a", 2));
       else await pulled(s, [tombstone("a", 2)]);
       const { ids, pushed } = await settled(s, 1);
@@ -454,16 +459,17 @@ test("a connection whose handshake or hello is never answered is given up after 
   // that stops answering leaves a `hello` unanswered the same way.
   for (const opened of [false, true]) {
     const transport = fakeTransport();
-    const engine = new SyncEngine({ store: new MemoryStore(), auth: { ...slowAuth, accessToken: async () => "t" }, transport, requestTimeoutMs: 300 });
+    const clock = new VirtualClock();
+    const engine = new SyncEngine({ store: new MemoryStore(), auth: { ...slowAuth(clock), accessToken: async () => "t" }, transport, clock, requestTimeoutMs: 300 });
     try {
       engine.start();
-      await sleep(20);
+      await clock.advance(20);
       assert.equal(transport.sockets.length, 1);
       if (opened) {
         transport.sockets[0].readyState = 1;
         await transport.sockets[0].onopen(); // hello sent, no welcome comes
       }
-      await sleep(2500); // the watchdog (every second) gives it up; the reconnect waits 0.25–0.5 s
+      await clock.advance(2500); // the watchdog (every second) gives it up; the reconnect waits 0.25–0.5 s
       assert.ok(transport.sockets.length >= 2, `still waiting on the first connection (opened: ${opened})`);
       assert.equal(transport.sockets[0].readyState, 3, "the first connection closed");
     } finally {
@@ -495,7 +501,7 @@ test("a purge made while a change is in flight, or before a newer state comes, s
     const s = await connected();
     try {
       await s.store.update("a", () => synced("a", { title: "A", body: "text" }));
-      await idle();
+      await idle(s);
       await purge(s.store, "a"); // not sent yet when the newer state comes
       await pulled(s, [record("a", 2, "text theirs")]);
       const { pushed } = await settled(s, 0);
@@ -525,7 +531,7 @@ test("a pull from 0 is a snapshot: a synced note it does not name was purged and
     const { rid, since } = s.sent("pull").at(-1);
     assert.equal(since, 0);
     await s.say({ type: "changes", rid, records: [], cursor: 40, more: false });
-    await sleep(30);
+    await s.clock.advance(30);
     const ids = await s.store.keys();
     assert.ok(!ids.includes("gone"), "a synced note the snapshot lacks is dropped");
     assert.ok(!ids.includes("pinned"), "an unsent pin does not bring it back");
@@ -535,7 +541,7 @@ test("a pull from 0 is a snapshot: a synced note it does not name was purged and
     assert.ok(kept.some((r) => r.local.body === "old mine" && !["edited"].includes(r.id)), "unsent text kept as a new note");
     assert.ok(ids.includes("flight"), "a change in flight waits for its answer");
     await s.say({ ...ack(change, 2), seq: 30 }); // applied before the snapshot: purged since
-    await sleep(30);
+    await s.clock.advance(30);
     assert.ok(!(await s.store.keys()).includes("flight"), "gone once the ack says it was applied before the snapshot");
   } finally {
     s.engine.dispose();

@@ -1,22 +1,22 @@
 // Named regressions, on the web app's sync engine (Web/sync.js), of every bug class the Swift
 // client's deterministic simulation found (docs/reliability.md, "Deterministic simulation" and
 // "Swift and JavaScript clients together"): each test plays the Swift seed's situation on a
-// fake transport (the server's messages written by hand) and a MemoryStore. The text-level
-// classes (seeds 3, 35 and 5) are in Tests/web/vectors.test.mjs under the same naming.
+// fake transport (the server's messages written by hand) and a MemoryStore, its timers on a
+// virtual clock (a test moves time on instead of sleeping). The text-level classes (seeds 3, 35
+// and 5) are in Tests/web/vectors.test.mjs under the same naming.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SyncEngine } from "../../Web/sync.js";
 import { MemoryStore } from "../../Web/memory-store.js";
 import { isUnsynced, newRecord, normalizeFields } from "../../Web/records.js";
 import { rebase } from "../../Web/text.js";
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+import { VirtualClock } from "./support/virtual-clock.mjs";
 
 /**
  * An engine on a fake transport, welcomed and caught up (an empty first pull: cursor 0, as a
  * new account's), its pushes sent at once. `say(message)` hands it a server message;
  * `pushes()` the changes it pushed, each with its push's `rid`; `sent(type)` the messages of a
- * type it sent.
+ * type it sent; `clock` the virtual clock of its timers.
  */
 async function connected(store = new MemoryStore()) {
   const sockets = [];
@@ -28,17 +28,18 @@ async function connected(store = new MemoryStore()) {
     },
   };
   const auth = { accessToken: async () => "t", invalidateAccessToken() {}, refusedBecause() {} };
-  const engine = new SyncEngine({ store, auth, transport, debounceMs: 0 });
+  const clock = new VirtualClock();
+  const engine = new SyncEngine({ store, auth, transport, clock, debounceMs: 0 });
   const errors = [];
   engine.addEventListener("error", (event) => errors.push(event.detail.message));
   engine.start();
-  await sleep(10);
+  await clock.advance(10);
   const ws = sockets[0];
   ws.readyState = 1;
   await ws.onopen();
   const sent = (type) => ws.sent.map((text) => JSON.parse(text)).filter((m) => m.type === type);
   const s = {
-    engine, store, errors, sent,
+    engine, store, errors, sent, clock,
     say: (message) => engine.onMessage(JSON.stringify(message)),
     pushes: () => sent("push").flatMap((push) => push.changes.map((change) => ({ ...change, rid: push.rid }))),
     /** Answers the engine's latest pull with one last page. */
@@ -67,7 +68,7 @@ const purge = (store, id) => store.update(id, (r) => ({ ...r, purged: true, dirt
 async function pushAfter(s, write) {
   await write();
   s.engine.schedulePush(0);
-  await sleep(30);
+  await s.clock.advance(30);
 }
 
 /** The engine reconnected: welcomed again, its pull (from the stored cursor) sent. */
@@ -87,7 +88,7 @@ test("regression (Swift seed 46): edits made after the send that do not fit onto
     await edit(s.store, "a", { body: "a [4] [2] b" }); // [1] replaced here after the send
     // The server merged our change onto another device's, which replaced [1] by [3] (rev 2).
     await s.say(ack(first, 3, 3, { status: "merged", fields: { title: "T", body: "a [3] [2] b" } }));
-    await sleep(30);
+    await s.clock.advance(30);
     const second = s.pushes().at(-1);
     assert.notEqual(second.ccid, first.ccid);
     assert.equal(second.baseRev, 1, "against the revision the edit was made on, not the acknowledged one");
@@ -109,7 +110,7 @@ test("regression (Swift seeds 66, 84): a note held from a broadcast before the f
     const pull = await reconnect(s, 2);
     assert.equal(pull.since, 0);
     await s.page([], 2);
-    await sleep(30);
+    await s.clock.advance(30);
     assert.equal(await s.store.get("a"), undefined, "not kept for ever");
     assert.deepEqual(s.pushes(), []);
   } finally {
@@ -126,7 +127,7 @@ test("regression (Swift seeds 66, 84): the same with unsent edits: text edited h
       await edit(s.store, "a", change);
       await reconnect(s, 2);
       await s.page([], 2);
-      await sleep(30);
+      await s.clock.advance(30);
       assert.equal(await s.store.get("a"), undefined, JSON.stringify(change));
       const ids = await s.store.keys();
       assert.equal(ids.length, kept ? 1 : 0, JSON.stringify(change));
@@ -150,11 +151,11 @@ test("regression (Swift seeds 66, 84): a snapshot interrupted after its first pa
     const first = s.sent("pull").at(-1);
     assert.equal(first.since, 0);
     await s.say({ type: "changes", rid: first.rid, records: [record("b", { title: "B" }, 1, 3)], cursor: 3, more: true });
-    await sleep(10);
+    await s.clock.advance(10);
     const again = await reconnect(s, 9); // the connection dropped before the next page
     assert.equal(again.since, 0);
     await s.page([record("b", { title: "B" }, 1, 3), record("c", { title: "C" }, 1, 5)], 9);
-    await sleep(30);
+    await s.clock.advance(30);
     assert.deepEqual((await s.store.keys()).sort(), ["b", "c"]);
     assert.equal(await s.store.getMeta("cursor"), 9);
   } finally {
@@ -173,11 +174,11 @@ test("regression (Swift seed 1065): a create whose ack was lost, purged elsewher
       const pull = await reconnect(s, 2);
       assert.equal(pull.since, 0);
       await s.page([], 2);
-      await sleep(10);
+      await s.clock.advance(10);
       const resent = s.pushes().at(-1);
       assert.equal(resent.ccid, create.ccid, "the change in flight is resent unchanged");
       await s.say({ ...ack(resent, 1, 1), status: "duplicate" });
-      await sleep(30);
+      await s.clock.advance(30);
       assert.equal(await s.store.get("a"), undefined, "not at rev 1 for good");
       const ids = await s.store.keys();
       if (!later) {
@@ -200,11 +201,11 @@ test("regression (Swift seed 1288): a purge broadcast (prevRev 1) reaching a cli
     const [create] = s.pushes();
     await s.say(purgeBroadcast("a", 2, 2));
     await s.say(ack(create, 1, 1));
-    await sleep(30);
+    await s.clock.advance(30);
     // The engine may pull to learn what it missed: from 0 here, a snapshot without the note.
     const pull = s.sent("pull").at(-1);
     if (pull.since === 0 && s.sent("pull").length > 1) await s.page([], 2);
-    await sleep(30);
+    await s.clock.advance(30);
     assert.equal(await s.store.get("a"), undefined);
     assert.deepEqual(s.pushes().slice(1), []);
   } finally {
@@ -227,7 +228,7 @@ test("regression (Swift, first simulation version): unsynced pin-only edits on t
         await s.say({ ...reject(s.pushes()[0], "gone"), current: { collection: "notes", id: "a", rev: 2, seq: 12, deleted: true, fields: {} } });
       }
       s.engine.schedulePush(0);
-      await sleep(30);
+      await s.clock.advance(30);
       assert.deepEqual(await s.store.keys(), [], arrives);
       assert.equal(s.pushes().filter((c) => c.op !== "upsert" || !c.fields.pinned).length, 0, `${arrives}: no copy sent`);
     } finally {
@@ -244,7 +245,7 @@ test("regression (Swift seeds 17, 22, 61): text kept as a new note because its n
     await edit(s.store, "a", { body: "mine" });
     s.engine.ready = true;
     await s.say(purgeBroadcast("a", 2));
-    await sleep(30); // no further edit, no reconnect
+    await s.clock.advance(30); // no further edit, no reconnect
     const [fork] = await s.store.keys();
     assert.ok(fork && fork !== "a");
     assert.deepEqual(s.pushes().map((c) => [c.id, c.baseRev, c.fields.body]), [[fork, 0, { set: "mine" }]]);
@@ -260,7 +261,7 @@ test("regression (Swift seed 87, an earlier form of the history steps): a change
     const [first] = s.pushes();
     await edit(s.store, "a", { folder: "good" });
     await s.say(reject(first, "invalid_field"));
-    await sleep(30);
+    await s.clock.advance(30);
     const second = s.pushes().at(-1);
     assert.notEqual(second.ccid, first.ccid);
     assert.deepEqual(second.fields.folder, { set: "good" });
@@ -277,7 +278,7 @@ test("regression (Swift seed 271): a note purged while its change was refused is
     await s.store.update("a", () => synced("a", { title: "A" }));
     await pushAfter(s, () => edit(s.store, "a", { folder: "bad" }));
     await s.say(reject(s.pushes()[0], "invalid_field"));
-    await sleep(30);
+    await s.clock.advance(30);
     assert.equal((await s.store.get("a")).refusal.code, "invalid_field");
     await pushAfter(s, () => purge(s.store, "a"));
     const del = s.pushes().at(-1);
@@ -299,7 +300,7 @@ test("regression (Swift randomConcurrentEditsConverge, aBroadcastNewerThanTheSna
     assert.equal(pull.since, 0);
     await s.say(created("n", { title: "New" }, 1, 7)); // committed after the page below was read
     await s.say({ type: "changes", rid: pull.rid, records: [], cursor: 5, more: false });
-    await sleep(30);
+    await s.clock.advance(30);
     assert.ok(await s.store.get("n"), "not dropped: newer than the snapshot");
   } finally {
     s.engine.dispose();
@@ -356,7 +357,7 @@ test("a purge not yet sent when a newer state of the note arrives (page or broad
         await s.say({ type: "change", collection: "notes", id: "a", rev: 2, prevRev: 1, seq: 2, op: "upsert", fields: { body: { set: "one 2" } }, updatedAt: T });
       }
       s.engine.schedulePush(0);
-      await sleep(30);
+      await s.clock.advance(30);
       const del = s.pushes().at(-1);
       assert.ok(del, `${arrives}: the purge is sent`);
       assert.equal(del.op, "delete", arrives);
