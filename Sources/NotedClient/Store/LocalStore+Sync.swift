@@ -120,17 +120,11 @@ extension LocalStore {
                 .filter { !ids.contains($0["id"]) }.map { $0["rowKey"] as Int64 }
             guard !absent.isEmpty else { return effect }
             let candidates = try RecordRow.filter(keys: absent).order(RecordRow.Columns.rowKey).fetchAll(db)
-            for var row in candidates {
-                if row.hasInflight {
-                    row.state.absentFromSnapshot(at: cursor)
-                    try row.update(db)
-                } else if row.pending {
-                    try removeOrFork(db, row: row, effect: &effect)
-                } else {
-                    try row.delete(db)
-                    try bury(db, row.id)
-                    effect.remove(row.id, in: row.collection)
-                }
+            for row in candidates {
+                var out = RecordTransition.Outcome(record: row, effect: effect)
+                transition(row.collection).absentFromSnapshot(at: cursor, into: &out)
+                try commit(db, before: row, out)
+                effect = out.effect
             }
             return effect
         }
@@ -154,98 +148,40 @@ extension LocalStore {
         return found
     }
 
-    /// Takes a server state of a record: rebases local edits onto it, or stashes it while a
-    /// change is in flight (the answer to that change decides how local edits move).
+    /// Takes a server state of a record (``RecordTransition/absorb(_:buried:into:)``).
     func absorb(_ db: Database, record: NotedCore.Record, effect: inout StoreEffect, known: Known? = nil) throws {
-        guard var row = try (known?.held == false ? nil : RecordRow.find(db, id: record.id)) else {
-            guard !record.deleted else {
-                try bury(db, record.id)
-                return
-            }
-            guard try !(known?.buried ?? isBuried(db, record.id)) else { return }
-            let fields = recordMath(record.collection).schema.completed(record.fields)
-            var row = RecordRow(id: record.id, collection: record.collection, local: fields, now: record.updatedAt)
-            row.shadow = row.local
-            row.rev = record.rev
-            row.state = .synced
-            row.createdAt = record.createdAt
-            try row.insertNew(db)
-            if let rowKey = row.rowKey {
-                searchIndexDeferred.keep(searchTexts.of(collection: record.collection, fields: fields), from: row.local, of: rowKey)
-            }
-            effect.add(record.id, in: record.collection)
-            return
-        }
-        if row.hasInflight {
-            if record.rev > row.state.heldRev(shadowRev: row.rev) {
-                row.state.sawNewer(fields: record.deleted ? nil : record.fields, rev: record.rev, updatedAt: record.updatedAt)
-                try row.update(db)
-            }
-            return
-        }
-        guard record.rev > row.rev else { return }
-        if record.deleted {
-            try removeOrFork(db, row: row, effect: &effect)
-            return
-        }
-        try move(db, row: &row, to: record.fields, rev: record.rev, updatedAt: record.updatedAt, base: row.shadowFields)
-        effect.change(row.id, in: row.collection)
+        let row = try known?.held == false ? nil : RecordRow.find(db, id: record.id)
+        let buried = try row == nil && !record.deleted ? (known?.buried ?? isBuried(db, record.id)) : false
+        var out = RecordTransition.Outcome(record: row, effect: effect)
+        transition(record.collection).absorb(record, buried: buried, into: &out)
+        try commit(db, before: row, out)
+        effect = out.effect
     }
 
-    /// Moves a record without an in-flight change to a newer server state, rebasing local
-    /// edits made against `base` onto it.
-    ///
-    /// When a text hunk of the local edits cannot be placed on the new state (`requireClean`),
-    /// nothing moves and false is returned: the edits then go to the server as a delta against
-    /// the older revision, where the server merges them and keeps a conflict revision if it
-    /// cannot place them either, so no edit is dropped without trace.
-    @discardableResult
-    private func move(_ db: Database, row: inout RecordRow, to fields: [String: JSONValue], rev: Int64, updatedAt: Date,
-                      base: [String: JSONValue], requireClean: Bool = true) throws -> Bool {
-        let math = recordMath(row.collection)
-        let server = math.schema.completed(fields)
-        let local = math.schema.completed(row.localFields)
-        let hasEdits = local != math.schema.completed(base)
-        if hasEdits {
-            let (rebased, clean) = math.rebaseReportingConflicts(local: local, base: base, onto: server)
-            if !clean && requireClean {
-                row.state.stillToSend()
-                try row.update(db)
-                return false
-            }
-            row.localFields = rebased
-        } else {
-            row.localFields = server
-        }
-        row.shadowFields = server
-        row.rev = rev
-        row.state.moved(localDiffers: math.schema.completed(row.localFields) != server)
-        if !hasEdits { row.updatedAt = updatedAt }
-        try row.update(db)
-        return true
+    /// The rules for a record of `collection`, at this moment.
+    func transition(_ collection: String) -> RecordTransition {
+        RecordTransition(math: recordMath(collection), now: Date(), newID: { UUID().uuidString.lowercased() })
     }
 
-    /// A record purged on the server: gone locally, unless it holds unsynced text, which is
-    /// kept as a new note. Edits that changed no text (a pin, a tag, the trash) do not bring a
-    /// purged note back: several devices would each bring back a copy of text nobody changed.
-    private func removeOrFork(_ db: Database, row: RecordRow, effect: inout StoreEffect) throws {
-        try row.delete(db)
-        try bury(db, row.id)
-        let math = recordMath(row.collection)
-        let local = math.schema.completed(row.localFields)
-        let base = math.schema.completed(row.shadowFields)
-        let textEdited = math.schema.fields.contains { name, spec in spec.kind == .text && local[name] != base[name] }
-        if row.state.purging || !textEdited {
-            effect.remove(row.id, in: row.collection)
-            return
+    /// Writes what a transition decided for a record that was `before` (nil: none held): the
+    /// record inserted, updated (only when it changed), or deleted; its id buried; a copy
+    /// keeping a purged record's text inserted. A record taken in new from the server is
+    /// kept for the search index (``SearchIndexDeferral``, while a page is stored).
+    func commit(_ db: Database, before: RecordRow?, _ out: RecordTransition.Outcome) throws {
+        if var after = out.record {
+            if before == nil {
+                try after.insertNew(db)
+                if let fields = out.newFields, let rowKey = after.rowKey {
+                    searchIndexDeferred.keep(searchTexts.of(collection: after.collection, fields: fields), from: after.local, of: rowKey)
+                }
+            } else if after != before {
+                try after.update(db)
+            }
+        } else if let before {
+            try before.delete(db)
         }
-        let newID = UUID().uuidString.lowercased()
-        var copy = RecordRow(id: newID, collection: row.collection, local: local, now: Date())
-        copy.createdAt = row.createdAt
-        try copy.insertNew(db)
-        effect.remove(row.id, in: row.collection)
-        effect.forked.append((row.id, newID))
-        effect.add(newID, in: row.collection)
+        if let id = out.buried { try bury(db, id) }
+        if var fork = out.fork { try fork.insertNew(db) }
     }
 
     private func bury(_ db: Database, _ id: String) throws {
@@ -383,73 +319,14 @@ extension LocalStore {
         return OutboxChange(recordID: row.id, ccid: ccid, body: body)
     }
 
-    /// Takes an `ack`: the shadow moves to the acknowledged state (or a newer one seen
-    /// meanwhile) and edits made since the send are rebased onto it.
+    /// Takes an `ack` (``RecordTransition/ack(_:into:)``).
     public func applyAck(_ ack: Ack) async throws -> StoreEffect {
-        let (id, ccid, rev) = (ack.id, ack.ccid, ack.rev)
-        return try await writer.write { db in
-            var effect = StoreEffect()
-            guard var row = try RecordRow.find(db, id: id), row.state.inflight?.ccid == ccid, let change = row.state.answered() else {
-                return effect
-            }
-            guard let sent = change.sent else {
-                try row.delete(db)
-                try bury(db, id)
-                effect.remove(id, in: row.collection)
-                return effect
-            }
-            let acknowledged = ack.fields ?? sent
-            if let absent = change.absentAtSeq, let seq = ack.seq, seq <= absent {
-                // Applied before a snapshot that no longer had the record: purged since. Only
-                // text edited after the send is kept (as a new note), as if the ack and then the
-                // tombstone had arrived.
-                row.shadowFields = acknowledged
-                try removeOrFork(db, row: row, effect: &effect)
-                return effect
-            }
-            var stash: (fields: [String: JSONValue], rev: Int64, updatedAt: Date)?
-            if let newest = change.newest, newest.rev > rev {
-                guard let fields = newest.fields else {
-                    // Purged after our change: nothing newer than the purge.
-                    try removeOrFork(db, row: row, effect: &effect)
-                    return effect
-                }
-                stash = (fields, newest.rev, newest.updatedAt)
-            }
-            let conflicts = ack.conflicts ?? []
-            row.state.merged(conflicts: conflicts)
-            if !conflicts.isEmpty { effect.conflicts.append((id, conflicts)) }
-            try rebase(db, row: &row, onto: (acknowledged, rev), newest: stash, sent: sent, sentBaseRev: change.baseRev)
-            effect.change(id, in: row.collection)
-            return effect
-        }
-    }
-
-    /// After an ack: the record moves to the newest state seen (`newest`, a broadcast that
-    /// arrived while the change was in flight) or else the acknowledged one, with the edits
-    /// made since the send rebased onto it.
-    private func rebase(_ db: Database, row: inout RecordRow, onto acknowledged: (fields: [String: JSONValue], rev: Int64),
-                        newest stash: (fields: [String: JSONValue], rev: Int64, updatedAt: Date)?,
-                        sent: [String: JSONValue], sentBaseRev: Int64) throws {
-        let math = recordMath(row.collection)
-        let local = math.schema.completed(row.localFields)
-        let editedSince = local != math.schema.completed(sent)
-        // The newest state seen, if the edits made since the send fit onto it; else the
-        // acknowledged state, which holds our change exactly as we sent it (or as merged).
-        if let stash, try move(db, row: &row, to: stash.fields, rev: stash.rev, updatedAt: editedSince ? row.updatedAt : stash.updatedAt, base: sent) {
-            return
-        }
-        if try !move(db, row: &row, to: acknowledged.fields, rev: acknowledged.rev, updatedAt: editedSince ? row.updatedAt : Date(), base: sent) {
-            // Not even the acknowledged state takes them (a merged ack moved the text they
-            // edit): keep the user's text and say so. The next push sends it as `set` ops
-            // against the revision the edits were made on, so the server sees a stale `set`
-            // and keeps the text it replaces as a conflict revision. Diffing it against the
-            // acknowledged state instead would overwrite someone's text without a trace
-            // (found by the simulation).
-            try move(db, row: &row, to: acknowledged.fields, rev: acknowledged.rev, updatedAt: row.updatedAt, base: sent, requireClean: false)
-            row.localFields = local
-            row.state.keepUnplacedEdits(staleBase: max(1, min(sentBaseRev, acknowledged.rev - 1)))
-            try row.update(db)
+        try await writer.write { db in
+            guard let row = try RecordRow.find(db, id: ack.id) else { return StoreEffect() }
+            var out = RecordTransition.Outcome(record: row)
+            transition(row.collection).ack(ack, into: &out)
+            try commit(db, before: row, out)
+            return out.effect
         }
     }
 
@@ -467,49 +344,15 @@ extension LocalStore {
 
     private func refused(id: String, ccid: String, code: ErrorCode, text: String, current: NotedCore.Record?) async throws -> StoreEffect {
         try await writer.write { db in
-            var effect = StoreEffect()
-            guard var row = try RecordRow.find(db, id: id), let change = row.state.inflight, change.ccid == ccid else {
-                return effect
-            }
-            if code == .rateLimited {
-                effect.retryLater = true
-                return effect
-            }
-            if code == .missingBlob {
-                // The server lacks a file this change adds (collected since it was uploaded):
-                // upload it again; the change is resent as it is. A file this device does not
-                // have either can never go: the change is refused, saying which.
-                if let absent = try Self.markAttachmentsPending(db, fields: row.localFields, schema: schemas[row.collection]) {
-                    row.state.refused(.missingBlob, message: "the attachment \(absent) is neither on the server nor on this device; remove it from the note")
-                    try row.update(db)
-                    if let refusal = row.state.refusal { effect.refused.append((id, refusal)) }
-                    effect.change(id, in: row.collection)
-                    return effect
-                }
-                effect.retryLater = true
-                return effect
-            }
-            let stash: NotedCore.Record? = change.newest.map { newest in
-                NotedCore.Record(collection: row.collection, id: row.id, rev: newest.rev, seq: 0, deleted: newest.fields == nil,
-                                 fields: newest.fields ?? [:], createdAt: row.createdAt, updatedAt: newest.updatedAt)
-            }
-            row.state.refused(code, message: text)
-            try row.update(db)
-            switch code {
-            case .gone, .notFound:
-                try removeOrFork(db, row: row, effect: &effect)
-                return effect
-            case .alreadyExists, .invalidVersion:
-                if current == nil && stash == nil { effect.needsPull = true }
-            default:
-                if let refusal = row.state.refusal { effect.refused.append((id, refusal)) }
-            }
-            for record in [stash, current].compactMap({ $0 }) {
-                try absorb(db, record: record, effect: &effect)
-                if effect.removed.contains(id) { return effect }
-            }
-            effect.change(id, in: row.collection)
-            return effect
+            guard let row = try RecordRow.find(db, id: id), row.state.inflight?.ccid == ccid else { return StoreEffect() }
+            // `missing_blob`: the files the change adds go up again; one this device lacks too
+            // refuses the change (RecordTransition.refused).
+            let absent = code == .missingBlob
+                ? try Self.markAttachmentsPending(db, fields: row.localFields, schema: schemas[row.collection]) : nil
+            var out = RecordTransition.Outcome(record: row)
+            transition(row.collection).refused(ccid: ccid, code: code, message: text, current: current, absentAttachment: absent, into: &out)
+            try commit(db, before: row, out)
+            return out.effect
         }
     }
 
@@ -519,21 +362,11 @@ extension LocalStore {
     /// taken back (the server may have applied it); its answer brings the server's state.
     public func discardLocalChanges(_ id: String) async throws -> StoreEffect {
         try await writer.write { db in
-            var effect = StoreEffect()
-            guard var row = try RecordRow.find(db, id: id) else { throw NotedClientError(.notFound, "no record \(id)") }
-            if let change = row.state.inflight {
-                if let sent = change.sent { row.localFields = sent }
-            } else if row.rev == 0 {
-                try row.delete(db)
-                effect.remove(id, in: row.collection)
-                return effect
-            } else {
-                row.localFields = row.shadowFields
-            }
-            row.state.discard()
-            try row.update(db)
-            effect.change(id, in: row.collection)
-            return effect
+            guard let row = try RecordRow.find(db, id: id) else { throw NotedClientError(.notFound, "no record \(id)") }
+            var out = RecordTransition.Outcome(record: row)
+            transition(row.collection).discard(into: &out)
+            try commit(db, before: row, out)
+            return out.effect
         }
     }
 
@@ -541,34 +374,13 @@ extension LocalStore {
     /// when the client must pull instead.
     public func applyBroadcast(_ broadcast: Broadcast, limits: Limits) async throws -> (applied: Bool, effect: StoreEffect) {
         guard schemas[broadcast.collection] != nil else { return (true, StoreEffect()) }
-        let (collection, math) = (broadcast.collection, recordMath(broadcast.collection))
-        let (id, rev, prevRev, updatedAt) = (broadcast.id, broadcast.rev, broadcast.prevRev, broadcast.updatedAt)
-        let isDelete = broadcast.op == .delete
-        let ops = broadcast.fields
         return try await writer.write { db in
-            var effect = StoreEffect()
-            let row = try RecordRow.find(db, id: id)
-            if row == nil, try isBuried(db, id) { return (true, effect) }
-            let heldRev = row.map { $0.state.heldRev(shadowRev: $0.rev) } ?? 0
-            if rev <= heldRev { return (true, effect) }
-            // A purge needs no base: it applies whatever revision is held (a client whose
-            // first pull was from 0 would otherwise never hear of it; found by the simulation).
-            guard heldRev == prevRev || isDelete else { return (false, effect) }
-            let base = row.map { row in row.state.inflight?.newest.map { $0.fields ?? [:] } ?? row.shadowFields } ?? [:]
-            let fields: [String: JSONValue]
-            if isDelete {
-                fields = [:]
-            } else {
-                do {
-                    fields = try math.apply(ops: ops, to: base, limits: limits)
-                } catch {
-                    return (false, effect)
-                }
-            }
-            let record = NotedCore.Record(collection: collection, id: id, rev: rev, seq: 0, deleted: isDelete, fields: fields,
-                                createdAt: row?.createdAt ?? updatedAt, updatedAt: updatedAt)
-            try absorb(db, record: record, effect: &effect)
-            return (true, effect)
+            let row = try RecordRow.find(db, id: broadcast.id)
+            let buried = try row == nil && isBuried(db, broadcast.id)
+            var out = RecordTransition.Outcome(record: row)
+            let applied = transition(broadcast.collection).broadcast(broadcast, buried: buried, limits: limits, into: &out)
+            try commit(db, before: row, out)
+            return (applied, out.effect)
         }
     }
 

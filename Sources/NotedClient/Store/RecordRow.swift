@@ -4,7 +4,7 @@ import NotedCore
 
 /// One record in the local database: what the user sees, the server state it is based on, and
 /// where it stands in sync (`state`, see `SyncState`).
-struct RecordRow: Sendable, FetchableRecord, MutablePersistableRecord {
+struct RecordRow: Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
     static let databaseTableName = "record"
 
     var rowKey: Int64?
