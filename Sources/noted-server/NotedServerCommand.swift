@@ -123,20 +123,19 @@ struct Users: AsyncParsableCommand {
         @Flag(help: "JSON lines, one per account.") var json = false
 
         func run() async throws {
-            let formatter = ISO8601DateFormatter()
             let users = try await operators(store).users()
             for user in users {
                 if json {
                     let line: JSONValue = [
-                        "id": .string(user.id), "username": .string(user.username), "createdAt": .string(formatter.string(from: user.createdAt)),
-                        "lastSeen": user.lastSeen.map { .string(formatter.string(from: $0)) } ?? .null, "records": .int(user.records),
+                        "id": .string(user.id), "username": .string(user.username), "createdAt": .string(Timestamp.format(user.createdAt)),
+                        "lastSeen": user.lastSeen.map { .string(Timestamp.format($0)) } ?? .null, "records": .int(user.records),
                         "storedBytes": .int(user.storedBytes), "disabled": .bool(user.disabled), "twoFactor": .bool(user.twoFactor),
                     ]
                     print(line.jsonString)
                 } else {
                     let flags = [user.disabled ? "disabled" : nil, user.twoFactor ? "2fa" : nil].compactMap { $0 }.joined(separator: ",")
-                    print([user.username, user.id, "created " + formatter.string(from: user.createdAt),
-                           "last seen " + (user.lastSeen.map(formatter.string(from:)) ?? "never"), "\(user.records) records",
+                    print([user.username, user.id, "created " + Timestamp.format(user.createdAt),
+                           "last seen " + (user.lastSeen.map(Timestamp.format) ?? "never"), "\(user.records) records",
                            "\(user.storedBytes) bytes", flags].filter { !$0.isEmpty }.joined(separator: "\t"))
                 }
             }

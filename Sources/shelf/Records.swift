@@ -58,13 +58,3 @@ struct ReadingSession: SyncedRecord {
         return max(0, (stop ?? now).timeIntervalSince(start))
     }
 }
-
-enum Timestamp {
-    static func format(_ date: Date) -> String {
-        date.formatted(.iso8601)
-    }
-
-    static func parse(_ text: String) -> Date? {
-        try? Date(text, strategy: .iso8601)
-    }
-}

@@ -2,7 +2,8 @@ import Foundation
 import NotedCore
 import Testing
 
-/// `Timestamp.parse` reads what `Timestamp.format` writes, exactly, and nothing malformed.
+/// `Timestamp.parse` reads what `Timestamp.format` writes, exactly, RFC 3339's offsets too, and
+/// nothing malformed.
 @Suite struct TimestampTests {
     @Test func parsesWhatFormatWritesToTheMillisecond() throws {
         let seed = ProcessInfo.processInfo.environment["NOTED_TEST_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
@@ -26,7 +27,9 @@ import Testing
     @Test func agreesWithISO8601DateFormatter() throws {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        for text in ["2026-11-22T10:41:07.123Z", "2000-02-29T23:59:59.999Z", "1970-01-01T00:00:00.000Z", "2024-12-31T00:00:00.5Z"] {
+        // RFC 3339's offsets too (other apps' exports write them).
+        for text in ["2026-11-22T10:41:07.123Z", "2000-02-29T23:59:59.999Z", "1970-01-01T00:00:00.000Z", "2024-12-31T00:00:00.5Z",
+                     "2026-11-22T10:41:07.123+01:00", "2026-11-22T00:10:00.000-05:30", "2000-03-01T00:00:00.000+14:00", "1969-12-31T23:59:59.999-00:00"] {
             let expected = try #require(formatter.date(from: text))
             #expect(Timestamp.parse(text)?.timeIntervalSince1970 == expected.timeIntervalSince1970, "\(text)")
         }
@@ -36,7 +39,8 @@ import Testing
 
     @Test(arguments: [
         "", "2026-11-22", "2026-11-22T10:41:07", "2026-11-22T10:41:07.Z", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z",
-        "2026-04-31T00:00:00Z", "2026-00-10T00:00:00Z", "2026-11-22T24:00:00Z", "2026-11-22T10:60:00Z", "2026-11-22T10:41:07+01:00",
+        "2026-04-31T00:00:00Z", "2026-00-10T00:00:00Z", "2026-11-22T24:00:00Z", "2026-11-22T10:60:00Z", "2026-11-22T10:41:07+0100",
+        "2026-11-22T10:41:07+01", "2026-11-22T10:41:07+24:00", "2026-11-22T10:41:07*01:00", "2026-11-22T10:41:07+01:00junk",
         "2026-11-22 10:41:07Z", "２026-11-22T10:41:07Z", "2026-11-22T10:41:07.123Zjunk", "-026-11-22T10:41:07Z", "2026-1-22T10:41:07Z",
     ])
     func refusesWhatItDoesNotWrite(text: String) {

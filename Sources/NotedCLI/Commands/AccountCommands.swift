@@ -216,6 +216,6 @@ struct AccountTwoFactor: AsyncParsableCommand {
 }
 
 extension Date {
-    /// `2026-11-25T18:49:29Z`.
-    fileprivate var iso8601: String { ISO8601DateFormatter().string(from: self) }
+    /// `2026-11-25T18:49:29.123Z` (RFC 3339, as the protocol writes times).
+    fileprivate var iso8601: String { Timestamp.format(self) }
 }

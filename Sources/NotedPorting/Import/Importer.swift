@@ -186,73 +186,9 @@ public enum Importer {
         return (line, column)
     }
 
-    /// A date in ISO 8601 (with or without fractional seconds), or nil.
+    /// A date in RFC 3339 (`Timestamp.parseRFC3339`), or nil.
     static func isoDate(_ text: String?) -> Date? {
-        guard let text else { return nil }
-        // The shape every exporter here writes, read by hand: making an ISO8601DateFormatter
-        // costs more than reading a whole note (a 10,000-note import spent a third of its time
-        // there). Anything else goes to the formatter.
-        if let date = internetDate(text) { return date }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
-    }
-
-    /// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (RFC 3339), or nil.
-    static func internetDate(_ text: String) -> Date? {
-        let bytes = Array(text.utf8)
-        guard bytes.count >= 20, bytes.count <= 40 else { return nil }
-        func number(_ from: Int, _ count: Int) -> Int? {
-            var value = 0
-            for index in from..<from + count {
-                let digit = Int(bytes[index]) - 48
-                guard (0...9).contains(digit) else { return nil }
-                value = value * 10 + digit
-            }
-            return value
-        }
-        guard bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"),
-              bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-              let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
-              let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
-        else { return nil }
-        var index = 19
-        var fraction = 0.0
-        if bytes[index] == UInt8(ascii: ".") {
-            index += 1
-            var scale = 0.1
-            let start = index
-            while index < bytes.count, (48...57).contains(bytes[index]) {
-                fraction += Double(bytes[index] - 48) * scale
-                scale /= 10
-                index += 1
-            }
-            guard index > start else { return nil }
-        }
-        guard index < bytes.count else { return nil }
-        var offset = 0
-        switch bytes[index] {
-        case UInt8(ascii: "Z"), UInt8(ascii: "z"):
-            guard index + 1 == bytes.count else { return nil }
-        case UInt8(ascii: "+"), UInt8(ascii: "-"):
-            guard index + 6 == bytes.count, bytes[index + 3] == UInt8(ascii: ":"),
-                  let hours = number(index + 1, 2), let minutes = number(index + 4, 2), hours < 24, minutes < 60 else { return nil }
-            offset = (hours * 60 + minutes) * 60 * (bytes[index] == UInt8(ascii: "-") ? -1 : 1)
-        default:
-            return nil
-        }
-        // Days from 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146_097 + dayOfEra - 719_468
-        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset
-        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+        text.flatMap(Timestamp.parseRFC3339)
     }
 
     /// The first line that is not blank, trimmed, as a title (at most 200 characters), and the

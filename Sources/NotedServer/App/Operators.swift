@@ -189,7 +189,7 @@ public struct Operators: Sendable {
         }
         var keptAs: String?
         if exists {
-            let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+            let stamp = Timestamp.format(Date()).replacingOccurrences(of: ":", with: "")
             let aside = target + ".before-restore-" + stamp
             for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: target + suffix) {
                 try FileManager.default.moveItem(atPath: target + suffix, toPath: aside + suffix)

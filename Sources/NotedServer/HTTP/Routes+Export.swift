@@ -55,7 +55,7 @@ extension Routes {
                 try await eachNote(of: user.userID) { _, note in names.append((note.id, note.folder, note.title)) }
                 paths = Exporter.markdownPaths(names)
             }
-            let day = String(ISO8601DateFormatter().string(from: Date()).prefix(10))
+            let day = String(Timestamp.format(Date()).prefix(10))
             let store = self.store
             let userID = user.userID
             let names = paths
