@@ -66,7 +66,9 @@ let package = Package(
 
         // What the C library offers that Swift's Glibc module does not (malloc_trim).
         .target(name: "CNotedSystem"),
-        .target(name: "NotedCore", dependencies: ["DiffMatchPatch", .product(name: "ExtrasBase64", package: "swift-extras-base64")]),
+        .target(
+            name: "NotedCore",
+            dependencies: ["DiffMatchPatch", .product(name: "ExtrasBase64", package: "swift-extras-base64")]),
         .target(
             name: "NotedServer",
             dependencies: [
@@ -134,7 +136,7 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
-    
+
         // The client library: no server module, no NIO server code. On Linux the WebSocket and
         // HTTP clients come from NIO client libraries; Apple platforms use URLSession.
         .target(
@@ -144,8 +146,12 @@ let package = Package(
                 "DiffMatchPatch",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
-                .product(name: "HummingbirdWSCompression", package: "hummingbird-websocket", condition: .when(platforms: [.linux])),
+                .product(
+                    name: "HummingbirdWSClient", package: "hummingbird-websocket", condition: .when(platforms: [.linux])
+                ),
+                .product(
+                    name: "HummingbirdWSCompression", package: "hummingbird-websocket",
+                    condition: .when(platforms: [.linux])),
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
                 .product(name: "Logging", package: "swift-log", condition: .when(platforms: [.linux])),
             ]
@@ -160,7 +166,10 @@ let package = Package(
             ]
         ),
         // Fixtures/ (sample exports of each app) is read from the source tree by path.
-        .testTarget(name: "NotedPortingTests", dependencies: ["NotedPorting", "NotedCore", .product(name: "Crypto", package: "swift-crypto")], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "NotedPortingTests",
+            dependencies: ["NotedPorting", "NotedCore", .product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Fixtures"]),
         .target(
             name: "NotedCLI",
             dependencies: [
@@ -183,7 +192,9 @@ let package = Package(
         // The example app of docs/collections.md: a reading log on NotedClient with its own collections.
         .executableTarget(
             name: "shelf",
-            dependencies: ["NotedClient", "NotedCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "NotedClient", "NotedCore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             resources: [.copy("collections")]
         ),
         // scripts/bench-load times a NotedClient initial sync with it; a target, not a product.

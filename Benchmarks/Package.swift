@@ -23,6 +23,6 @@ let package = Package(
             ],
             path: "DiffMatchPatchBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        ),
+        )
     ]
 )

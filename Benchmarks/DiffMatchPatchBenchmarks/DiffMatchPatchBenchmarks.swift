@@ -74,7 +74,8 @@ let benchmarks: @Sendable () -> Void = {
 enum BenchData {
     /// The official speed test's two texts, or nil (with a notice) when they cannot be read.
     static func speedTest() -> (String, String)? {
-        let directory = ProcessInfo.processInfo.environment["NOTED_BENCH_DATA"].map { URL(fileURLWithPath: $0) }
+        let directory =
+            ProcessInfo.processInfo.environment["NOTED_BENCH_DATA"].map { URL(fileURLWithPath: $0) }
             ?? URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("../shared/bench-data/dmp")
@@ -83,15 +84,19 @@ enum BenchData {
             let text2 = try String(contentsOf: directory.appendingPathComponent("speedtest2.txt"), encoding: .utf8)
             return (text1, text2)
         } catch {
-            print("NOTICE: speed test files not found in \(directory.standardized.path): \(error); their benchmarks are skipped")
+            print(
+                "NOTICE: speed test files not found in \(directory.standardized.path): \(error); their benchmarks are skipped"
+            )
             return nil
         }
     }
 
     /// A note-like text of about `bytes` UTF-8 bytes: lines of words, some accents and emoji.
     static func document(bytes: Int, seed: UInt64) -> String {
-        let words = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "note", "sync", "merge",
-                     "offline", "server", "client", "patch", "diff", "café", "naïve", "日本語", "😀", "- [ ]", "#"]
+        let words = [
+            "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "note", "sync", "merge",
+            "offline", "server", "client", "patch", "diff", "café", "naïve", "日本語", "😀", "- [ ]", "#",
+        ]
         var random = seed
         var text = ""
         text.reserveCapacity(bytes + 64)
@@ -117,7 +122,8 @@ enum BenchData {
         for _ in 0..<edits {
             let position = Int(next(&random) % UInt64(max(1, scalars.count - 20)))
             let length = Int(next(&random) % 12)
-            scalars.replaceSubrange(position..<(position + length), with: "edited \(next(&random) % 1000)".unicodeScalars)
+            scalars.replaceSubrange(
+                position..<(position + length), with: "edited \(next(&random) % 1000)".unicodeScalars)
         }
         var view = String.UnicodeScalarView()
         view.append(contentsOf: scalars)

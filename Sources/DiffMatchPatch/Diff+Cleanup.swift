@@ -35,7 +35,8 @@ extension DiffMatchPatch {
                         }
                         common = withUnits(textInsert, textDelete) { commonSuffix($0, $1) }
                         if common != 0 {
-                            diffs[pointer].text = Array(textInsert[(textInsert.count - common)...]) + diffs[pointer].text
+                            diffs[pointer].text =
+                                Array(textInsert[(textInsert.count - common)...]) + diffs[pointer].text
                             textInsert.removeLast(common)
                             textDelete.removeLast(common)
                         }
@@ -104,8 +105,10 @@ extension DiffMatchPatch {
         var equalities = EqualityStack()
         var lastEquality: [UInt16]? = nil
         var pointer = 0
-        var lengthInsertions1 = 0, lengthDeletions1 = 0
-        var lengthInsertions2 = 0, lengthDeletions2 = 0
+        var lengthInsertions1 = 0
+        var lengthDeletions1 = 0
+        var lengthInsertions2 = 0
+        var lengthDeletions2 = 0
         while pointer < diffs.count {
             if diffs[pointer].op == .equal {
                 equalities.push(pointer)
@@ -122,8 +125,8 @@ extension DiffMatchPatch {
                 }
                 // An equality no longer than the edits on both sides of it is eliminated.
                 if let equality = lastEquality, !equality.isEmpty,
-                   equality.count <= max(lengthInsertions1, lengthDeletions1),
-                   equality.count <= max(lengthInsertions2, lengthDeletions2)
+                    equality.count <= max(lengthInsertions1, lengthDeletions1),
+                    equality.count <= max(lengthInsertions2, lengthDeletions2)
                 {
                     let at = equalities.top
                     diffs.insert(UDiff(.delete, equality), at: at)
@@ -161,14 +164,16 @@ extension DiffMatchPatch {
                     (commonOverlap($0, $1), commonOverlap($1, $0))
                 }
                 if overlap1 >= overlap2 {
-                    if Double(overlap1) >= Double(deletion.count) / 2 || Double(overlap1) >= Double(insertion.count) / 2 {
+                    if Double(overlap1) >= Double(deletion.count) / 2 || Double(overlap1) >= Double(insertion.count) / 2
+                    {
                         diffs.insert(UDiff(.equal, insertion[0..<overlap1]), at: pointer)
                         diffs[pointer - 1].text = Array(deletion[0..<(deletion.count - overlap1)])
                         diffs[pointer + 1].text = Array(insertion[overlap1...])
                         pointer += 1
                     }
                 } else {
-                    if Double(overlap2) >= Double(deletion.count) / 2 || Double(overlap2) >= Double(insertion.count) / 2 {
+                    if Double(overlap2) >= Double(deletion.count) / 2 || Double(overlap2) >= Double(insertion.count) / 2
+                    {
                         diffs.insert(UDiff(.equal, deletion[0..<overlap2]), at: pointer)
                         diffs[pointer - 1] = UDiff(.insert, insertion[0..<(insertion.count - overlap2)])
                         diffs[pointer + 1] = UDiff(.delete, deletion[overlap2...])
@@ -302,7 +307,10 @@ extension DiffMatchPatch {
         var equalities = EqualityStack()
         var lastEquality: [UInt16]? = nil
         var pointer = 0
-        var preIns = false, preDel = false, postIns = false, postDel = false
+        var preIns = false
+        var preDel = false
+        var postIns = false
+        var postDel = false
         let editCost = configuration.diffEditCost
         while pointer < diffs.count {
             if diffs[pointer].op == .equal {
@@ -331,8 +339,8 @@ extension DiffMatchPatch {
                 // <ins>A</ins><del>B</del>X<del>C</del>
                 let sides = (preIns ? 1 : 0) + (preDel ? 1 : 0) + (postIns ? 1 : 0) + (postDel ? 1 : 0)
                 if let equality = lastEquality, !equality.isEmpty,
-                   (preIns && preDel && postIns && postDel)
-                    || (Double(equality.count) < Double(editCost) / 2 && sides == 3)
+                    (preIns && preDel && postIns && postDel)
+                        || (Double(equality.count) < Double(editCost) / 2 && sides == 3)
                 {
                     let at = equalities.top
                     diffs.insert(UDiff(.delete, equality), at: at)

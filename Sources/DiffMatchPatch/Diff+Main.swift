@@ -114,7 +114,10 @@ extension DiffMatchPatch {
         let delta = length1 - length2
         // With an odd delta the front path collides with the reverse path.
         let front = delta % 2 != 0
-        var k1start = 0, k1end = 0, k2start = 0, k2end = 0
+        var k1start = 0
+        var k1end = 0
+        var k2start = 0
+        var k2end = 0
         guard let t1 = text1.baseAddress, let t2 = text2.baseAddress else {
             return [UDiff(.delete, text1.array), UDiff(.insert, text2.array)]
         }
@@ -230,7 +233,9 @@ extension DiffMatchPatch {
         return (chars1, chars2, lineArray)
     }
 
-    func linesToChars(_ text1: [UInt16], _ text2: [UInt16]) -> (chars1: [UInt16], chars2: [UInt16], lineArray: [[UInt16]]) {
+    func linesToChars(_ text1: [UInt16], _ text2: [UInt16]) -> (
+        chars1: [UInt16], chars2: [UInt16], lineArray: [[UInt16]]
+    ) {
         withUnits(text1, text2) { linesToChars($0, $1) }
     }
 
@@ -304,7 +309,9 @@ extension DiffMatchPatch {
         let shortText = longFirst ? text2 : text1
         if longText.count < 4 || shortText.count * 2 < longText.count { return nil }
 
-        func halfMatchI(_ i: Int) -> (longA: Units, longB: Units, shortA: Units, shortB: Units, common: Int, commonStart: Int)? {
+        func halfMatchI(_ i: Int) -> (
+            longA: Units, longB: Units, shortA: Units, shortB: Units, common: Int, commonStart: Int
+        )? {
             let seed = longText.sub(i, i + longText.count / 4)
             var j = -1
             var bestCommon = 0

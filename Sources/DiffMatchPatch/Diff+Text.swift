@@ -13,7 +13,10 @@ extension DiffMatchPatch {
     }
 
     func xIndex(_ diffs: [UDiff], _ location: Int) -> Int {
-        var chars1 = 0, chars2 = 0, lastChars1 = 0, lastChars2 = 0
+        var chars1 = 0
+        var chars2 = 0
+        var lastChars1 = 0
+        var lastChars2 = 0
         var x = 0
         while x < diffs.count {
             if diffs[x].op != .insert { chars1 += diffs[x].text.count }
@@ -29,7 +32,9 @@ extension DiffMatchPatch {
     }
 
     func levenshtein(_ diffs: [UDiff]) -> Int {
-        var levenshtein = 0, insertions = 0, deletions = 0
+        var levenshtein = 0
+        var insertions = 0
+        var deletions = 0
         for diff in diffs {
             switch diff.op {
             case .insert: insertions += diff.text.count
@@ -99,7 +104,8 @@ extension DiffMatchPatch {
                 do {
                     try URICoding.decode(param, into: &text)
                 } catch {
-                    throw DiffMatchPatchError(.invalidDelta, "Illegal escape in delta at \(excerpt(param.dropFirst(error.offset)))")
+                    throw DiffMatchPatchError(
+                        .invalidDelta, "Illegal escape in delta at \(excerpt(param.dropFirst(error.offset)))")
                 }
                 diffs.append(UDiff(.insert, text))
             case 0x2D, 0x3D:  // "-", "="

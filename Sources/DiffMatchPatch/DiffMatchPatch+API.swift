@@ -235,7 +235,9 @@ extension DiffMatchPatch {
     /// ``patchApply(_:to:strict:)`` that gives up at `deadline`: the hunks not yet applied
     /// then are left out (`false` in `results`), and the diffs it runs stop refining at it.
     /// For work that must end in time whatever the input (a server merging a client's edit).
-    public func patchApply(_ patches: [Patch], to text: String, strict: Bool, deadline: ContinuousClock.Instant?) -> (text: String, results: [Bool]) {
+    public func patchApply(_ patches: [Patch], to text: String, strict: Bool, deadline: ContinuousClock.Instant?) -> (
+        text: String, results: [Bool]
+    ) {
         let (result, applied) = patchApply(patches.map(UPatch.init), units(text), strict: strict, until: deadline)
         return (UTF16Conversion.string(result), applied)
     }

@@ -20,13 +20,17 @@ extension DiffMatchPatch {
 
         var prefixStart = max(0, min(patch.start2 - padding, text.count))
         let prefixEnd = max(prefixStart, min(patch.start2, text.count))
-        if prefixStart > 0 && prefixStart < prefixEnd && isLowSurrogate(text[prefixStart]) && isHighSurrogate(text[prefixStart - 1]) {
+        if prefixStart > 0 && prefixStart < prefixEnd && isLowSurrogate(text[prefixStart])
+            && isHighSurrogate(text[prefixStart - 1])
+        {
             prefixStart -= 1
         }
         let prefix = text.sub(prefixStart, prefixEnd)
         let suffixStart = max(0, min(patch.start2 + patch.length1, text.count))
         var suffixEnd = max(suffixStart, min(patch.start2 + patch.length1 + padding, text.count))
-        if suffixEnd > suffixStart && suffixEnd < text.count && isHighSurrogate(text[suffixEnd - 1]) && isLowSurrogate(text[suffixEnd]) {
+        if suffixEnd > suffixStart && suffixEnd < text.count && isHighSurrogate(text[suffixEnd - 1])
+            && isLowSurrogate(text[suffixEnd])
+        {
             suffixEnd += 1
         }
         let suffix = text.sub(suffixStart, suffixEnd)
@@ -220,7 +224,9 @@ extension DiffMatchPatch {
                 // Compute the head context for the next patch.
                 precontext = text2(patch.diffs)
                 var keep = min(margin, precontext.count)
-                if keepingPairs && keep < precontext.count && keep > 0 && isLowSurrogate(precontext[precontext.count - keep]) {
+                if keepingPairs && keep < precontext.count && keep > 0
+                    && isLowSurrogate(precontext[precontext.count - keep])
+                {
                     keep += 1
                 }
                 precontext = Array(precontext[(precontext.count - keep)...])
@@ -260,7 +266,9 @@ extension DiffMatchPatch {
     /// approximate and can fall inside a surrogate pair; when that leaves half a character in
     /// the result, the patches are applied again with positions moved off the pairs (insert
     /// before a pair, delete less rather than half a character).
-    func patchApply(_ patches: [UPatch], _ text: [UInt16], strict: Bool = false, until: ContinuousClock.Instant? = nil) -> (text: [UInt16], results: [Bool]) {
+    func patchApply(_ patches: [UPatch], _ text: [UInt16], strict: Bool = false, until: ContinuousClock.Instant? = nil)
+        -> (text: [UInt16], results: [Bool])
+    {
         let exact = patchApply(patches, text, keepingPairs: false, strict: strict, until: until)
         if Surrogates.hasUnpaired(exact.text) && !Surrogates.hasUnpaired(text) {
             return patchApply(patches, text, keepingPairs: true, strict: strict, until: until)
@@ -333,7 +341,9 @@ extension DiffMatchPatch {
             }
             // Imperfect match. Run a diff to get a framework of equivalent indices.
             var diffs = diffMain(text1, text2, checkLines: false, deadline: earliest(defaultDeadline, until))
-            if text1.count > maxBits && Double(levenshtein(diffs)) / Double(text1.count) > configuration.patchDeleteThreshold {
+            if text1.count > maxBits
+                && Double(levenshtein(diffs)) / Double(text1.count) > configuration.patchDeleteThreshold
+            {
                 // The end points match, but the content is unacceptably bad.
                 results[x] = false
                 continue
@@ -341,7 +351,8 @@ extension DiffMatchPatch {
             cleanupSemanticLossless(&diffs)
             if strict {
                 var trial = text
-                guard applyEdits(patch.diffs, diffs, at: startLoc, to: &trial, keepingPairs: keepingPairs, strict: true) else {
+                guard applyEdits(patch.diffs, diffs, at: startLoc, to: &trial, keepingPairs: keepingPairs, strict: true)
+                else {
                     // An edit would take or split text it did not know: leave the hunk out.
                     results[x] = false
                     delta -= patch.length2 - patch.length1
@@ -372,7 +383,10 @@ extension DiffMatchPatch {
     /// that would go inside a word of the found text where the expected text had a word
     /// boundary.
     @discardableResult
-    private func applyEdits(_ edits: [UDiff], _ diffs: [UDiff], at startLoc: Int, to text: inout [UInt16], keepingPairs: Bool, strict: Bool = false) -> Bool {
+    private func applyEdits(
+        _ edits: [UDiff], _ diffs: [UDiff], at startLoc: Int, to text: inout [UInt16], keepingPairs: Bool,
+        strict: Bool = false
+    ) -> Bool {
         var index1 = 0
         var index2 = 0
         // Strict: the hunk's expected text, which of its units the found text changed, and
@@ -412,20 +426,28 @@ extension DiffMatchPatch {
                 // Where the text before it is still as it was, and not inside a new word.
                 if expected > 0 && expected <= changed.count && changed[expected - 1] { return false }
                 let at = min(startLoc + index2, text.count)
-                let splitsWord = at > 0 && at < text.count && !Self.isWordBoundary(text[at - 1]) && !Self.isWordBoundary(text[at])
-                let wasInWord = expected > 0 && expected < expectedText.count
+                let splitsWord =
+                    at > 0 && at < text.count && !Self.isWordBoundary(text[at - 1]) && !Self.isWordBoundary(text[at])
+                let wasInWord =
+                    expected > 0 && expected < expectedText.count
                     && !Self.isWordBoundary(expectedText[expected - 1]) && !Self.isWordBoundary(expectedText[expected])
                 if splitsWord && !wasInWord { return false }
                 // Nor glued onto a word on a side where the expected text had a boundary.
-                let gluesBefore = at > 0 && !mod.text.isEmpty && runStart > 0 && Self.isWordBoundary(expectedText[runStart - 1])
+                let gluesBefore =
+                    at > 0 && !mod.text.isEmpty && runStart > 0 && Self.isWordBoundary(expectedText[runStart - 1])
                     && !Self.isWordBoundary(text[at - 1]) && !Self.isWordBoundary(mod.text[0])
-                let gluesAfter = at < text.count && !mod.text.isEmpty && runEnd < expectedText.count && Self.isWordBoundary(expectedText[runEnd])
+                let gluesAfter =
+                    at < text.count && !mod.text.isEmpty && runEnd < expectedText.count
+                    && Self.isWordBoundary(expectedText[runEnd])
                     && !Self.isWordBoundary(text[at]) && !Self.isWordBoundary(mod.text[mod.text.count - 1])
                 if gluesBefore || gluesAfter { return false }
             }
             if strict && mod.op == .delete {
                 // Only text that is still exactly as it was.
-                if changed[min(expected, changed.count)..<min(expected + mod.text.count, changed.count)].contains(true) { return false }
+                if changed[min(expected, changed.count)..<min(expected + mod.text.count, changed.count)].contains(true)
+                {
+                    return false
+                }
             }
             if mod.op != .insert { expected += mod.text.count }
             if mod.op == .insert {

@@ -19,7 +19,8 @@ enum PatchText {
                 do {
                     try URICoding.decode(line.dropFirst(), into: &decoded)
                 } catch {
-                    throw DiffMatchPatchError(.invalidPatch, "Illegal escape in patch line \(pointer + 1): \(excerpt(line))")
+                    throw DiffMatchPatchError(
+                        .invalidPatch, "Illegal escape in patch line \(pointer + 1): \(excerpt(line))")
                 }
                 switch sign {
                 case 0x2D: patch.diffs.append(UDiff(.delete, decoded))
@@ -27,7 +28,8 @@ enum PatchText {
                 case 0x20: patch.diffs.append(UDiff(.equal, decoded))
                 case 0x40: break lineLoop  // "@": start of the next patch.
                 default:
-                    throw DiffMatchPatchError(.invalidPatch, "Invalid patch mode in line \(pointer + 1): \(excerpt(line))")
+                    throw DiffMatchPatchError(
+                        .invalidPatch, "Invalid patch mode in line \(pointer + 1): \(excerpt(line))")
                 }
                 pointer += 1
             }

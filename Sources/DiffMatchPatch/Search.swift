@@ -1,11 +1,11 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(ucrt)
-import ucrt
+    import ucrt
 #endif
 
 /// Whether two runs of units are equal.
@@ -48,7 +48,7 @@ enum Search {
             return -1
         }
         // Long needles: Rabin-Karp, linear on any input barring hash collisions.
-        let base: UInt64 = 0x100000001B3
+        let base: UInt64 = 0x100_0000_01B3
         var needleHash: UInt64 = 0
         var windowHash: UInt64 = 0
         var power: UInt64 = 1

@@ -65,7 +65,9 @@ enum Surrogates {
                 segments[i - 1] = .edit(group)
                 text.removeFirst()
             }
-            if i + 1 < segments.count, case .edit(var group) = segments[i + 1], let last = text.last, isHighSurrogate(last) {
+            if i + 1 < segments.count, case .edit(var group) = segments[i + 1], let last = text.last,
+                isHighSurrogate(last)
+            {
                 group.delete.insert(last, at: 0)
                 group.insert.insert(last, at: 0)
                 group.touched = true
@@ -73,7 +75,7 @@ enum Surrogates {
                 text.removeLast()
             }
             if text.isEmpty, i > 0, i + 1 < segments.count,
-               case .edit(var left) = segments[i - 1], case .edit(let right) = segments[i + 1]
+                case .edit(var left) = segments[i - 1], case .edit(let right) = segments[i + 1]
             {
                 left.delete += right.delete
                 left.insert += right.insert
@@ -110,7 +112,9 @@ enum Surrogates {
                 }
                 // Factor out whole characters common to both sides.
                 var prefix = 0
-                while prefix < group.delete.count && prefix < group.insert.count && group.delete[prefix] == group.insert[prefix] {
+                while prefix < group.delete.count && prefix < group.insert.count
+                    && group.delete[prefix] == group.insert[prefix]
+                {
                     prefix += 1
                 }
                 if prefix > 0 && isHighSurrogate(group.delete[prefix - 1]) { prefix -= 1 }

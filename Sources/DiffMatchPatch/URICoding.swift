@@ -13,8 +13,8 @@ enum URICoding {
     private static func isReserved(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: ";"), UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: ":"), UInt8(ascii: "@"),
-             UInt8(ascii: "&"), UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "$"), UInt8(ascii: ","),
-             UInt8(ascii: "#"):
+            UInt8(ascii: "&"), UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "$"), UInt8(ascii: ","),
+            UInt8(ascii: "#"):
             return true
         default:
             return false
@@ -98,8 +98,8 @@ enum URICoding {
         let end = text.endIndex
         func byte(at k: Int) throws(DecodeFailure) -> UInt8 {
             guard k + 2 < end,
-                  text[k] == 0x25,
-                  let hi = hexValue(text[k + 1]), let lo = hexValue(text[k + 2])
+                text[k] == 0x25,
+                let hi = hexValue(text[k + 1]), let lo = hexValue(text[k + 2])
             else { throw DecodeFailure(offset: k - text.startIndex) }
             return hi << 4 | lo
         }
@@ -123,9 +123,15 @@ enum URICoding {
             let count: Int
             var scalar: UInt32
             switch first {
-            case 0xC2...0xDF: count = 2; scalar = UInt32(first & 0x1F)
-            case 0xE0...0xEF: count = 3; scalar = UInt32(first & 0x0F)
-            case 0xF0...0xF4: count = 4; scalar = UInt32(first & 0x07)
+            case 0xC2...0xDF:
+                count = 2
+                scalar = UInt32(first & 0x1F)
+            case 0xE0...0xEF:
+                count = 3
+                scalar = UInt32(first & 0x0F)
+            case 0xF0...0xF4:
+                count = 4
+                scalar = UInt32(first & 0x07)
             default: throw DecodeFailure(offset: i - text.startIndex)
             }
             var k = i + 3

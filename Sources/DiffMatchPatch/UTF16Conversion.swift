@@ -75,7 +75,8 @@ enum UTF16Conversion {
                         o += 1
                         i += 3
                     } else {
-                        let scalar = UInt32(b & 0x07) << 18 | UInt32(utf8[i + 1] & 0x3F) << 12
+                        let scalar =
+                            UInt32(b & 0x07) << 18 | UInt32(utf8[i + 1] & 0x3F) << 12
                             | UInt32(utf8[i + 2] & 0x3F) << 6 | UInt32(utf8[i + 3] & 0x3F)
                         let v = scalar - 0x10000
                         out[o] = UInt16(truncatingIfNeeded: 0xD800 + (v >> 10))

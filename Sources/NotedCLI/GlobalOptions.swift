@@ -28,14 +28,19 @@ public struct GlobalOptions: ParsableArguments {
 
     /// `--server`, else `NOTED_SERVER`, else the server saved at login.
     func serverURL() throws -> URL? {
-        guard let text = server ?? environment["NOTED_SERVER"].flatMap({ $0.isEmpty ? nil : $0 }) ?? resolvedHome.savedServer() else {
+        guard
+            let text = server ?? environment["NOTED_SERVER"].flatMap({ $0.isEmpty ? nil : $0 })
+                ?? resolvedHome.savedServer()
+        else {
             return nil
         }
         return try Self.validate(server: text)
     }
 
     static func validate(server text: String) throws -> URL {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            url.host != nil
+        else {
             throw CLIError("the server must be an http:// or https:// URL, not \"\(text)\"")
         }
         return url
@@ -50,13 +55,19 @@ public struct GlobalOptions: ParsableArguments {
         try home.create()
         let credentials = offline ? nil : try home.credentials()
         let server = offline ? nil : try serverURL()
-        let usable = credentials.flatMap { creds in server.map { $0.absoluteString.trimmingSuffix("/") == creds.server.trimmingSuffix("/") } } ?? false
+        let usable =
+            credentials.flatMap { creds in
+                server.map { $0.absoluteString.trimmingSuffix("/") == creds.server.trimmingSuffix("/") }
+            } ?? false
         if requireSync, let credentials, let server, !usable {
-            throw CLIError("signed in to \(credentials.server), not \(server.absoluteString): run `noted login` for that server, or use --offline")
+            throw CLIError(
+                "signed in to \(credentials.server), not \(server.absoluteString): run `noted login` for that server, or use --offline"
+            )
         }
         do {
             return try NotedClient(
-                databasePath: try home.databasePath(), server: usable ? server : nil, credentials: usable ? credentials : nil,
+                databasePath: try home.databasePath(), server: usable ? server : nil,
+                credentials: usable ? credentials : nil,
                 persist: { try home.saveCredentials($0) })
         } catch let error as NotedClientError {
             throw CLIError(error.message)
@@ -133,7 +144,9 @@ extension GlobalOptions {
         // After the whole subcommand path (`account 2fa enable`), where its options are read.
         var command: any ParsableCommand.Type = Noted.self
         var end = index
-        while end < arguments.count, let next = command.configuration.subcommands.first(where: { $0._commandName == arguments[end] }) {
+        while end < arguments.count,
+            let next = command.configuration.subcommands.first(where: { $0._commandName == arguments[end] })
+        {
             command = next
             end += 1
         }

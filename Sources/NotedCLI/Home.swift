@@ -15,9 +15,11 @@ public struct Home: Sendable {
         if let option, !option.isEmpty { return Home(path: option) }
         if let value = environment["NOTED_HOME"], !value.isEmpty { return Home(path: value) }
         #if os(macOS) || os(iOS)
-        let base = (environment["HOME"] ?? NSHomeDirectory()) + "/Library/Application Support"
+            let base = (environment["HOME"] ?? NSHomeDirectory()) + "/Library/Application Support"
         #else
-        let base = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.local/share")
+            let base =
+                environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.local/share")
         #endif
         return Home(path: base + "/noted")
     }
@@ -38,7 +40,8 @@ public struct Home: Sendable {
 
     func create() throws {
         do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw CLIError("cannot create the home directory \(path): \(error.localizedDescription)")
         }
@@ -46,7 +49,8 @@ public struct Home: Sendable {
 
     /// The server remembered by `login`.
     func savedServer() -> String? {
-        guard let data = FileManager.default.contents(atPath: configPath), let value = try? JSONValue.parse(Array(data)) else { return nil }
+        guard let data = FileManager.default.contents(atPath: configPath), let value = try? JSONValue.parse(Array(data))
+        else { return nil }
         return value["server"]?.stringValue
     }
 
@@ -82,7 +86,10 @@ public struct Home: Sendable {
     private func write(_ text: String, to file: String, mode: Int) throws {
         try create()
         let temporary = file + ".tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: mode]) else {
+        guard
+            FileManager.default.createFile(
+                atPath: temporary, contents: Data(text.utf8), attributes: [.posixPermissions: mode])
+        else {
             throw CLIError("cannot write \(temporary)")
         }
         // rename(2) replaces the old file atomically: a crash leaves the old or the new one.

@@ -5,7 +5,8 @@ public struct Noted: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "noted",
         abstract: "Offline-first notes that sync across your devices.",
-        discussion: "Every command works offline. With a server configured and signed in, commands that change something sync before exiting.",
+        discussion:
+            "Every command works offline. With a server configured and signed in, commands that change something sync before exiting.",
         subcommands: [
             Register.self, Login.self, Logout.self, Whoami.self,
             New.self, List.self, Show.self, Edit.self, Tag.self, Pin.self, Unpin.self,

@@ -30,7 +30,8 @@ enum TerminalText {
     /// shell), or `attachment-<sha256 prefix>` when nothing is left.
     static func safeFileName(_ name: String, sha256: String) -> String {
         var base = String(name.split(whereSeparator: { $0 == "/" || $0 == "\\" }).last ?? "")
-        base = String(String.UnicodeScalarView(base.unicodeScalars.filter { !isControl($0) && $0 != "\n" && $0 != "\t" }))
+        base = String(
+            String.UnicodeScalarView(base.unicodeScalars.filter { !isControl($0) && $0 != "\n" && $0 != "\t" }))
         while base.hasPrefix(".") { base.removeFirst() }
         base = base.trimmingCharacters(in: .whitespaces)
         return base.isEmpty ? "attachment-\(sha256.prefix(12))" : base

@@ -36,16 +36,22 @@ public final class NotedClient: Sendable {
     /// Opens the local database; with a server and credentials the client can sync.
     /// - Parameter collections: the app's collections besides `notes` (docs/collections.md);
     ///   their records are kept and synced like notes, through `records(_:)`.
-    public convenience init(databasePath: String, collections: [CollectionSchema] = [], server: URL? = nil, credentials: Credentials? = nil,
-                persist: @escaping @Sendable (Credentials) async throws -> Void = { _ in },
-                configuration: Configuration = Configuration()) throws {
-        try self.init(store: LocalStore.open(path: databasePath, collections: collections), server: server, credentials: credentials,
-                      persist: persist, configuration: configuration)
+    public convenience init(
+        databasePath: String, collections: [CollectionSchema] = [], server: URL? = nil, credentials: Credentials? = nil,
+        persist: @escaping @Sendable (Credentials) async throws -> Void = { _ in },
+        configuration: Configuration = Configuration()
+    ) throws {
+        try self.init(
+            store: LocalStore.open(path: databasePath, collections: collections), server: server,
+            credentials: credentials,
+            persist: persist, configuration: configuration)
     }
 
-    public init(store: LocalStore, server: URL?, credentials: Credentials?,
-                persist: @escaping @Sendable (Credentials) async throws -> Void = { _ in },
-                configuration: Configuration = Configuration()) throws {
+    public init(
+        store: LocalStore, server: URL?, credentials: Credentials?,
+        persist: @escaping @Sendable (Credentials) async throws -> Void = { _ in },
+        configuration: Configuration = Configuration()
+    ) throws {
         self.store = store
         self.server = server
         self.attachmentCacheBytes = configuration.attachmentCacheBytes
@@ -58,12 +64,14 @@ public final class NotedClient: Sendable {
             if let credentials {
                 let tokens = TokenManager(credentials: credentials, api: api, persist: persist)
                 self.tokens = tokens
-                let engine = SyncEngine(store: store, transport: configuration.transport, url: url, tokens: tokens, events: hub,
-                                        configuration: configuration.sync, clock: ContinuousClock(), seed: configuration.seed)
+                let engine = SyncEngine(
+                    store: store, transport: configuration.transport, url: url, tokens: tokens, events: hub,
+                    configuration: configuration.sync, clock: ContinuousClock(), seed: configuration.seed)
                 self.engine = engine
                 let hub = self.hub
-                self.uploader = BlobUploader(store: store, api: api, tokens: tokens, uploaded: { await engine.localEdit() },
-                                             refused: { effect in await hub.emit(effect, origin: .local) })
+                self.uploader = BlobUploader(
+                    store: store, api: api, tokens: tokens, uploaded: { await engine.localEdit() },
+                    refused: { effect in await hub.emit(effect, origin: .local) })
             } else {
                 self.tokens = nil
                 self.engine = nil
@@ -368,7 +376,9 @@ public final class NotedClient: Sendable {
     /// The file of an attachment: from this device when it has it, else from the server (then
     /// kept here, for offline use). Throws `notFound` when neither has it.
     public func attachmentData(_ sha256: String) async throws -> (data: Data, type: String) {
-        guard AttachmentReference.isSHA256(sha256) else { throw NotedClientError(.invalidInput, "\"\(sha256)\" is not a SHA-256") }
+        guard AttachmentReference.isSHA256(sha256) else {
+            throw NotedClientError(.invalidInput, "\"\(sha256)\" is not a SHA-256")
+        }
         if let local = try await store.blobData(sha256) { return local }
         let (api, token) = try await authorized()
         guard let fetched = try await api.downloadBlob(sha256: sha256, token: token) else {

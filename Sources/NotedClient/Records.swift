@@ -158,7 +158,9 @@ public struct Records<Value: SyncedRecord>: Sendable {
 
     /// The records matching `query`, now and after every change to the database (local edits
     /// and synced ones alike): the way to drive a list view.
-    public func observe(_ query: RecordQuery) throws -> AsyncThrowingMapSequence<AsyncValueObservation<[StoredRecord]>, [Stored<Value>]> {
+    public func observe(_ query: RecordQuery) throws -> AsyncThrowingMapSequence<
+        AsyncValueObservation<[StoredRecord]>, [Stored<Value>]
+    > {
         try client.store.observe(collection, matching: query).map { records in try records.map(Stored.init) }
     }
 
@@ -171,7 +173,8 @@ public struct Records<Value: SyncedRecord>: Sendable {
                 for await event in events {
                     switch event {
                     case .added(collection, let ids, let origin): continuation.yield(.added(ids: ids, origin: origin))
-                    case .changed(collection, let ids, let origin): continuation.yield(.changed(ids: ids, origin: origin))
+                    case .changed(collection, let ids, let origin):
+                        continuation.yield(.changed(ids: ids, origin: origin))
                     case .removed(collection, let ids): continuation.yield(.removed(ids: ids))
                     case .reset: continuation.yield(.reset)
                     default: continue
@@ -203,7 +206,8 @@ public struct Records<Value: SyncedRecord>: Sendable {
         return try await update(id) { $0 = old }
     }
 
-    private func write(_ body: @Sendable (inout LocalTransaction) throws -> StoredRecord) async throws -> Stored<Value> {
+    private func write(_ body: @Sendable (inout LocalTransaction) throws -> StoredRecord) async throws -> Stored<Value>
+    {
         let (record, effect) = try await client.store.transaction(body)
         await client.edited(effect)
         return try Stored(record)

@@ -98,7 +98,9 @@ public enum Exporter {
         if let created = note.created { lines.append("created: \(timestamp(created))") }
         if let updated = note.updated { lines.append("updated: \(timestamp(updated))") }
         lines.append("id: \(note.id)")
-        if !note.attachments.isEmpty { lines.append("attachments: [\(elements(note).map(yamlString).joined(separator: ", "))]") }
+        if !note.attachments.isEmpty {
+            lines.append("attachments: [\(elements(note).map(yamlString).joined(separator: ", "))]")
+        }
         lines.append("---")
         // The body exactly as it is after one blank line (an importer drops the blank lines
         // there, so a body's own leading blank lines do not survive a round trip; nothing else
@@ -114,12 +116,15 @@ public enum Exporter {
     /// A file or folder name made of `text`: no `/`, no NUL or control characters, not `.` or
     /// `..`, not starting with a dot, at most 100 characters; `fallback` when nothing is left.
     static func fileName(_ text: String, fallback: String) -> String {
-        var name = String(text.unicodeScalars.map { scalar -> Character in
-            if scalar == "/" || scalar == "\\" || scalar.properties.generalCategory == .control || ":*?\"<>|".unicodeScalars.contains(scalar) {
-                return "-"
-            }
-            return Character(scalar)
-        })
+        var name = String(
+            text.unicodeScalars.map { scalar -> Character in
+                if scalar == "/" || scalar == "\\" || scalar.properties.generalCategory == .control
+                    || ":*?\"<>|".unicodeScalars.contains(scalar)
+                {
+                    return "-"
+                }
+                return Character(scalar)
+            })
         name = name.trimmingCharacters(in: .whitespacesAndNewlines)
         while name.hasPrefix(".") { name.removeFirst() }
         if name.count > 100 { name = String(name.prefix(100)).trimmingCharacters(in: .whitespaces) }
@@ -130,10 +135,14 @@ public enum Exporter {
 
     /// Every note with every field; `history` (note id → its revisions, oldest first) when given.
     /// The files of the notes' attachments go beside it (``attachmentFiles(_:)``).
-    public static func json(_ notes: [PortableNote], history: [String: [PortableRevision]]? = nil, exportedAt: Date = Date()) -> File {
+    public static func json(
+        _ notes: [PortableNote], history: [String: [PortableRevision]]? = nil, exportedAt: Date = Date()
+    ) -> File {
         // The same pieces the server's export streams, so both write one format.
         let items = notes.sorted { $0.id < $1.id }.map { jsonNote($0, history: history?[$0.id]).jsonString }
-        return File(path: "notes.json", data: Data((jsonStart(exportedAt: exportedAt) + items.joined(separator: ",") + jsonEnd).utf8))
+        return File(
+            path: "notes.json",
+            data: Data((jsonStart(exportedAt: exportedAt) + items.joined(separator: ",") + jsonEnd).utf8))
     }
 
     /// The start of `notes.json`, before its notes (``jsonNote(_:history:)``, separated by
@@ -151,19 +160,29 @@ public enum Exporter {
             "id": .string(note.id), "title": .string(note.title), "body": .string(note.body),
             "tags": .array(note.tags.map(JSONValue.string)), "folder": note.folder.map(JSONValue.string) ?? .null,
             "pinned": .bool(note.pinned), "trashed": .bool(note.trashed),
-            "created": note.created.map { .string(timestamp($0)) } ?? .null, "updated": note.updated.map { .string(timestamp($0)) } ?? .null,
+            "created": note.created.map { .string(timestamp($0)) } ?? .null,
+            "updated": note.updated.map { .string(timestamp($0)) } ?? .null,
         ]
         if !note.attachments.isEmpty {
-            object["attachments"] = .array(note.attachments.map { attachment in
-                ["sha256": .string(attachment.sha256), "size": .int(attachment.size), "type": .string(attachment.type),
-                 "name": .string(attachment.name), "path": .string(attachmentPath(attachment))]
-            })
+            object["attachments"] = .array(
+                note.attachments.map { attachment in
+                    [
+                        "sha256": .string(attachment.sha256), "size": .int(attachment.size),
+                        "type": .string(attachment.type),
+                        "name": .string(attachment.name), "path": .string(attachmentPath(attachment)),
+                    ]
+                })
         }
         if let revisions {
-            object["history"] = .array(revisions.map { revision in
-                ["rev": .int(revision.rev), "updated": .string(revision.updated), "conflict": .bool(revision.conflict),
-                 "title": .string(revision.title), "body": .string(revision.body), "tags": .array(revision.tags.map(JSONValue.string))]
-            })
+            object["history"] = .array(
+                revisions.map { revision in
+                    [
+                        "rev": .int(revision.rev), "updated": .string(revision.updated),
+                        "conflict": .bool(revision.conflict),
+                        "title": .string(revision.title), "body": .string(revision.body),
+                        "tags": .array(revision.tags.map(JSONValue.string)),
+                    ]
+                })
         }
         return .object(object)
     }
@@ -182,7 +201,9 @@ public enum Exporter {
             try? manager.removeItem(atPath: path)
         }
         let parent = (path as NSString).deletingLastPathComponent
-        let staging = (parent.isEmpty ? "." : parent) + "/.\((path as NSString).lastPathComponent).partial-\(UUID().uuidString.prefix(8))"
+        let staging =
+            (parent.isEmpty ? "." : parent)
+            + "/.\((path as NSString).lastPathComponent).partial-\(UUID().uuidString.prefix(8))"
         defer { try? manager.removeItem(atPath: staging) }
         do {
             if path.lowercased().hasSuffix(".zip") {
@@ -190,7 +211,8 @@ public enum Exporter {
             } else {
                 for file in files {
                     let target = staging + "/" + file.path
-                    try manager.createDirectory(atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                    try manager.createDirectory(
+                        atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
                     if let source = file.source {
                         try manager.copyItem(at: source, to: URL(fileURLWithPath: target))
                     } else {

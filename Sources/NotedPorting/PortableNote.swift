@@ -82,19 +82,24 @@ public struct PortableAttachment: Sendable, Hashable {
     }
 
     static func cleanType(_ type: String?, name: String) -> String {
-        let cleaned = (type ?? "").split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        let cleaned =
+            (type ?? "").split(separator: ";", maxSplits: 1).first.map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            } ?? ""
         return AttachmentReference.isMediaType(cleaned) ? cleaned : guessType(name)
     }
 
     /// The Markdown that shows it in a body: inline for an image, a link for anything else.
     public var markdown: String {
-        let label = name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "]", with: "\\]").replacingOccurrences(of: "[", with: "\\[")
+        let label = name.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "]", with: "\\]")
+            .replacingOccurrences(of: "[", with: "\\[")
         return (type.hasPrefix("image/") ? "!" : "") + "[\(label)](attachment:\(sha256))"
     }
 
     /// The element of a note's `attachments` field for it, its name shortened to fit `limit`.
     public func reference(limit: Int) -> AttachmentReference? {
-        guard let fitted = AttachmentReference.fittedName(name, sha256: sha256, size: size, type: type, limit: limit) else { return nil }
+        guard let fitted = AttachmentReference.fittedName(name, sha256: sha256, size: size, type: type, limit: limit)
+        else { return nil }
         return AttachmentReference(sha256: sha256, size: size, type: type, name: fitted)
     }
 
@@ -102,12 +107,17 @@ public struct PortableAttachment: Sendable, Hashable {
     public static func guessType(_ name: String) -> String {
         let known = [
             "png": "image/png", "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
-            "avif": "image/avif", "bmp": "image/bmp", "heic": "image/heic", "heif": "image/heif", "svg": "image/svg+xml",
-            "pdf": "application/pdf", "txt": "text/plain", "md": "text/markdown", "csv": "text/csv", "html": "text/html",
+            "avif": "image/avif", "bmp": "image/bmp", "heic": "image/heic", "heif": "image/heif",
+            "svg": "image/svg+xml",
+            "pdf": "application/pdf", "txt": "text/plain", "md": "text/markdown", "csv": "text/csv",
+            "html": "text/html",
             "json": "application/json", "zip": "application/zip",
-            "mp3": "audio/mpeg", "m4a": "audio/mp4", "aac": "audio/aac", "ogg": "audio/ogg", "oga": "audio/ogg", "wav": "audio/wav",
-            "flac": "audio/flac", "mp4": "video/mp4", "m4v": "video/mp4", "mov": "video/quicktime", "webm": "video/webm",
-            "doc": "application/msword", "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+            "mp3": "audio/mpeg", "m4a": "audio/mp4", "aac": "audio/aac", "ogg": "audio/ogg", "oga": "audio/ogg",
+            "wav": "audio/wav",
+            "flac": "audio/flac", "mp4": "video/mp4", "m4v": "video/mp4", "mov": "video/quicktime",
+            "webm": "video/webm",
+            "doc": "application/msword",
+            "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
             "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
         ]
         return known[(name as NSString).pathExtension.lowercased()] ?? "application/octet-stream"

@@ -23,8 +23,10 @@ enum Zip {
             if let source = file.source {
                 let handle = try FileHandle(forReadingFrom: source)
                 defer { try? handle.close() }
-                let size = (try FileManager.default.attributesOfItem(atPath: source.path)[.size] as? NSNumber)?.int64Value ?? 0
-                try archive.addEntry(with: file.path, type: .file, uncompressedSize: size, compressionMethod: .none) { position, count in
+                let size =
+                    (try FileManager.default.attributesOfItem(atPath: source.path)[.size] as? NSNumber)?.int64Value ?? 0
+                try archive.addEntry(with: file.path, type: .file, uncompressedSize: size, compressionMethod: .none) {
+                    position, count in
                     try handle.seek(toOffset: UInt64(position))
                     return try handle.read(upToCount: count) ?? Data()
                 }
@@ -33,7 +35,8 @@ enum Zip {
             let data = file.data
             let text = file.path.hasSuffix(".md") || file.path.hasSuffix(".json")
             try archive.addEntry(
-                with: file.path, type: .file, uncompressedSize: Int64(data.count), compressionMethod: text ? .deflate : .none
+                with: file.path, type: .file, uncompressedSize: Int64(data.count),
+                compressionMethod: text ? .deflate : .none
             ) { position, size in
                 data.subdata(in: Int(position)..<(Int(position) + size))
             }

@@ -50,17 +50,20 @@ public struct ZipStream: Sendable {
         var body = Data()
         let crc: UInt32
         if deflate && !data.isEmpty {
-            crc = try Data.compress(size: Int64(data.count), bufferSize: 64 * 1024, provider: { position, size in
-                data.subdata(in: data.startIndex + Int(position)..<data.startIndex + Int(position) + size)
-            }, consumer: { body.append($0) })
+            crc = try Data.compress(
+                size: Int64(data.count), bufferSize: 64 * 1024,
+                provider: { position, size in
+                    data.subdata(in: data.startIndex + Int(position)..<data.startIndex + Int(position) + size)
+                }, consumer: { body.append($0) })
         } else {
             crc = data.crc32(checksum: 0)
             body = data
         }
         let method = deflate && !data.isEmpty ? Self.deflated : Self.stored
         let needs64 = UInt64(data.count) >= 0xFFFF_FFFF || UInt64(body.count) >= 0xFFFF_FFFF
-        let central = Central(path: Array(path.utf8), method: method, flags: Self.utf8Names, crc32: crc,
-                              compressedSize: UInt64(body.count), size: UInt64(data.count), offset: offset, zip64Sizes: needs64)
+        let central = Central(
+            path: Array(path.utf8), method: method, flags: Self.utf8Names, crc32: crc,
+            compressedSize: UInt64(body.count), size: UInt64(data.count), offset: offset, zip64Sizes: needs64)
         var out = localHeader(central)
         out.append(body)
         offset += UInt64(out.count)
@@ -72,8 +75,10 @@ public struct ZipStream: Sendable {
     /// `deflated`), ended by ``endEntry(crc32:compressedSize:size:)``.
     public mutating func beginEntry(_ path: String, deflated: Bool) -> Data {
         precondition(open == nil, "an entry is under way")
-        let central = Central(path: Array(path.utf8), method: deflated ? Self.deflated : Self.stored,
-                              flags: Self.utf8Names | Self.descriptorFollows, crc32: 0, compressedSize: 0, size: 0, offset: offset, zip64Sizes: true)
+        let central = Central(
+            path: Array(path.utf8), method: deflated ? Self.deflated : Self.stored,
+            flags: Self.utf8Names | Self.descriptorFollows, crc32: 0, compressedSize: 0, size: 0, offset: offset,
+            zip64Sizes: true)
         let header = localHeader(central)
         offset += UInt64(header.count)
         open = central
@@ -198,7 +203,13 @@ public struct ZipStream: Sendable {
 }
 
 extension Data {
-    fileprivate mutating func le16(_ value: UInt16) { Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) } }
-    fileprivate mutating func le32(_ value: UInt32) { Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) } }
-    fileprivate mutating func le64(_ value: UInt64) { Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) } }
+    fileprivate mutating func le16(_ value: UInt16) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+    fileprivate mutating func le32(_ value: UInt32) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+    fileprivate mutating func le64(_ value: UInt64) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
 }

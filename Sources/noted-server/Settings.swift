@@ -17,8 +17,10 @@ struct Settings: Sendable {
     /// Every setting a config file may hold (each value's type is checked as it is read).
     static let known: Set<String> = [
         "host", "port", "data", "database", "access-token-lifetime", "allowed-origins", "no-registration", "issuer",
-        "log-level", "web-root", "oauth-clients", "trusted-issuers", "auth-attempts-per-minute", "max-pushes-per-second",
-        "heartbeat-seconds", "trusted-proxies", "metrics-token", "max-sessions-per-user", "max-connections", "max-connections-per-address", "max-blobs", "quota-bytes",
+        "log-level", "web-root", "oauth-clients", "trusted-issuers", "auth-attempts-per-minute",
+        "max-pushes-per-second",
+        "heartbeat-seconds", "trusted-proxies", "metrics-token", "max-sessions-per-user", "max-connections",
+        "max-connections-per-address", "max-blobs", "quota-bytes",
         "quota-records", "max-import-bytes", "max-blob-bytes", "blob-retention-hours", "history-days", "collections",
     ]
     /// Lists whose items hold commas (an OAuth client's redirect URIs, a trusted issuer's
@@ -40,7 +42,9 @@ struct Settings: Sendable {
 
     /// The settings of `flags` (by setting name; only those given), `environment` and the
     /// config file it or `configFlag` names.
-    static func load(flags: [String: ConfigContent], configFlag: String?, environment: [String: String]) async throws -> Settings {
+    static func load(flags: [String: ConfigContent], configFlag: String?, environment: [String: String]) async throws
+        -> Settings
+    {
         // An empty variable is as good as unset (NOTED_METRICS_TOKEN= in a unit file, say).
         let environment = environment.filter { $0.key.hasPrefix("NOTED_") && !$0.value.isEmpty }
         let file = configFlag ?? environment["NOTED_CONFIG"]
@@ -54,11 +58,15 @@ struct Settings: Sendable {
                 throw ValidationError("the config file \(file) could not be read: \(error)")
             }
         }
-        let values = Dictionary(uniqueKeysWithValues: flags.map { (AbsoluteConfigKey([$0.key]), ConfigValue($0.value, isSecret: secret.contains($0.key))) })
+        let values = Dictionary(
+            uniqueKeysWithValues: flags.map {
+                (AbsoluteConfigKey([$0.key]), ConfigValue($0.value, isSecret: secret.contains($0.key)))
+            })
         func providers(separator: Character) -> [any ConfigProvider] {
             let flagProvider = InMemoryProvider(name: "flags", values: values)
             let environmentProvider = EnvironmentVariablesProvider(
-                environmentVariables: environment, secretsSpecifier: .specific(Set(secret.map { "NOTED_" + variableSuffix($0) })),
+                environmentVariables: environment,
+                secretsSpecifier: .specific(Set(secret.map { "NOTED_" + variableSuffix($0) })),
                 arraySeparator: separator
             ).prefixKeys(with: "noted")
             return [flagProvider, environmentProvider] + (fileProvider.map { [$0] } ?? [])
@@ -91,7 +99,9 @@ struct Settings: Sendable {
             throw ValidationError("the config file \(file) must hold a JSON object of settings, like {\"port\": 8080}")
         }
         if let unknown = members.keys.sorted().first(where: { !known.contains($0) }) {
-            throw ValidationError("the config file \(file) has an unknown setting \"\(unknown)\"; settings are named as the flags are: \(known.sorted().joined(separator: ", "))")
+            throw ValidationError(
+                "the config file \(file) has an unknown setting \"\(unknown)\"; settings are named as the flags are: \(known.sorted().joined(separator: ", "))"
+            )
         }
     }
 
@@ -116,16 +126,21 @@ struct Settings: Sendable {
     }
 
     func string(_ key: String) throws -> String? {
-        try checked(key, reader.string(forKey: ConfigKey([key]), isSecret: Self.secret.contains(key)), expected: "expected text")
+        try checked(
+            key, reader.string(forKey: ConfigKey([key]), isSecret: Self.secret.contains(key)), expected: "expected text"
+        )
     }
 
     func bool(_ key: String) throws -> Bool? {
-        try checked(key, reader.bool(forKey: ConfigKey([key])), expected: "expected true or false (in the environment also 1, 0, yes, no)")
+        try checked(
+            key, reader.bool(forKey: ConfigKey([key])),
+            expected: "expected true or false (in the environment also 1, 0, yes, no)")
     }
 
     func list(_ key: String) throws -> [String] {
         let reader = Self.spaceSeparated.contains(key) ? spacedReader : reader
-        let items = try checked(key, reader.stringArray(forKey: ConfigKey([key])), expected: "expected a list of text") ?? []
+        let items =
+            try checked(key, reader.stringArray(forKey: ConfigKey([key])), expected: "expected a list of text") ?? []
         return items.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
@@ -156,7 +171,11 @@ struct Settings: Sendable {
         func report(_ event: AccessEvent) {
             guard let key = event.metadata.key.components.last else { return }
             let providerFailed: Bool
-            if case .failure = event.result { providerFailed = true } else { providerFailed = event.providerResults.contains { if case .failure = $0.result { true } else { false } } }
+            if case .failure = event.result {
+                providerFailed = true
+            } else {
+                providerFailed = event.providerResults.contains { if case .failure = $0.result { true } else { false } }
+            }
             let failed = providerFailed || event.conversionError != nil
             last.withLockedValue { $0[key] = (max(0, event.providerResults.count - 1), failed) }
         }

@@ -11,7 +11,8 @@ enum ShelfSchemas {
 
     private static func load(_ name: String) -> CollectionSchema {
         guard let url = Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "collections"),
-              let data = try? Data(contentsOf: url) else {
+            let data = try? Data(contentsOf: url)
+        else {
             fatalError("shelf: the schema collections/\(name).json is missing from the build")
         }
         do {

@@ -9,7 +9,8 @@ struct Shelf: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "shelf",
         abstract: "A reading log that works offline and syncs across your devices.",
-        discussion: "Books and timed reading sessions, kept on this device and synced through a noted-server that serves shelf's collections (noted-server --collections Sources/shelf/collections).",
+        discussion:
+            "Books and timed reading sessions, kept on this device and synced through a noted-server that serves shelf's collections (noted-server --collections Sources/shelf/collections).",
         subcommands: [
             Register.self, Login.self, Add.self, List.self, SetStatus.self, Start.self, Stop.self,
             Sessions.self, Stats.self, History.self, Sync.self,
@@ -42,7 +43,9 @@ struct Options: ParsableArguments {
     var homePath: String {
         if let home, !home.isEmpty { return home }
         if let value = environment["SHELF_HOME"], !value.isEmpty { return value }
-        let base = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.local/share")
+        let base =
+            environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? ((environment["HOME"] ?? NSHomeDirectory()) + "/.local/share")
         return base + "/shelf"
     }
 
@@ -51,15 +54,20 @@ struct Options: ParsableArguments {
     var accounts: AccountDirectory { AccountDirectory(path: homePath, databaseName: "shelf.sqlite") }
 
     /// The database of the account last signed in (the home's first one before any sign-in).
-    func databasePath() throws -> String { try library { try accounts.databasePath() } }
+    func databasePath() throws -> String { try librarySync { try accounts.databasePath() } }
     var credentialsPath: String { homePath + "/credentials.json" }
 
     /// `--server`, else `NOTED_SERVER`, else the server signed in to.
     func serverURL() throws -> URL? {
-        guard let text = server ?? environment["NOTED_SERVER"].flatMap({ $0.isEmpty ? nil : $0 }) ?? (try? credentials())?.server else {
+        guard
+            let text = server ?? environment["NOTED_SERVER"].flatMap({ $0.isEmpty ? nil : $0 })
+                ?? (try? credentials())?.server
+        else {
             return nil
         }
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host != nil else {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            url.host != nil
+        else {
             throw ShelfError("the server must be an http:// or https:// URL, not \"\(text)\"")
         }
         return url
@@ -67,7 +75,8 @@ struct Options: ParsableArguments {
 
     func createHome() throws {
         do {
-            try FileManager.default.createDirectory(atPath: homePath, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: homePath, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw ShelfError("cannot create the home directory \(homePath): \(error.localizedDescription)")
         }
@@ -88,8 +97,11 @@ struct Options: ParsableArguments {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         let temporary = path + ".tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: try encoder.encode(credentials), attributes: [.posixPermissions: 0o600]),
-              rename(temporary, path) == 0 else {
+        guard
+            FileManager.default.createFile(
+                atPath: temporary, contents: try encoder.encode(credentials), attributes: [.posixPermissions: 0o600]),
+            rename(temporary, path) == 0
+        else {
             throw ShelfError("cannot write \(path)")
         }
     }
@@ -100,10 +112,12 @@ struct Options: ParsableArguments {
         let credentials = offline ? nil : try credentials()
         let server = offline ? nil : try serverURL()
         let path = credentialsPath
-        let same = credentials.map { $0.server.trimmingSuffix("/") == server?.absoluteString.trimmingSuffix("/") } ?? false
-        return try library {
-            try NotedClient(databasePath: try accounts.databasePath(), collections: ShelfSchemas.all, server: same ? server : nil,
-                            credentials: same ? credentials : nil, persist: { try Options.save($0, to: path) })
+        let same =
+            credentials.map { $0.server.trimmingSuffix("/") == server?.absoluteString.trimmingSuffix("/") } ?? false
+        return try librarySync {
+            try NotedClient(
+                databasePath: try accounts.databasePath(), collections: ShelfSchemas.all, server: same ? server : nil,
+                credentials: same ? credentials : nil, persist: { try Options.save($0, to: path) })
         }
     }
 
@@ -130,8 +144,10 @@ func library<T>(_ body: () async throws -> T) async throws -> T {
     }
 }
 
+/// ``library(_:)`` for a synchronous call (a name of its own: with one name, a trailing
+/// closure could pick either).
 @discardableResult
-func library<T>(_ body: () throws -> T) throws -> T {
+func librarySync<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
     } catch let error as NotedClientError {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import DiffMatchPatch
 
 /// The reference's diff tests: common prefix/suffix/overlap, half-match, line mode, bisect and
@@ -39,22 +40,23 @@ struct DiffTests {
         #expect(dmp.commonOverlap(text1, text2) == expected)
     }
 
-    @Test(arguments: [
-        // No match.
-        ("1234567890", "abcdef", nil),
-        ("12345", "23", nil),
-        // Single match.
-        ("1234567890", "a345678z", ["12", "90", "a", "z", "345678"]),
-        ("a345678z", "1234567890", ["a", "z", "12", "90", "345678"]),
-        ("abc56789z", "1234567890", ["abc", "z", "1234", "0", "56789"]),
-        ("a23456xyz", "1234567890", ["a", "xyz", "1", "7890", "23456"]),
-        // Multiple matches.
-        ("121231234123451234123121", "a1234123451234z", ["12123", "123121", "a", "z", "1234123451234"]),
-        ("x-=-=-=-=-=-=-=-=-=-=-=-=", "xx-=-=-=-=-=-=-=", ["", "-=-=-=-=-=", "x", "", "x-=-=-=-=-=-=-="]),
-        ("-=-=-=-=-=-=-=-=-=-=-=-=y", "-=-=-=-=-=-=-=yy", ["-=-=-=-=-=", "", "", "y", "-=-=-=-=-=-=-=y"]),
-        // Non-optimal half-match: the optimal diff would be -q+x=H-i+e=lloHe+Hu=llo-Hew+y.
-        ("qHilloHelloHew", "xHelloHeHulloy", ["qHillo", "w", "x", "Hulloy", "HelloHe"]),
-    ] as [(String, String, [String]?)])
+    @Test(
+        arguments: [
+            // No match.
+            ("1234567890", "abcdef", nil),
+            ("12345", "23", nil),
+            // Single match.
+            ("1234567890", "a345678z", ["12", "90", "a", "z", "345678"]),
+            ("a345678z", "1234567890", ["a", "z", "12", "90", "345678"]),
+            ("abc56789z", "1234567890", ["abc", "z", "1234", "0", "56789"]),
+            ("a23456xyz", "1234567890", ["a", "xyz", "1", "7890", "23456"]),
+            // Multiple matches.
+            ("121231234123451234123121", "a1234123451234z", ["12123", "123121", "a", "z", "1234123451234"]),
+            ("x-=-=-=-=-=-=-=-=-=-=-=-=", "xx-=-=-=-=-=-=-=", ["", "-=-=-=-=-=", "x", "", "x-=-=-=-=-=-=-="]),
+            ("-=-=-=-=-=-=-=-=-=-=-=-=y", "-=-=-=-=-=-=-=yy", ["-=-=-=-=-=", "", "", "y", "-=-=-=-=-=-=-=y"]),
+            // Non-optimal half-match: the optimal diff would be -q+x=H-i+e=lloHe+Hu=llo-Hew+y.
+            ("qHilloHelloHew", "xHelloHeHulloy", ["qHillo", "w", "x", "Hulloy", "HelloHe"]),
+        ] as [(String, String, [String]?)])
     func halfMatchWithTimeoutSplitsAroundLongCommonSubstring(text1: String, text2: String, expected: [String]?) {
         let dmp = DiffMatchPatch.with { $0.diffTimeout = 1 }
         #expect(dmp.halfMatch(text1, text2) == expected)
@@ -67,7 +69,10 @@ struct DiffTests {
     }
 
     @Test(arguments: [
-        ("alpha\nbeta\nalpha\n", "beta\nalpha\nbeta\n", "\u{01}\u{02}\u{01}", "\u{02}\u{01}\u{02}", ["", "alpha\n", "beta\n"]),
+        (
+            "alpha\nbeta\nalpha\n", "beta\nalpha\nbeta\n", "\u{01}\u{02}\u{01}", "\u{02}\u{01}\u{02}",
+            ["", "alpha\n", "beta\n"]
+        ),
         ("", "alpha\r\nbeta\r\n\r\n\r\n", "", "\u{01}\u{02}\u{03}\u{03}", ["", "alpha\r\n", "beta\r\n", "\r\n"]),
         ("a", "b", "\u{01}", "\u{02}", ["", "a", "b"]),
     ])
@@ -138,27 +143,36 @@ struct DiffTests {
         #expect(dmp.bisect("cat", "map", deadline: deadline) == [del("cat"), ins("map")])
     }
 
-    @Test(arguments: [
-        ("", "", []),
-        ("abc", "abc", [eq("abc")]),
-        ("abc", "ab123c", [eq("ab"), ins("123"), eq("c")]),
-        ("a123bc", "abc", [eq("a"), del("123"), eq("bc")]),
-        ("abc", "a123b456c", [eq("a"), ins("123"), eq("b"), ins("456"), eq("c")]),
-        ("a123b456c", "abc", [eq("a"), del("123"), eq("b"), del("456"), eq("c")]),
-        ("a", "b", [del("a"), ins("b")]),
-        ("Apples are a fruit.", "Bananas are also fruit.",
-         [del("Apple"), ins("Banana"), eq("s are a"), ins("lso"), eq(" fruit.")]),
-        ("ax\t", "\u{0680}x\u{0000}", [del("a"), ins("\u{0680}"), eq("x"), del("\t"), ins("\u{0000}")]),
-        // Overlaps.
-        ("1ayb2", "abxab", [del("1"), eq("a"), del("y"), eq("b"), del("2"), ins("xab")]),
-        ("abcy", "xaxcxabc", [ins("xaxcx"), eq("abc"), del("y")]),
-        ("ABCDa=bcd=efghijklmnopqrsEFGHIJKLMNOefg", "a-bcd-efghijklmnopqrs",
-         [del("ABCD"), eq("a"), del("="), ins("-"), eq("bcd"), del("="), ins("-"), eq("efghijklmnopqrs"),
-          del("EFGHIJKLMNOefg")]),
-        // Large equality.
-        ("a [[Pennsylvania]] and [[New", " and [[Pennsylvania]]",
-         [ins(" "), eq("a"), ins("nd"), eq(" [[Pennsylvania]]"), del(" and [[New")]),
-    ] as [(String, String, [Diff])])
+    @Test(
+        arguments: [
+            ("", "", []),
+            ("abc", "abc", [eq("abc")]),
+            ("abc", "ab123c", [eq("ab"), ins("123"), eq("c")]),
+            ("a123bc", "abc", [eq("a"), del("123"), eq("bc")]),
+            ("abc", "a123b456c", [eq("a"), ins("123"), eq("b"), ins("456"), eq("c")]),
+            ("a123b456c", "abc", [eq("a"), del("123"), eq("b"), del("456"), eq("c")]),
+            ("a", "b", [del("a"), ins("b")]),
+            (
+                "Apples are a fruit.", "Bananas are also fruit.",
+                [del("Apple"), ins("Banana"), eq("s are a"), ins("lso"), eq(" fruit.")]
+            ),
+            ("ax\t", "\u{0680}x\u{0000}", [del("a"), ins("\u{0680}"), eq("x"), del("\t"), ins("\u{0000}")]),
+            // Overlaps.
+            ("1ayb2", "abxab", [del("1"), eq("a"), del("y"), eq("b"), del("2"), ins("xab")]),
+            ("abcy", "xaxcxabc", [ins("xaxcx"), eq("abc"), del("y")]),
+            (
+                "ABCDa=bcd=efghijklmnopqrsEFGHIJKLMNOefg", "a-bcd-efghijklmnopqrs",
+                [
+                    del("ABCD"), eq("a"), del("="), ins("-"), eq("bcd"), del("="), ins("-"), eq("efghijklmnopqrs"),
+                    del("EFGHIJKLMNOefg"),
+                ]
+            ),
+            // Large equality.
+            (
+                "a [[Pennsylvania]] and [[New", " and [[Pennsylvania]]",
+                [ins(" "), eq("a"), ins("nd"), eq(" [[Pennsylvania]]"), del(" and [[New")]
+            ),
+        ] as [(String, String, [Diff])])
     func diffFindsTheReferenceDiff(text1: String, text2: String, expected: [Diff]) {
         for timeout in [0.0, 1.0] {
             let dmp = DiffMatchPatch.with { $0.diffTimeout = timeout }
@@ -167,8 +181,10 @@ struct DiffTests {
     }
 
     @Test func diffStopsAtTheTimeout() {
-        var text1 = "`Twas brillig, and the slithy toves\nDid gyre and gimble in the wabe:\nAll mimsy were the borogoves,\nAnd the mome raths outgrabe.\n"
-        var text2 = "I am the very model of a modern major general,\nI've information vegetable, animal, and mineral,\nI know the kings of England, and I quote the fights historical,\nFrom Marathon to Waterloo, in order categorical.\n"
+        var text1 =
+            "`Twas brillig, and the slithy toves\nDid gyre and gimble in the wabe:\nAll mimsy were the borogoves,\nAnd the mome raths outgrabe.\n"
+        var text2 =
+            "I am the very model of a modern major general,\nI've information vegetable, animal, and mineral,\nI know the kings of England, and I quote the fights historical,\nFrom Marathon to Waterloo, in order categorical.\n"
         // 1024 times longer, to be sure of a timeout.
         for _ in 0..<10 {
             text1 += text1
@@ -228,25 +244,27 @@ struct DiffTests {
         #expect(dmp.text2(Self.jumpsOverTheLazy) == "jumped over a lazy")
     }
 
-    @Test(arguments: [
-        // Translation on equality.
-        ([del("a"), ins("1234"), eq("xyz")], 2, 5),
-        // Translation on deletion.
-        ([eq("a"), del("1234"), eq("xyz")], 3, 1),
-    ] as [([Diff], Int, Int)])
+    @Test(
+        arguments: [
+            // Translation on equality.
+            ([del("a"), ins("1234"), eq("xyz")], 2, 5),
+            // Translation on deletion.
+            ([eq("a"), del("1234"), eq("xyz")], 3, 1),
+        ] as [([Diff], Int, Int)])
     func xIndexTranslatesALocationInText1ToText2(diffs: [Diff], location: Int, expected: Int) {
         #expect(dmp.xIndex(diffs, location) == expected)
     }
 
-    @Test(arguments: [
-        // Trailing equality.
-        ([del("abc"), ins("1234"), eq("xyz")], 4),
-        // Leading equality.
-        ([eq("xyz"), del("abc"), ins("1234")], 4),
-        // Middle equality.
-        ([del("abc"), eq("xyz"), ins("1234")], 7),
-        ([], 0),
-    ] as [([Diff], Int)])
+    @Test(
+        arguments: [
+            // Trailing equality.
+            ([del("abc"), ins("1234"), eq("xyz")], 4),
+            // Leading equality.
+            ([eq("xyz"), del("abc"), ins("1234")], 4),
+            // Middle equality.
+            ([del("abc"), eq("xyz"), ins("1234")], 7),
+            ([], 0),
+        ] as [([Diff], Int)])
     func levenshteinCountsEditedCodeUnits(diffs: [Diff], expected: Int) {
         #expect(dmp.levenshtein(diffs) == expected)
     }
@@ -259,6 +277,9 @@ struct DiffTests {
 
     @Test func prettyHTMLEscapesAndMarksUpTheDiffs() {
         let diffs = [eq("a\n"), del("<B>b</B>"), ins("c&d")]
-        #expect(dmp.prettyHTML(diffs) == "<span>a&para;<br></span><del style=\"background:#ffe6e6;\">&lt;B&gt;b&lt;/B&gt;</del><ins style=\"background:#e6ffe6;\">c&amp;d</ins>")
+        #expect(
+            dmp.prettyHTML(diffs)
+                == "<span>a&para;<br></span><del style=\"background:#ffe6e6;\">&lt;B&gt;b&lt;/B&gt;</del><ins style=\"background:#e6ffe6;\">c&amp;d</ins>"
+        )
     }
 }

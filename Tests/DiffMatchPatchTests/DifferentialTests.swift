@@ -2,6 +2,7 @@ import Foundation
 import NotedCore
 import TestSupport
 import Testing
+
 @testable import DiffMatchPatch
 
 /// Differential test against PyPI's pure-Python `diff-match-patch` (run by
@@ -22,7 +23,10 @@ import Testing
 ///   `patch_apply` are compared only on ASCII texts without codes 28…31.
 /// - `patch_apply` onto an edited target can place a deletion differently in Python: only the
 ///   per-hunk results are compared there, not the text.
-@Suite(.enabled("needs python3 with the diff-match-patch package (scripts/test installs it)") { await PythonPeer.isUsable() })
+@Suite(
+    .enabled("needs python3 with the diff-match-patch package (scripts/test installs it)") {
+        await PythonPeer.isUsable()
+    })
 struct DifferentialTests {
     static let cases = 300
 
@@ -69,9 +73,12 @@ struct DifferentialTests {
             let patches = dmp.patchMake(a, b)
             compare("patch_make(a, b)", dmp.patchToText(patches), peer.patchText)
             let applied = dmp.patchApply(patches, to: a)
-            compare("patch_apply on a", PythonPeer.Applied(text: applied.text, results: applied.results), peer.applySelf)
+            compare(
+                "patch_apply on a", PythonPeer.Applied(text: applied.text, results: applied.results), peer.applySelf)
             if Self.scoresAlike(request.target) {
-                compare("patch_apply results on an edited target", dmp.patchApply(patches, to: request.target).results, peer.applyTarget.results)
+                compare(
+                    "patch_apply results on an edited target", dmp.patchApply(patches, to: request.target).results,
+                    peer.applyTarget.results)
             }
         }
         // The rules above must leave enough to compare, or the test proves little.
@@ -170,7 +177,9 @@ enum PythonPeer {
         do {
             let result = try await ChildProcess.run("/usr/bin/env", ["python3", "-c", "import diff_match_patch"])
             if result.status == 0 { return true }
-            print("NOTICE: DifferentialTests skipped: python3 cannot import diff_match_patch (pip install diff-match-patch): \(result.stderr)")
+            print(
+                "NOTICE: DifferentialTests skipped: python3 cannot import diff_match_patch (pip install diff-match-patch): \(result.stderr)"
+            )
         } catch {
             print("NOTICE: DifferentialTests skipped: cannot run python3: \(error)")
         }
@@ -180,7 +189,9 @@ enum PythonPeer {
     /// Runs the driver over `cases`.
     static func run(_ cases: [Case]) async throws -> [Answer] {
         let request = try JSONEncoder().encode(["cases": cases])
-        let result = try await ChildProcess.run("/usr/bin/env", ["python3", script.path], stdin: String(decoding: request, as: UTF8.self), timeout: .seconds(600))
+        let result = try await ChildProcess.run(
+            "/usr/bin/env", ["python3", script.path], stdin: String(decoding: request, as: UTF8.self),
+            timeout: .seconds(600))
         guard result.status == 0 else {
             throw Failure(description: "\(script.lastPathComponent) exited with \(result.status): \(result.stderr)")
         }

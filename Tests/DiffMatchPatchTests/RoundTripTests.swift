@@ -1,6 +1,7 @@
 import NotedCore
 import TestSupport
 import Testing
+
 @testable import DiffMatchPatch
 
 /// Seeded randomised round trips: `patchApply(patchMake(a, b), a) == b` with every hunk
@@ -17,7 +18,9 @@ struct RoundTripTests {
             let maxLength = random.chance(1, in: 10) ? 2000 : 200
             let (a, b) = RandomText.pair(kind, maxLength: maxLength, using: &random)
             let problems = roundTripProblems(dmp, a, b)
-            #expect(problems.isEmpty, "\(TestSeed.replay) \(kind) round \(round): \(a.debugDescription) → \(b.debugDescription): \(problems)")
+            #expect(
+                problems.isEmpty,
+                "\(TestSeed.replay) \(kind) round \(round): \(a.debugDescription) → \(b.debugDescription): \(problems)")
         }
     }
 
@@ -33,7 +36,8 @@ struct RoundTripTests {
             let patches = dmp.patchMake(a, b)
             let before = dmp.patchToText(patches)
             let result = dmp.patchApply(patches, to: target)
-            let context = "\(TestSeed.replay) \(kind) round \(round): \(a.debugDescription) → \(b.debugDescription) on \(target.debugDescription)"
+            let context =
+                "\(TestSeed.replay) \(kind) round \(round): \(a.debugDescription) → \(b.debugDescription) on \(target.debugDescription)"
             #expect(!result.text.contains(replacementCharacter), "\(context)")
             #expect(result.results.count >= patches.count, "\(context)")
             #expect(dmp.patchToText(patches) == before, "\(context)")
@@ -52,7 +56,10 @@ struct RoundTripTests {
                 b = RandomText.edit(b, kind, using: &random)
             }
             let problems = roundTripProblems(dmp, a, b)
-            #expect(problems.isEmpty, "\(TestSeed.replay) \(kind) round \(round) (\(a.utf16.count) and \(b.utf16.count) units): \(problems.prefix(5))")
+            #expect(
+                problems.isEmpty,
+                "\(TestSeed.replay) \(kind) round \(round) (\(a.utf16.count) and \(b.utf16.count) units): \(problems.prefix(5))"
+            )
         }
     }
 }

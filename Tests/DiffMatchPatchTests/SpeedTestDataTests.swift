@@ -17,7 +17,8 @@ struct SpeedTestDataTests {
     }()
 
     static let available: Bool = {
-        let present = FileManager.default.fileExists(atPath: dataDirectory.appendingPathComponent("speedtest1.txt").path)
+        let present = FileManager.default.fileExists(
+            atPath: dataDirectory.appendingPathComponent("speedtest1.txt").path)
         if !present {
             print("SpeedTestDataTests: NOTICE: \(dataDirectory.path) not found: skipped")
         }

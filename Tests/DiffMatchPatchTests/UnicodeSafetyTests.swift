@@ -1,4 +1,5 @@
 import Testing
+
 @testable import DiffMatchPatch
 
 /// Emoji and other astral characters at the edges of diffs and hunks: no output ever splits a
@@ -36,8 +37,14 @@ struct UnicodeSafetyTests {
         ("x😀abcd", "y😀abcd"),
         ("abcd😀x", "abcd😀y"),
         ("a😀😀😀x😀😀😀a", "a😀😀😀y😀😀😀a"),
-        (String(repeating: "😀", count: 40), String(repeating: "😀", count: 20) + "😁" + String(repeating: "😀", count: 19)),
-        (String(repeating: "a😀", count: 30), String(repeating: "a😀", count: 15) + "b😁" + String(repeating: "a😀", count: 14)),
+        (
+            String(repeating: "😀", count: 40),
+            String(repeating: "😀", count: 20) + "😁" + String(repeating: "😀", count: 19)
+        ),
+        (
+            String(repeating: "a😀", count: 30),
+            String(repeating: "a😀", count: 15) + "b😁" + String(repeating: "a😀", count: 14)
+        ),
     ]
 
     @Test(arguments: edgePairs)
@@ -69,7 +76,10 @@ struct UnicodeSafetyTests {
                         (left + astral + "x" + astral + right, left + astral + "y" + astral + right),
                         (left + astral + right, left + right),
                         (left + right, left + astral + right),
-                        (astral + left + astral + "x" + astral + right + astral, astral + left + astral + astral + right + astral),
+                        (
+                            astral + left + astral + "x" + astral + right + astral,
+                            astral + left + astral + astral + right + astral
+                        ),
                     ] {
                         let problems = roundTripProblems(dmp, text1, text2)
                         #expect(problems.isEmpty, "\(text1.debugDescription) → \(text2.debugDescription): \(problems)")
@@ -104,7 +114,9 @@ struct UnicodeSafetyTests {
             let text = dmp.patchToText(patches)
             #expect(escapedSurrogateProblems(text).isEmpty, "offset \(offset): \(text)")
             for patch in patches {
-                #expect(!patch.diffs.contains { $0.text.contains(replacementCharacter) }, "offset \(offset): \(patch.diffs)")
+                #expect(
+                    !patch.diffs.contains { $0.text.contains(replacementCharacter) }, "offset \(offset): \(patch.diffs)"
+                )
             }
             #expect(dmp.patchApply(patches, to: text1).text == text2, "offset \(offset)")
         }

@@ -22,21 +22,26 @@ public enum LiveNode {
     /// The test servers' logger: critical only, unless NOTED_TEST_LOG_LEVEL says otherwise.
     public static func logger(_ label: String = "noted-test") -> Logger {
         var logger = Logger(label: label)
-        logger.logLevel = ProcessInfo.processInfo.environment["NOTED_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        logger.logLevel =
+            ProcessInfo.processInfo.environment["NOTED_TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
+            ?? .critical
         return logger
     }
 
     /// Runs `body` with a live server of `configuration`; the server shuts down gracefully when
     /// it returns or throws.
     public static func run<T: Sendable>(
-        _ configuration: ServerConfiguration, logger: Logger? = nil, _ body: @Sendable (any TestClientProtocol) async throws -> T
+        _ configuration: ServerConfiguration, logger: Logger? = nil,
+        _ body: @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
         let app = try await buildApplication(configuration, logger: logger ?? Self.logger())
         return try await run(app, body)
     }
 
     /// Runs `body` with `app` live; it shuts down gracefully afterwards.
-    public static func run<T: Sendable>(_ app: some ApplicationProtocol, _ body: @Sendable (any TestClientProtocol) async throws -> T) async throws -> T {
+    public static func run<T: Sendable>(
+        _ app: some ApplicationProtocol, _ body: @Sendable (any TestClientProtocol) async throws -> T
+    ) async throws -> T {
         try await app.test(.live) { client in
             try await settle(client)
             return try await body(client)

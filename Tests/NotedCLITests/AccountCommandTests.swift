@@ -1,7 +1,7 @@
 import Foundation
 import NotedCore
-import Testing
 import TestSupport
+import Testing
 
 /// `noted account …` as a user types it, with the real `noted-server` and `noted` processes:
 /// changing the password signs out the other devices, a device is listed and signed out, and
@@ -31,8 +31,11 @@ import TestSupport
             #expect(devices.filter { $0["current"] == true }.count == 1)
 
             // The password: both lines on standard input; a wrong current one changes nothing.
-            #expect(try await failure(laptop, "account", "password", stdin: "wrong one here\nsomething new 1\n").contains("password is not right"))
-            #expect(try await failure(laptop, "account", "password", stdin: Self.password + "\n").contains("one per line"))
+            #expect(
+                try await failure(laptop, "account", "password", stdin: "wrong one here\nsomething new 1\n").contains(
+                    "password is not right"))
+            #expect(
+                try await failure(laptop, "account", "password", stdin: Self.password + "\n").contains("one per line"))
             let changed = try await laptop.noted("account", "password", stdin: Self.password + "\nsomething new 1\n")
             #expect(changed == "password changed; 1 other device(s) signed out")
             #expect(try await failure(phone, "sync").contains("sign-in has ended"), "the phone's sign-in ended")
@@ -53,12 +56,17 @@ import TestSupport
 
             // Delete: refused without --yes or with a wrong password, then done.
             #expect(try await failure(laptop, "account", "delete", stdin: "something new 1\n").contains("--yes"))
-            #expect(try await failure(laptop, "account", "delete", "--yes", stdin: "not it at all\n").contains("password is not right"))
-            #expect(try await laptop.noted("account", "delete", "--yes", stdin: "something new 1\n") == "account deleted")
+            #expect(
+                try await failure(laptop, "account", "delete", "--yes", stdin: "not it at all\n").contains(
+                    "password is not right"))
+            #expect(
+                try await laptop.noted("account", "delete", "--yes", stdin: "something new 1\n") == "account deleted")
             #expect(try await failure(laptop, "whoami").contains("not signed in"))
             #expect(try await laptop.notes().isEmpty, "this home's copy is gone too")
             #expect(try await failure(phone, "sync").contains("sign-in has ended"), "the other device is signed out")
-            #expect(try await failure(phone, "login", "--username", "dana", "--password-stdin", stdin: "something new 1\n").contains("wrong username or password"))
+            #expect(
+                try await failure(phone, "login", "--username", "dana", "--password-stdin", stdin: "something new 1\n")
+                    .contains("wrong username or password"))
 
             // The username is free again, and the new account starts empty.
             try await laptop.noted("register", "--username", "dana", "--password-stdin", stdin: "a brand new one\n")

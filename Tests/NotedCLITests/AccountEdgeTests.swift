@@ -1,6 +1,6 @@
 import Foundation
-import TestSupport
 import NotedCore
+import TestSupport
 import Testing
 
 /// Nothing lost at the edges (issue 21), with the real `noted-server` and `noted` processes:
@@ -23,12 +23,16 @@ import Testing
             // account, plus the index file.)
             try FileManager.default.removeItem(atPath: dir + "/home/accounts.json")
 
-            #expect(try await home.noted("register", "--username", "bob", "--password-stdin", stdin: Self.password).contains("bob"))
+            #expect(
+                try await home.noted("register", "--username", "bob", "--password-stdin", stdin: Self.password)
+                    .contains("bob"))
             #expect(try await home.notes().isEmpty, "bob sees none of alice's notes")
             let bobs = try await home.noted("new", "--title", "Bob's note", "--body", "b")
             try await home.noted("sync")
 
-            #expect(try await home.noted("login", "--username", "alice", "--password-stdin", stdin: Self.password).contains("alice"))
+            #expect(
+                try await home.noted("login", "--username", "alice", "--password-stdin", stdin: Self.password).contains(
+                    "alice"))
             let alice = try await home.notes()
             #expect(Set(alice.keys) == [synced, offline])
             #expect(alice[offline]?["pending"] == true, "still waiting to be sent")
@@ -106,7 +110,9 @@ import Testing
             try await a.noted("sync")
             let sync = try await run("noted", ["--home", b.path, "--server", server.url, "sync"])
             #expect(sync.status != 0)
-            #expect(sync.stderr.contains("refused 2 note(s)") && sync.stderr.contains("Big one") && sync.stderr.contains("too_large"), "\(sync.stderr)")
+            #expect(
+                sync.stderr.contains("refused 2 note(s)") && sync.stderr.contains("Big one")
+                    && sync.stderr.contains("too_large"), "\(sync.stderr)")
 
             // Each command is a new process: the mark is stored, and shown in list and show.
             let notes = try await b.notes()

@@ -1,6 +1,6 @@
 import Foundation
-import TestSupport
 import NotedCore
+import TestSupport
 import Testing
 
 /// The real `noted-server` and `noted` executables as processes: two homes of one user.
@@ -11,7 +11,8 @@ import Testing
             defer { server.stop() }
             let a = Home(path: dir + "/a", server: server.url)
             let b = Home(path: dir + "/b", server: server.url)
-            try await a.noted("register", "--username", "first-pull", "--password-stdin", stdin: "correct horse battery\n")
+            try await a.noted(
+                "register", "--username", "first-pull", "--password-stdin", stdin: "correct horse battery\n")
             for i in 0..<3 { try await a.noted("new", "--offline", "--title", "Note \(i)", "--body", "body \(i)") }
             try await a.noted("sync")
             // Before, `noted list` on a second device showed nothing until `noted sync`.
@@ -31,7 +32,8 @@ import Testing
             let port = server.port
             let a = Home(path: dir + "/a", server: server.url)
             let b = Home(path: dir + "/b", server: server.url)
-            try await a.noted("register", "--username", "e2e-user", "--password-stdin", stdin: "correct horse battery\n")
+            try await a.noted(
+                "register", "--username", "e2e-user", "--password-stdin", stdin: "correct horse battery\n")
             try await b.noted("login", "--username", "e2e-user", "--password-stdin", stdin: "correct horse battery\n")
             #expect(try await b.noted("whoami").contains("e2e-user"))
             let shared = try await a.noted("new", "--title", "Shared", "--body", "one\ntwo\nthree", "--tag", "t1")
@@ -75,8 +77,10 @@ import Testing
             defer { server.stop() }
             let a = Home(path: dir + "/a", server: server.url)
             let b = Home(path: dir + "/b", server: server.url)
-            try await a.noted("register", "--username", "e2e-overlap", "--password-stdin", stdin: "correct horse battery\n")
-            try await b.noted("login", "--username", "e2e-overlap", "--password-stdin", stdin: "correct horse battery\n")
+            try await a.noted(
+                "register", "--username", "e2e-overlap", "--password-stdin", stdin: "correct horse battery\n")
+            try await b.noted(
+                "login", "--username", "e2e-overlap", "--password-stdin", stdin: "correct horse battery\n")
             let id = try await a.noted("new", "--title", "T", "--body", "the quick brown fox")
             try await b.noted("sync")
             try await a.noted("edit", id, "--body", "the slow brown fox", "--offline")
@@ -94,7 +98,10 @@ import Testing
             #expect(listing.first == "Today" || listing.first == "Yesterday", "\(listing)")
             let entries = listing.filter { $0.hasPrefix("  ") }
             #expect(entries.count == history.count, "\(listing)")
-            #expect(entries.allSatisfy { $0.range(of: #"^  \d\d:\d\d  rev \d+  \d+ B"#, options: .regularExpression) != nil }, "\(listing)")
+            #expect(
+                entries.allSatisfy {
+                    $0.range(of: #"^  \d\d:\d\d  rev \d+  \d+ B"#, options: .regularExpression) != nil
+                }, "\(listing)")
             let listedRevs = entries.compactMap { $0.split(separator: " ").dropFirst(2).first.flatMap { Int64($0) } }
             #expect(listedRevs.first == history.compactMap { $0["rev"]?.intValue }.max(), "\(listing)")
             // Whatever the merge kept, both edits are in the history (a revision or a conflict revision).
@@ -124,14 +131,16 @@ import Testing
             }
             let a = Home(path: dir + "/a", server: server.url)
             let b = Home(path: dir + "/b", server: server.url)
-            try await a.noted("register", "--username", "e2e-kill", "--password-stdin", stdin: "correct horse battery\n")
+            try await a.noted(
+                "register", "--username", "e2e-kill", "--password-stdin", stdin: "correct horse battery\n")
             try await b.noted("login", "--username", "e2e-kill", "--password-stdin", stdin: "correct horse battery\n")
             let id = try await a.noted("new", "--title", "K", "--body", "start")
             try await a.noted("edit", id, "--append", "appended once", "--no-sync")
             // The server stops answering: the change goes out, no ack comes back.
             server.signal(SIGSTOP)
             let process = try await RunningChild.start(
-                binDirectory.appendingPathComponent("noted").path, ["--home", a.path, "--server", server.url, "sync", "--timeout", "60"])
+                binDirectory.appendingPathComponent("noted").path,
+                ["--home", a.path, "--server", server.url, "sync", "--timeout", "60"])
             try await Task.sleep(for: .seconds(1))
             process.signal(SIGKILL)
             await process.exited()
@@ -152,9 +161,11 @@ import Testing
             defer { server.stop() }
             let a = Home(path: dir + "/a", server: server.url)
             let b = Home(path: dir + "/b", server: server.url)
-            try await a.noted("register", "--username", "e2e-watch", "--password-stdin", stdin: "correct horse battery\n")
+            try await a.noted(
+                "register", "--username", "e2e-watch", "--password-stdin", stdin: "correct horse battery\n")
             try await b.noted("login", "--username", "e2e-watch", "--password-stdin", stdin: "correct horse battery\n")
-            let watch = try await RunningChild.start(binDirectory.appendingPathComponent("noted").path, ["--home", a.path, "--server", server.url, "watch"])
+            let watch = try await RunningChild.start(
+                binDirectory.appendingPathComponent("noted").path, ["--home", a.path, "--server", server.url, "watch"])
             defer { watch.signal(SIGTERM) }
             let lines = watch.lines
             var iterator = lines.makeAsyncIterator()
@@ -189,22 +200,29 @@ import Testing
 
     @Test func editWithoutOptionsOpensTheEditorAndSavesTitleAndBody() async throws {
         try await withTemporaryDirectory { dir in
-            let created = try await run("noted", ["--home", dir, "new", "--title", "old title", "--body", "old body\nsecond line"])
+            let created = try await run(
+                "noted", ["--home", dir, "new", "--title", "old title", "--body", "old body\nsecond line"])
             let id = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            let edited = try await run("noted", ["--home", dir, "edit", String(id.prefix(5))], environment: ["EDITOR": "sed -i -e s/old/new/g", "VISUAL": ""])
+            let edited = try await run(
+                "noted", ["--home", dir, "edit", String(id.prefix(5))],
+                environment: ["EDITOR": "sed -i -e s/old/new/g", "VISUAL": ""])
             #expect(edited.status == 0, "\(edited.stderr)")
             let shown = try JSONValue.parse(try await run("noted", ["--home", dir, "show", id, "--json"]).stdout)
             #expect(shown["title"] == "new title")
             #expect(shown["body"] == "new body\nsecond line")
-            let failing = try await run("noted", ["--home", dir, "edit", id], environment: ["EDITOR": "false", "VISUAL": ""])
+            let failing = try await run(
+                "noted", ["--home", dir, "edit", id], environment: ["EDITOR": "false", "VISUAL": ""])
             #expect(failing.status != 0)
-            #expect(try JSONValue.parse(try await run("noted", ["--home", dir, "show", id, "--json"]).stdout)["title"] == "new title")
+            #expect(
+                try JSONValue.parse(try await run("noted", ["--home", dir, "show", id, "--json"]).stdout)["title"]
+                    == "new title")
         }
     }
 
     @Test func tagPlusAndMinusArguments() async throws {
         try await withTemporaryDirectory { dir in
-            let id = try await run("noted", ["--home", dir, "new", "--tag", "a", "--tag", "b"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let id = try await run("noted", ["--home", dir, "new", "--tag", "a", "--tag", "b"]).stdout
+                .trimmingCharacters(in: .whitespacesAndNewlines)
             #expect(try await run("noted", ["--home", dir, "tag", id, "+c", "-a"]).status == 0)
             let shown = try JSONValue.parse(try await run("noted", ["--home", dir, "show", id, "--json"]).stdout)
             #expect(shown["tags"] == ["b", "c"])
@@ -218,8 +236,10 @@ import Testing
             let port = server.port
             let a = Home(path: dir + "/a", server: server.url)
             let b = Home(path: dir + "/b", server: server.url)
-            try await a.noted("register", "--username", "e2e-restart", "--password-stdin", stdin: "correct horse battery\n")
-            try await b.noted("login", "--username", "e2e-restart", "--password-stdin", stdin: "correct horse battery\n")
+            try await a.noted(
+                "register", "--username", "e2e-restart", "--password-stdin", stdin: "correct horse battery\n")
+            try await b.noted(
+                "login", "--username", "e2e-restart", "--password-stdin", stdin: "correct horse battery\n")
             let watch = try await LineReader(["--home", a.path, "--server", server.url, "watch"])
             defer { watch.stop() }
             try await watch.waitFor("[synced]")

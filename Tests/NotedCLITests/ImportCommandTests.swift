@@ -1,8 +1,8 @@
 import Foundation
 import NotedClient
 import NotedCore
-import Testing
 import TestSupport
+import Testing
 
 /// `noted import` as a user runs it (issue 16): offline into this device's copy, synced like
 /// any edit, safe to repeat, a dry run writing nothing, and Noted's own export read back.
@@ -14,7 +14,9 @@ import TestSupport
             let server = try await ServerProcess(directory: dir + "/server")
             defer { server.stop() }
             let old = Home(path: dir + "/old", server: server.url)
-            let groceriesID = try await old.noted("new", "--offline", "--title", "Groceries 🛒", "--body=- [ ] milk\n\n- [x] eggs\n", "--tag", "home", "--folder", "Home/Lists", "--pin")
+            let groceriesID = try await old.noted(
+                "new", "--offline", "--title", "Groceries 🛒", "--body=- [ ] milk\n\n- [x] eggs\n", "--tag", "home",
+                "--folder", "Home/Lists", "--pin")
             // A file attached: it goes into the export and comes back with the note.
             let photo = Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 * 7 + 3) })
             try photo.write(to: URL(fileURLWithPath: dir + "/shelf photo.jpg"))
@@ -31,7 +33,9 @@ import TestSupport
             #expect(dry["imported"] == 3 && dry["dryRun"] == true && dry["format"] == "markdown")
             #expect(try await new.notes().isEmpty, "a dry run writes nothing")
 
-            #expect(try await new.noted("import", dir + "/export.zip") == "imported 3 new note(s) from markdown, updated 0, 0 unchanged, 0 skipped")
+            #expect(
+                try await new.noted("import", dir + "/export.zip")
+                    == "imported 3 new note(s) from markdown, updated 0, 0 unchanged, 0 skipped")
             let after = try await new.notes(trashed: false).merging(try await new.notes(trashed: true)) { a, _ in a }
             func content(_ notes: [String: JSONValue]) -> [String: [String: JSONValue]] {
                 notes.mapValues { note in
@@ -52,7 +56,9 @@ import TestSupport
             #expect(live.count == 2 && inTrash.count == 1)
             let fetched = dir + "/fetched.jpg"
             try await other.noted("fetch", groceriesID, "shelf photo.jpg", "-o", fetched)
-            #expect(FileManager.default.contents(atPath: fetched) == photo, "the attachment's bytes after export, import and sync")
+            #expect(
+                FileManager.default.contents(atPath: fetched) == photo,
+                "the attachment's bytes after export, import and sync")
 
             // Again: nothing new, nothing changed. A note edited since keeps its edit: the export's
             // version is added beside it, once; --replace overwrites it instead.
@@ -61,8 +67,10 @@ import TestSupport
             let groceries = try #require(before.first { $0.value["title"] == "Groceries 🛒" }?.key)
             try await new.noted("edit", groceries, "--append", "bread")
             let edited = try #require(try await new.notes()[groceries]?["body"]?.stringValue)
-            #expect(try await new.noted("import", "--dry-run", dir + "/export.zip").hasSuffix(
-                "would add 1 as new note(s) beside notes here with other content (--replace overwrites them instead)"))
+            #expect(
+                try await new.noted("import", "--dry-run", dir + "/export.zip").hasSuffix(
+                    "would add 1 as new note(s) beside notes here with other content (--replace overwrites them instead)"
+                ))
             let copied = try JSONValue.parse(try await new.noted("--json", "import", dir + "/export.zip"))
             #expect(copied["copied"] == 1 && copied["updated"] == 0 && copied["unchanged"] == 2, "\(copied)")
             var here = try await new.notes()
@@ -70,7 +78,8 @@ import TestSupport
             #expect(here.values.filter { $0["title"] == "Groceries 🛒" }.count == 2)
             let copyAgain = try JSONValue.parse(try await new.noted("--json", "import", dir + "/export.zip"))
             #expect(copyAgain["copied"] == 0 && copyAgain["unchanged"] == 3, "the copy is made once: \(copyAgain)")
-            let replaced = try JSONValue.parse(try await new.noted("--json", "import", "--replace", dir + "/export.zip"))
+            let replaced = try JSONValue.parse(
+                try await new.noted("--json", "import", "--replace", dir + "/export.zip"))
             #expect(replaced["updated"] == 1 && replaced["copied"] == 0 && replaced["unchanged"] == 2, "\(replaced)")
             here = try await new.notes()
             #expect(here.count == 3 && here[groceries]?["body"] == before[groceries]?["body"])
@@ -86,7 +95,9 @@ import TestSupport
             try Data("{\"activeNotes\": [ {\"id\": 1,, } ]}".utf8).write(to: URL(fileURLWithPath: dir + "/notes.json"))
             let broken = try await run("noted", ["--home", new.path, "--offline", "import", dir + "/notes.json"])
             #expect(broken.status != 0)
-            #expect(broken.stderr.contains("notes.json: line 1, column") && broken.stderr.contains("not valid JSON"), "\(broken.stderr)")
+            #expect(
+                broken.stderr.contains("notes.json: line 1, column") && broken.stderr.contains("not valid JSON"),
+                "\(broken.stderr)")
             let missing = try await run("noted", ["--home", new.path, "--offline", "import", dir + "/nothing-here"])
             #expect(missing.status != 0 && missing.stderr.contains("no such file or folder"))
         }
@@ -115,8 +126,11 @@ import TestSupport
             }
             let byUpdate = try await listed(home)
             #expect(byUpdate.map { $0["title"] } == ["Oldest written", "Newest written"])
-            #expect(byUpdate.first?["createdAt"] == "2015-03-01T10:00:00.123Z" && byUpdate.first?["updatedAt"] == "2024-06-01T08:30:00.000Z")
-            #expect(try await listed(home, "--sort", "created").map { $0["title"] } == ["Newest written", "Oldest written"])
+            #expect(
+                byUpdate.first?["createdAt"] == "2015-03-01T10:00:00.123Z"
+                    && byUpdate.first?["updatedAt"] == "2024-06-01T08:30:00.000Z")
+            #expect(
+                try await listed(home, "--sort", "created").map { $0["title"] } == ["Newest written", "Oldest written"])
 
             // Another device of the account gets the same dates from the server.
             let other = Home(path: dir + "/other", server: server.url)
@@ -144,13 +158,18 @@ import TestSupport
         try await withTemporaryDirectory { dir in
             let server = try await ServerProcess(directory: dir + "/server")
             defer { server.stop() }
-            let paragraph = String(String(repeating: "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", count: 36).prefix(2_000))
+            let paragraph = String(
+                String(repeating: "Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", count: 36).prefix(2_000))
             let notes: [JSONValue] = (0..<10_000).map { index in
-                ["id": .string("sn-\(index)"), "content": .string("Note \(index)\n\(paragraph)"), "creationDate": "2024-01-05T10:11:12.345Z",
-                 "lastModified": "2024-02-01T00:00:00.000Z", "tags": .array([.string("t\(index % 7)")])]
+                [
+                    "id": .string("sn-\(index)"), "content": .string("Note \(index)\n\(paragraph)"),
+                    "creationDate": "2024-01-05T10:11:12.345Z",
+                    "lastModified": "2024-02-01T00:00:00.000Z", "tags": .array([.string("t\(index % 7)")]),
+                ]
             }
             let export: JSONValue = ["activeNotes": .array(notes), "trashedNotes": []]
-            try FileManager.default.createDirectory(atPath: dir + "/simplenote/source", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: dir + "/simplenote/source", withIntermediateDirectories: true)
             try Data(export.jsonString.utf8).write(to: URL(fileURLWithPath: dir + "/simplenote/source/notes.json"))
             let home = Home(path: dir + "/home", server: server.url)
             try await home.noted("register", "--username", "bulk", "--password-stdin", stdin: Self.password)
@@ -159,7 +178,9 @@ import TestSupport
             let imported = ContinuousClock.now - started
             #expect(summary["imported"] == 10_000 && summary["format"] == "simplenote")
             try await home.noted("sync", "--timeout", "120")
-            print("import of a 10,000-note Simplenote export: \(imported); with the sync to the server: \(ContinuousClock.now - started)")
+            print(
+                "import of a 10,000-note Simplenote export: \(imported); with the sync to the server: \(ContinuousClock.now - started)"
+            )
             let status = try JSONValue.parse(try await home.noted("--json", "status"))
             #expect(status["pending"] == 0, "\(status)")
         }

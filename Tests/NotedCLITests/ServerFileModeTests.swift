@@ -11,7 +11,9 @@ import Testing
     func checkPrivate(_ directory: String) throws {
         #expect(try mode(directory) == 0o700, "\(directory)")
         let names = try FileManager.default.contentsOfDirectory(atPath: directory)
-        #expect(names.contains("noted.sqlite") && names.contains("noted.sqlite-wal") && names.contains("noted.sqlite-shm"), "\(names)")
+        #expect(
+            names.contains("noted.sqlite") && names.contains("noted.sqlite-wal") && names.contains("noted.sqlite-shm"),
+            "\(names)")
         for name in names {
             #expect(try mode(directory + "/" + name) == 0o600, "\(name)")
         }
@@ -22,7 +24,8 @@ import Testing
             let server = try await ServerProcess(directory: dir + "/data")
             defer { server.stop() }
             let home = Home(path: dir + "/home", server: server.url)
-            try await home.noted("register", "--username", "modes", "--password-stdin", stdin: "correct horse battery\n")
+            try await home.noted(
+                "register", "--username", "modes", "--password-stdin", stdin: "correct horse battery\n")
             try await home.noted("new", "--title", "secret")
             try checkPrivate(dir + "/data")
         }
@@ -33,11 +36,14 @@ import Testing
             // What an earlier version left: a 0755 directory and 0644 files.
             var server = try await ServerProcess(directory: dir + "/data")
             let home = Home(path: dir + "/home", server: server.url)
-            try await home.noted("register", "--username", "modes", "--password-stdin", stdin: "correct horse battery\n")
+            try await home.noted(
+                "register", "--username", "modes", "--password-stdin", stdin: "correct horse battery\n")
             let id = try await home.noted("new", "--title", "kept")
             await server.stopAndWait()
             chmod(dir + "/data", 0o755)
-            for name in try FileManager.default.contentsOfDirectory(atPath: dir + "/data") { chmod(dir + "/data/" + name, 0o644) }
+            for name in try FileManager.default.contentsOfDirectory(atPath: dir + "/data") {
+                chmod(dir + "/data/" + name, 0o644)
+            }
 
             server = try await ServerProcess(directory: dir + "/data", port: server.port)
             defer { server.stop() }

@@ -8,7 +8,8 @@ import Testing
 /// together they took the CPU the in-process server suites' timeouts need.
 @Suite(.serialized) struct ShelfTests {
     /// shelf's schema files, as shipped (Sources/shelf/collections).
-    static let collections = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let collections = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
         .appendingPathComponent("Sources/shelf/collections").path
 
     struct ShelfHome {
@@ -22,13 +23,18 @@ import Testing
                 #expect(result.status != 0, "shelf \(arguments) should have failed")
                 return result.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
             }
-            guard result.status == 0 else { throw E2EFailure("shelf \(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)") }
+            guard result.status == 0 else {
+                throw E2EFailure("shelf \(arguments.joined(separator: " ")) exited \(result.status): \(result.stderr)")
+            }
             return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
         func json(_ arguments: String...) async throws -> JSONValue {
             let result = try await run("shelf", ["--home", path, "--server", server, "--json"] + arguments)
-            guard result.status == 0 else { throw E2EFailure("shelf \(arguments.joined(separator: " ")) --json exited \(result.status): \(result.stderr)") }
+            guard result.status == 0 else {
+                throw E2EFailure(
+                    "shelf \(arguments.joined(separator: " ")) --json exited \(result.status): \(result.stderr)")
+            }
             return try JSONValue.parse(result.stdout)
         }
 
@@ -46,15 +52,18 @@ import Testing
 
     func withShelves(_ body: (ShelfHome, ShelfHome) async throws -> Void) async throws {
         try await withTemporaryDirectory { dir in
-            let server = try await ServerProcess(directory: dir + "/server", arguments: ["--collections", Self.collections])
+            let server = try await ServerProcess(
+                directory: dir + "/server", arguments: ["--collections", Self.collections])
             defer { server.stop() }
             let a = ShelfHome(path: dir + "/a", server: server.url)
             let b = ShelfHome(path: dir + "/b", server: server.url)
             let user = "reader-" + UUID().uuidString.prefix(8).lowercased()
             try await a.shelf("register", "--username", user, "--password-stdin", stdin: "correct horse battery\n")
             // --json works on every command, sign-in included.
-            let login = try await run("shelf", ["--home", b.path, "--server", b.server, "--json", "login", "--username", user, "--password-stdin"],
-                                      stdin: "correct horse battery\n")
+            let login = try await run(
+                "shelf",
+                ["--home", b.path, "--server", b.server, "--json", "login", "--username", user, "--password-stdin"],
+                stdin: "correct horse battery\n")
             #expect(login.status == 0)
             let signedIn = try JSONValue.parse(login.stdout)
             #expect(signedIn["username"] == .string(user) && signedIn["user"]?.stringValue?.isEmpty == false)
@@ -67,7 +76,9 @@ import Testing
         try await withShelves { a, b in
             let dune = try await a.shelf("--offline", "add", "Dune", "--author", "Frank Herbert", "--folder", "sf")
             let emma = try await b.shelf("--offline", "add", "Emma", "--author", "Jane Austen", "--status", "reading")
-            try await b.shelf("--offline", "add", "Middlemarch", "--author", "George Eliot", "--status", "finished", "--folder", "classics")
+            try await b.shelf(
+                "--offline", "add", "Middlemarch", "--author", "George Eliot", "--status", "finished", "--folder",
+                "classics")
             #expect(try await a.books().count == 1)
             #expect(try await a.json("list").arrayValue?.first?["pending"] == true)
             for _ in 0..<2 {
@@ -135,11 +146,14 @@ import Testing
             let home = ShelfHome(path: dir + "/home", server: "http://127.0.0.1:9")
             let book = try await home.shelf("--offline", "add", "Dune", "--author", "Frank Herbert")
             #expect(try await home.shelf("--offline", "status", book, "lost", expectFailure: true).contains("lost"))
-            #expect(try await home.shelf("--offline", "status", "zz", "finished", expectFailure: true).contains("not a book id"))
+            #expect(
+                try await home.shelf("--offline", "status", "zz", "finished", expectFailure: true).contains(
+                    "not a book id"))
             #expect(try await home.shelf("--offline", "stop", "--pages", "-3", expectFailure: true).contains("--pages"))
             #expect(try await home.shelf("--offline", "history", book, expectFailure: true).contains("shelf login"))
             #expect(try await home.shelf("--offline", "sync", expectFailure: true).contains("--offline"))
-            #expect(try await home.shelf("--offline", "add", " ", "--author", "x", expectFailure: true).contains("title"))
+            #expect(
+                try await home.shelf("--offline", "add", " ", "--author", "x", expectFailure: true).contains("title"))
             #expect(try await home.books().count == 1)
             #expect(try await home.books()[book]?["status"] == "want")
         }

@@ -1,13 +1,15 @@
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedClient
 
 /// Each account's database apart (`AccountDirectory`), and giving up unsent edits
 /// (`discardLocalChanges`): the library side of issue 21.
 @Suite struct AccountDirectoryTests {
     func withDirectory<T>(_ body: (String) async throws -> T) async throws -> T {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("noted-accounts-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("noted-accounts-\(UUID().uuidString)")
+            .path
         defer { try? FileManager.default.removeItem(atPath: path) }
         return try await body(path)
     }
@@ -62,7 +64,9 @@ import Testing
             try Data("{not json".utf8).write(to: URL(fileURLWithPath: path + "/accounts.json"))
             let directory = AccountDirectory(path: path)
             #expect(throws: NotedClientError.self) { try directory.databasePath() }
-            await #expect(throws: NotedClientError.self) { try await directory.use(server: "http://h", userID: "u", username: "u") }
+            await #expect(throws: NotedClientError.self) {
+                try await directory.use(server: "http://h", userID: "u", username: "u")
+            }
             #expect(try String(contentsOfFile: path + "/accounts.json", encoding: .utf8) == "{not json")
         }
     }
@@ -88,13 +92,16 @@ import Testing
         let (store, id) = try await syncedStore(NoteFields(title: "T", body: "one two"))
         try await store.update(id) { $0.body = "one two three" }
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
-        _ = try await store.applyReject(["type": "reject", "ccid": .string(changes[0].ccid), "id": .string(id),
-                                         "collection": "notes", "code": "invalid_field", "message": "no"])
+        _ = try await store.applyReject([
+            "type": "reject", "ccid": .string(changes[0].ccid), "id": .string(id),
+            "collection": "notes", "code": "invalid_field", "message": "no",
+        ])
         #expect(try await store.note(id)?.refusal == "invalid_field: no")
         #expect(try await store.note(id)?.pending == false)
 
         // A server change meanwhile: moved under the refused edit, which is kept and not resent.
-        _ = try await store.storePage(records: [server(id, rev: 2, NoteFields(title: "T2", body: "one two"))], cursor: 2)
+        _ = try await store.storePage(
+            records: [server(id, rev: 2, NoteFields(title: "T2", body: "one two"))], cursor: 2)
         let held = try #require(try await store.note(id))
         #expect(held.title == "T2" && held.body == "one two three" && held.refusal != nil && !held.pending)
         #expect(try await store.outbox(excluding: [], limit: 10).changes.isEmpty)

@@ -11,15 +11,17 @@ import Testing
 @Suite(.serialized) struct AttachmentTests {
     static func bytes(_ count: Int, seed: UInt64) -> Data {
         var state = seed &+ 0x2545_F491_4F6C_DD1D
-        return Data((0..<count).map { _ in
-            state = state &* 6364136223846793005 &+ 1442695040888963407
-            return UInt8(truncatingIfNeeded: state >> 33)
-        })
+        return Data(
+            (0..<count).map { _ in
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                return UInt8(truncatingIfNeeded: state >> 33)
+            })
     }
 
     func serverHas(_ server: LiveServer, _ credentials: Credentials, _ sha256: String) async throws -> Bool {
         let url = server.url.appendingPathComponent("v1/blobs/\(sha256)")
-        let response = try await DefaultHTTPTransport().send(HTTPRequestData(method: "HEAD", url: url, headers: ["Authorization": "Bearer \(credentials.accessToken)"]))
+        let response = try await DefaultHTTPTransport().send(
+            HTTPRequestData(method: "HEAD", url: url, headers: ["Authorization": "Bearer \(credentials.accessToken)"]))
         return response.status == 200
     }
 
@@ -31,7 +33,8 @@ import Testing
             let data = Self.bytes(1_500_000, seed: 1)
             let note = try await a.create(NoteFields(title: "Whiteboard", body: "before"))
             // Offline: kept here with the edit, pending.
-            let reference = try await a.attach(note.id, data: data, name: "whiteboard 2024-03-05.jpg", type: "image/jpeg")
+            let reference = try await a.attach(
+                note.id, data: data, name: "whiteboard 2024-03-05.jpg", type: "image/jpeg")
             #expect(reference.sha256 == LocalStore.sha256(data) && reference.size == 1_500_000)
             #expect(try await a.note(note.id)?.attachments == [reference.element])
             #expect(try await a.store.pendingBlobs().map(\.sha256) == [reference.sha256])
@@ -83,7 +86,9 @@ import Testing
             await a.stopSync()
             // The server loses the file (as a collection racing the device would leave it).
             let database = try DatabaseQueue(path: server.directory + "/noted.sqlite")
-            try await database.write { db in try db.execute(sql: "DELETE FROM blobs WHERE sha256 = ?", arguments: [reference.sha256]) }
+            try await database.write { db in
+                try db.execute(sql: "DELETE FROM blobs WHERE sha256 = ?", arguments: [reference.sha256])
+            }
             try database.close()
             #expect(try await serverHas(server, user, reference.sha256) == false)
             // The device believes the server has it: the change goes, is refused `missing_blob`,
@@ -107,7 +112,8 @@ import Testing
             let user = try await server.makeUser()
             let a = try server.client(user)
             let note = try await a.create(NoteFields(title: "Too big"))
-            let reference = try await a.attach(note.id, data: Self.bytes(2000, seed: 3), name: "big.png", type: "image/png")
+            let reference = try await a.attach(
+                note.id, data: Self.bytes(2000, seed: 3), name: "big.png", type: "image/png")
             await a.startSync()
             try await eventually("the note refused, saying why", on: [a]) {
                 let refusal = try await a.note(note.id)?.refusal
@@ -129,7 +135,9 @@ import Testing
         try await LiveServer.with { server in
             let user = try await server.makeUser()
             let a = try server.client(user)
-            let stray = try #require(AttachmentReference(sha256: LocalStore.sha256(Data("nowhere".utf8)), size: 7, type: "text/plain", name: "nowhere.txt"))
+            let stray = try #require(
+                AttachmentReference(
+                    sha256: LocalStore.sha256(Data("nowhere".utf8)), size: 7, type: "text/plain", name: "nowhere.txt"))
             let note = try await a.create(NoteFields(title: "Stray", attachments: [stray.element]))
             await a.startSync()
             try await eventually("refused: the file is nowhere", on: [a]) {
@@ -141,7 +149,9 @@ import Testing
     }
 
     @Test func namesAreShortenedToFitAndBadTypesRefused() async throws {
-        let store = try LocalStore.open(path: FileManager.default.temporaryDirectory.appendingPathComponent("noted-att-\(UUID().uuidString).sqlite").path)
+        let store = try LocalStore.open(
+            path: FileManager.default.temporaryDirectory.appendingPathComponent("noted-att-\(UUID().uuidString).sqlite")
+                .path)
         let note = try await store.create(NoteFields(title: "n"))
         let long = String(repeating: "très long nom ", count: 30) + ".tar.gz"
         let (reference, _) = try await store.attach(note.id, data: Data("x".utf8), name: long, type: "application/gzip")
@@ -156,12 +166,17 @@ import Testing
         #expect(try await store.note(note.id)?.attachments.count == 2)
         #expect(try await store.pendingBlobs().count == 2)
         // Fetched files are dropped oldest first beyond a cap; pending ones never.
-        try await store.keepFetchedBlob(Data(repeating: 1, count: 1000), sha256: LocalStore.sha256(Data(repeating: 1, count: 1000)), type: "image/png")
-        try await store.keepFetchedBlob(Data(repeating: 2, count: 1000), sha256: LocalStore.sha256(Data(repeating: 2, count: 1000)), type: "image/png")
+        try await store.keepFetchedBlob(
+            Data(repeating: 1, count: 1000), sha256: LocalStore.sha256(Data(repeating: 1, count: 1000)),
+            type: "image/png")
+        try await store.keepFetchedBlob(
+            Data(repeating: 2, count: 1000), sha256: LocalStore.sha256(Data(repeating: 2, count: 1000)),
+            type: "image/png")
         #expect(try await store.forgetBlobs(keepingBytes: 1500) == 1000)
         #expect(try await store.localBlobs().count == 3)
         await #expect(throws: NotedClientError.self) {
-            try await store.keepFetchedBlob(Data("not it".utf8), sha256: LocalStore.sha256(Data("other".utf8)), type: "text/plain")
+            try await store.keepFetchedBlob(
+                Data("not it".utf8), sha256: LocalStore.sha256(Data("other".utf8)), type: "text/plain")
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedClient
 
 /// The `ccid`s of a process: canonical UUIDs (the server's `UUIDText.isCanonical`) of version 8,

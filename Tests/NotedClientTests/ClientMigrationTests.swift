@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NotedCore
 import Testing
+
 @testable import NotedClient
 
 /// A local database written by the previous version (schema v4, the sync state in 14 columns)
@@ -18,8 +19,10 @@ import Testing
     static func id(_ n: Int) -> String { String(format: "00000000-0000-4000-8000-%012d", n) }
 
     func fixtureCopy() throws -> String {
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/client-v4.sqlite")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("noted-migration-\(UUID().uuidString)")
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "Fixtures/client-v4.sqlite")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "noted-migration-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("noted.sqlite").path
         try FileManager.default.copyItem(atPath: source.path, toPath: path)
@@ -31,7 +34,10 @@ import Testing
         // What v4 stored, read by column name before the migration.
         let v4 = try DatabaseQueue(path: path)
         let oldBodies = try await v4.read { db in
-            try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT id, inflightBody FROM record WHERE inflightBody IS NOT NULL")
+            try Dictionary(
+                uniqueKeysWithValues: Row.fetchAll(
+                    db, sql: "SELECT id, inflightBody FROM record WHERE inflightBody IS NOT NULL"
+                )
                 .map { ($0["id"] as String, try JSONValue.parse($0["inflightBody"] as String)) })
         }
         try v4.close()
@@ -39,7 +45,10 @@ import Testing
 
         let store = try LocalStore.open(path: path)
         let columns = try await store.writer.read { db in try db.columns(in: "record").map(\.name) }
-        #expect(Set(columns) == ["rowKey", "id", "collection", "local", "shadow", "rev", "createdAt", "updatedAt", "sync", "syncFlags"])
+        #expect(
+            Set(columns) == [
+                "rowKey", "id", "collection", "local", "shadow", "rev", "createdAt", "updatedAt", "sync", "syncFlags",
+            ])
         #expect(try await store.cursor() == 40)
         #expect(try await store.meta("user") == "fixture-user")
 
@@ -73,24 +82,32 @@ import Testing
         // 3: the server had renamed it (rev 2, seen while in flight); the merged ack lands
         // and the edit made since the send is rebased onto it.
         let three = try #require(byID[Self.id(3)])
-        _ = try await store.applyAck(Ack(ccid: three.ccid, collection: "notes", id: three.recordID, rev: 3, seq: 41, status: .merged,
-                                         fields: NoteFields(title: "note 3 renamed", body: "body 3 hello world, sent").json))
+        _ = try await store.applyAck(
+            Ack(
+                ccid: three.ccid, collection: "notes", id: three.recordID, rev: 3, seq: 41, status: .merged,
+                fields: NoteFields(title: "note 3 renamed", body: "body 3 hello world, sent").json))
         let note3 = try #require(try await store.note(Self.id(3)))
         #expect(note3.title == "note 3 renamed" && note3.body == "body 3 hello world, sent, and more" && note3.rev == 3)
         // 7: applied before the snapshot that no longer had it: purged since; only a pin changed.
         let seven = try #require(byID[Self.id(7)])
-        let effect = try await store.applyAck(Ack(ccid: seven.ccid, collection: "notes", id: seven.recordID, rev: 2, seq: 39, status: .applied))
+        let effect = try await store.applyAck(
+            Ack(ccid: seven.ccid, collection: "notes", id: seven.recordID, rev: 2, seq: 39, status: .applied))
         #expect(effect.removed == [Self.id(7)] && effect.forked.isEmpty)
         // 4: the purge is acknowledged.
         let four = try #require(byID[Self.id(4)])
-        _ = try await store.applyAck(Ack(ccid: four.ccid, collection: "notes", id: four.recordID, rev: 2, seq: 42, status: .applied))
-        let remaining = try await store.writer.read { db in try String.fetchAll(db, sql: "SELECT id FROM record ORDER BY id") }
+        _ = try await store.applyAck(
+            Ack(ccid: four.ccid, collection: "notes", id: four.recordID, rev: 2, seq: 42, status: .applied))
+        let remaining = try await store.writer.read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM record ORDER BY id")
+        }
         #expect(!remaining.contains(Self.id(4)) && !remaining.contains(Self.id(7)))
     }
 
     @Test func aDamagedSyncStateIsAClearErrorNotACrash() async throws {
         let store = try LocalStore.open(path: try fixtureCopy())
-        try await store.writer.write { db in try db.execute(sql: "UPDATE record SET sync = '{\"inflight\":{}}' WHERE id = ?", arguments: [Self.id(2)]) }
+        try await store.writer.write { db in
+            try db.execute(sql: "UPDATE record SET sync = '{\"inflight\":{}}' WHERE id = ?", arguments: [Self.id(2)])
+        }
         await #expect(throws: NotedClientError.self) { try await store.note(Self.id(2)) }
         #expect(try await store.note(Self.id(1))?.title == "note 1", "other records still read")
     }

@@ -1,11 +1,13 @@
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedClient
 
 func server(_ id: String, rev: Int64, _ fields: NoteFields, deleted: Bool = false) -> NotedCore.Record {
-    NotedCore.Record(collection: "notes", id: id, rev: rev, seq: rev, deleted: deleted, fields: deleted ? [:] : fields.json,
-                     createdAt: Date(), updatedAt: Date())
+    NotedCore.Record(
+        collection: "notes", id: id, rev: rev, seq: rev, deleted: deleted, fields: deleted ? [:] : fields.json,
+        createdAt: Date(), updatedAt: Date())
 }
 
 /// A store with one note acknowledged by the server at rev 1.
@@ -13,7 +15,10 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
     let store = try LocalStore.inMemory()
     let note = try await store.create(fields)
     let (changes, _) = try await store.outbox(excluding: [], limit: 10)
-    _ = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(note.id), "collection": "notes", "rev": 1, "status": "applied"])
+    _ = try await store.applyAck([
+        "type": "ack", "ccid": .string(changes[0].ccid), "id": .string(note.id), "collection": "notes", "rev": 1,
+        "status": "applied",
+    ])
     return (store, note.id)
 }
 
@@ -25,20 +30,22 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let ids = (1...3).map { "00000000-0000-4000-8000-00000000000\($0)" }
         // A record created here before the page: indexed by the trigger as before.
         let local = try await store.create(NoteFields(title: "mine", body: "kumquat"))
-        _ = try await store.storePage(records: [
-            server(ids[0], rev: 1, NoteFields(title: "first", body: "aubergine")),
-            server(ids[1], rev: 2, NoteFields(title: "second", body: "brioche")),
-            server(ids[2], rev: 3, NoteFields(title: "third", body: "cardamom")),
-        ], cursor: 3)
+        _ = try await store.storePage(
+            records: [
+                server(ids[0], rev: 1, NoteFields(title: "first", body: "aubergine")),
+                server(ids[1], rev: 2, NoteFields(title: "second", body: "brioche")),
+                server(ids[2], rev: 3, NoteFields(title: "third", body: "cardamom")),
+            ], cursor: 3)
         #expect(!store.searchIndexDeferred.isOn)
         #expect(try await store.search("aubergine").map(\.id) == [ids[0]])
         #expect(try await store.search("cardamom").map(\.id) == [ids[2]])
         #expect(try await store.search("kumquat").map(\.id) == [local.id])
         // A later page moves a record's text (the update trigger) and brings a new one.
-        _ = try await store.storePage(records: [
-            server(ids[1], rev: 4, NoteFields(title: "second", body: "croissant")),
-            server("00000000-0000-4000-8000-000000000004", rev: 5, NoteFields(title: "fourth", body: "dill")),
-        ], cursor: 5)
+        _ = try await store.storePage(
+            records: [
+                server(ids[1], rev: 4, NoteFields(title: "second", body: "croissant")),
+                server("00000000-0000-4000-8000-000000000004", rev: 5, NoteFields(title: "fourth", body: "dill")),
+            ], cursor: 5)
         #expect(try await store.search("brioche").isEmpty)
         #expect(try await store.search("croissant").map(\.id) == [ids[1]])
         #expect(try await store.search("dill").map(\.id) == ["00000000-0000-4000-8000-000000000004"])
@@ -72,7 +79,10 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let note = try await store.create(NoteFields(title: "T", body: "hello"))
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
         try await store.update(note.id) { $0.body = "hello world" }
-        _ = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(note.id), "collection": "notes", "rev": 1, "status": "applied"])
+        _ = try await store.applyAck([
+            "type": "ack", "ccid": .string(changes[0].ccid), "id": .string(note.id), "collection": "notes", "rev": 1,
+            "status": "applied",
+        ])
         let after = try #require(try await store.note(note.id))
         #expect(after.rev == 1)
         #expect(after.body == "hello world")
@@ -103,8 +113,12 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
 
     @Test func aPulledChangeIsRebasedUnderLocalEdits() async throws {
         let (store, id) = try await syncedStore(NoteFields(body: "one\ntwo\nthree", tags: ["a"]))
-        try await store.update(id) { $0.body = "ONE\ntwo\nthree"; $0.tags = ["a", "mine"] }
-        _ = try await store.storePage(records: [server(id, rev: 2, NoteFields(body: "one\ntwo\nTHREE", tags: ["a", "theirs"]))], cursor: 2)
+        try await store.update(id) {
+            $0.body = "ONE\ntwo\nthree"
+            $0.tags = ["a", "mine"]
+        }
+        _ = try await store.storePage(
+            records: [server(id, rev: 2, NoteFields(body: "one\ntwo\nTHREE", tags: ["a", "theirs"]))], cursor: 2)
         let note = try #require(try await store.note(id))
         #expect(note.body == "ONE\ntwo\nTHREE")
         #expect(Set(note.tags) == ["a", "theirs", "mine"])
@@ -127,7 +141,10 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         // Rev 3 already contains our change (rev 2) plus someone else's edit.
         _ = try await store.storePage(records: [server(id, rev: 3, NoteFields(body: "theirs base mine"))], cursor: 3)
         #expect(try await store.note(id)?.body == "base mine")
-        _ = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 2, "status": "applied"])
+        _ = try await store.applyAck([
+            "type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 2,
+            "status": "applied",
+        ])
         let note = try #require(try await store.note(id))
         #expect(note.body == "theirs base mine")
         #expect(note.rev == 3)
@@ -138,16 +155,20 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let (store, id) = try await syncedStore(NoteFields(body: "x"))
         try await store.update(id) { $0.body = "x!" }
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
-        _ = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 3,
-                                      "status": "merged", "fields": .object(NoteFields(title: "other", body: "x!").json), "conflicts": []])
+        _ = try await store.applyAck([
+            "type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 3,
+            "status": "merged", "fields": .object(NoteFields(title: "other", body: "x!").json), "conflicts": [],
+        ])
         let note = try #require(try await store.note(id))
         #expect(note.title == "other")
         #expect(!note.pending)
     }
 
     func reject(_ code: String, _ change: OutboxChange, current: NotedCore.Record? = nil) -> JSONValue {
-        var object: [String: JSONValue] = ["type": "reject", "ccid": .string(change.ccid), "id": .string(change.recordID), "collection": "notes",
-                                           "code": .string(code), "message": "m"]
+        var object: [String: JSONValue] = [
+            "type": "reject", "ccid": .string(change.ccid), "id": .string(change.recordID), "collection": "notes",
+            "code": .string(code), "message": "m",
+        ]
         object["current"] = current?.json
         return .object(object)
     }
@@ -156,7 +177,8 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let (store, id) = try await syncedStore(NoteFields(body: "abc"))
         try await store.update(id) { $0.body = "abcd" }
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
-        _ = try await store.applyReject(reject("base_unavailable", changes[0], current: server(id, rev: 5, NoteFields(title: "new", body: "abc"))))
+        _ = try await store.applyReject(
+            reject("base_unavailable", changes[0], current: server(id, rev: 5, NoteFields(title: "new", body: "abc"))))
         let (retry, _) = try await store.outbox(excluding: [], limit: 10)
         #expect(retry[0].ccid != changes[0].ccid)
         #expect(retry[0].body["baseRev"] == 5)
@@ -187,9 +209,11 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let (inflight, _) = try await store.outbox(excluding: [], limit: 10)
         #expect(inflight[0].body["baseRev"] == 1)
         try await store.update(id) { $0.body = "[57]" }
-        _ = try await store.applyAck(["type": "ack", "ccid": .string(inflight[0].ccid), "id": .string(id), "collection": "notes", "rev": 3,
-                                      "status": "merged", "fields": .object(NoteFields(title: "[17]", body: "[58] [44]", trashed: true).json),
-                                      "conflicts": []])
+        _ = try await store.applyAck([
+            "type": "ack", "ccid": .string(inflight[0].ccid), "id": .string(id), "collection": "notes", "rev": 3,
+            "status": "merged", "fields": .object(NoteFields(title: "[17]", body: "[58] [44]", trashed: true).json),
+            "conflicts": [],
+        ])
         let note = try #require(try await store.note(id))
         #expect(note.body == "[57]" && note.rev == 3)
         let (next, _) = try await store.outbox(excluding: [], limit: 10)
@@ -211,7 +235,8 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let effect = try await store.applyReject(reject("gone", changes[0]))
         #expect(try await store.note(id) == nil)
         #expect(effect.forked.isEmpty)
-        let live = try await store.list(), trashed = try await store.list(NoteFilter(trashed: true))
+        let live = try await store.list()
+        let trashed = try await store.list(NoteFilter(trashed: true))
         #expect(live.isEmpty && trashed.isEmpty)
         #expect(try await store.isOutboxEmpty())
     }
@@ -221,7 +246,8 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let (store, id) = try await syncedStore(NoteFields(body: "one two"))
         try await store.update(id) { $0.body = "one two three" }
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
-        _ = try await store.applyReject(reject(code, changes[0], current: server(id, rev: 4, NoteFields(body: "zero one two"))))
+        _ = try await store.applyReject(
+            reject(code, changes[0], current: server(id, rev: 4, NoteFields(body: "zero one two"))))
         let note = try #require(try await store.note(id))
         #expect(note.body == "zero one two three")
         let (retry, _) = try await store.outbox(excluding: [], limit: 10)
@@ -272,10 +298,15 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
 
     @Test func aBroadcastAppliesOnlyAtPrevRev() async throws {
         let (store, id) = try await syncedStore(NoteFields(body: "hello"))
-        let skip: JSONValue = ["type": "change", "collection": "notes", "id": .string(id), "rev": 3, "prevRev": 2, "op": "upsert", "fields": ["body": ["set": "x"]]]
+        let skip: JSONValue = [
+            "type": "change", "collection": "notes", "id": .string(id), "rev": 3, "prevRev": 2, "op": "upsert",
+            "fields": ["body": ["set": "x"]],
+        ]
         #expect(try await store.applyBroadcast(skip, limits: Limits()).applied == false)
-        let apply: JSONValue = ["type": "change", "collection": "notes", "id": .string(id), "rev": 2, "prevRev": 1, "op": "upsert",
-                                "fields": ["body": ["delta": "=5\t+!"], "pinned": ["set": true]]]
+        let apply: JSONValue = [
+            "type": "change", "collection": "notes", "id": .string(id), "rev": 2, "prevRev": 1, "op": "upsert",
+            "fields": ["body": ["delta": "=5\t+!"], "pinned": ["set": true]],
+        ]
         #expect(try await store.applyBroadcast(apply, limits: Limits()).applied)
         let note = try #require(try await store.note(id))
         #expect(note.body == "hello!")
@@ -298,15 +329,20 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
         #expect(changes[0].body["op"] == "delete")
         #expect(changes[0].body["baseRev"] == 1)
-        _ = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 2, "status": "applied"])
+        _ = try await store.applyAck([
+            "type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 2,
+            "status": "applied",
+        ])
         #expect(try await store.pendingCount() == 0)
     }
 
     @Test func listPinsFirstThenNewestAndFilters() async throws {
         let store = try LocalStore.inMemory()
-        let old = try await store.create(NoteFields(title: "old", tags: ["work"], folder: "f"), now: Date(timeIntervalSince1970: 100))
+        let old = try await store.create(
+            NoteFields(title: "old", tags: ["work"], folder: "f"), now: Date(timeIntervalSince1970: 100))
         let new = try await store.create(NoteFields(title: "new"), now: Date(timeIntervalSince1970: 200))
-        let pinned = try await store.create(NoteFields(title: "pinned", pinned: true), now: Date(timeIntervalSince1970: 50))
+        let pinned = try await store.create(
+            NoteFields(title: "pinned", pinned: true), now: Date(timeIntervalSince1970: 50))
         let trashed = try await store.create(NoteFields(title: "trashed", trashed: true))
         #expect(try await store.list().map(\.id) == [pinned.id, new.id, old.id])
         #expect(try await store.list(NoteFilter(tag: "work")).map(\.id) == [old.id])
@@ -338,7 +374,9 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
     @Test func invalidInputIsRefusedAndChangesNothing() async throws {
         let store = try LocalStore.inMemory()
         await #expect(throws: NotedClientError.self) { try await store.create(NoteFields(tags: ["x", "x"])) }
-        await #expect(throws: NotedClientError.self) { try await store.create(NoteFields(body: String(repeating: "a", count: 200_001))) }
+        await #expect(throws: NotedClientError.self) {
+            try await store.create(NoteFields(body: String(repeating: "a", count: 200_001)))
+        }
         #expect(try await store.list().isEmpty)
     }
 
@@ -346,8 +384,10 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let (store, id) = try await syncedStore(NoteFields(body: "x"))
         try await store.update(id) { $0.body = "y" }
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
-        let effect = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 3,
-                                               "status": "merged", "fields": .object(NoteFields(body: "z").json), "conflicts": ["body"]])
+        let effect = try await store.applyAck([
+            "type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 3,
+            "status": "merged", "fields": .object(NoteFields(body: "z").json), "conflicts": ["body"],
+        ])
         #expect(effect.conflicts.map(\.id) == [id])
         #expect(try await store.conflicts().map(\.fields) == [["body"]])
         #expect(try await store.note(id)?.body == "z")
@@ -357,7 +397,8 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
 
     @Test func aResetSnapshotDropsSyncedNotesItDoesNotHoldButKeepsPendingOnes() async throws {
         let (store, kept) = try await syncedStore(NoteFields(title: "kept"))
-        _ = try await store.storePage(records: [server("00000000-0000-4000-8000-000000000001", rev: 1, NoteFields(title: "absent"))], cursor: 3)
+        _ = try await store.storePage(
+            records: [server("00000000-0000-4000-8000-000000000001", rev: 1, NoteFields(title: "absent"))], cursor: 3)
         let pending = try await store.create(NoteFields(title: "local only"))
         let effect = try await store.dropAbsent(keeping: [kept])
         #expect(effect.removed == ["00000000-0000-4000-8000-000000000001"])
@@ -388,9 +429,14 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let (store, id) = try await syncedStore(NoteFields(title: "gone soon"))
         try await store.purge(id)
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
-        _ = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 2, "status": "applied"])
-        let late: JSONValue = ["type": "change", "collection": "notes", "id": .string(id), "rev": 1, "prevRev": 0, "op": "upsert",
-                               "fields": ["title": ["set": "gone soon"]], "updatedAt": "2026-01-01T00:00:00.000Z"]
+        _ = try await store.applyAck([
+            "type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 2,
+            "status": "applied",
+        ])
+        let late: JSONValue = [
+            "type": "change", "collection": "notes", "id": .string(id), "rev": 1, "prevRev": 0, "op": "upsert",
+            "fields": ["title": ["set": "gone soon"]], "updatedAt": "2026-01-01T00:00:00.000Z",
+        ]
         #expect(try await store.applyBroadcast(late, limits: Limits()).applied)
         _ = try await store.storePage(records: [server(id, rev: 1, NoteFields(title: "gone soon"))], cursor: 9)
         #expect(try await store.note(id) == nil)

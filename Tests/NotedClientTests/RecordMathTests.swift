@@ -2,6 +2,7 @@ import DiffMatchPatch
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedClient
 
 @Suite struct RecordMathTests {
@@ -35,7 +36,9 @@ import Testing
     /// apply of character diffs does splice words in some of these cases (checked, so the
     /// cases can fail).
     @Test func aRebaseNeverSplicesWords() {
-        let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max / 2)
+        let seed =
+            UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "")
+            ?? UInt64.random(in: 1...UInt64.max / 2)
         var random = SplitMix64(seed: seed)
         func next(_ n: Int) -> Int { random.int(in: 0..<n) }
         var counter = 0
@@ -57,10 +60,15 @@ import Testing
         var referenceSplices = 0
         for _ in 0..<2_000 {
             let base = (0..<(1 + next(8))).map { _ in word() }
-            let ours = edit(base), theirs = edit(base)
-            let baseText = base.joined(separator: " "), oursText = ours.joined(separator: " ")
+            let ours = edit(base)
+            let theirs = edit(base)
+            let baseText = base.joined(separator: " ")
+            let oursText = ours.joined(separator: " ")
             let allowed = Set(ours + theirs)
-            let strict = math.rebase(local: ["body": .string(oursText)], base: ["body": .string(baseText)], onto: ["body": .string(theirs.joined(separator: " "))])["body"]?.stringValue ?? ""
+            let strict =
+                math.rebase(
+                    local: ["body": .string(oursText)], base: ["body": .string(baseText)],
+                    onto: ["body": .string(theirs.joined(separator: " "))])["body"]?.stringValue ?? ""
             let patches = dmp.patchMake(baseText, oursText)
             // Every marker whole and known; between them only spaces (two words may end up
             // without a space between them: not spliced, and not checked).
@@ -81,7 +89,10 @@ import Testing
     }
 
     @Test func aWordEditedInsideIsReplacedWhole() {
-        #expect(math.editDiffs("one [7] two", "one [57] two") == [Diff(.equal, "one "), Diff(.delete, "[7]"), Diff(.insert, "[57]"), Diff(.equal, " two")])
+        #expect(
+            math.editDiffs("one [7] two", "one [57] two") == [
+                Diff(.equal, "one "), Diff(.delete, "[7]"), Diff(.insert, "[57]"), Diff(.equal, " two"),
+            ])
         // A new word between others stays a pure insertion.
         let inserted = math.editDiffs("[1] [2]", "[1] [5] [2]")
         #expect(inserted.filter { $0.operation == .delete }.isEmpty)
@@ -90,10 +101,12 @@ import Testing
     /// Found by the simulation (a marker `[57]` came out as `5`): a word rewritten here and
     /// deleted elsewhere is not spliced into the text; the rebase reports it.
     @Test func aRewrittenWordDeletedMeanwhileIsNotSpliced() {
-        let result = math.rebaseReportingConflicts(local: ["title": "[57]"], base: ["title": "[7]"], onto: ["title": ""])
+        let result = math.rebaseReportingConflicts(
+            local: ["title": "[57]"], base: ["title": "[7]"], onto: ["title": ""])
         #expect(result.fields["title"] == "")
         #expect(!result.clean)
-        let elsewhere = math.rebaseReportingConflicts(local: ["body": "a [57] b"], base: ["body": "a [7] b"], onto: ["body": "z a [7] b"])
+        let elsewhere = math.rebaseReportingConflicts(
+            local: ["body": "a [57] b"], base: ["body": "a [7] b"], onto: ["body": "z a [7] b"])
         #expect(elsewhere.fields["body"] == "z a [57] b" && elsewhere.clean)
     }
 }
@@ -165,8 +178,10 @@ import Testing
         _ = try await store.storePage(records: [], cursor: page.storeCursor)
         _ = try await store.dropAbsent(keeping: try #require(page.keep))
         #expect(try await store.note(note.id) != nil)
-        _ = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(note.id), "collection": "notes",
-                                      "rev": 1, "seq": 3, "status": "duplicate"])
+        _ = try await store.applyAck([
+            "type": "ack", "ccid": .string(changes[0].ccid), "id": .string(note.id), "collection": "notes",
+            "rev": 1, "seq": 3, "status": "duplicate",
+        ])
         #expect(try await store.note(note.id) == nil)
         #expect(try await store.isOutboxEmpty())
     }
@@ -178,16 +193,21 @@ import Testing
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
         _ = try await store.storePage(records: [], cursor: 5)
         _ = try await store.dropAbsent(keeping: [])
-        _ = try await store.applyAck(["type": "ack", "ccid": .string(changes[0].ccid), "id": .string(note.id), "collection": "notes",
-                                      "rev": 1, "seq": 6, "status": "applied"])
+        _ = try await store.applyAck([
+            "type": "ack", "ccid": .string(changes[0].ccid), "id": .string(note.id), "collection": "notes",
+            "rev": 1, "seq": 6, "status": "applied",
+        ])
         #expect(try await store.note(note.id)?.rev == 1)
     }
 
     /// Found by the simulation (seed 1288): a purge broadcast applies whatever revision is held.
     @Test func aPurgeBroadcastAppliesWithoutItsPrevRev() async throws {
         let (store, id) = try await syncedStore(NoteFields(body: "x"))
-        let (applied, _) = try await store.applyBroadcast(["type": "change", "collection": "notes", "id": .string(id), "rev": 5, "prevRev": 4,
-                                                             "seq": 9, "op": "delete", "fields": [:]], limits: Limits())
+        let (applied, _) = try await store.applyBroadcast(
+            [
+                "type": "change", "collection": "notes", "id": .string(id), "rev": 5, "prevRev": 4,
+                "seq": 9, "op": "delete", "fields": [:],
+            ], limits: Limits())
         #expect(applied)
         #expect(try await store.note(id) == nil)
     }

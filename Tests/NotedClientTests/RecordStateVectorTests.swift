@@ -1,6 +1,7 @@
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedClient
 
 /// What each thing that can arrive does to a record (`RecordTransition`), as test vectors the
@@ -37,7 +38,9 @@ import Testing
     static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
     static func millis(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
     static func chance(_ random: inout SplitMix64, _ percent: UInt64) -> Bool { random.next() % 100 < percent }
-    static func pick<T>(_ values: [T], _ random: inout SplitMix64) -> T { values[Int(random.next() % UInt64(values.count))] }
+    static func pick<T>(_ values: [T], _ random: inout SplitMix64) -> T {
+        values[Int(random.next() % UInt64(values.count))]
+    }
 
     // MARK: Fields
 
@@ -100,7 +103,8 @@ import Testing
             row.state = .created
             if chance(&random, 60) { row.state.send(inflight(sent: shadow, baseRev: 0)) }
         case 4, 5, 6:
-            let sent = math.applyExactly(ops: math.ops(from: shadow, to: edited(shadow, &random), textAsSet: chance(&random, 20)), to: shadow)
+            let sent = math.applyExactly(
+                ops: math.ops(from: shadow, to: edited(shadow, &random), textAsSet: chance(&random, 20)), to: shadow)
             row.localFields = sent
             row.state.send(inflight(sent: sent, baseRev: row.rev))
             if chance(&random, 40) {
@@ -109,8 +113,9 @@ import Testing
             }
             if chance(&random, 35) {
                 let purged = chance(&random, 20)
-                row.state.sawNewer(fields: purged ? nil : edited(shadow, &random), rev: row.rev + 1 + Int64(random.next() % 2),
-                                   updatedAt: date(created + 2_000_000))
+                row.state.sawNewer(
+                    fields: purged ? nil : edited(shadow, &random), rev: row.rev + 1 + Int64(random.next() % 2),
+                    updatedAt: date(created + 2_000_000))
             }
             if chance(&random, 15) { row.state.absentFromSnapshot(at: 10 + Int64(random.next() % 10)) }
         case 7:
@@ -132,7 +137,8 @@ import Testing
     }
 
     static func inflight(sent: [String: JSONValue]?, baseRev: Int64) -> SyncState.Inflight {
-        SyncState.Inflight(ccid: "c-1", baseRev: baseRev, body: sent == nil ? #"{"op":"delete"}"# : #"{"op":"upsert"}"#, sent: sent)
+        SyncState.Inflight(
+            ccid: "c-1", baseRev: baseRev, body: sent == nil ? #"{"op":"delete"}"# : #"{"op":"upsert"}"#, sent: sent)
     }
 
     /// A server state of the record near the revision held.
@@ -141,8 +147,9 @@ import Testing
         let rev = max(1, held + Int64(random.next() % 4) - 1)
         let base = row.map { $0.shadow == nil ? $0.localFields : $0.shadowFields } ?? fields(&random)
         let created = row.map { millis($0.createdAt) } ?? epoch
-        return NotedCore.Record(collection: "notes", id: id, rev: rev, seq: rev * 3, deleted: chance(&random, 15),
-                                fields: edited(base, &random), createdAt: date(created), updatedAt: date(epoch + 5_000_000 + rev))
+        return NotedCore.Record(
+            collection: "notes", id: id, rev: rev, seq: rev * 3, deleted: chance(&random, 15),
+            fields: edited(base, &random), createdAt: date(created), updatedAt: date(epoch + 5_000_000 + rev))
     }
 
     // MARK: Events
@@ -150,20 +157,26 @@ import Testing
     enum Event {
         case absorb(NotedCore.Record, buried: Bool)
         case ack(Ack)
-        case refused(ccid: String, code: ErrorCode, message: String, current: NotedCore.Record?, absentAttachment: String?)
+        case refused(
+            ccid: String, code: ErrorCode, message: String, current: NotedCore.Record?, absentAttachment: String?)
         case broadcast(Broadcast, buried: Bool)
         case absentFromSnapshot(cursor: Int64)
         case discard
 
         var json: JSONValue {
             switch self {
-            case let .absorb(record, buried): return ["type": "record", "record": record.json, "buried": .bool(buried)]
-            case let .ack(ack): return ["type": "ack", "message": ServerMessage.ack(ack).json]
-            case let .refused(ccid, code, message, current, absent):
-                return ["type": "refused", "ccid": .string(ccid), "code": .string(code.rawValue), "message": .string(message),
-                        "current": current?.json ?? .null, "absentAttachment": absent.map(JSONValue.string) ?? .null]
-            case let .broadcast(broadcast, buried): return ["type": "broadcast", "message": ServerMessage.change(broadcast).json, "buried": .bool(buried)]
-            case let .absentFromSnapshot(cursor): return ["type": "absentFromSnapshot", "cursor": .int(cursor)]
+            case .absorb(let record, let buried):
+                return ["type": "record", "record": record.json, "buried": .bool(buried)]
+            case .ack(let ack): return ["type": "ack", "message": ServerMessage.ack(ack).json]
+            case .refused(let ccid, let code, let message, let current, let absent):
+                return [
+                    "type": "refused", "ccid": .string(ccid), "code": .string(code.rawValue),
+                    "message": .string(message),
+                    "current": current?.json ?? .null, "absentAttachment": absent.map(JSONValue.string) ?? .null,
+                ]
+            case .broadcast(let broadcast, let buried):
+                return ["type": "broadcast", "message": ServerMessage.change(broadcast).json, "buried": .bool(buried)]
+            case .absentFromSnapshot(let cursor): return ["type": "absentFromSnapshot", "cursor": .int(cursor)]
             case .discard: return ["type": "discard"]
             }
         }
@@ -174,7 +187,8 @@ import Testing
     static func event(_ kind: UInt64, for row: RecordRow?, id: String, _ random: inout SplitMix64) -> Event {
         let ccid = chance(&random, 85) ? (row?.state.inflight?.ccid ?? "c-1") : "c-0"
         guard let row else {
-            return kind % 2 == 0 ? .absorb(serverRecord(nil, id: id, &random), buried: chance(&random, 20))
+            return kind % 2 == 0
+                ? .absorb(serverRecord(nil, id: id, &random), buried: chance(&random, 20))
                 : .broadcast(broadcast(nil, id: id, &random), buried: chance(&random, 20))
         }
         switch kind {
@@ -188,14 +202,17 @@ import Testing
             let rev = row.state.heldRev(shadowRev: row.rev) + (chance(&random, 70) ? 1 : 0)
             let merged = status == .merged ? edited(sent, &random) : nil
             let seq: Int64? = chance(&random, 70) ? 8 + Int64(random.next() % 16) : nil
-            return .ack(Ack(ccid: ccid, collection: "notes", id: id, rev: max(1, rev), seq: seq, status: status,
-                            fields: merged ?? (chance(&random, 30) ? CollectionSchema.notes.completed(sent) : nil),
-                            conflicts: merged != nil && chance(&random, 40) ? ["body"] : nil))
+            return .ack(
+                Ack(
+                    ccid: ccid, collection: "notes", id: id, rev: max(1, rev), seq: seq, status: status,
+                    fields: merged ?? (chance(&random, 30) ? CollectionSchema.notes.completed(sent) : nil),
+                    conflicts: merged != nil && chance(&random, 40) ? ["body"] : nil))
         case 3:
             let code = pick(codes, &random)
             let current = chance(&random, 40) ? serverRecord(row, id: id, &random) : nil
-            return .refused(ccid: ccid, code: code, message: "no: \(code.rawValue)", current: current,
-                            absentAttachment: code == .missingBlob && chance(&random, 50) ? "shelf photo.png" : nil)
+            return .refused(
+                ccid: ccid, code: code, message: "no: \(code.rawValue)", current: current,
+                absentAttachment: code == .missingBlob && chance(&random, 50) ? "shelf photo.png" : nil)
         case 4:
             return .absentFromSnapshot(cursor: 8 + Int64(random.next() % 16))
         default:
@@ -213,8 +230,10 @@ import Testing
         var ops = math.ops(from: completed, to: edited(completed, &random), textAsSet: chance(&random, 20))
         if chance(&random, 5) { ops["body"] = ["delta": "=9999"] }
         let purge = chance(&random, 12)
-        return Broadcast(collection: "notes", id: id, rev: prevRev + 1 + (purge ? Int64(random.next() % 2) : 0), prevRev: prevRev,
-                         seq: 30 + prevRev, op: purge ? .delete : .upsert, fields: purge ? [:] : ops, updatedAt: date(epoch + 7_000_000 + prevRev))
+        return Broadcast(
+            collection: "notes", id: id, rev: prevRev + 1 + (purge ? Int64(random.next() % 2) : 0), prevRev: prevRev,
+            seq: 30 + prevRev, op: purge ? .delete : .upsert, fields: purge ? [:] : ops,
+            updatedAt: date(epoch + 7_000_000 + prevRev))
     }
 
     // MARK: The vectors
@@ -231,7 +250,8 @@ import Testing
 
     static func json(_ effect: StoreEffect) -> JSONValue {
         [
-            "changed": .array(effect.changed.map(JSONValue.string)), "removed": .array(effect.removed.map(JSONValue.string)),
+            "changed": .array(effect.changed.map(JSONValue.string)),
+            "removed": .array(effect.removed.map(JSONValue.string)),
             "added": .array(effect.added.sorted().map(JSONValue.string)),
             "forked": .array(effect.forked.map { [.string($0.0), .string($0.1)] }),
             "needsPull": .bool(effect.needsPull), "retryLater": .bool(effect.retryLater),
@@ -255,19 +275,23 @@ import Testing
             let event = event(kind, for: row, id: id, &random)
             let now = epoch + 9_000_000 + Int64(index)
             var forks = 0
-            let transition = RecordTransition(math: math, now: date(now), newID: {
-                forks += 1
-                return "f0f0f0f0-0000-4000-8000-" + String(format: "%012d", index * 10 + forks)
-            })
+            let transition = RecordTransition(
+                math: math, now: date(now),
+                newID: {
+                    forks += 1
+                    return "f0f0f0f0-0000-4000-8000-" + String(format: "%012d", index * 10 + forks)
+                })
             var out = RecordTransition.Outcome(record: row)
             var applied: Bool?
             switch event {
-            case let .absorb(record, buried): transition.absorb(record, buried: buried, into: &out)
-            case let .ack(ack): transition.ack(ack, into: &out)
-            case let .refused(ccid, code, message, current, absent):
-                transition.refused(ccid: ccid, code: code, message: message, current: current, absentAttachment: absent, into: &out)
-            case let .broadcast(broadcast, buried): applied = transition.broadcast(broadcast, buried: buried, limits: Limits(), into: &out)
-            case let .absentFromSnapshot(cursor): transition.absentFromSnapshot(at: cursor, into: &out)
+            case .absorb(let record, let buried): transition.absorb(record, buried: buried, into: &out)
+            case .ack(let ack): transition.ack(ack, into: &out)
+            case .refused(let ccid, let code, let message, let current, let absent):
+                transition.refused(
+                    ccid: ccid, code: code, message: message, current: current, absentAttachment: absent, into: &out)
+            case .broadcast(let broadcast, let buried):
+                applied = transition.broadcast(broadcast, buried: buried, limits: Limits(), into: &out)
+            case .absentFromSnapshot(let cursor): transition.absentFromSnapshot(at: cursor, into: &out)
             case .discard: transition.discard(into: &out)
             }
             var after: [String: JSONValue] = [
@@ -275,11 +299,15 @@ import Testing
                 "effect": json(out.effect),
             ]
             if let applied { after["applied"] = .bool(applied) }
-            cases.append(JSONValue.object([
-                "before": json(row), "event": event.json, "now": .int(now),
-                "ids": .array((0..<2).map { .string("f0f0f0f0-0000-4000-8000-" + String(format: "%012d", index * 10 + $0 + 1)) }),
-                "after": .object(after),
-            ]).jsonString)
+            cases.append(
+                JSONValue.object([
+                    "before": json(row), "event": event.json, "now": .int(now),
+                    "ids": .array(
+                        (0..<2).map {
+                            .string("f0f0f0f0-0000-4000-8000-" + String(format: "%012d", index * 10 + $0 + 1))
+                        }),
+                    "after": .object(after),
+                ]).jsonString)
         }
         return "{\"version\":1,\"seed\":\(seed),\n\"cases\":[\n" + cases.joined(separator: ",\n") + "\n]}\n"
     }
@@ -292,7 +320,9 @@ import Testing
         let stored = try String(contentsOfFile: Self.path, encoding: .utf8)
         let (a, b) = (stored.split(separator: "\n"), generated.split(separator: "\n"))
         let first = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }?.offset
-        #expect(stored == generated, """
+        #expect(
+            stored == generated,
+            """
             the Swift client no longer computes Tests/web/vectors/record-state.json (first difference on line \
             \((first ?? min(a.count, b.count)) + 1)); if that change is meant, regenerate with \
             NOTED_WRITE_VECTORS=1 swift test --filter RecordStateVectorTests and make Web/records.js follow

@@ -27,7 +27,8 @@ import Testing
     /// inside (`[57]`), punctuation, emoji with modifiers and joiners, combining marks, CJK,
     /// and the line ends and spaces word widening depends on.
     static let pieces: [String] = [
-        "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "note", "milk", "eggs", "[7]", "[57]", "[1]", "[30]",
+        "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "note", "milk", "eggs", "[7]", "[57]", "[1]",
+        "[30]",
         "naïve", "cafe\u{301}", "Übermaß", "straße", "Ωmega", "привет", "мир", "漢字", "東京", "かな", "שלום", "مرحبا",
         "👍", "👍🏽", "👨‍👩‍👧", "🇵🇹", "1,234.5", "e-mail", "don't", "(a)", "x=y;", "—", "…", "- [ ]", "- [x]", "#", "**bold**",
         " ", " ", " ", " ", "  ", "\n", "\n", "\n\n", "\t", "\r\n", ".", ",", "!", "?",
@@ -37,7 +38,8 @@ import Testing
     static func text(_ random: inout SplitMix64, words: Int) -> String {
         let separators = [" ", " ", " ", " ", "", "\n"]
         return (0..<words).map { _ in
-            pieces[Int(random.next() % UInt64(pieces.count))] + separators[Int(random.next() % UInt64(separators.count))]
+            pieces[Int(random.next() % UInt64(pieces.count))]
+                + separators[Int(random.next() % UInt64(separators.count))]
         }.joined()
     }
 
@@ -57,12 +59,14 @@ import Testing
             case 2 where !characters.isEmpty:
                 characters[min(at, characters.count - 1)] = Array("abcxyzé5漢👍")[Int(random.next() % 10)]
             case 3:
-                characters.insert(contentsOf: Array(" " + pieces[Int(random.next() % UInt64(pieces.count))] + " "), at: at)
+                characters.insert(
+                    contentsOf: Array(" " + pieces[Int(random.next() % UInt64(pieces.count))] + " "), at: at)
             default:
                 if !characters.isEmpty {
                     let end = min(characters.count, at + Int(random.next() % 4))
-                    characters.replaceSubrange(min(at, characters.count - 1)..<max(end, min(at, characters.count - 1)),
-                                               with: Array(pieces[Int(random.next() % UInt64(pieces.count))]))
+                    characters.replaceSubrange(
+                        min(at, characters.count - 1)..<max(end, min(at, characters.count - 1)),
+                        with: Array(pieces[Int(random.next() % UInt64(pieces.count))]))
                 }
             }
         }
@@ -86,32 +90,40 @@ import Testing
             let base = text(&random, words: 4 + Int(random.next() % 30))
             let mine = edit(base, &random)
             let theirs = edit(base, &random)
-            let (fields, clean) = math.rebaseReportingConflicts(local: ["body": .string(mine)], base: ["body": .string(base)], onto: ["body": .string(theirs)])
-            rebases.append(JSONValue.object([
-                "base": .string(base), "mine": .string(mine), "theirs": .string(theirs),
-                "text": fields["body"] ?? .null, "clean": .bool(clean),
-            ]).jsonString)
+            let (fields, clean) = math.rebaseReportingConflicts(
+                local: ["body": .string(mine)], base: ["body": .string(base)], onto: ["body": .string(theirs)])
+            rebases.append(
+                JSONValue.object([
+                    "base": .string(base), "mine": .string(mine), "theirs": .string(theirs),
+                    "text": fields["body"] ?? .null, "clean": .bool(clean),
+                ]).jsonString)
         }
-        return "{\"version\":1,\"seed\":\(seed),\n\"delta\":[\n" + deltas.joined(separator: ",\n") + "\n],\n\"rebase\":[\n"
+        return "{\"version\":1,\"seed\":\(seed),\n\"delta\":[\n" + deltas.joined(separator: ",\n")
+            + "\n],\n\"rebase\":[\n"
             + rebases.joined(separator: ",\n") + "\n]}\n"
     }
 
     @Test func theCheckedInVectorsAreWhatThisClientComputes() throws {
         let generated = Self.generate()
         if ProcessInfo.processInfo.environment["NOTED_WRITE_VECTORS"] == "1" {
-            try FileManager.default.createDirectory(atPath: (Self.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: (Self.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try generated.write(toFile: Self.path, atomically: true, encoding: .utf8)
         }
         let stored = try String(contentsOfFile: Self.path, encoding: .utf8)
         let (a, b) = (stored.split(separator: "\n"), generated.split(separator: "\n"))
         let first = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }?.offset
-        #expect(stored == generated, """
+        #expect(
+            stored == generated,
+            """
             the Swift client no longer computes Tests/web/vectors/record-math.json (first difference on line \
             \((first ?? min(a.count, b.count)) + 1)); if that change is meant, regenerate with \
             NOTED_WRITE_VECTORS=1 swift test --filter SharedVectorTests and make the web app follow
             """)
         // The cases are not all trivial: some rebases conflict, most do not.
         let conflicts = generated.components(separatedBy: "\"clean\":false").count - 1
-        #expect(conflicts > Self.count / 50 && conflicts < Self.count * 3 / 4, "\(conflicts) conflicting rebases of \(Self.count)")
+        #expect(
+            conflicts > Self.count / 50 && conflicts < Self.count * 3 / 4,
+            "\(conflicts) conflicting rebases of \(Self.count)")
     }
 }

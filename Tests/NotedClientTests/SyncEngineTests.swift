@@ -1,7 +1,8 @@
 import Foundation
 import NotedCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import NotedClient
 
 /// A scripted server: the test reads what the engine sends and answers by hand.
@@ -63,7 +64,8 @@ final class FakeConnection: SyncConnection, Sendable {
         }
 
         /// The first message of `type` from `index` on, and the index after it; nil at `deadline`.
-        func first(_ type: String, from index: Int, before deadline: ContinuousClock.Instant) async -> (JSONValue, Int)? {
+        func first(_ type: String, from index: Int, before deadline: ContinuousClock.Instant) async -> (JSONValue, Int)?
+        {
             var index = index
             while true {
                 while index < sent.count {
@@ -92,7 +94,9 @@ final class FakeConnection: SyncConnection, Sendable {
 
     /// Waits until the engine closes the connection; fails after 10 seconds.
     func closed() async throws {
-        guard await outbox.waitClosed(before: ContinuousClock.now + .seconds(10)) else { throw TestFailure("the engine kept the connection open") }
+        guard await outbox.waitClosed(before: ContinuousClock.now + .seconds(10)) else {
+            throw TestFailure("the engine kept the connection open")
+        }
     }
 
     /// The server side: deliver a message to the engine.
@@ -102,7 +106,8 @@ final class FakeConnection: SyncConnection, Sendable {
 
     /// The next message of `type` the engine sent, in order.
     func next(_ type: String, after index: inout Int) async throws -> JSONValue {
-        guard let (message, after) = await outbox.first(type, from: index, before: ContinuousClock.now + .seconds(10)) else {
+        guard let (message, after) = await outbox.first(type, from: index, before: ContinuousClock.now + .seconds(10))
+        else {
             throw TestFailure("the engine sent no \(type)")
         }
         index = after
@@ -112,11 +117,18 @@ final class FakeConnection: SyncConnection, Sendable {
     /// Answers hello and the first pull: an empty account.
     func handshake(cursor: Int64 = 0, index: inout Int) async throws {
         let hello = try await next("hello", after: &index)
-        deliver(["type": "welcome", "protocol": 1, "user": "u", "seq": 0, "rid": hello["rid"] ?? .null,
-                 "expiresAt": .string(Timestamp.format(Date().addingTimeInterval(3600))),
-                 "limits": ["maxMessageBytes": 1_000_000, "maxChangesPerPush": 100, "maxTextLength": 200_000, "maxTags": 100]])
+        deliver([
+            "type": "welcome", "protocol": 1, "user": "u", "seq": 0, "rid": hello["rid"] ?? .null,
+            "expiresAt": .string(Timestamp.format(Date().addingTimeInterval(3600))),
+            "limits": [
+                "maxMessageBytes": 1_000_000, "maxChangesPerPush": 100, "maxTextLength": 200_000, "maxTags": 100,
+            ],
+        ])
         let pull = try await next("pull", after: &index)
-        deliver(["type": "changes", "records": [], "cursor": .int(cursor), "more": false, "reset": false, "rid": pull["rid"] ?? .null])
+        deliver([
+            "type": "changes", "records": [], "cursor": .int(cursor), "more": false, "reset": false,
+            "rid": pull["rid"] ?? .null,
+        ])
     }
 }
 
@@ -127,9 +139,12 @@ func fakeClient(_ server: FakeServer, timeout: Duration = .seconds(2)) throws ->
     configuration.sync.requestTimeout = timeout
     configuration.sync.initialBackoff = .milliseconds(50)
     configuration.sync.maxBackoff = .milliseconds(100)
-    let credentials = Credentials(server: "http://127.0.0.1:9", username: "u", userID: "u", accessToken: "token",
-                                  refreshToken: "r", expiresAt: Date().addingTimeInterval(3600))
-    return try NotedClient(store: LocalStore.inMemory(), server: URL(string: "http://127.0.0.1:9"), credentials: credentials, configuration: configuration)
+    let credentials = Credentials(
+        server: "http://127.0.0.1:9", username: "u", userID: "u", accessToken: "token",
+        refreshToken: "r", expiresAt: Date().addingTimeInterval(3600))
+    return try NotedClient(
+        store: LocalStore.inMemory(), server: URL(string: "http://127.0.0.1:9"), credentials: credentials,
+        configuration: configuration)
 }
 
 @Suite struct SyncEngineTests {
@@ -150,8 +165,10 @@ func fakeClient(_ server: FakeServer, timeout: Duration = .seconds(2)) throws ->
         try await second.handshake(index: &index2)
         let resend = try await second.next("push", after: &index2)
         #expect(resend["changes"]?.arrayValue?.first == change)
-        second.deliver(["type": "ack", "ccid": change["ccid"] ?? .null, "collection": "notes", "id": .string(note.id), "rev": 1,
-                        "status": "duplicate", "rid": resend["rid"] ?? .null])
+        second.deliver([
+            "type": "ack", "ccid": change["ccid"] ?? .null, "collection": "notes", "id": .string(note.id), "rev": 1,
+            "status": "duplicate", "rid": resend["rid"] ?? .null,
+        ])
         try await eventually("the note is synced", on: [client]) { try await client.note(note.id)?.pending == false }
         #expect(try await client.note(note.id)?.rev == 1)
         await client.stopSync()
@@ -165,20 +182,32 @@ func fakeClient(_ server: FakeServer, timeout: Duration = .seconds(2)) throws ->
         var index = 0
         try await connection.handshake(cursor: 4, index: &index)
         let id = UUID().uuidString.lowercased()
-        connection.deliver(["type": "change", "collection": "notes", "id": .string(id), "rev": 2, "prevRev": 1, "op": "upsert",
-                            "fields": ["title": ["set": "x"]], "updatedAt": "2026-01-01T00:00:00.000Z"])
+        connection.deliver([
+            "type": "change", "collection": "notes", "id": .string(id), "rev": 2, "prevRev": 1, "op": "upsert",
+            "fields": ["title": ["set": "x"]], "updatedAt": "2026-01-01T00:00:00.000Z",
+        ])
         let pull = try await connection.next("pull", after: &index)
         #expect(pull["since"] == 4)
-        let record: JSONValue = ["collection": "notes", "id": .string(id), "rev": 2, "seq": 5, "deleted": false,
-                                 "fields": ["title": "x", "body": "y"], "createdAt": "2026-01-01T00:00:00.000Z", "updatedAt": "2026-01-01T00:00:00.000Z"]
-        connection.deliver(["type": "changes", "records": [record], "cursor": 5, "more": false, "reset": false, "rid": pull["rid"] ?? .null])
+        let record: JSONValue = [
+            "collection": "notes", "id": .string(id), "rev": 2, "seq": 5, "deleted": false,
+            "fields": ["title": "x", "body": "y"], "createdAt": "2026-01-01T00:00:00.000Z",
+            "updatedAt": "2026-01-01T00:00:00.000Z",
+        ]
+        connection.deliver([
+            "type": "changes", "records": [record], "cursor": 5, "more": false, "reset": false,
+            "rid": pull["rid"] ?? .null,
+        ])
         try await eventually("the pulled note is stored", on: [client]) { try await client.note(id)?.body == "y" }
         #expect(try await client.store.cursor() == 5)
         // A create broadcast (prevRev 0) for an unknown note applies exactly, without a pull.
         let other = UUID().uuidString.lowercased()
-        connection.deliver(["type": "change", "collection": "notes", "id": .string(other), "rev": 1, "prevRev": 0, "op": "upsert",
-                            "fields": ["title": ["set": "new"]], "updatedAt": "2026-01-01T00:00:00.000Z"])
-        try await eventually("the broadcast note is stored", on: [client]) { try await client.note(other)?.title == "new" }
+        connection.deliver([
+            "type": "change", "collection": "notes", "id": .string(other), "rev": 1, "prevRev": 0, "op": "upsert",
+            "fields": ["title": ["set": "new"]], "updatedAt": "2026-01-01T00:00:00.000Z",
+        ])
+        try await eventually("the broadcast note is stored", on: [client]) {
+            try await client.note(other)?.title == "new"
+        }
         await client.stopSync()
     }
 

@@ -1,10 +1,11 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import NotedClient
 import NotedCore
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Two `NotedClient`s of one user against the real server, in process.
 @Suite(.serialized) struct SyncIntegrationTests {
@@ -41,7 +42,8 @@ import Testing
     /// is cancelled (here with the server gone, so it would otherwise wait out its two minutes),
     /// and it ends as an edit's ack is applied.
     @Test func waitingForSyncEndsWithTheSyncOrWhenCancelled() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("noted-wait-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("noted-wait-\(UUID().uuidString)")
+            .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/client.sqlite"
@@ -66,7 +68,8 @@ import Testing
         let cancelled = clock.now
         waiting.cancel()
         #expect(await waiting.value == false)
-        #expect(clock.now - cancelled < .seconds(30), "a cancelled wait ends (a bound for liveness, not a speed target)")
+        #expect(
+            clock.now - cancelled < .seconds(30), "a cancelled wait ends (a bound for liveness, not a speed target)")
         await client.stopSync()
     }
 
@@ -128,7 +131,9 @@ import Testing
             #expect(try await b.note(note.id) == nil)
             let kept = try await b.list().filter { $0.body == "text and precious unsynced words" }
             #expect(kept.count == 1)
-            try await eventually("A received the kept copy", on: [a]) { try await a.list().contains { $0.body == "text and precious unsynced words" } }
+            try await eventually("A received the kept copy", on: [a]) {
+                try await a.list().contains { $0.body == "text and precious unsynced words" }
+            }
             await a.stopSync()
             await b.stopSync()
         }
@@ -214,9 +219,13 @@ import Testing
     }
 
     @Test func syncResumesAfterTheServerRestarts() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("noted-client-test-\(UUID().uuidString)").path
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "noted-client-test-\(UUID().uuidString)"
+        ).path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let dbA = FileManager.default.temporaryDirectory.appendingPathComponent("noted-client-\(UUID().uuidString).sqlite").path
+        let dbA = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "noted-client-\(UUID().uuidString).sqlite"
+        ).path
         let first = Box<(Int, Credentials)>()
         try await LiveServer.run(directory: directory, port: 0) { server in
             let credentials = try await server.makeUser()
@@ -243,13 +252,15 @@ import Testing
     }
 
     @Test func randomConcurrentEditsConverge() async throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
+        let seed =
+            UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
         print("randomConcurrentEditsConverge: NOTED_TEST_SEED=\(seed)")
         try await LiveServer.with { server in
             let user = try await server.makeUser()
             let clients = [try server.client(user), try server.client(user)]
             var random = SplitMix64(seed: seed)
-            let note = try await clients[0].create(NoteFields(title: "random", body: "alpha beta gamma delta epsilon zeta eta theta"))
+            let note = try await clients[0].create(
+                NoteFields(title: "random", body: "alpha beta gamma delta epsilon zeta eta theta"))
             for client in clients { await client.startSync() }
             try await eventually("both have the note", on: clients) { try await clients[1].note(note.id) != nil }
             let words = ["red", "green", "blue", "cyan", "magenta", "yellow"]
@@ -309,9 +320,11 @@ extension SyncIntegrationTests {
         try await LiveServer.with { server in
             let user = try await server.makeUser()
             let api = NotedAPI(server: server.url, http: URLSessionHTTPTransport())
-            let tokens = try await api.signIn(username: user.username, password: "correct horse battery", device: UUID().uuidString.lowercased())
-            let credentials = Credentials(server: server.url.absoluteString, username: user.username, userID: user.userID,
-                                          accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt)
+            let tokens = try await api.signIn(
+                username: user.username, password: "correct horse battery", device: UUID().uuidString.lowercased())
+            let credentials = Credentials(
+                server: server.url.absoluteString, username: user.username, userID: user.userID,
+                accessToken: tokens.accessToken, refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt)
             let a = try server.client(credentials) { $0.http = URLSessionHTTPTransport() }
             await a.startSync()
             let note = try await a.create(NoteFields(title: "over URLSession"))
@@ -321,7 +334,8 @@ extension SyncIntegrationTests {
             let refreshed = try await #require(a.tokens).refresh()
             #expect(refreshed.refreshToken != tokens.refreshToken)
             await #expect(throws: NotedClientError.self) {
-                try await api.signIn(username: user.username, password: "wrong password!", device: UUID().uuidString.lowercased())
+                try await api.signIn(
+                    username: user.username, password: "wrong password!", device: UUID().uuidString.lowercased())
             }
             await a.stopSync()
         }

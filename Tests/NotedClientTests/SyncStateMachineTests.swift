@@ -1,6 +1,7 @@
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedClient
 
 typealias Machine = SyncStateMachine<ContinuousClock.Instant>
@@ -32,9 +33,12 @@ struct MachineHarness {
         }
         let hello = machine.connected(id: id, token: "t", device: "d", cursor: cursor, now: now)
         let rid = sentMessages(hello).first?["rid"] ?? .null
-        var welcomeMessage = welcome ?? ["type": "welcome", "protocol": 1, "user": "u", "seq": 0,
-                                         "expiresAt": .string(Timestamp.format(Date().addingTimeInterval(3600))),
-                                         "limits": ["maxMessageBytes": 1000000, "maxChangesPerPush": 2, "maxTextLength": 1000, "maxTags": 10]]
+        var welcomeMessage =
+            welcome ?? [
+                "type": "welcome", "protocol": 1, "user": "u", "seq": 0,
+                "expiresAt": .string(Timestamp.format(Date().addingTimeInterval(3600))),
+                "limits": ["maxMessageBytes": 1_000_000, "maxChangesPerPush": 2, "maxTextLength": 1000, "maxTags": 10],
+            ]
         if var object = welcomeMessage.objectValue {
             object["rid"] = rid
             welcomeMessage = .object(object)
@@ -45,7 +49,10 @@ struct MachineHarness {
             return []
         }
         #expect(pullMessage["since"] == .int(cursor))
-        let page: JSONValue = ["type": "changes", "records": [], "cursor": .int(cursor), "more": false, "reset": false, "rid": pullMessage["rid"] ?? .null]
+        let page: JSONValue = [
+            "type": "changes", "records": [], "cursor": .int(cursor), "more": false, "reset": false,
+            "rid": pullMessage["rid"] ?? .null,
+        ]
         #expect(machine.received(page, now: now) == [.storePage(decodedPage(page))])
         return machine.pageStored(more: false, cursor: cursor, now: now)
     }
@@ -56,7 +63,12 @@ func sentMessages(_ actions: [Machine.Action]) -> [JSONValue] {
 }
 
 func change(_ id: String, ccid: String) -> OutboxChange {
-    OutboxChange(recordID: id, ccid: ccid, body: ["ccid": .string(ccid), "collection": "notes", "id": .string(id), "baseRev": 0, "op": "upsert", "fields": [:]])
+    OutboxChange(
+        recordID: id, ccid: ccid,
+        body: [
+            "ccid": .string(ccid), "collection": "notes", "id": .string(id), "baseRev": 0, "op": "upsert",
+            "fields": [:],
+        ])
 }
 
 @Suite struct SyncStateMachineTests {
@@ -72,17 +84,27 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         // Nothing is pushed before the pull reached the end, even after the debounce.
         _ = harness.machine.localEdit(now: harness.now)
         #expect(!harness.advance(.seconds(1)).contains { if case .composePush = $0 { true } else { false } })
-        let pull = harness.machine.received(["type": "welcome", "user": "u", "seq": 0, "rid": message?["rid"] ?? .null, "expiresAt": "2999-01-01T00:00:00.000Z"], now: harness.now)
+        let pull = harness.machine.received(
+            [
+                "type": "welcome", "user": "u", "seq": 0, "rid": message?["rid"] ?? .null,
+                "expiresAt": "2999-01-01T00:00:00.000Z",
+            ], now: harness.now)
         let pullMessage = sentMessages(pull).first
         #expect(pullMessage?["since"] == 7)
-        let first: JSONValue = ["type": "changes", "records": [], "cursor": 9, "more": true, "reset": false, "rid": pullMessage?["rid"] ?? .null]
+        let first: JSONValue = [
+            "type": "changes", "records": [], "cursor": 9, "more": true, "reset": false,
+            "rid": pullMessage?["rid"] ?? .null,
+        ]
         // The next page is asked for as the first arrives, before the first is stored.
         let next = harness.machine.received(first, now: harness.now)
         #expect(next.last == .storePage(decodedPage(first)))
         #expect(sentMessages(next).first?["since"] == 9)
         let stored = harness.machine.pageStored(more: true, cursor: 9, now: harness.now)
         #expect(stored.isEmpty)
-        let last: JSONValue = ["type": "changes", "records": [], "cursor": 12, "more": false, "reset": false, "rid": sentMessages(next).first?["rid"] ?? .null]
+        let last: JSONValue = [
+            "type": "changes", "records": [], "cursor": 12, "more": false, "reset": false,
+            "rid": sentMessages(next).first?["rid"] ?? .null,
+        ]
         #expect(harness.machine.received(last, now: harness.now) == [.storePage(decodedPage(last))])
         let done = harness.machine.pageStored(more: false, cursor: 12, now: harness.now)
         #expect(done.contains(.composePush(excluding: [], limit: 400)))
@@ -100,7 +122,10 @@ func change(_ id: String, ccid: String) -> OutboxChange {
             #expect(pull?["since"] == .int(cursor))
             let more = page < 5
             cursor += 500
-            let message: JSONValue = ["type": "changes", "records": [], "cursor": .int(cursor), "more": .bool(more), "reset": false, "rid": pull?["rid"] ?? .null]
+            let message: JSONValue = [
+                "type": "changes", "records": [], "cursor": .int(cursor), "more": .bool(more), "reset": false,
+                "rid": pull?["rid"] ?? .null,
+            ]
             let actions = harness.machine.received(message, now: harness.now)
             #expect(actions.last == .storePage(decodedPage(message)))
             #expect(sentMessages(actions).count == (more ? 1 : 0))
@@ -117,12 +142,17 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         var harness = MachineHarness()
         _ = harness.connectAndCatchUp(cursor: 40)
         let pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now)).first
-        let reset: JSONValue = ["type": "changes", "records": [], "cursor": 0, "more": true, "reset": true, "rid": pull?["rid"] ?? .null]
+        let reset: JSONValue = [
+            "type": "changes", "records": [], "cursor": 0, "more": true, "reset": true, "rid": pull?["rid"] ?? .null,
+        ]
         let fromZero = sentMessages(harness.machine.received(reset, now: harness.now)).first
         #expect(fromZero?["since"] == 0)
         #expect(fromZero?["snapshot"] == true)
         #expect(harness.machine.pageStored(more: true, cursor: 0, now: harness.now).isEmpty)
-        let page: JSONValue = ["type": "changes", "records": [], "cursor": 7, "more": true, "reset": false, "rid": fromZero?["rid"] ?? .null]
+        let page: JSONValue = [
+            "type": "changes", "records": [], "cursor": 7, "more": true, "reset": false,
+            "rid": fromZero?["rid"] ?? .null,
+        ]
         let ahead = sentMessages(harness.machine.received(page, now: harness.now)).first
         #expect(ahead?["since"] == 7)
         #expect(ahead?["snapshot"] == true)
@@ -134,11 +164,15 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         var harness = MachineHarness()
         _ = harness.connectAndCatchUp(cursor: 0)
         let pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now)).first
-        let first: JSONValue = ["type": "changes", "records": [], "cursor": 3, "more": true, "reset": false, "rid": pull?["rid"] ?? .null]
+        let first: JSONValue = [
+            "type": "changes", "records": [], "cursor": 3, "more": true, "reset": false, "rid": pull?["rid"] ?? .null,
+        ]
         let ahead = sentMessages(harness.machine.received(first, now: harness.now)).first
         #expect(harness.machine.broadcastApplied(false, now: harness.now).isEmpty)
         #expect(harness.machine.pageStored(more: true, cursor: 3, now: harness.now).isEmpty)
-        let last: JSONValue = ["type": "changes", "records": [], "cursor": 4, "more": false, "reset": false, "rid": ahead?["rid"] ?? .null]
+        let last: JSONValue = [
+            "type": "changes", "records": [], "cursor": 4, "more": false, "reset": false, "rid": ahead?["rid"] ?? .null,
+        ]
         #expect(sentMessages(harness.machine.received(last, now: harness.now)).isEmpty)
         let after = sentMessages(harness.machine.pageStored(more: false, cursor: 4, now: harness.now)).first
         #expect(after?["type"] == "pull")
@@ -151,14 +185,20 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         var harness = MachineHarness()
         _ = harness.connectAndCatchUp(cursor: 0)
         let pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now)).first
-        let first: JSONValue = ["type": "changes", "records": [], "cursor": 3, "more": true, "reset": false, "rid": pull?["rid"] ?? .null]
+        let first: JSONValue = [
+            "type": "changes", "records": [], "cursor": 3, "more": true, "reset": false, "rid": pull?["rid"] ?? .null,
+        ]
         let ahead = sentMessages(harness.machine.received(first, now: harness.now)).first
-        let refused: JSONValue = ["type": "error", "code": "rate_limited", "message": "slow down", "rid": ahead?["rid"] ?? .null]
+        let refused: JSONValue = [
+            "type": "error", "code": "rate_limited", "message": "slow down", "rid": ahead?["rid"] ?? .null,
+        ]
         _ = harness.machine.received(refused, now: harness.now)
         let again = sentMessages(harness.machine.pageStored(more: true, cursor: 3, now: harness.now)).first
         #expect(again?["type"] == "pull")
         #expect(again?["since"] == 3)
-        let last: JSONValue = ["type": "changes", "records": [], "cursor": 4, "more": false, "reset": false, "rid": again?["rid"] ?? .null]
+        let last: JSONValue = [
+            "type": "changes", "records": [], "cursor": 4, "more": false, "reset": false, "rid": again?["rid"] ?? .null,
+        ]
         #expect(sentMessages(harness.machine.received(last, now: harness.now)).isEmpty)
         #expect(sentMessages(harness.machine.pageStored(more: false, cursor: 4, now: harness.now)).isEmpty)
         #expect(harness.machine.cursor == 4)
@@ -167,7 +207,9 @@ func change(_ id: String, ccid: String) -> OutboxChange {
     @Test func aPageForAnUnknownRequestIsIgnored() {
         var harness = MachineHarness()
         _ = harness.connectAndCatchUp()
-        let stray: JSONValue = ["type": "changes", "records": [], "cursor": 3, "more": false, "reset": false, "rid": 999]
+        let stray: JSONValue = [
+            "type": "changes", "records": [], "cursor": 3, "more": false, "reset": false, "rid": 999,
+        ]
         #expect(harness.machine.received(stray, now: harness.now).isEmpty)
     }
 
@@ -175,7 +217,8 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         var harness = MachineHarness()
         let compose = harness.connectAndCatchUp()
         #expect(compose.contains(.composePush(excluding: [], limit: 8)))
-        let actions = harness.machine.composed([change("a", ccid: "1"), change("b", ccid: "2"), change("c", ccid: "3")], now: harness.now)
+        let actions = harness.machine.composed(
+            [change("a", ccid: "1"), change("b", ccid: "2"), change("c", ccid: "3")], now: harness.now)
         let pushes = sentMessages(actions)
         #expect(pushes.count == 2)
         #expect(pushes.map { $0["changes"]?.arrayValue?.count } == [2, 1])
@@ -191,7 +234,10 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         var harness = MachineHarness()
         _ = harness.connectAndCatchUp()
         let push = sentMessages(harness.machine.composed([change("a", ccid: "1")], now: harness.now))[0]
-        let ack: JSONValue = ["type": "ack", "ccid": "1", "collection": "notes", "id": "a", "rev": 1, "status": "applied", "rid": push["rid"] ?? .null]
+        let ack: JSONValue = [
+            "type": "ack", "ccid": "1", "collection": "notes", "id": "a", "rev": 1, "status": "applied",
+            "rid": push["rid"] ?? .null,
+        ]
         #expect(harness.machine.received(ack, now: harness.now) == [.applyAck(decodedAck(ack))])
         #expect(harness.machine.inFlight.isEmpty)
         let after = harness.machine.answerApplied(needsPull: false, retryLater: false, now: harness.now)
@@ -227,7 +273,8 @@ func change(_ id: String, ccid: String) -> OutboxChange {
     }
 
     @Test func lostConnectionsBackOffExponentiallyWithJitter() {
-        let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
+        let seed =
+            UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 0...UInt64.max)
         print("lostConnectionsBackOffExponentiallyWithJitter: NOTED_TEST_SEED=\(seed)")
         var harness = MachineHarness(seed: seed) {
             $0.initialBackoff = .seconds(1)
@@ -265,7 +312,8 @@ func change(_ id: String, ccid: String) -> OutboxChange {
             _ = harness.advance(delay)
         }
         let hello = harness.machine.connected(id: 5, token: "t", device: "d", cursor: 0, now: harness.now)
-        _ = harness.machine.received(["type": "welcome", "user": "u", "seq": 0, "rid": sentMessages(hello)[0]["rid"] ?? .null], now: harness.now)
+        _ = harness.machine.received(
+            ["type": "welcome", "user": "u", "seq": 0, "rid": sentMessages(hello)[0]["rid"] ?? .null], now: harness.now)
         let lost = harness.machine.connectionLost(id: 5, now: harness.now)
         guard case .status(.offline(let delay))? = lost.first else {
             Issue.record("expected offline")
@@ -284,8 +332,10 @@ func change(_ id: String, ccid: String) -> OutboxChange {
     @Test func aBroadcastNotAtPrevRevTriggersOnePull() {
         var harness = MachineHarness()
         _ = harness.connectAndCatchUp(cursor: 5)
-        let broadcast: JSONValue = ["type": "change", "collection": "notes", "id": "a", "rev": 3, "prevRev": 2, "op": "upsert", "fields": [:],
-                                    "updatedAt": "2026-01-01T00:00:00.000Z"]
+        let broadcast: JSONValue = [
+            "type": "change", "collection": "notes", "id": "a", "rev": 3, "prevRev": 2, "op": "upsert", "fields": [:],
+            "updatedAt": "2026-01-01T00:00:00.000Z",
+        ]
         #expect(harness.machine.received(broadcast, now: harness.now) == [.applyBroadcast(decodedBroadcast(broadcast))])
         #expect(harness.machine.broadcastApplied(true, now: harness.now).isEmpty)
         let pull = sentMessages(harness.machine.broadcastApplied(false, now: harness.now))
@@ -293,7 +343,11 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         #expect(pull.first?["since"] == 5)
         // A second miss while that pull is out does not send another; it pulls again after.
         #expect(harness.machine.broadcastApplied(false, now: harness.now).isEmpty)
-        _ = harness.machine.received(["type": "changes", "records": [], "cursor": 6, "more": false, "reset": false, "rid": pull.first?["rid"] ?? .null], now: harness.now)
+        _ = harness.machine.received(
+            [
+                "type": "changes", "records": [], "cursor": 6, "more": false, "reset": false,
+                "rid": pull.first?["rid"] ?? .null,
+            ], now: harness.now)
         let again = sentMessages(harness.machine.pageStored(more: false, cursor: 6, now: harness.now))
         #expect(again.first?["since"] == 6)
     }
@@ -320,9 +374,13 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         let date = Date()
         _ = harness.machine.start()
         let hello = harness.machine.connected(id: 1, token: "t", device: "d", cursor: 0, now: harness.now)
-        _ = harness.machine.received(["type": "welcome", "user": "u", "seq": 0, "rid": sentMessages(hello)[0]["rid"] ?? .null,
-                                      "expiresAt": .string(Timestamp.format(date.addingTimeInterval(120)))], now: harness.now, date: date)
-        _ = harness.machine.received(["type": "changes", "records": [], "cursor": 0, "more": false, "reset": false, "rid": 2], now: harness.now)
+        _ = harness.machine.received(
+            [
+                "type": "welcome", "user": "u", "seq": 0, "rid": sentMessages(hello)[0]["rid"] ?? .null,
+                "expiresAt": .string(Timestamp.format(date.addingTimeInterval(120))),
+            ], now: harness.now, date: date)
+        _ = harness.machine.received(
+            ["type": "changes", "records": [], "cursor": 0, "more": false, "reset": false, "rid": 2], now: harness.now)
         _ = harness.machine.pageStored(more: false, cursor: 0, now: harness.now)
         _ = harness.machine.composed([], now: harness.now)
         #expect(!harness.advance(.seconds(50)).contains(.refreshToken))
@@ -337,7 +395,8 @@ func change(_ id: String, ccid: String) -> OutboxChange {
     @Test func tokenExpiredErrorTriggersARefresh() {
         var harness = MachineHarness()
         _ = harness.connectAndCatchUp()
-        let actions = harness.machine.received(["type": "error", "code": "token_expired", "message": "expired"], now: harness.now)
+        let actions = harness.machine.received(
+            ["type": "error", "code": "token_expired", "message": "expired"], now: harness.now)
         #expect(actions.contains(.refreshToken))
     }
 
@@ -355,8 +414,11 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         let date = Date()
         _ = harness.machine.start()
         let hello = harness.machine.connected(id: 1, token: "t", device: "d", cursor: 0, now: harness.now)
-        _ = harness.machine.received(["type": "welcome", "user": "u", "seq": 0, "rid": sentMessages(hello)[0]["rid"] ?? .null,
-                                      "expiresAt": .string(Timestamp.format(date.addingTimeInterval(10)))], now: harness.now, date: date)
+        _ = harness.machine.received(
+            [
+                "type": "welcome", "user": "u", "seq": 0, "rid": sentMessages(hello)[0]["rid"] ?? .null,
+                "expiresAt": .string(Timestamp.format(date.addingTimeInterval(10))),
+            ], now: harness.now, date: date)
         #expect(!harness.machine.tick(now: harness.now).contains(.refreshToken))
         #expect(harness.advance(.seconds(6)).contains(.refreshToken))
     }
@@ -365,7 +427,8 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         var harness = MachineHarness { $0.initialBackoff = .seconds(30) }
         _ = harness.machine.start()
         let hello = harness.machine.connected(id: 1, token: "old", device: "d", cursor: 0, now: harness.now)
-        let error = harness.machine.received(["type": "error", "code": "unauthenticated", "message": "invalid access token"], now: harness.now)
+        let error = harness.machine.received(
+            ["type": "error", "code": "unauthenticated", "message": "invalid access token"], now: harness.now)
         #expect(error.contains(.refreshToken))
         #expect(!sentMessages(hello).isEmpty)
         _ = harness.machine.connectionLost(id: 1, now: harness.now)
@@ -374,11 +437,19 @@ func change(_ id: String, ccid: String) -> OutboxChange {
 
     @Test func pushesStayUnderTheMessageSizeLimitAndOversizedChangesAreRefused() {
         var harness = MachineHarness()
-        _ = harness.connectAndCatchUp(welcome: ["type": "welcome", "user": "u", "seq": 0, "limits": ["maxMessageBytes": 600, "maxChangesPerPush": 100]])
+        _ = harness.connectAndCatchUp(welcome: [
+            "type": "welcome", "user": "u", "seq": 0, "limits": ["maxMessageBytes": 600, "maxChangesPerPush": 100],
+        ])
         func sized(_ id: String, _ size: Int) -> OutboxChange {
-            OutboxChange(recordID: id, ccid: "c-" + id, body: ["ccid": .string("c-" + id), "id": .string(id), "fields": ["body": ["set": .string(String(repeating: "x", count: size))]]])
+            OutboxChange(
+                recordID: id, ccid: "c-" + id,
+                body: [
+                    "ccid": .string("c-" + id), "id": .string(id),
+                    "fields": ["body": ["set": .string(String(repeating: "x", count: size))]],
+                ])
         }
-        let actions = harness.machine.composed([sized("a", 200), sized("b", 200), sized("c", 200), sized("huge", 1000)], now: harness.now)
+        let actions = harness.machine.composed(
+            [sized("a", 200), sized("b", 200), sized("c", 200), sized("huge", 1000)], now: harness.now)
         let pushes = sentMessages(actions)
         #expect(pushes.count == 2)
         #expect(pushes.allSatisfy { $0.jsonString.utf8.count <= 600 })

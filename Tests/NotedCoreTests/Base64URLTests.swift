@@ -3,10 +3,11 @@ import NotedCore
 import Testing
 
 @Suite struct Base64URLTests {
-    @Test(arguments: [
-        ([], ""), ([0x66], "Zg"), ([0x66, 0x6f], "Zm8"), ([0x66, 0x6f, 0x6f], "Zm9v"),
-        ([0xfb, 0xff], "-_8"), ([0xfb, 0xef, 0xbe], "----"), ([0xff, 0xff, 0xff], "____"),
-    ] as [([UInt8], String)])
+    @Test(
+        arguments: [
+            ([], ""), ([0x66], "Zg"), ([0x66, 0x6f], "Zm8"), ([0x66, 0x6f, 0x6f], "Zm9v"),
+            ([0xfb, 0xff], "-_8"), ([0xfb, 0xef, 0xbe], "----"), ([0xff, 0xff, 0xff], "____"),
+        ] as [([UInt8], String)])
     func encodesWithTheURLAlphabetAndNoPadding(bytes: [UInt8], text: String) {
         #expect(Data(bytes).base64URLEncodedString == text)
         #expect(Data(base64URLEncoded: text) == Data(bytes))

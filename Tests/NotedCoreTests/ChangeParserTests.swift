@@ -1,6 +1,7 @@
 import DiffMatchPatch
 import Foundation
 import Testing
+
 @testable import NotedCore
 
 @Suite struct ChangeParserTests {
@@ -21,10 +22,11 @@ import Testing
     }
 
     @Test func aValidChangeParsesEveryOpKind() throws {
-        let parsed = try parser.parse(change([
-            "title": ["set": "hi"], "body": ["delta": "=2"], "tags": ["add": ["a", "a"], "remove": ["b"]],
-            "folder": ["set": nil], "pinned": ["set": true],
-        ]))
+        let parsed = try parser.parse(
+            change([
+                "title": ["set": "hi"], "body": ["delta": "=2"], "tags": ["add": ["a", "a"], "remove": ["b"]],
+                "folder": ["set": nil], "pinned": ["set": true],
+            ]))
         #expect(parsed.fields["title"] == .textSet("hi"))
         #expect(parsed.fields["body"] == .textDelta("=2"))
         #expect(parsed.fields["tags"] == .setAddRemove(add: ["a"], remove: ["b"]))
@@ -32,10 +34,11 @@ import Testing
         #expect(parsed.fields["pinned"] == .scalarSet(true))
     }
 
-    @Test(arguments: [
-        (JSONValue.int(-1), "bad_request"), (.double(1.5), "bad_request"), (.string("1"), "bad_request"),
-        (.int(ChangeParser.maxSafeInteger + 1), "bad_request"), (.int(3), nil),
-    ] as [(JSONValue, String?)])
+    @Test(
+        arguments: [
+            (JSONValue.int(-1), "bad_request"), (.double(1.5), "bad_request"), (.string("1"), "bad_request"),
+            (.int(ChangeParser.maxSafeInteger + 1), "bad_request"), (.int(3), nil),
+        ] as [(JSONValue, String?)])
     func baseRevMustBeASafeNonNegativeInteger(baseRev: JSONValue, expected: String?) {
         #expect(code(change(["title": ["set": "x"]], baseRev: baseRev)) == expected)
     }
@@ -71,7 +74,8 @@ import Testing
     let merger = FieldMerger(limits: Limits())
 
     @Test func exactDeltaAppliesAgainstTheCurrentValue() throws {
-        let result = try merger.apply(["body": .textDelta("=5\t+ world")], schema: .notes, current: ["body": "hello"], base: nil)
+        let result = try merger.apply(
+            ["body": .textDelta("=5\t+ world")], schema: .notes, current: ["body": "hello"], base: nil)
         #expect(result.fields["body"] == "hello world")
         #expect(result.conflicts.isEmpty && result.conflictFields == nil)
     }
@@ -88,7 +92,9 @@ import Testing
     @Test func aStaleDeleteNeverRemovesTextWrittenMeanwhile() throws {
         let base = "[4] [1] [7]"
         let delta = DiffMatchPatch().toDelta(DiffMatchPatch().diff(base, "[4] [7]"))
-        let result = try merger.apply(["body": .textDelta(delta)], schema: .notes, current: ["body": "[4] [30] [7]"], base: ["body": .string(base)])
+        let result = try merger.apply(
+            ["body": .textDelta(delta)], schema: .notes, current: ["body": "[4] [30] [7]"],
+            base: ["body": .string(base)])
         #expect(result.fields["body"] == "[4] [30] [7]")
         #expect(result.conflicts == ["body"])
         #expect(result.conflictFields?["body"] == "[4] [7]")
@@ -97,7 +103,9 @@ import Testing
     @Test func aStaleDeleteOfUnchangedTextStillApplies() throws {
         let base = "one two three"
         let delta = DiffMatchPatch().toDelta(DiffMatchPatch().diff(base, "one three"))
-        let result = try merger.apply(["body": .textDelta(delta)], schema: .notes, current: ["body": "zero one two three four"], base: ["body": .string(base)])
+        let result = try merger.apply(
+            ["body": .textDelta(delta)], schema: .notes, current: ["body": "zero one two three four"],
+            base: ["body": .string(base)])
         #expect(result.fields["body"] == "zero one three four")
         #expect(result.conflicts.isEmpty && result.conflictFields == nil)
     }
@@ -111,18 +119,24 @@ import Testing
         let delta = DiffMatchPatch().toDelta(DiffMatchPatch().diff(base, edited))
         let current = "intro " + base
         // Too many hunks: nothing placed, nothing lost.
-        let scattered = try merger.apply(["body": .textDelta(delta)], schema: .notes, current: ["body": .string(current)], base: ["body": .string(base)])
+        let scattered = try merger.apply(
+            ["body": .textDelta(delta)], schema: .notes, current: ["body": .string(current)],
+            base: ["body": .string(base)])
         #expect(scattered.fields["body"] == .string(current))
         #expect(scattered.conflicts == ["body"] && scattered.conflictFields?["body"] == .string(edited))
         // No time at all: one hunk is not placed either, and is kept the same way.
         var hurried = merger
         hurried.timeBudget = .zero
         let small = DiffMatchPatch().toDelta(DiffMatchPatch().diff("one two three", "one 2 three"))
-        let late = try hurried.apply(["body": .textDelta(small)], schema: .notes, current: ["body": "zero one two three"], base: ["body": "one two three"])
+        let late = try hurried.apply(
+            ["body": .textDelta(small)], schema: .notes, current: ["body": "zero one two three"],
+            base: ["body": "one two three"])
         #expect(late.fields["body"] == "zero one two three")
         #expect(late.conflicts == ["body"] && late.conflictFields?["body"] == "one 2 three")
         // With time, the same hunk is placed.
-        let inTime = try merger.apply(["body": .textDelta(small)], schema: .notes, current: ["body": "zero one two three"], base: ["body": "one two three"])
+        let inTime = try merger.apply(
+            ["body": .textDelta(small)], schema: .notes, current: ["body": "zero one two three"],
+            base: ["body": "one two three"])
         #expect(inTime.fields["body"] == "zero one 2 three" && inTime.conflicts.isEmpty)
     }
 
@@ -144,7 +158,9 @@ import Testing
 
     @Test func broadcastOpsUseADeltaWhenShorter() {
         let long = String(repeating: "text ", count: 40)
-        let ops = merger.ops(from: ["body": .string(long), "pinned": false], to: ["body": .string(long + "!"), "pinned": true], schema: .notes)
+        let ops = merger.ops(
+            from: ["body": .string(long), "pinned": false], to: ["body": .string(long + "!"), "pinned": true],
+            schema: .notes)
         #expect(ops["body"]?["delta"] != nil)
         #expect(ops["pinned"] == ["set": true])
         #expect(merger.ops(from: ["body": "a"], to: ["body": "a"], schema: .notes).isEmpty)
@@ -152,7 +168,10 @@ import Testing
 }
 
 @Suite struct WireFormatTests {
-    @Test(arguments: [(0.0, "1970-01-01T00:00:00.000Z"), (951_782_400.5, "2000-02-29T00:00:00.500Z"), (1_795_331_563.123, "2026-11-22T07:12:43.123Z")])
+    @Test(arguments: [
+        (0.0, "1970-01-01T00:00:00.000Z"), (951_782_400.5, "2000-02-29T00:00:00.500Z"),
+        (1_795_331_563.123, "2026-11-22T07:12:43.123Z"),
+    ])
     func timestampsAreRFC3339WithMilliseconds(seconds: Double, expected: String) {
         #expect(Timestamp.format(.init(timeIntervalSince1970: seconds)) == expected)
     }

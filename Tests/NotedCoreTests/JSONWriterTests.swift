@@ -1,16 +1,21 @@
 import Foundation
 import Testing
+
 @testable import NotedCore
 
 /// `jsonString` is written by hand; what it writes must stay byte for byte what JSONEncoder
 /// wrote (a change sent again is recognised by the hash of this text, across an upgrade too).
 /// Seeded random values (NOTED_TEST_SEED; printed on failure).
 struct JSONWriterTests {
-    static let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max / 2)
+    static let seed =
+        UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max / 2)
 
     static func string(_ random: inout SplitMix64) -> String {
-        let pieces = ["", "a", "Z", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{8}", "\u{C}", "\u{0}", "\u{1F}", "\u{7F}", "é", "e\u{301}",
-                      "😀", "\u{2028}", "\u{FEFF}", "<", "&", "'", "日本", "key", "B", "b", "_", "1", "10", "2"]
+        let pieces = [
+            "", "a", "Z", " ", "\"", "\\", "/", "\n", "\r", "\t", "\u{8}", "\u{C}", "\u{0}", "\u{1F}", "\u{7F}", "é",
+            "e\u{301}",
+            "😀", "\u{2028}", "\u{FEFF}", "<", "&", "'", "日本", "key", "B", "b", "_", "1", "10", "2",
+        ]
         return (0..<Int(random.next() % 6)).map { _ in pieces[Int(random.next() % UInt64(pieces.count))] }.joined()
     }
 

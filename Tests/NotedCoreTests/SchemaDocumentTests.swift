@@ -1,4 +1,5 @@
 import Testing
+
 @testable import NotedCore
 
 @Suite struct SchemaDocumentTests {
@@ -58,7 +59,8 @@ import Testing
     }
 
     @Test func notesIsADocumentLikeAnyOther() throws {
-        let notes = try schema("""
+        let notes = try schema(
+            """
             {"name": "notes", "version": 1, "fields": {
               "title": {"kind": "text", "searchable": true}, "body": {"kind": "text", "searchable": true},
               "tags": {"kind": "set"},
@@ -83,23 +85,74 @@ import Testing
         (#"{"name": "w", "version": 1, "fields": {"_text": {"kind": "text"}}}"#, "field name \"_text\""),
         (#"{"name": "w", "version": 1, "fields": {"a-b": {"kind": "text"}}}"#, "field name \"a-b\""),
         (#"{"name": "w", "version": 1, "fields": {"t": {"kind": "string"}}}"#, "w.t: \"kind\" must be"),
-        (#"{"name": "w", "version": 1, "fields": {"t": {"kind": "text", "serchable": true}}}"#, "unknown key \"serchable\""),
-        (#"{"name": "w", "version": 1, "fields": {"t": {"kind": "text", "indexed": true}}}"#, "unknown key \"indexed\" in a text field"),
-        (#"{"name": "w", "version": 1, "fields": {"t": {"kind": "text", "searchable": "yes"}}}"#, "\"searchable\" must be true or false"),
-        (#"{"name": "w", "version": 1, "fields": {"t": {"kind": "text", "default": 3}}}"#, "default of a text field must be a string"),
-        (#"{"name": "w", "version": 1, "fields": {"s": {"kind": "set", "default": ["a", "a"]}}}"#, "array of distinct strings"),
-        (#"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "default": 1}}}"#, "\"types\" must be a non-empty array"),
-        (#"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["int"], "default": 1}}}"#, "unknown type \"int\""),
-        (#"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["number"]}}}"#, "needs a \"default\""),
-        (#"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["number"], "default": "1"}}}"#, "is not of the field's types"),
-        (#"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["number"], "min": 5, "max": 1, "default": 3}}}"#, "\"min\" is greater than \"max\""),
-        (#"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["number"], "min": 5, "default": 3}}}"#, "is less than 5"),
-        (#"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["string"], "min": 5, "default": "a"}}}"#, "on a field of type number"),
-        (#"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["number"], "maxLength": 5, "default": 1}}}"#, "on a field of type string"),
-        (#"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["string"], "maxLength": 2, "default": "abc"}}}"#, "is longer than 2"),
-        (#"{"name": "w", "version": 1, "fields": {"c": {"kind": "scalar", "types": ["string"], "enum": ["a", 1], "default": "a"}}}"#, "\"enum\" value 1"),
-        (#"{"name": "w", "version": 1, "fields": {"c": {"kind": "scalar", "types": ["string"], "enum": ["a"], "default": "b"}}}"#, "is not one of"),
-        (#"{"name": "w", "version": 1, "fields": {"c": {"kind": "scalar", "types": ["string"], "enum": [], "default": "b"}}}"#, "non-empty array"),
+        (
+            #"{"name": "w", "version": 1, "fields": {"t": {"kind": "text", "serchable": true}}}"#,
+            "unknown key \"serchable\""
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"t": {"kind": "text", "indexed": true}}}"#,
+            "unknown key \"indexed\" in a text field"
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"t": {"kind": "text", "searchable": "yes"}}}"#,
+            "\"searchable\" must be true or false"
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"t": {"kind": "text", "default": 3}}}"#,
+            "default of a text field must be a string"
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"s": {"kind": "set", "default": ["a", "a"]}}}"#,
+            "array of distinct strings"
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "default": 1}}}"#,
+            "\"types\" must be a non-empty array"
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["int"], "default": 1}}}"#,
+            "unknown type \"int\""
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["number"]}}}"#,
+            "needs a \"default\""
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["number"], "default": "1"}}}"#,
+            "is not of the field's types"
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["number"], "min": 5, "max": 1, "default": 3}}}"#,
+            "\"min\" is greater than \"max\""
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["number"], "min": 5, "default": 3}}}"#,
+            "is less than 5"
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["string"], "min": 5, "default": "a"}}}"#,
+            "on a field of type number"
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["number"], "maxLength": 5, "default": 1}}}"#,
+            "on a field of type string"
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"n": {"kind": "scalar", "types": ["string"], "maxLength": 2, "default": "abc"}}}"#,
+            "is longer than 2"
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"c": {"kind": "scalar", "types": ["string"], "enum": ["a", 1], "default": "a"}}}"#,
+            "\"enum\" value 1"
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"c": {"kind": "scalar", "types": ["string"], "enum": ["a"], "default": "b"}}}"#,
+            "is not one of"
+        ),
+        (
+            #"{"name": "w", "version": 1, "fields": {"c": {"kind": "scalar", "types": ["string"], "enum": [], "default": "b"}}}"#,
+            "non-empty array"
+        ),
     ])
     func aBadDocumentIsRefusedNamingTheProblem(document: String, expected: String) {
         let message = error(document)
@@ -120,7 +173,9 @@ import Testing
     }
 
     @Test func keysOfOtherToolsGoUnderX() throws {
-        let schema = try schema(#"{"name": "w", "version": 2, "x-app": {"icon": "w"}, "description": "Worries", "fields": {"t": {"kind": "text", "x-ui": "textarea"}}}"#)
+        let schema = try schema(
+            #"{"name": "w", "version": 2, "x-app": {"icon": "w"}, "description": "Worries", "fields": {"t": {"kind": "text", "x-ui": "textarea"}}}"#
+        )
         #expect(schema.version == 2)
     }
 
@@ -138,14 +193,19 @@ import Testing
                 return "\(error.code.rawValue): \(error.message)"
             }
         }
-        #expect(check(["text": ["delta": "+hi"], "intensity": ["set": 7], "category": ["set": "work"], "tags": ["add": ["x"]],
-                       "resolved": ["set": true], "remindAt": ["set": "2026-11-25T09:00"]]) == nil)
+        #expect(
+            check([
+                "text": ["delta": "+hi"], "intensity": ["set": 7], "category": ["set": "work"], "tags": ["add": ["x"]],
+                "resolved": ["set": true], "remindAt": ["set": "2026-11-25T09:00"],
+            ]) == nil)
         #expect(check(["intensity": ["set": 10.0]]) == nil)
         #expect(check(["remindAt": ["set": nil]]) == nil)
         #expect(check(["intensity": ["set": 11]]) == "invalid_field: \"intensity\": 11 is more than 10")
         #expect(check(["intensity": ["set": -0.5]]) == "invalid_field: \"intensity\": -0.5 is less than 0")
         #expect(check(["intensity": ["set": "7"]]) == "invalid_field: \"intensity\" does not accept a string")
-        #expect(check(["category": ["set": "fun"]]) == "invalid_field: \"category\": \"fun\" is not one of [\"health\",\"work\",\"other\"]")
+        #expect(
+            check(["category": ["set": "fun"]])
+                == "invalid_field: \"category\": \"fun\" is not one of [\"health\",\"work\",\"other\"]")
         #expect(check(["resolved": ["set": nil]]) == "invalid_field: \"resolved\" does not accept a null")
         #expect(check(["title": ["set": "a note field"]]) == "invalid_field: unknown field \"title\"")
         #expect(check(["tags": ["set": "x"]])?.hasPrefix("invalid_field: \"tags\"") == true)
@@ -164,10 +224,11 @@ import Testing
         broken.fields["tags"] = nil
         broken.fields["text"] = .scalar(.string, default: "")
         broken.fields["remindAt"]?.scalarTypes = .string
-        #expect(old.breakingChanges(to: broken) == [
-            "worries.remindAt no longer accepts null",
-            "worries.tags was removed",
-            "worries.text changed kind from text to scalar",
-        ])
+        #expect(
+            old.breakingChanges(to: broken) == [
+                "worries.remindAt no longer accepts null",
+                "worries.tags was removed",
+                "worries.text changed kind from text to scalar",
+            ])
     }
 }

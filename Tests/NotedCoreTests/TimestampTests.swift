@@ -6,7 +6,9 @@ import Testing
 /// nothing malformed.
 @Suite struct TimestampTests {
     @Test func parsesWhatFormatWritesToTheMillisecond() throws {
-        let seed = ProcessInfo.processInfo.environment["NOTED_TEST_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 0...UInt64.max)
+        let seed =
+            ProcessInfo.processInfo.environment["NOTED_TEST_SEED"].flatMap(UInt64.init)
+            ?? UInt64.random(in: 0...UInt64.max)
         var generator = SplitMix64(seed: seed)
         // From 1601 to 2400, whole milliseconds, plus the edges of days, months and leap years.
         var samples: [Int64] = [0, -1, 951_782_400_000, 951_868_799_999, 4_107_542_400_000, -11_644_473_600_000]
@@ -28,8 +30,12 @@ import Testing
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         // RFC 3339's offsets too (other apps' exports write them).
-        for text in ["2026-11-22T10:41:07.123Z", "2000-02-29T23:59:59.999Z", "1970-01-01T00:00:00.000Z", "2024-12-31T00:00:00.5Z",
-                     "2026-11-22T10:41:07.123+01:00", "2026-11-22T00:10:00.000-05:30", "2000-03-01T00:00:00.000+14:00", "1969-12-31T23:59:59.999-00:00"] {
+        for text in [
+            "2026-11-22T10:41:07.123Z", "2000-02-29T23:59:59.999Z", "1970-01-01T00:00:00.000Z",
+            "2024-12-31T00:00:00.5Z",
+            "2026-11-22T10:41:07.123+01:00", "2026-11-22T00:10:00.000-05:30", "2000-03-01T00:00:00.000+14:00",
+            "1969-12-31T23:59:59.999-00:00",
+        ] {
             let expected = try #require(formatter.date(from: text))
             #expect(Timestamp.parse(text)?.timeIntervalSince1970 == expected.timeIntervalSince1970, "\(text)")
         }
@@ -38,10 +44,14 @@ import Testing
     }
 
     @Test(arguments: [
-        "", "2026-11-22", "2026-11-22T10:41:07", "2026-11-22T10:41:07.Z", "2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z",
-        "2026-04-31T00:00:00Z", "2026-00-10T00:00:00Z", "2026-11-22T24:00:00Z", "2026-11-22T10:60:00Z", "2026-11-22T10:41:07+0100",
-        "2026-11-22T10:41:07+01", "2026-11-22T10:41:07+24:00", "2026-11-22T10:41:07*01:00", "2026-11-22T10:41:07+01:00junk",
-        "2026-11-22 10:41:07Z", "２026-11-22T10:41:07Z", "2026-11-22T10:41:07.123Zjunk", "-026-11-22T10:41:07Z", "2026-1-22T10:41:07Z",
+        "", "2026-11-22", "2026-11-22T10:41:07", "2026-11-22T10:41:07.Z", "2026-13-01T00:00:00Z",
+        "2026-02-29T00:00:00Z",
+        "2026-04-31T00:00:00Z", "2026-00-10T00:00:00Z", "2026-11-22T24:00:00Z", "2026-11-22T10:60:00Z",
+        "2026-11-22T10:41:07+0100",
+        "2026-11-22T10:41:07+01", "2026-11-22T10:41:07+24:00", "2026-11-22T10:41:07*01:00",
+        "2026-11-22T10:41:07+01:00junk",
+        "2026-11-22 10:41:07Z", "２026-11-22T10:41:07Z", "2026-11-22T10:41:07.123Zjunk", "-026-11-22T10:41:07Z",
+        "2026-1-22T10:41:07Z",
     ])
     func refusesWhatItDoesNotWrite(text: String) {
         #expect(Timestamp.parse(text) == nil)
@@ -58,8 +68,10 @@ import Testing
 
     @Test(arguments: [
         "0", "-0", "1.0", "1e2", "-1.5E-3", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
-        "1e400", "\"\\ud83d\\ude00\"", "\"\\u00e9\\n\\t\\/\"", "\"\\ud83d\"", "\"\\ude00\"", "[1,2,]", "{\"a\":1,}", "01", "1.", ".5",
-        "+1", "tru", "nul", "\"a\u{1}b\"", "{\"a\":1 \"b\":2}", "[] x", " {\"k\" : [true , false , null] } ", "{\"a\":1,\"a\":2}",
+        "1e400", "\"\\ud83d\\ude00\"", "\"\\u00e9\\n\\t\\/\"", "\"\\ud83d\"", "\"\\ude00\"", "[1,2,]", "{\"a\":1,}",
+        "01", "1.", ".5",
+        "+1", "tru", "nul", "\"a\u{1}b\"", "{\"a\":1 \"b\":2}", "[] x", " {\"k\" : [true , false , null] } ",
+        "{\"a\":1,\"a\":2}",
         "\"é€😀\"", "", "   ", "{", "[[[]]]", "\"\\x\"", "1e", "-", "[1 2]",
     ])
     func edgeCasesAgreeWithJSONDecoder(text: String) {
@@ -83,7 +95,9 @@ import Testing
     }
 
     @Test func randomDocumentsAgreeWithJSONDecoder() {
-        let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max / 2)
+        let seed =
+            UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "")
+            ?? UInt64.random(in: 1...UInt64.max / 2)
         var state = seed
         func next(_ n: Int) -> Int {
             state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
@@ -98,7 +112,9 @@ import Testing
             case 3: return "\(next(1000)).\(next(1000))e\(next(40) - 20)"
             case 4, 5: return "\"" + (0..<next(6)).map { _ in pieces[next(pieces.count)] }.joined() + "\""
             case 6: return "[" + (0..<next(4)).map { _ in document(depth + 1) }.joined(separator: ",") + "]"
-            default: return "{" + (0..<next(4)).map { i in "\"k\(i)\":" + document(depth + 1) }.joined(separator: " , ") + "}"
+            default:
+                return "{" + (0..<next(4)).map { i in "\"k\(i)\":" + document(depth + 1) }.joined(separator: " , ")
+                    + "}"
             }
         }
         for _ in 0..<3_000 {

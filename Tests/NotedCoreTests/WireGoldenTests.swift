@@ -12,32 +12,67 @@ import Testing
     static let id = "6f1c2a9e-0b7d-4c1e-9a3f-5d2e8b7c6a10"
     static let ccid = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
     static let device = "11111111-2222-4333-8444-555555555555"
-    static let record = Record(collection: "notes", id: id, rev: 3, seq: 17, deleted: false,
-                               fields: ["title": "Groceries", "body": "milk", "tags": ["home"], "pinned": true],
-                               createdAt: time, updatedAt: time)
+    static let record = Record(
+        collection: "notes", id: id, rev: 3, seq: 17, deleted: false,
+        fields: ["title": "Groceries", "body": "milk", "tags": ["home"], "pinned": true],
+        createdAt: time, updatedAt: time)
 
     static let server: [(String, ServerMessage, String)] = [
-        ("welcome", .welcome(Welcome(user: "u1", seq: 42, expiresAt: time, limits: Limits(), rid: .int(1))),
-         #"{"expiresAt":"\#(timeText)","limits":{"maxChangesPerPush":100,"maxMessageBytes":1048576,"maxTagLength":200,"maxTags":100,"maxTextLength":200000},"protocol":1,"rid":1,"seq":42,"type":"welcome","user":"u1"}"#),
-        ("changes", .changes(ChangesPage(records: [record], cursor: 17, more: true, reset: false, rid: .string("p1"))),
-         #"{"cursor":17,"more":true,"records":[{"collection":"notes","createdAt":"\#(timeText)","deleted":false,"fields":{"body":"milk","pinned":true,"tags":["home"],"title":"Groceries"},"id":"\#(id)","rev":3,"seq":17,"updatedAt":"\#(timeText)"}],"reset":false,"rid":"p1","type":"changes"}"#),
-        ("ack applied", .ack(Ack(ccid: ccid, collection: "notes", id: id, rev: 4, seq: 18, status: .applied, rid: .int(7))),
-         #"{"ccid":"\#(ccid)","collection":"notes","id":"\#(id)","rev":4,"rid":7,"seq":18,"status":"applied","type":"ack"}"#),
-        ("ack merged", .ack(Ack(ccid: ccid, collection: "notes", id: id, rev: 5, seq: 19, status: .merged,
-                                fields: ["title": "Groceries", "body": "milk and eggs"], conflicts: ["body"])),
-         #"{"ccid":"\#(ccid)","collection":"notes","conflicts":["body"],"fields":{"body":"milk and eggs","title":"Groceries"},"id":"\#(id)","rev":5,"seq":19,"status":"merged","type":"ack"}"#),
-        ("ack duplicate", .ack(Ack(ccid: ccid, collection: "notes", id: id, rev: 4, seq: 18, status: .duplicate)),
-         #"{"ccid":"\#(ccid)","collection":"notes","id":"\#(id)","rev":4,"seq":18,"status":"duplicate","type":"ack"}"#),
-        ("reject", .reject(Reject(ProtocolError(.gone, "the record was purged"),
-                                  identity: ChangeIdentity(ccid: ccid, collection: "notes", id: id), current: record, rid: .int(7))),
-         #"{"ccid":"\#(ccid)","code":"gone","collection":"notes","current":{"collection":"notes","createdAt":"\#(timeText)","deleted":false,"fields":{"body":"milk","pinned":true,"tags":["home"],"title":"Groceries"},"id":"\#(id)","rev":3,"seq":17,"updatedAt":"\#(timeText)"},"id":"\#(id)","message":"the record was purged","rid":7,"type":"reject"}"#),
-        ("change", .change(Broadcast(collection: "notes", id: id, rev: 4, prevRev: 3, seq: 18, op: .upsert,
-                                     fields: ["body": ["delta": "=4\t+ and eggs"], "tags": ["add": ["shop"], "remove": []]], updatedAt: time)),
-         #"{"collection":"notes","fields":{"body":{"delta":"=4\t+ and eggs"},"tags":{"add":["shop"],"remove":[]}},"id":"\#(id)","op":"upsert","prevRev":3,"rev":4,"seq":18,"type":"change","updatedAt":"\#(timeText)"}"#),
-        ("change purge", .change(Broadcast(collection: "notes", id: id, rev: 5, prevRev: 4, seq: 20, op: .delete, fields: [:], updatedAt: time)),
-         #"{"collection":"notes","fields":{},"id":"\#(id)","op":"delete","prevRev":4,"rev":5,"seq":20,"type":"change","updatedAt":"\#(timeText)"}"#),
-        ("error", .error(ServerError(ProtocolError(.tokenExpired, "the access token expired"))),
-         #"{"code":"token_expired","message":"the access token expired","type":"error"}"#),
+        (
+            "welcome", .welcome(Welcome(user: "u1", seq: 42, expiresAt: time, limits: Limits(), rid: .int(1))),
+            #"{"expiresAt":"\#(timeText)","limits":{"maxChangesPerPush":100,"maxMessageBytes":1048576,"maxTagLength":200,"maxTags":100,"maxTextLength":200000},"protocol":1,"rid":1,"seq":42,"type":"welcome","user":"u1"}"#
+        ),
+        (
+            "changes",
+            .changes(ChangesPage(records: [record], cursor: 17, more: true, reset: false, rid: .string("p1"))),
+            #"{"cursor":17,"more":true,"records":[{"collection":"notes","createdAt":"\#(timeText)","deleted":false,"fields":{"body":"milk","pinned":true,"tags":["home"],"title":"Groceries"},"id":"\#(id)","rev":3,"seq":17,"updatedAt":"\#(timeText)"}],"reset":false,"rid":"p1","type":"changes"}"#
+        ),
+        (
+            "ack applied",
+            .ack(Ack(ccid: ccid, collection: "notes", id: id, rev: 4, seq: 18, status: .applied, rid: .int(7))),
+            #"{"ccid":"\#(ccid)","collection":"notes","id":"\#(id)","rev":4,"rid":7,"seq":18,"status":"applied","type":"ack"}"#
+        ),
+        (
+            "ack merged",
+            .ack(
+                Ack(
+                    ccid: ccid, collection: "notes", id: id, rev: 5, seq: 19, status: .merged,
+                    fields: ["title": "Groceries", "body": "milk and eggs"], conflicts: ["body"])),
+            #"{"ccid":"\#(ccid)","collection":"notes","conflicts":["body"],"fields":{"body":"milk and eggs","title":"Groceries"},"id":"\#(id)","rev":5,"seq":19,"status":"merged","type":"ack"}"#
+        ),
+        (
+            "ack duplicate", .ack(Ack(ccid: ccid, collection: "notes", id: id, rev: 4, seq: 18, status: .duplicate)),
+            #"{"ccid":"\#(ccid)","collection":"notes","id":"\#(id)","rev":4,"seq":18,"status":"duplicate","type":"ack"}"#
+        ),
+        (
+            "reject",
+            .reject(
+                Reject(
+                    ProtocolError(.gone, "the record was purged"),
+                    identity: ChangeIdentity(ccid: ccid, collection: "notes", id: id), current: record, rid: .int(7))),
+            #"{"ccid":"\#(ccid)","code":"gone","collection":"notes","current":{"collection":"notes","createdAt":"\#(timeText)","deleted":false,"fields":{"body":"milk","pinned":true,"tags":["home"],"title":"Groceries"},"id":"\#(id)","rev":3,"seq":17,"updatedAt":"\#(timeText)"},"id":"\#(id)","message":"the record was purged","rid":7,"type":"reject"}"#
+        ),
+        (
+            "change",
+            .change(
+                Broadcast(
+                    collection: "notes", id: id, rev: 4, prevRev: 3, seq: 18, op: .upsert,
+                    fields: ["body": ["delta": "=4\t+ and eggs"], "tags": ["add": ["shop"], "remove": []]],
+                    updatedAt: time)),
+            #"{"collection":"notes","fields":{"body":{"delta":"=4\t+ and eggs"},"tags":{"add":["shop"],"remove":[]}},"id":"\#(id)","op":"upsert","prevRev":3,"rev":4,"seq":18,"type":"change","updatedAt":"\#(timeText)"}"#
+        ),
+        (
+            "change purge",
+            .change(
+                Broadcast(
+                    collection: "notes", id: id, rev: 5, prevRev: 4, seq: 20, op: .delete, fields: [:], updatedAt: time)
+            ),
+            #"{"collection":"notes","fields":{},"id":"\#(id)","op":"delete","prevRev":4,"rev":5,"seq":20,"type":"change","updatedAt":"\#(timeText)"}"#
+        ),
+        (
+            "error", .error(ServerError(ProtocolError(.tokenExpired, "the access token expired"))),
+            #"{"code":"token_expired","message":"the access token expired","type":"error"}"#
+        ),
     ]
 
     @Test(arguments: server.indices)
@@ -48,15 +83,26 @@ import Testing
     }
 
     static let client: [(String, ClientMessage, RequestID?, String)] = [
-        ("hello", .hello(protocol: 1, token: "tok", device: device, client: "noted-cli/0.1.0"), .int(1),
-         #"{"client":"noted-cli/0.1.0","device":"\#(device)","protocol":1,"rid":1,"token":"tok","type":"hello"}"#),
-        ("hello, token in the header", .hello(protocol: 1, token: nil, device: device, client: nil), nil,
-         #"{"device":"\#(device)","protocol":1,"type":"hello"}"#),
+        (
+            "hello", .hello(protocol: 1, token: "tok", device: device, client: "noted-cli/0.1.0"), .int(1),
+            #"{"client":"noted-cli/0.1.0","device":"\#(device)","protocol":1,"rid":1,"token":"tok","type":"hello"}"#
+        ),
+        (
+            "hello, token in the header", .hello(protocol: 1, token: nil, device: device, client: nil), nil,
+            #"{"device":"\#(device)","protocol":1,"type":"hello"}"#
+        ),
         ("reauth", .reauth(token: "tok2"), .int(9), #"{"rid":9,"token":"tok2","type":"reauth"}"#),
         ("pull", .pull(since: 17, limit: 500), .string("p"), #"{"limit":500,"rid":"p","since":17,"type":"pull"}"#),
-        ("push", .push(changes: [["ccid": .string(ccid), "collection": "notes", "id": .string(id), "baseRev": 3, "op": "upsert",
-                                  "fields": ["body": ["delta": "=4\t+ and eggs"]]]]), .int(2),
-         #"{"changes":[{"baseRev":3,"ccid":"\#(ccid)","collection":"notes","fields":{"body":{"delta":"=4\t+ and eggs"}},"id":"\#(id)","op":"upsert"}],"rid":2,"type":"push"}"#),
+        (
+            "push",
+            .push(changes: [
+                [
+                    "ccid": .string(ccid), "collection": "notes", "id": .string(id), "baseRev": 3, "op": "upsert",
+                    "fields": ["body": ["delta": "=4\t+ and eggs"]],
+                ]
+            ]), .int(2),
+            #"{"changes":[{"baseRev":3,"ccid":"\#(ccid)","collection":"notes","fields":{"body":{"delta":"=4\t+ and eggs"}},"id":"\#(id)","op":"upsert"}],"rid":2,"type":"push"}"#
+        ),
     ]
 
     @Test(arguments: client.indices)
@@ -72,6 +118,9 @@ import Testing
         #expect(try ServerMessage.decode(JSONValue.parse(#"{"type":"presence","who":"x"}"#)) == nil)
         #expect(throws: ProtocolError.self) { try ServerMessage.decode(JSONValue.parse(#"{"type":"ack","ccid":"c"}"#)) }
         #expect(throws: ProtocolError.self) { try ServerMessage.decode(JSONValue.parse(#"["ack"]"#)) }
-        #expect(throws: ProtocolError.self) { try ServerMessage.decode(JSONValue.parse(#"{"type":"ack","ccid":"c","collection":"notes","id":"i","rev":1,"status":"kept"}"#)) }
+        #expect(throws: ProtocolError.self) {
+            try ServerMessage.decode(
+                JSONValue.parse(#"{"type":"ack","ccid":"c","collection":"notes","id":"i","rev":1,"status":"kept"}"#))
+        }
     }
 }

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedPorting
 
 /// Every importer against sample exports in the shapes the real apps write
@@ -9,7 +10,8 @@ import Testing
 /// importer makes of them (Fixtures/EXPECTED.json); and the damaged files people pick by
 /// mistake: refused with a reason, or read in part with what was skipped named.
 @Suite struct FixtureTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures").path
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        .path
     static let expected: JSONValue = {
         (try? JSONValue.parse(Array(FileManager.default.contents(atPath: root + "/EXPECTED.json") ?? Data()))) ?? .null
     }()
@@ -31,8 +33,11 @@ import Testing
     /// Compares what was read with what is expected, note for note (matched by title and
     /// position among notes of that title), printing every difference. A null date is "none"
     /// in an export, "not asserted" in a damaged file (`nullDatesAsserted` false).
-    func compare(_ read: [Importer.Imported], _ expected: [JSONValue], _ label: String, nullDatesAsserted: Bool = true) {
-        #expect(read.count == expected.count, "\(label): \(read.count) notes read, \(expected.count) expected: \(read.map(\.note.title))")
+    func compare(_ read: [Importer.Imported], _ expected: [JSONValue], _ label: String, nullDatesAsserted: Bool = true)
+    {
+        #expect(
+            read.count == expected.count,
+            "\(label): \(read.count) notes read, \(expected.count) expected: \(read.map(\.note.title))")
         var pool = read.map(\.note)
         for want in expected {
             let title = want["title"]?.stringValue ?? ""
@@ -42,18 +47,28 @@ import Testing
             }
             let got = pool.remove(at: index)
             let name = "\(label) \"\(title.prefix(30))\""
-            #expect(got.body == want["body"]?.stringValue, "\(name) body: got \(String(reflecting: got.body.suffix(60))) want \(String(reflecting: (want["body"]?.stringValue ?? "").suffix(60)))")
-            #expect(Set(got.tags) == Set((want["tags"]?.arrayValue ?? []).compactMap(\.stringValue)), "\(name) tags \(got.tags)")
+            #expect(
+                got.body == want["body"]?.stringValue,
+                "\(name) body: got \(String(reflecting: got.body.suffix(60))) want \(String(reflecting: (want["body"]?.stringValue ?? "").suffix(60)))"
+            )
+            #expect(
+                Set(got.tags) == Set((want["tags"]?.arrayValue ?? []).compactMap(\.stringValue)),
+                "\(name) tags \(got.tags)")
             #expect(got.folder == want["folder"]?.stringValue, "\(name) folder \(got.folder ?? "nil")")
             #expect(got.pinned == (want["pinned"]?.boolValue ?? false), "\(name) pinned")
             #expect(got.trashed == (want["trashed"]?.boolValue ?? false), "\(name) trashed")
             // Attachments: the files themselves (their hash is of their bytes), named and typed.
             let files = got.attachments.map { file -> JSONValue in
-                ["name": .string(file.name), "type": .string(file.type), "sha256": .string(file.sha256), "size": .int(Int64(file.data.count))]
+                [
+                    "name": .string(file.name), "type": .string(file.type), "sha256": .string(file.sha256),
+                    "size": .int(Int64(file.data.count)),
+                ]
             }
             #expect(files == (want["attachments"]?.arrayValue ?? []), "\(name) attachments \(files)")
             for file in got.attachments {
-                #expect(file.sha256 == Array(SHA256.hash(data: file.data)).lowercaseHex && got.body.contains("(attachment:\(file.sha256))"), "\(name) \(file.name)")
+                #expect(
+                    file.sha256 == Array(SHA256.hash(data: file.data)).lowercaseHex
+                        && got.body.contains("(attachment:\(file.sha256))"), "\(name) \(file.name)")
             }
             for key in ["created", "updated"] {
                 // No date in the source (null): none made up, so a second import changes nothing.
@@ -77,7 +92,9 @@ import Testing
 
     @Test(arguments: malformed) func aDamagedOrWrongFileIsRefusedOrReadInPart(path: String) throws {
         let entry = try #require(Self.entry(path, in: "malformed"))
-        let format = (Self.root + "/" + path).split(separator: "/").dropLast().last.flatMap { Importer.Format(rawValue: String($0)) }
+        let format = (Self.root + "/" + path).split(separator: "/").dropLast().last.flatMap {
+            Importer.Format(rawValue: String($0))
+        }
         let outcome = Result { try Importer.read(try ImportSource.load(Self.root + "/" + path), as: format) }
         switch (entry["expect"]?.stringValue, outcome) {
         case ("error", .failure(let error)):
@@ -85,11 +102,14 @@ import Testing
             #expect(error is ImportError, "\(path): \(message)")
             #expect(!message.isEmpty && !message.contains("\n"), "one line: \(message)")
         case ("error", .success(let result)):
-            Issue.record("\(path) should be refused (\(entry["why"]?.stringValue ?? "")), read \(result.notes.count) notes")
+            Issue.record(
+                "\(path) should be refused (\(entry["why"]?.stringValue ?? "")), read \(result.notes.count) notes")
         case ("partial", .success(let result)):
             compare(result.notes, entry["notes"]?.arrayValue ?? [], path, nullDatesAsserted: false)
             if let skipped = entry["skipped"]?.intValue {
-                #expect(result.skipped.filter { !$0.reason.contains("attachments") }.count == Int(skipped), "\(path) skipped: \(result.skipped)")
+                #expect(
+                    result.skipped.filter { !$0.reason.contains("attachments") }.count == Int(skipped),
+                    "\(path) skipped: \(result.skipped)")
             }
         case ("partial", .failure(let error)):
             Issue.record("\(path) should be read in part (\(entry["why"]?.stringValue ?? "")): \(error)")

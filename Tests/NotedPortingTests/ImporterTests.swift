@@ -1,13 +1,17 @@
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedPorting
 
 /// The importers' shared rules (issue 16): stable ids, Noted's own export read back exactly,
 /// malformed input named with its position, archives read.
 @Suite struct ImporterTests {
     func source(_ files: [String: String]) -> ImportSource {
-        ImportSource(origin: "test", files: files.map { ImportSource.File(path: $0.key, data: Data($0.value.utf8)) }.sorted { $0.path < $1.path })
+        ImportSource(
+            origin: "test",
+            files: files.map { ImportSource.File(path: $0.key, data: Data($0.value.utf8)) }.sorted { $0.path < $1.path }
+        )
     }
 
     /// A date the notes cannot hold (a damaged export: before 1970, after 9999) is dropped,
@@ -37,11 +41,13 @@ import Testing
     @Test func aCopyIDDependsOnTheNoteAndItsContentOnly() {
         let id = UUID().uuidString.lowercased()
         let date = Date(timeIntervalSince1970: 1_700_000_000)
-        let note = PortableNote(id: id, title: "T", body: "B", tags: ["x", "y"], folder: "F", created: date, updated: date)
+        let note = PortableNote(
+            id: id, title: "T", body: "B", tags: ["x", "y"], folder: "F", created: date, updated: date)
         let copy = Importer.copyID(of: note)
         #expect(UUIDText.isCanonical(copy) && copy != id && Array(copy)[14] == "5")
         // The same content (tags in any order, other dates) finds the same copy again.
-        let same = PortableNote(id: id, title: "T", body: "B", tags: ["y", "x"], folder: "F", pinned: true, created: .now, updated: .now)
+        let same = PortableNote(
+            id: id, title: "T", body: "B", tags: ["y", "x"], folder: "F", pinned: true, created: .now, updated: .now)
         #expect(Importer.copyID(of: same) == copy)
         // Other content, or another note's id, makes another.
         for other in [
@@ -49,7 +55,9 @@ import Testing
             PortableNote(id: id, title: "TB", body: "", tags: ["x", "y"], folder: "F", created: date, updated: date),
             PortableNote(id: id, title: "T", body: "B", tags: ["x"], folder: "F", created: date, updated: date),
             PortableNote(id: id, title: "T", body: "B", tags: ["x", "y"], folder: nil, created: date, updated: date),
-            PortableNote(id: UUID().uuidString.lowercased(), title: "T", body: "B", tags: ["x", "y"], folder: "F", created: date, updated: date),
+            PortableNote(
+                id: UUID().uuidString.lowercased(), title: "T", body: "B", tags: ["x", "y"], folder: "F", created: date,
+                updated: date),
         ] {
             #expect(Importer.copyID(of: other) != copy)
         }
@@ -58,13 +66,21 @@ import Testing
     @Test func noteDsOwnMarkdownExportReadsBackExactly() throws {
         let created = Date(timeIntervalSince1970: 1_700_000_000.123)
         let notes = [
-            PortableNote(id: UUID().uuidString.lowercased(), title: "Quote \" colon: # x\nline", body: "no blank lines first\n\nends with two\n\n",
-                         tags: ["a b", "ü"], folder: "Work/Deep", pinned: true, trashed: false, created: created, updated: created.addingTimeInterval(60)),
+            PortableNote(
+                id: UUID().uuidString.lowercased(), title: "Quote \" colon: # x\nline",
+                body: "no blank lines first\n\nends with two\n\n",
+                tags: ["a b", "ü"], folder: "Work/Deep", pinned: true, trashed: false, created: created,
+                updated: created.addingTimeInterval(60)),
             PortableNote(id: UUID().uuidString.lowercased(), title: "", body: "", created: created, updated: created),
-            PortableNote(id: UUID().uuidString.lowercased(), title: "Trashed", body: "---\nnot front matter\n---", trashed: true, created: created, updated: created),
+            PortableNote(
+                id: UUID().uuidString.lowercased(), title: "Trashed", body: "---\nnot front matter\n---", trashed: true,
+                created: created, updated: created),
         ]
         let files = Exporter.markdown(notes)
-        let result = try Importer.read(ImportSource(origin: "export", files: files.map { ImportSource.File(path: "noted-export/" + $0.path, data: $0.data) }))
+        let result = try Importer.read(
+            ImportSource(
+                origin: "export", files: files.map { ImportSource.File(path: "noted-export/" + $0.path, data: $0.data) }
+            ))
         #expect(result.format == .markdown)
         #expect(result.skipped.isEmpty)
         let read = Dictionary(uniqueKeysWithValues: result.notes.map { ($0.note.id, $0.note) })
@@ -74,12 +90,14 @@ import Testing
     }
 
     @Test func plainMarkdownTakesItsTitleFromTheHeadingOrTheFileName() throws {
-        let result = try Importer.read(source([
-            "notes/Trips/Lisbon.md": "# Lisbon in May\n\nTram 28.\n",
-            "notes/Trips/no heading.txt": "Just text\n",
-            "notes/with matter.md": "---\ntitle: 'It''s here'\ntags: trips, food\ncreated: 2024-01-05\npinned: yes\n---\nBody\n",
-            "notes/picture.png": "\u{89}PNG",
-        ]), as: .markdown)
+        let result = try Importer.read(
+            source([
+                "notes/Trips/Lisbon.md": "# Lisbon in May\n\nTram 28.\n",
+                "notes/Trips/no heading.txt": "Just text\n",
+                "notes/with matter.md":
+                    "---\ntitle: 'It''s here'\ntags: trips, food\ncreated: 2024-01-05\npinned: yes\n---\nBody\n",
+                "notes/picture.png": "\u{89}PNG",
+            ]), as: .markdown)
         let byTitle = Dictionary(uniqueKeysWithValues: result.notes.map { ($0.note.title, $0.note) })
         #expect(byTitle["Lisbon in May"]?.body == "Tram 28.\n")
         #expect(byTitle["Lisbon in May"]?.folder == "Trips")
@@ -108,11 +126,18 @@ import Testing
 
     @Test func malformedInputIsNamedWithItsPosition() {
         #expect(throws: ImportError("source/notes.json", "line 2, column 16: not valid JSON (expected a key)")) {
-            try Importer.read(source(["source/notes.json": "{\"activeNotes\":\n  [{\"id\": \"x\", ]}"]), as: .simplenote)
+            try Importer.read(
+                source(["source/notes.json": "{\"activeNotes\":\n  [{\"id\": \"x\", ]}"]), as: .simplenote)
         }
-        #expect(throws: ImportError.self) { try Importer.read(source(["a.enex": "<en-export><note><title>x</title></note"]), as: .evernote) }
-        #expect(throws: ImportError.self) { try Importer.read(source(["a.enex": "<en-export><note><title>x</title>"]), as: .evernote) }
-        #expect(throws: ImportError.self) { try Importer.read(source(["a.enex": "<html><body>not it</body></html>"]), as: .evernote) }
+        #expect(throws: ImportError.self) {
+            try Importer.read(source(["a.enex": "<en-export><note><title>x</title></note"]), as: .evernote)
+        }
+        #expect(throws: ImportError.self) {
+            try Importer.read(source(["a.enex": "<en-export><note><title>x</title>"]), as: .evernote)
+        }
+        #expect(throws: ImportError.self) {
+            try Importer.read(source(["a.enex": "<html><body>not it</body></html>"]), as: .evernote)
+        }
         #expect(throws: ImportError.self) { try Importer.read(source(["picture.png": "\u{89}PNG"])) }
         #expect(throws: ImportError.self) { try Importer.read(ImportSource(origin: "empty", files: [])) }
     }
@@ -155,8 +180,10 @@ import Testing
     /// A header whose size field is not unsigned octal: `-1` trapped (a reversed range), `-2000`
     /// on a folder looped for ever (the offset never moved), `+1` and a size past the end.
     @Test func aTarSizeThatIsNotUnsignedOctalIsRefused() throws {
-        for (size, type) in [("-1", UInt8(ascii: "0")), ("-2000", UInt8(ascii: "5")), ("+1", UInt8(ascii: "0")),
-                             ("77777777777", UInt8(ascii: "0")), ("12 4", UInt8(ascii: "0")), ("", UInt8(ascii: "0"))] {
+        for (size, type) in [
+            ("-1", UInt8(ascii: "0")), ("-2000", UInt8(ascii: "5")), ("+1", UInt8(ascii: "0")),
+            ("77777777777", UInt8(ascii: "0")), ("12 4", UInt8(ascii: "0")), ("", UInt8(ascii: "0")),
+        ] {
             let tar = Self.tarHeader("a.md", size: size, type: type) + [UInt8](repeating: 0, count: 1024)
             #expect(throws: ImportError.self, "size \(size)") { try Tar.files(Data(tar), origin: "t.jex") }
         }
@@ -168,24 +195,29 @@ import Testing
         let flat = "{\"activeNotes\":[" + String(repeating: "0,", count: 100_000) + "0]}"
         let tight = ImportBudget(memoryBytes: 1_000_000)
         let error = #expect(throws: ImportError.self) {
-            try Importer.read(ImportSource(origin: "x", files: [.init(path: "notes.json", data: Data(flat.utf8))], budget: tight), as: .simplenote)
+            try Importer.read(
+                ImportSource(origin: "x", files: [.init(path: "notes.json", data: Data(flat.utf8))], budget: tight),
+                as: .simplenote)
         }
         #expect(error?.reason.contains("memory") == true)
         let roomy = ImportBudget(memoryBytes: 100_000_000, maxSkipped: 10)
-        let result = try Importer.read(ImportSource(origin: "x", files: [.init(path: "notes.json", data: Data(flat.utf8))], budget: roomy),
-                                       as: .simplenote)
+        let result = try Importer.read(
+            ImportSource(origin: "x", files: [.init(path: "notes.json", data: Data(flat.utf8))], budget: roomy),
+            as: .simplenote)
         #expect(result.skipped.count == 10)
         #expect(result.skippedCount == 100_001)
         #expect(roomy.usedBytes >= 100_001 * 32)
         let late = ImportBudget(seconds: 0)
         Thread.sleep(forTimeInterval: 0.01)  // the deadline of a budget of 0 s, passed: no wait on anything of ours
         #expect(throws: ImportError.self) {
-            try Importer.read(ImportSource(origin: "x", files: [.init(path: "a.md", data: Data("# a".utf8))], budget: late))
+            try Importer.read(
+                ImportSource(origin: "x", files: [.init(path: "a.md", data: Data("# a".utf8))], budget: late))
         }
         let cancelled = ImportBudget()
         cancelled.cancel()
         #expect(throws: ImportError.self) {
-            try Importer.read(ImportSource(origin: "x", files: [.init(path: "a.md", data: Data("# a".utf8))], budget: cancelled))
+            try Importer.read(
+                ImportSource(origin: "x", files: [.init(path: "a.md", data: Data("# a".utf8))], budget: cancelled))
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ZIPFoundation
+
 @testable import NotedPorting
 
 /// ``ZipStream``, the server's export archive written front to back, read back by an

@@ -4,6 +4,7 @@ import Logging
 import NotedCore
 import PostgresNIO
 import Testing
+
 @testable import NotedServer
 
 /// What issue 16's operators and two-factor sign-in keep, on both backends: disabling revokes
@@ -20,9 +21,13 @@ import Testing
         }
     }
 
-    func newUser(_ store: any NotedStore, _ name: String = "u" + UUID().uuidString.prefix(8).lowercased()) async throws -> String {
+    func newUser(_ store: any NotedStore, _ name: String = "u" + UUID().uuidString.prefix(8).lowercased()) async throws
+        -> String
+    {
         let id = UUID().uuidString.lowercased()
-        #expect(try await store.createUser(UserAccount(id: id, username: name, usernameKey: name, passwordHash: "x"), now: Date()))
+        #expect(
+            try await store.createUser(
+                UserAccount(id: id, username: name, usernameKey: name, passwordHash: "x"), now: Date()))
         return id
     }
 
@@ -34,18 +39,22 @@ import Testing
             let other = try await newUser(store)
             let later = Date().addingTimeInterval(3600)
             for owner in [user, user, other] {
-                try await store.createRefreshFamily(RefreshFamily(id: UUID().uuidString, userID: owner, clientID: "noted", device: nil),
-                                                    firstTokenHash: UUID().uuidString, expiresAt: later, now: Date())
+                try await store.createRefreshFamily(
+                    RefreshFamily(id: UUID().uuidString, userID: owner, clientID: "noted", device: nil),
+                    firstTokenHash: UUID().uuidString, expiresAt: later, now: Date())
             }
             let disabled = try await store.setUserDisabled(id: user, disabled: true, now: Date())
             #expect(disabled.found && disabled.revoked.count == 2)
             #expect(try await store.user(id: user)?.disabled == true)
             #expect(try await store.signInSessions(userID: user, now: Date()).isEmpty)
-            #expect(try await store.signInSessions(userID: other, now: Date()).count == 1, "another user's sign-ins stay")
+            #expect(
+                try await store.signInSessions(userID: other, now: Date()).count == 1, "another user's sign-ins stay")
             #expect(try await store.setUserDisabled(id: user, disabled: true, now: Date()).revoked.isEmpty)
             #expect(try await store.setUserDisabled(id: user, disabled: false, now: Date()) == (true, []))
             #expect(try await store.user(id: user)?.disabled == false)
-            #expect(try await store.setUserDisabled(id: UUID().uuidString.lowercased(), disabled: true, now: Date()).found == false)
+            #expect(
+                try await store.setUserDisabled(id: UUID().uuidString.lowercased(), disabled: true, now: Date()).found
+                    == false)
             let listed = try await store.users()
             #expect(Set(listed.map(\.id)) == [user, other])
             #expect(listed.allSatisfy { !$0.disabled && !$0.twoFactor && $0.records == 0 && $0.lastSeen != nil })
@@ -58,14 +67,21 @@ import Testing
             let store = try open(location)
             try await store.migrate()
             let user = try await newUser(store)
-            #expect(try await store.twoFactor(userID: user) == TwoFactorRecord(secret: nil, pending: nil, lastStep: nil, recoveryCodesLeft: 0))
+            #expect(
+                try await store.twoFactor(userID: user)
+                    == TwoFactorRecord(secret: nil, pending: nil, lastStep: nil, recoveryCodesLeft: 0))
             #expect(try await !store.useTwoFactorStep(userID: user, step: 5), "no secret, no step")
             try await store.setTwoFactorPending(userID: user, secret: "FIRST")
             try await store.setTwoFactorPending(userID: user, secret: "SECOND")
-            #expect(try await !store.enableTwoFactor(userID: user, secret: "FIRST", recoveryHashes: ["a"]), "a replaced setup")
+            #expect(
+                try await !store.enableTwoFactor(userID: user, secret: "FIRST", recoveryHashes: ["a"]),
+                "a replaced setup")
             #expect(try await store.enableTwoFactor(userID: user, secret: "SECOND", recoveryHashes: ["a", "b", "c"]))
-            #expect(try await !store.enableTwoFactor(userID: user, secret: "SECOND", recoveryHashes: ["d"]), "enabled once")
-            #expect(try await store.twoFactor(userID: user) == TwoFactorRecord(secret: "SECOND", pending: nil, lastStep: nil, recoveryCodesLeft: 3))
+            #expect(
+                try await !store.enableTwoFactor(userID: user, secret: "SECOND", recoveryHashes: ["d"]), "enabled once")
+            #expect(
+                try await store.twoFactor(userID: user)
+                    == TwoFactorRecord(secret: "SECOND", pending: nil, lastStep: nil, recoveryCodesLeft: 3))
             #expect(try await store.user(id: user)?.twoFactor == true)
 
             #expect(try await store.useTwoFactorStep(userID: user, step: 100))
@@ -85,7 +101,9 @@ import Testing
             #expect(try await store.twoFactor(userID: user)?.recoveryCodesLeft == 2)
 
             try await store.disableTwoFactor(userID: user)
-            #expect(try await store.twoFactor(userID: user) == TwoFactorRecord(secret: nil, pending: nil, lastStep: nil, recoveryCodesLeft: 0))
+            #expect(
+                try await store.twoFactor(userID: user)
+                    == TwoFactorRecord(secret: nil, pending: nil, lastStep: nil, recoveryCodesLeft: 0))
             // Deleting the account takes its codes with it.
             try await store.setTwoFactorPending(userID: user, secret: "THIRD")
             #expect(try await store.enableTwoFactor(userID: user, secret: "THIRD", recoveryHashes: ["e"]))
@@ -117,7 +135,8 @@ import Testing
         try await withDatabase(backend) { location in
             let old = try open(location)
             let user = UUID().uuidString.lowercased()
-            let insert = "INSERT INTO users (id, username, username_key, password_hash, created_at) VALUES ('\(user)', 'Old', 'old', 'x', 1000)"
+            let insert =
+                "INSERT INTO users (id, username, username_key, password_hash, created_at) VALUES ('\(user)', 'Old', 'old', 'x', 1000)"
             let seq = "INSERT INTO user_seq (user_id, seq, purged_seq) VALUES ('\(user)', 0, 0)"
             switch old {
             case let sqlite as SQLiteStore:
@@ -137,7 +156,11 @@ import Testing
             let store = try open(location)
             try await store.migrate()
             let upgraded = try await store.user(usernameKey: "old")
-            #expect(upgraded == UserAccount(id: user, username: "Old", usernameKey: "old", passwordHash: "x", disabled: false, twoFactor: false))
+            #expect(
+                upgraded
+                    == UserAccount(
+                        id: user, username: "Old", usernameKey: "old", passwordHash: "x", disabled: false,
+                        twoFactor: false))
             #expect(try await store.users().map(\.username) == ["Old"])
             #expect(try await store.users().first?.createdAt == Date(millis: 1000))
             await store.shutdown()

@@ -5,6 +5,7 @@ import Logging
 import NotedCore
 import PostgresNIO
 import Testing
+
 @testable import NotedServer
 
 /// A signed-in user's own account (docs/protocol.md, "Accounts"): changing the password signs
@@ -15,13 +16,17 @@ import Testing
     static let backends = Backend.available
 
     /// A fresh database, a live node on it, and the location to look into afterwards.
-    func withServer(_ backend: Backend, _ body: @escaping @Sendable (TestServer, DatabaseLocation) async throws -> Void) async throws {
+    func withServer(_ backend: Backend, _ body: @escaping @Sendable (TestServer, DatabaseLocation) async throws -> Void)
+        async throws
+    {
         try await withDatabase(backend) { location in
             try await TestServer.withNode(location) { server in try await body(server, location) }
         }
     }
 
-    func signIn(_ server: TestServer, _ user: TestServer.User, password: String? = nil, device: String? = nil) async throws -> TestServer.User {
+    func signIn(_ server: TestServer, _ user: TestServer.User, password: String? = nil, device: String? = nil)
+        async throws -> TestServer.User
+    {
         try await server.signIn(user, password: password, device: device)
     }
 
@@ -50,32 +55,38 @@ import Testing
             let laptopConnection = try await server.connect(laptop)
             let path = "/v1/account/password"
 
-            let wrong = try await server.request(.post, path, json: ["current_password": "not it at all", "new_password": "a new passphrase"],
-                                                 token: phone.accessToken)
+            let wrong = try await server.request(
+                .post, path, json: ["current_password": "not it at all", "new_password": "a new passphrase"],
+                token: phone.accessToken)
             #expect(wrong.status == .forbidden)
             #expect(wrong.json["error"] == "invalid_credentials")
-            let weak = try await server.request(.post, path, json: ["current_password": .string(phone.password), "new_password": "short"],
-                                                token: phone.accessToken)
+            let weak = try await server.request(
+                .post, path, json: ["current_password": .string(phone.password), "new_password": "short"],
+                token: phone.accessToken)
             #expect(weak.status == .badRequest)
             #expect(weak.json["message"]?.stringValue?.contains("8 to 1024") == true)
             #expect(try await status(server, laptop) == .ok, "a refused change signs nobody out")
-            let noToken = try await server.request(.post, path, json: ["current_password": .string(phone.password), "new_password": "a new passphrase"])
+            let noToken = try await server.request(
+                .post, path, json: ["current_password": .string(phone.password), "new_password": "a new passphrase"])
             #expect(noToken.status == .unauthorized)
 
-            let changed = try await server.request(.post, path, json: ["current_password": .string(phone.password), "new_password": "a new passphrase"],
-                                                   token: phone.accessToken)
+            let changed = try await server.request(
+                .post, path, json: ["current_password": .string(phone.password), "new_password": "a new passphrase"],
+                token: phone.accessToken)
             #expect(changed.status == .ok)
             #expect(changed.json["signed_out"] == 1)
             try await expectClosed(laptopConnection, saying: "revoked")
             #expect(try await status(server, laptop) == .unauthorized)
-            let refreshed = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(laptop.refreshToken)")
+            let refreshed = try await server.request(
+                .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(laptop.refreshToken)")
             #expect(refreshed.json["error"] == "invalid_grant")
 
             // The device that changed it stays signed in.
             #expect(try await status(server, phone) == .ok)
             try await phoneConnection.send(["type": "pull", "since": 0, "rid": 1])
             #expect(try await phoneConnection.receive()["type"] == "changes")
-            let old = try await server.request(.post, "/v1/sessions", json: ["username": .string(phone.username), "password": .string(phone.password)])
+            let old = try await server.request(
+                .post, "/v1/sessions", json: ["username": .string(phone.username), "password": .string(phone.password)])
             #expect(old.status == .unauthorized)
             _ = try await signIn(server, phone, password: "a new passphrase")
             await phoneConnection.close()
@@ -102,9 +113,12 @@ import Testing
             let stranger = try await server.makeUser()
             let strangers = try await server.request(.get, "/v1/account/devices", token: stranger.accessToken)
             #expect(strangers.json["devices"]?.arrayValue?.count == 1)
-            let laptopID = try #require(devices.first { $0["current"] != true && $0["device"] == .null && $0["id"] != devices[0]["id"] }?["id"]?.stringValue
-                                        ?? devices.last?["id"]?.stringValue)
-            let notTheirs = try await server.request(.delete, "/v1/account/devices/\(laptopID)", token: stranger.accessToken)
+            let laptopID = try #require(
+                devices.first { $0["current"] != true && $0["device"] == .null && $0["id"] != devices[0]["id"] }?["id"]?
+                    .stringValue
+                    ?? devices.last?["id"]?.stringValue)
+            let notTheirs = try await server.request(
+                .delete, "/v1/account/devices/\(laptopID)", token: stranger.accessToken)
             #expect(notTheirs.status == .notFound)
             #expect(try await status(server, laptop) == .ok)
 
@@ -137,39 +151,49 @@ import Testing
             let bystander = try await server.makeUser()
             let connection = try await server.connect(user)
             let note = uuid()
-            #expect(try await connection.push(change(note, baseRev: 0, ["title": ["set": "mine"], "body": ["set": "a secret"]]))["type"] == "ack")
-            #expect(try await connection.push(change(note, baseRev: 1, ["body": ["set": "a second secret"]]))["rev"] == 2)
+            #expect(
+                try await connection.push(
+                    change(note, baseRev: 0, ["title": ["set": "mine"], "body": ["set": "a secret"]]))["type"] == "ack")
+            #expect(
+                try await connection.push(change(note, baseRev: 1, ["body": ["set": "a second secret"]]))["rev"] == 2)
             let otherConnection = try await server.connect(other)
             let bystanderConnection = try await server.connect(bystander)
             #expect(try await connection.push(change(uuid(), baseRev: 0, ["title": ["set": "x"]]))["type"] == "ack")
             #expect(try await Self.rows(of: user.id, in: location) > 0)
 
-            let wrong = try await server.request(.delete, "/v1/account", json: ["password": "not the password"], token: user.accessToken)
+            let wrong = try await server.request(
+                .delete, "/v1/account", json: ["password": "not the password"], token: user.accessToken)
             #expect(wrong.status == .forbidden)
             let missing = try await server.request(.delete, "/v1/account", json: [:], token: user.accessToken)
             #expect(missing.status == .badRequest)
             #expect(try await status(server, user) == .ok, "nothing is deleted on a refusal")
 
-            let deleted = try await server.request(.delete, "/v1/account", json: ["password": .string(user.password)], token: other.accessToken)
+            let deleted = try await server.request(
+                .delete, "/v1/account", json: ["password": .string(user.password)], token: other.accessToken)
             #expect(deleted.status == .noContent)
             try await expectClosed(connection, saying: "deleted")
             try await expectClosed(otherConnection, saying: "deleted")
             #expect(try await status(server, user) == .unauthorized)
             #expect(try await status(server, other) == .unauthorized)
-            let signIn = try await server.request(.post, "/v1/sessions", json: ["username": .string(user.username), "password": .string(user.password)])
+            let signIn = try await server.request(
+                .post, "/v1/sessions", json: ["username": .string(user.username), "password": .string(user.password)])
             #expect(signIn.status == .unauthorized)
-            let refreshed = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
+            let refreshed = try await server.request(
+                .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
             #expect(refreshed.json["error"] == "invalid_grant")
             #expect(try await Self.rows(of: user.id, in: location) == 0)
 
             // The bystander is untouched; the username can be taken again, by a new account.
             try await bystanderConnection.send(["type": "pull", "since": 0, "rid": 1])
             #expect(try await bystanderConnection.receive()["type"] == "changes")
-            let again = try await server.request(.post, "/v1/accounts", json: ["username": .string(user.username), "password": "another passphrase"])
+            let again = try await server.request(
+                .post, "/v1/accounts", json: ["username": .string(user.username), "password": "another passphrase"])
             #expect(again.status == .created)
             #expect(again.json["user"]?["id"]?.stringValue != user.id)
-            let fresh = try await server.request(.post, "/v1/sessions", json: ["username": .string(user.username), "password": "another passphrase"])
-            let feed = try await server.request(.get, "/v1/changes?since=0", token: fresh.json["access_token"]?.stringValue)
+            let fresh = try await server.request(
+                .post, "/v1/sessions", json: ["username": .string(user.username), "password": "another passphrase"])
+            let feed = try await server.request(
+                .get, "/v1/changes?since=0", token: fresh.json["access_token"]?.stringValue)
             #expect(feed.json["records"]?.arrayValue?.isEmpty == true, "\(feed.json)")
             await bystanderConnection.close()
         }
@@ -180,13 +204,18 @@ import Testing
     @Test(arguments: backends) func aPushForADeletedAccountWritesNothing(backend: Backend) async throws {
         try await withStore(backend) { (store: any NotedStore) async throws in
             let id = uuid()
-            #expect(try await store.createUser(UserAccount(id: id, username: "gone-\(id.prefix(6))", usernameKey: "gone-\(id.prefix(6))", passwordHash: "x"), now: Date()))
+            #expect(
+                try await store.createUser(
+                    UserAccount(
+                        id: id, username: "gone-\(id.prefix(6))", usernameKey: "gone-\(id.prefix(6))", passwordHash: "x"
+                    ), now: Date()))
             let first = try ChangeParser().parse(change(uuid(), baseRev: 0, ["title": ["set": "t"]]))
             _ = try await store.push(first, context: PushContext(userID: id, device: nil, now: Date(), bodyHash: "a"))
             #expect(try await store.deleteUser(id: id).isEmpty)  // no sign-in sessions
             let late = try ChangeParser().parse(change(uuid(), baseRev: 0, ["title": ["set": "late"]]))
             await #expect(throws: AccountDeleted.self) {
-                _ = try await store.push(late, context: PushContext(userID: id, device: nil, now: Date(), bodyHash: "b"))
+                _ = try await store.push(
+                    late, context: PushContext(userID: id, device: nil, now: Date(), bodyHash: "b"))
             }
             #expect(try await store.changes(userID: id, since: 0, limit: 10).records.isEmpty)
             #expect(try await store.deleteUser(id: id).isEmpty, "deleting twice is harmless")
@@ -199,14 +228,17 @@ import Testing
             let user = try await first.makeUser()
             let laptop = try await signIn(first, user)
             let laptopOnSecond = try await second.connect(laptop)
-            let changed = try await first.request(.post, "/v1/account/password", json: ["current_password": .string(user.password), "new_password": "a new passphrase"],
-                                                  token: user.accessToken)
+            let changed = try await first.request(
+                .post, "/v1/account/password",
+                json: ["current_password": .string(user.password), "new_password": "a new passphrase"],
+                token: user.accessToken)
             #expect(changed.status == .ok)
             try await expectClosed(laptopOnSecond, saying: "revoked")
             #expect(try await status(second, laptop) == .unauthorized)
 
             let onSecond = try await second.connect(user)
-            let deleted = try await first.request(.delete, "/v1/account", json: ["password": "a new passphrase"], token: user.accessToken)
+            let deleted = try await first.request(
+                .delete, "/v1/account", json: ["password": "a new passphrase"], token: user.accessToken)
             #expect(deleted.status == .noContent)
             try await expectClosed(onSecond, saying: "deleted")
             #expect(try await status(second, user) == .unauthorized)
@@ -215,16 +247,23 @@ import Testing
 
     /// Rows naming `userID` in every table that holds anything of a user.
     static func rows(of userID: String, in location: DatabaseLocation) async throws -> Int {
-        let tables = ["users WHERE id = $1", "user_seq WHERE user_id = $1", "records WHERE user_id = $1", "revisions WHERE user_id = $1",
-                      "applied_changes WHERE user_id = $1", "refresh_families WHERE user_id = $1", "oauth_codes WHERE user_id = $1",
-                      "refresh_tokens WHERE family_id IN (SELECT id FROM refresh_families WHERE user_id = $1)"]
+        let tables = [
+            "users WHERE id = $1", "user_seq WHERE user_id = $1", "records WHERE user_id = $1",
+            "revisions WHERE user_id = $1",
+            "applied_changes WHERE user_id = $1", "refresh_families WHERE user_id = $1",
+            "oauth_codes WHERE user_id = $1",
+            "refresh_tokens WHERE family_id IN (SELECT id FROM refresh_families WHERE user_id = $1)",
+        ]
         switch location {
         case .sqlite(let path):
             let queue = try DatabaseQueue(path: path)
             defer { try? queue.close() }
             return try await queue.read { db in
                 try tables.reduce(0) { total, table in
-                    total + (try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM " + table.replacingOccurrences(of: "$1", with: "?"), arguments: [userID]) ?? 0)
+                    total
+                        + (try Int.fetchOne(
+                            db, sql: "SELECT COUNT(*) FROM " + table.replacingOccurrences(of: "$1", with: "?"),
+                            arguments: [userID]) ?? 0)
                 }
             }
         case .postgres(let url):
@@ -234,7 +273,9 @@ import Testing
             for table in tables {
                 var query = PostgresQuery(unsafeSQL: "SELECT COUNT(*)::BIGINT FROM " + table)
                 query.binds.append(userID)
-                for try await count in try await store.client.query(query, logger: Logger(label: "test")).decode(Int64.self) {
+                for try await count in try await store.client.query(query, logger: Logger(label: "test")).decode(
+                    Int64.self)
+                {
                     total += Int(count)
                 }
             }

@@ -3,6 +3,7 @@ import NIOCore
 import NIOWebSocket
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// Every bad input gets its documented answer and changes nothing.
@@ -18,7 +19,8 @@ import Testing
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
             let id = uuid()
-            let created = try await connection.push(change(id, baseRev: 0, ["title": ["set": "original"], "body": ["set": "a😀b"]]))
+            let created = try await connection.push(
+                change(id, baseRev: 0, ["title": ["set": "original"], "body": ["set": "a😀b"]]))
             #expect(created["status"] == "applied")
             try await body(server, user, connection, id)
             await connection.close()
@@ -37,7 +39,9 @@ import Testing
 
     /// Pushes one change and expects a reject with `code`, and nothing changed.
     @discardableResult
-    func expectReject(_ change: JSONValue, code: String, on connection: SyncConnection, seq: Int64 = 1) async throws -> JSONValue {
+    func expectReject(_ change: JSONValue, code: String, on connection: SyncConnection, seq: Int64 = 1) async throws
+        -> JSONValue
+    {
         let reply = try await connection.push(change)
         #expect(reply["type"] == "reject", "\(reply.jsonString)")
         #expect(reply["code"] == .string(code), "\(reply.jsonString)")
@@ -107,14 +111,16 @@ import Testing
 
     @Test(arguments: backends) func anOversizedMessageCloses1009(backend: Backend) async throws {
         try await withSession(backend, configure: { $0.limits.maxMessageBytes = 4096 }) { _, _, connection, _ in
-            try await connection.sendText(#"{"type":"pull","since":0,"pad":""# + String(repeating: "x", count: 5000) + #""}"#)
+            try await connection.sendText(
+                #"{"type":"pull","since":0,"pad":""# + String(repeating: "x", count: 5000) + #""}"#)
             #expect(try await connection.closeCode() == 1009)
         }
     }
 
     @Test(arguments: backends) func aBinaryFrameIsAnError(backend: Backend) async throws {
         try await withSession(backend) { _, _, connection, _ in
-            try await connection.sendFrame(WebSocketFrame(fin: true, opcode: .binary, data: ByteBuffer(string: #"{"type":"pull","since":0}"#)))
+            try await connection.sendFrame(
+                WebSocketFrame(fin: true, opcode: .binary, data: ByteBuffer(string: #"{"type":"pull","since":0}"#)))
             let error = try await connection.receive()
             #expect(error["type"] == "error" && error["code"] == "bad_request")
             #expect(try await connection.latestSeq() == 1)
@@ -125,7 +131,8 @@ import Testing
 
     @Test(arguments: backends, badBaseRevs) func aBadBaseRevIsRejected(backend: Backend, baseRev: String) async throws {
         try await withSession(backend) { _, _, connection, id in
-            let text = #"{"type":"push","changes":[{"ccid":"\#(uuid())","collection":"notes","id":"\#(id)","baseRev":\#(baseRev),"op":"upsert","fields":{"title":{"set":"x"}}}]}"#
+            let text =
+                #"{"type":"push","changes":[{"ccid":"\#(uuid())","collection":"notes","id":"\#(id)","baseRev":\#(baseRev),"op":"upsert","fields":{"title":{"set":"x"}}}]}"#
             try await connection.sendText(text)
             let reply = try await connection.receive(type: "reject")
             #expect(reply["code"] == "bad_request")
@@ -137,7 +144,9 @@ import Testing
         try await withSession(backend) { _, _, connection, id in
             try await expectReject(change("note-1", baseRev: 0), code: "bad_request", on: connection)
             try await expectReject(change(id.uppercased(), baseRev: 0), code: "bad_request", on: connection)
-            try await expectReject(change(id, baseRev: 1, ccid: "not-a-uuid", ["title": ["set": "x"]]), code: "bad_request", on: connection)
+            try await expectReject(
+                change(id, baseRev: 1, ccid: "not-a-uuid", ["title": ["set": "x"]]), code: "bad_request", on: connection
+            )
         }
     }
 
@@ -151,16 +160,20 @@ import Testing
 
     @Test(arguments: backends) func anUnknownFieldIsRejected(backend: Backend) async throws {
         try await withSession(backend) { _, _, connection, id in
-            try await expectReject(change(id, baseRev: 1, ["colour": ["set": "red"]]), code: "invalid_field", on: connection)
+            try await expectReject(
+                change(id, baseRev: 1, ["colour": ["set": "red"]]), code: "invalid_field", on: connection)
         }
     }
 
     static let wrongKinds: [JSONValue] = [
         ["tags": ["set": "x"]], ["tags": ["set": ["a", "a"]]], ["tags": ["add": [1]]], ["pinned": ["set": "yes"]],
-        ["folder": ["set": 3]], ["title": ["add": ["x"]]], ["title": ["set": 5]], ["title": "plain"], ["trashed": ["set": nil]],
+        ["folder": ["set": 3]], ["title": ["add": ["x"]]], ["title": ["set": 5]], ["title": "plain"],
+        ["trashed": ["set": nil]],
     ]
 
-    @Test(arguments: backends, wrongKinds) func aWrongFieldKindIsRejected(backend: Backend, fields: JSONValue) async throws {
+    @Test(arguments: backends, wrongKinds) func aWrongFieldKindIsRejected(backend: Backend, fields: JSONValue)
+        async throws
+    {
         try await withSession(backend) { _, _, connection, id in
             try await expectReject(change(id, baseRev: 1, fields), code: "invalid_field", on: connection)
         }
@@ -169,29 +182,36 @@ import Testing
     @Test(arguments: backends) func aDeltaThatDoesNotDecodeIsRejected(backend: Backend) async throws {
         try await withSession(backend) { _, _, connection, id in
             for delta in ["=abc", "+%ZZ", "?3", "=-1"] {
-                try await expectReject(change(id, baseRev: 1, ["title": ["delta": .string(delta)]]), code: "invalid_delta", on: connection)
+                try await expectReject(
+                    change(id, baseRev: 1, ["title": ["delta": .string(delta)]]), code: "invalid_delta", on: connection)
             }
         }
     }
 
     @Test(arguments: backends) func aDeltaWhoseLengthsDoNotFitTheBaseIsRejected(backend: Backend) async throws {
         try await withSession(backend) { _, _, connection, id in
-            try await expectReject(change(id, baseRev: 1, ["title": ["delta": "=100"]]), code: "invalid_delta", on: connection)
-            try await expectReject(change(id, baseRev: 1, ["title": ["delta": "=3"]]), code: "invalid_delta", on: connection)
+            try await expectReject(
+                change(id, baseRev: 1, ["title": ["delta": "=100"]]), code: "invalid_delta", on: connection)
+            try await expectReject(
+                change(id, baseRev: 1, ["title": ["delta": "=3"]]), code: "invalid_delta", on: connection)
         }
     }
 
     @Test(arguments: backends) func aDeltaThatSplitsASurrogatePairIsRejected(backend: Backend) async throws {
         try await withSession(backend) { _, _, connection, id in
             // "a😀b" is a, high surrogate, low surrogate, b in UTF-16.
-            try await expectReject(change(id, baseRev: 1, ["body": ["delta": "=2\t+x\t=2"]]), code: "invalid_delta", on: connection)
-            try await expectReject(change(id, baseRev: 1, ["body": ["delta": "=2\t-2"]]), code: "invalid_delta", on: connection)
+            try await expectReject(
+                change(id, baseRev: 1, ["body": ["delta": "=2\t+x\t=2"]]), code: "invalid_delta", on: connection)
+            try await expectReject(
+                change(id, baseRev: 1, ["body": ["delta": "=2\t-2"]]), code: "invalid_delta", on: connection)
         }
     }
 
     @Test(arguments: backends) func aNulCharacterInTextIsStoredFaithfully(backend: Backend) async throws {
         try await withSession(backend) { server, user, connection, id in
-            try await connection.sendText(#"{"type":"push","changes":[{"ccid":"\#(uuid())","collection":"notes","id":"\#(id)","baseRev":1,"op":"upsert","fields":{"body":{"set":"x\u0000y"}}}]}"#)
+            try await connection.sendText(
+                #"{"type":"push","changes":[{"ccid":"\#(uuid())","collection":"notes","id":"\#(id)","baseRev":1,"op":"upsert","fields":{"body":{"set":"x\u0000y"}}}]}"#
+            )
             #expect(try await connection.receive(type: "ack")["status"] == "applied")
             let record = try await server.request(.get, "/v1/records/notes/\(id)", token: user.accessToken)
             #expect(record.json["fields"]?["body"] == "x\u{0}y")
@@ -200,7 +220,8 @@ import Testing
         }
     }
 
-    @Test(arguments: backends) func anotherUsersRecordIsIndistinguishableFromAMissingOne(backend: Backend) async throws {
+    @Test(arguments: backends) func anotherUsersRecordIsIndistinguishableFromAMissingOne(backend: Backend) async throws
+    {
         try await withSession(backend) { server, _, _, id in
             let intruder = try await server.makeUser()
             let connection = try await server.connect(intruder)
@@ -212,7 +233,8 @@ import Testing
             let read = try await server.request(.get, "/v1/records/notes/\(id)", token: intruder.accessToken)
             let readMissing = try await server.request(.get, "/v1/records/notes/\(uuid())", token: intruder.accessToken)
             #expect(read.status == .notFound && read.json == readMissing.json)
-            let revisions = try await server.request(.get, "/v1/records/notes/\(id)/revisions", token: intruder.accessToken)
+            let revisions = try await server.request(
+                .get, "/v1/records/notes/\(id)/revisions", token: intruder.accessToken)
             #expect(revisions.status == .notFound)
             #expect(try await connection.latestSeq() == 0)
             await connection.close()
@@ -226,20 +248,24 @@ import Testing
             #expect(try await connection.push(edit)["status"] == "applied")
             let again = try await connection.push(edit)
             #expect(again["status"] == "duplicate" && again["rev"] == 2)
-            try await expectReject(change(id, baseRev: 1, ccid: ccid, ["title": ["set": "other"]]), code: "ccid_reused", on: connection, seq: 2)
+            try await expectReject(
+                change(id, baseRev: 1, ccid: ccid, ["title": ["set": "other"]]), code: "ccid_reused", on: connection,
+                seq: 2)
         }
     }
 
     @Test(arguments: backends) func aBaseRevAheadOfTheServerIsRejected(backend: Backend) async throws {
         try await withSession(backend) { _, _, connection, id in
-            let reply = try await expectReject(change(id, baseRev: 7, ["title": ["set": "x"]]), code: "invalid_version", on: connection)
+            let reply = try await expectReject(
+                change(id, baseRev: 7, ["title": ["set": "x"]]), code: "invalid_version", on: connection)
             #expect(reply["current"]?["rev"] == 1)
         }
     }
 
     @Test(arguments: backends) func baseRevZeroForAnExistingRecordIsRejected(backend: Backend) async throws {
         try await withSession(backend) { _, _, connection, id in
-            let reply = try await expectReject(change(id, baseRev: 0, ["title": ["set": "x"]]), code: "already_exists", on: connection)
+            let reply = try await expectReject(
+                change(id, baseRev: 0, ["title": ["set": "x"]]), code: "already_exists", on: connection)
             #expect(reply["current"]?["fields"]?["title"] == "original")
         }
     }
@@ -247,8 +273,10 @@ import Testing
     @Test(arguments: backends) func anEditToAPurgedRecordIsGone(backend: Backend) async throws {
         try await withSession(backend) { server, user, connection, id in
             #expect(try await connection.push(change(id, baseRev: 1, op: "delete"))["status"] == "applied")
-            try await expectReject(change(id, baseRev: 2, ["title": ["set": "x"]]), code: "gone", on: connection, seq: 2)
-            try await expectReject(change(id, baseRev: 0, ["title": ["set": "x"]]), code: "gone", on: connection, seq: 2)
+            try await expectReject(
+                change(id, baseRev: 2, ["title": ["set": "x"]]), code: "gone", on: connection, seq: 2)
+            try await expectReject(
+                change(id, baseRev: 0, ["title": ["set": "x"]]), code: "gone", on: connection, seq: 2)
             #expect(try await server.request(.get, "/v1/records/notes/\(id)", token: user.accessToken).status == .gone)
         }
     }
@@ -256,18 +284,26 @@ import Testing
     @Test(arguments: backends) func tooManyChangesInOnePushIsOneErrorAndNothingApplied(backend: Backend) async throws {
         try await withSession(backend, configure: { $0.limits.maxChangesPerPush = 3 }) { _, _, connection, _ in
             let changes = (0..<4).map { _ in change(uuid(), baseRev: 0) }
-            try await expectError(JSONValue.object(["type": "push", "changes": .array(changes)]).jsonString, code: "too_large", on: connection)
+            try await expectError(
+                JSONValue.object(["type": "push", "changes": .array(changes)]).jsonString, code: "too_large",
+                on: connection)
         }
     }
 
     @Test(arguments: backends) func textAndTagsBeyondTheLimitsAreTooLarge(backend: Backend) async throws {
-        try await withSession(backend, configure: {
-            $0.limits.maxTextLength = 10
-            $0.limits.maxTags = 2
-        }) { _, _, connection, id in
-            try await expectReject(change(id, baseRev: 1, ["body": ["set": "12345678901"]]), code: "too_large", on: connection)
-            try await expectReject(change(id, baseRev: 1, ["tags": ["set": ["a", "b", "c"]]]), code: "too_large", on: connection)
-            try await expectReject(change(id, baseRev: 1, ["title": ["delta": "=8\t+xxxxx"]]), code: "too_large", on: connection)
+        try await withSession(
+            backend,
+            configure: {
+                $0.limits.maxTextLength = 10
+                $0.limits.maxTags = 2
+            }
+        ) { _, _, connection, id in
+            try await expectReject(
+                change(id, baseRev: 1, ["body": ["set": "12345678901"]]), code: "too_large", on: connection)
+            try await expectReject(
+                change(id, baseRev: 1, ["tags": ["set": ["a", "b", "c"]]]), code: "too_large", on: connection)
+            try await expectReject(
+                change(id, baseRev: 1, ["title": ["delta": "=8\t+xxxxx"]]), code: "too_large", on: connection)
         }
     }
 

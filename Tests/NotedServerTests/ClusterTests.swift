@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// Several server nodes over one PostgreSQL database.
@@ -92,24 +93,31 @@ extension ClusterTests {
                 // the other node's rev 3 broadcast. (The merged side may never hear rev 2: by the
                 // time its node reads that commit the record is at rev 3, sent with the ack.)
                 func pushAndHearTheOther(_ connection: SyncConnection, _ delta: String) async throws -> JSONValue {
-                    try await connection.send(["type": "push", "changes": [change(id, baseRev: 1, ["body": ["delta": .string(delta)]])]])
+                    try await connection.send([
+                        "type": "push", "changes": [change(id, baseRev: 1, ["body": ["delta": .string(delta)]])],
+                    ])
                     var ack: JSONValue?
                     var heardRevs: [JSONValue] = []
                     while ack == nil || (ack?["status"] == "applied" && !heardRevs.contains(3)) {
                         let message = try await connection.receive(timeout: .seconds(5))
                         switch message["type"]?.stringValue {
                         case "ack", "reject": ack = message
-                        case "change" where message["id"] == .string(id) && message["rev"] != 1: heardRevs.append(message["rev"] ?? .null)
+                        case "change" where message["id"] == .string(id) && message["rev"] != 1:
+                            heardRevs.append(message["rev"] ?? .null)
                         default: continue
                         }
                     }
-                    #expect(Set(heardRevs).count == heardRevs.count && !heardRevs.contains(ack?["rev"] ?? .null), "round \(round): heard revs \(heardRevs)")
+                    #expect(
+                        Set(heardRevs).count == heardRevs.count && !heardRevs.contains(ack?["rev"] ?? .null),
+                        "round \(round): heard revs \(heardRevs)")
                     return ack ?? .null
                 }
                 async let fromA = pushAndHearTheOther(onA, "+A \t=11")
                 async let fromB = pushAndHearTheOther(onB, "=11\t+ B")
                 let answers = try await [fromA, fromB]
-                #expect(Set(answers.compactMap { $0["status"]?.stringValue }) == ["applied", "merged"], "round \(round): \(answers.map(\.jsonString))")
+                #expect(
+                    Set(answers.compactMap { $0["status"]?.stringValue }) == ["applied", "merged"],
+                    "round \(round): \(answers.map(\.jsonString))")
                 #expect(Set(answers.compactMap { $0["rev"]?.intValue }) == [2, 3])
                 let merged = try #require(answers.first { $0["status"] == "merged" })
                 #expect(merged["fields"]?["body"] == "A hello world B")
@@ -134,7 +142,8 @@ extension ClusterTests {
             let onB = try await nodeB.connect(user)
             let bystanderOnB = try await nodeB.connect(bystander)
             #expect(try await onB.push(change(uuid(), baseRev: 0, ["title": ["set": "on B"]]))["type"] == "ack")
-            let deleted = try await nodeA.request(.delete, "/v1/account", json: ["password": .string(user.password)], token: user.accessToken)
+            let deleted = try await nodeA.request(
+                .delete, "/v1/account", json: ["password": .string(user.password)], token: user.accessToken)
             #expect(deleted.status == .noContent)
             try await management.expectClosed(onB, saying: "deleted")
             #expect(try await management.status(nodeB, user) == .unauthorized)
@@ -150,10 +159,14 @@ extension ClusterTests {
             try await management.expectClosed(onA, saying: "disabled")
             try await management.expectClosed(bystanderOnB, saying: "disabled")
             #expect(try await management.status(nodeA, bystander) == .unauthorized)
-            let refused = try await nodeB.request(.post, "/v1/sessions", json: ["username": .string(bystander.username), "password": .string(bystander.password)])
+            let refused = try await nodeB.request(
+                .post, "/v1/sessions",
+                json: ["username": .string(bystander.username), "password": .string(bystander.password)])
             #expect(refused.status == .forbidden && refused.json["error"] == "account_disabled")
             _ = try await operators.setDisabled(bystander.username, false)
-            let again = try await nodeA.request(.post, "/v1/sessions", json: ["username": .string(bystander.username), "password": .string(bystander.password)])
+            let again = try await nodeA.request(
+                .post, "/v1/sessions",
+                json: ["username": .string(bystander.username), "password": .string(bystander.password)])
             #expect(again.status == .ok)
         }
     }
@@ -173,7 +186,8 @@ extension ClusterTests {
                 // The loser presented a token already rotated: a reuse, so the family is revoked,
                 // the winner's new refresh token included.
                 if let rotated = winners.first?.json["refresh_token"]?.stringValue {
-                    let after = try await nodeB.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(rotated)")
+                    let after = try await nodeB.request(
+                        .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(rotated)")
                     #expect(after.status == .badRequest)
                 }
             }
@@ -187,7 +201,9 @@ extension ClusterTests {
     private func waitForListeners(_ database: DatabaseLocation, count: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(15)
         while try await listenerCount(database) < count {
-            guard ContinuousClock.now < deadline else { throw TestSetupError("fewer than \(count) listeners after 15 s") }
+            guard ContinuousClock.now < deadline else {
+                throw TestSetupError("fewer than \(count) listeners after 15 s")
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
     }
@@ -229,7 +245,8 @@ extension ClusterTests {
             }
             try await watcherOnA.expectSilence(for: .milliseconds(300))
             #expect(Set(heard.keys) == Set(ids))
-            #expect(heard.values.allSatisfy { $0 == 1 }, "a change was delivered twice: \(heard.filter { $0.value > 1 })")
+            #expect(
+                heard.values.allSatisfy { $0 == 1 }, "a change was delivered twice: \(heard.filter { $0.value > 1 })")
             await watcherOnA.close()
             await writerOnB.close()
         }
@@ -248,7 +265,9 @@ extension ClusterTests {
                     while await !stop.isSet && ids.count < 2000 {
                         let id = uuid()
                         let ack = try await writerOnB.push(change(id, baseRev: 0, ["title": ["set": "from B"]]))
-                        guard ack["status"] == "applied" else { throw TestSetupError("node B answered \(ack.jsonString)") }
+                        guard ack["status"] == "applied" else {
+                            throw TestSetupError("node B answered \(ack.jsonString)")
+                        }
                         ids.append(id)
                         try await Task.sleep(for: .milliseconds(5))
                     }
@@ -277,7 +296,8 @@ extension ClusterTests {
                     let writer = try await nodeA.connect(user)
                     for resent in unacked {
                         let answer = try await writer.push(resent)
-                        #expect(answer["status"] == "applied" || answer["status"] == "duplicate", "\(answer.jsonString)")
+                        #expect(
+                            answer["status"] == "applied" || answer["status"] == "duplicate", "\(answer.jsonString)")
                     }
                     let joinedAt = try await writer.latestSeq()
                     try await Task.sleep(for: .milliseconds(300))
@@ -301,7 +321,10 @@ extension ClusterTests {
                     #expect(records.values.allSatisfy { $0["rev"] == 1 })
 
                     // B's commits after the watcher joined reached it through the restarted node.
-                    let lateFromB = Set(records.values.filter { ($0["seq"]?.intValue ?? 0) > joinedAt && $0["fields"]?["title"] == "from B" }
+                    let lateFromB = Set(
+                        records.values.filter {
+                            ($0["seq"]?.intValue ?? 0) > joinedAt && $0["fields"]?["title"] == "from B"
+                        }
                         .compactMap { $0["id"]?.stringValue })
                     var heard = Set<String>()
                     while !lateFromB.isSubset(of: heard) {

@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
+
 @testable import NotedServer
 
 /// `withDeadline`: an answer in time passes through; one that never comes (not even on

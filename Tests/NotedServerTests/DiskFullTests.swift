@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// A full disk (SQLITE_FULL) during a push: the change is rejected `rate_limited` (retryable),
@@ -16,20 +17,29 @@ import Testing
         let store = try SQLiteStore(path: dir.appendingPathComponent("noted.sqlite").path, limits: Limits())
         try await store.migrate()
         let user = UUID().uuidString.lowercased()
-        #expect(try await store.createUser(UserAccount(id: user, username: "full", usernameKey: "full", passwordHash: "x"), now: Date()))
+        #expect(
+            try await store.createUser(
+                UserAccount(id: user, username: "full", usernameKey: "full", passwordHash: "x"), now: Date()))
         func push(_ json: JSONValue) async throws -> JSONValue {
             let change = try ChangeParser().parse(json)
-            return try await store.push(change, context: PushContext(userID: user, device: nil, now: Date(), bodyHash: change.json.jsonString)).reply.json
+            return try await store.push(
+                change, context: PushContext(userID: user, device: nil, now: Date(), bodyHash: change.json.jsonString)
+            ).reply.json
         }
         let first = UUID().uuidString.lowercased()
-        let ack = try await push(["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(first),
-                                  "baseRev": 0, "op": "upsert", "fields": ["title": ["set": "before"]]])
+        let ack = try await push([
+            "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(first),
+            "baseRev": 0, "op": "upsert", "fields": ["title": ["set": "before"]],
+        ])
         #expect(ack["status"] == "applied")
 
         let pages = try await store.pool.write { try Int.fetchOne($0, sql: "PRAGMA page_count") ?? 0 }
         try await store.pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA max_page_count = \(pages)") }
-        let big: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(UUID().uuidString.lowercased()),
-                              "baseRev": 0, "op": "upsert", "fields": ["body": ["set": .string(String(repeating: "x", count: 200_000))]]]
+        let big: JSONValue = [
+            "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes",
+            "id": .string(UUID().uuidString.lowercased()),
+            "baseRev": 0, "op": "upsert", "fields": ["body": ["set": .string(String(repeating: "x", count: 200_000))]],
+        ]
         var code: ErrorCode?
         do {
             _ = try await push(big)
@@ -38,7 +48,9 @@ import Testing
         }
         #expect(code == .rateLimited, "a push on a full database: \(String(describing: code))")
         #expect(try await store.latestSeq(userID: user) == 1, "nothing stored by the failed push")
-        #expect(try await store.record(userID: user, collection: "notes", id: first)?.fields["title"] == "before", "reads still served")
+        #expect(
+            try await store.record(userID: user, collection: "notes", id: first)?.fields["title"] == "before",
+            "reads still served")
 
         try await store.pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA max_page_count = 1073741823") }
         let retried = try await push(big)

@@ -2,6 +2,7 @@ import DiffMatchPatch
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 @Suite struct FeedTests {
@@ -43,10 +44,13 @@ import Testing
     }
 
     @Test(arguments: backends) func aCursorOlderThanTombstoneRetentionResets(backend: Backend) async throws {
-        try await TestServer.with(backend, configure: {
-            $0.tombstoneRetention = .zero
-            $0.sweepInterval = .milliseconds(100)
-        }) { server in
+        try await TestServer.with(
+            backend,
+            configure: {
+                $0.tombstoneRetention = .zero
+                $0.sweepInterval = .milliseconds(100)
+            }
+        ) { server in
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
             let kept = uuid()
@@ -114,7 +118,8 @@ import Testing
             try await other.expectSilence()
             try await first.expectSilence(for: .milliseconds(200))
             // An HTTP push reaches every connection of the user.
-            _ = try await server.request(.post, "/v1/push", json: ["changes": [change(uuid(), baseRev: 0)]], token: alice.accessToken)
+            _ = try await server.request(
+                .post, "/v1/push", json: ["changes": [change(uuid(), baseRev: 0)]], token: alice.accessToken)
             #expect(try await first.receive(type: "change")["prevRev"] == 0)
             #expect(try await second.receive(type: "change")["prevRev"] == 0)
             try await other.expectSilence()
@@ -134,7 +139,10 @@ import Testing
             let list = try await server.request(.get, "/v1/records/notes/\(id)/revisions", token: user.accessToken)
             let revisions = try #require(list.json["revisions"]?.arrayValue)
             #expect(revisions.map { $0["rev"] } == [1, 2])
-            #expect(revisions.allSatisfy { $0["device"]?.stringValue != nil && $0["ccid"]?.stringValue != nil && $0["conflict"] == false })
+            #expect(
+                revisions.allSatisfy {
+                    $0["device"]?.stringValue != nil && $0["ccid"]?.stringValue != nil && $0["conflict"] == false
+                })
             let first = try await server.request(.get, "/v1/records/notes/\(id)/revisions/1", token: user.accessToken)
             #expect(first.json["fields"]?["title"] == "one")
             let missing = try await server.request(.get, "/v1/records/notes/\(id)/revisions/9", token: user.accessToken)
@@ -152,8 +160,10 @@ import Testing
             _ = try await connection.push(change("bad", baseRev: 0))
             let response = try await server.client.execute(uri: "/metrics", method: .get, headers: [:], body: nil)
             let text = String(buffer: response.body)
-            for name in ["noted_sync_connections", "noted_sync_messages_in_total", "noted_pushes_total{status=\"applied\"}",
-                         "noted_rejects_total{code=\"bad_request\"}", "noted_push_to_ack_seconds_bucket", "noted_merges_total"] {
+            for name in [
+                "noted_sync_connections", "noted_sync_messages_in_total", "noted_pushes_total{status=\"applied\"}",
+                "noted_rejects_total{code=\"bad_request\"}", "noted_push_to_ack_seconds_bucket", "noted_merges_total",
+            ] {
                 #expect(text.contains(name), "metrics lack \(name)")
             }
             await connection.close()

@@ -1,6 +1,7 @@
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 @Suite struct HTTPErrorTests {
@@ -10,15 +11,23 @@ import Testing
         try await TestServer.with(backend, configure: { $0.limits.maxChangesPerPush = 2 }) { server in
             let user = try await server.makeUser()
             let token = user.accessToken
-            let tooMany = try await server.request(.post, "/v1/push", json: ["changes": [change(uuid(), baseRev: 0), change(uuid(), baseRev: 0), change(uuid(), baseRev: 0)]], token: token)
+            let tooMany = try await server.request(
+                .post, "/v1/push",
+                json: [
+                    "changes": [change(uuid(), baseRev: 0), change(uuid(), baseRev: 0), change(uuid(), baseRev: 0)]
+                ], token: token)
             #expect(tooMany.status == .contentTooLarge && tooMany.json["error"] == "too_large")
             let form = try await server.request(.post, "/v1/push", body: "changes=1", token: token)
             #expect(form.status == .unsupportedMediaType && form.json["error"] == "unsupported_media_type")
-            let notJSON = try await server.request(.post, "/v1/push", body: "changes=1", token: token, headers: [.contentType: "application/json"])
+            let notJSON = try await server.request(
+                .post, "/v1/push", body: "changes=1", token: token, headers: [.contentType: "application/json"])
             #expect(notJSON.status == .badRequest && notJSON.json["error"] == "bad_request")
             #expect(try await server.request(.get, "/v1/changes?since=-1", token: token).status == .badRequest)
-            #expect(try await server.request(.get, "/v1/changes?since=0&limit=5000", token: token).status == .badRequest)
-            #expect(try await server.request(.get, "/v1/records/todos/\(uuid())", token: token).json["error"] == "unknown_collection")
+            #expect(
+                try await server.request(.get, "/v1/changes?since=0&limit=5000", token: token).status == .badRequest)
+            #expect(
+                try await server.request(.get, "/v1/records/todos/\(uuid())", token: token).json["error"]
+                    == "unknown_collection")
             #expect(try await server.request(.get, "/v1/records/notes/NOT-A-UUID", token: token).status == .badRequest)
             #expect(try await server.request(.get, "/v1/changes?since=0", token: "garbage").status == .unauthorized)
             let changes = try await server.request(.get, "/v1/changes?since=0", token: token)
@@ -26,7 +35,8 @@ import Testing
 
             let id = uuid()
             _ = try await server.request(.post, "/v1/push", json: ["changes": [change(id, baseRev: 0)]], token: token)
-            _ = try await server.request(.post, "/v1/push", json: ["changes": [change(id, baseRev: 1, op: "delete")]], token: token)
+            _ = try await server.request(
+                .post, "/v1/push", json: ["changes": [change(id, baseRev: 1, op: "delete")]], token: token)
             let gone = try await server.request(.get, "/v1/records/notes/\(id)", token: token)
             #expect(gone.status == .gone && gone.json["error"] == "gone")
             let plain = try await server.request(.get, "/v1/sync")
@@ -42,7 +52,8 @@ import Testing
     @Test(arguments: backends) func httpPushesBeyondTheRateAreRefusedAndStoreNothing(backend: Backend) async throws {
         try await TestServer.with(backend, configure: { $0.maxPushesPerSecond = 0 }) { server in
             let user = try await server.makeUser()
-            let refused = try await server.request(.post, "/v1/push", json: ["changes": [change(uuid(), baseRev: 0)]], token: user.accessToken)
+            let refused = try await server.request(
+                .post, "/v1/push", json: ["changes": [change(uuid(), baseRev: 0)]], token: user.accessToken)
             #expect(refused.status.code == 429 && refused.json["error"] == "rate_limited")
             #expect(refused.headers[.retryAfter] != nil)
             let stored = try await server.request(.get, "/v1/changes?since=0", token: user.accessToken)

@@ -3,8 +3,9 @@ import GRDB
 import Logging
 import NotedCore
 import PostgresNIO
-import Testing
 import TestSupport
+import Testing
+
 @testable import NotedServer
 
 @Suite struct HistoryPolicyTests {
@@ -32,10 +33,13 @@ import TestSupport
                     }
                     // Thinning runs at moments of its own.
                     let thinAt = now.addingTimeInterval(Double(random.next() % 7200))
-                    now = thinAt // the server's clock: later saves come after it
+                    now = thinAt  // the server's clock: later saves come after it
                     present = policy.keptOrdinary(saved.filter { present.contains($0.rev) }, now: thinAt)
                     let missing = promise.ordinary(saved.map { ($0.rev, $0.at) }, now: thinAt).subtracting(present)
-                    #expect(missing.isEmpty, "seed \(TestSeed.replay): days \(days): promised revisions \(missing.sorted()) missing at \(thinAt)")
+                    #expect(
+                        missing.isEmpty,
+                        "seed \(TestSeed.replay): days \(days): promised revisions \(missing.sorted()) missing at \(thinAt)"
+                    )
                     if !missing.isEmpty { return }
                     largest = max(largest, present.count)
                 }
@@ -52,7 +56,9 @@ import TestSupport
     @Test func conflictsAreKeptForThePeriodThenGo() {
         let policy = HistoryPolicy(days: 90)
         let start = Date(timeIntervalSince1970: 1_700_000_000)
-        let conflicts = [HistoryPolicy.Entry(rev: 3, at: start), HistoryPolicy.Entry(rev: 9, at: start.addingTimeInterval(86400))]
+        let conflicts = [
+            HistoryPolicy.Entry(rev: 3, at: start), HistoryPolicy.Entry(rev: 9, at: start.addingTimeInterval(86400)),
+        ]
         #expect(policy.keptConflicts(conflicts, now: start.addingTimeInterval(89 * 86400)) == [3, 9])
         #expect(policy.keptConflicts(conflicts, now: start.addingTimeInterval(90.5 * 86400)) == [9])
         #expect(HistoryPolicy(days: 0).keptConflicts(conflicts, now: start.addingTimeInterval(9000 * 86400)) == [3, 9])
@@ -63,7 +69,9 @@ import TestSupport
         let start = Date(timeIntervalSince1970: 1_700_000_000)
         // Rev 1 saved, then 200 days of quiet, then a session of saves.
         var entries = [HistoryPolicy.Entry(rev: 1, at: start)]
-        for rev in Int64(2)...6 { entries.append(.init(rev: rev, at: start.addingTimeInterval(200 * 86400 + Double(rev)))) }
+        for rev in Int64(2)...6 {
+            entries.append(.init(rev: rev, at: start.addingTimeInterval(200 * 86400 + Double(rev))))
+        }
         let later = start.addingTimeInterval(201 * 86400)
         #expect(policy.keptOrdinary(entries, now: later) == [1, 6])
         #expect(policy.keptOrdinary(entries, now: start.addingTimeInterval(291 * 86400)) == [6])
@@ -74,14 +82,20 @@ import TestSupport
         let start = Date(timeIntervalSince1970: 1_700_000_000)
         let entries = [HistoryPolicy.Entry(rev: 1, at: start), .init(rev: 2, at: start.addingTimeInterval(30))]
         // Rev 1 leaves the window at +600 s, rounded up to the next whole 5 minutes.
-        #expect(policy.nextChange(ordinary: entries, conflicts: [], now: start.addingTimeInterval(31)) == Date(timeIntervalSince1970: 1_700_000_700))
+        #expect(
+            policy.nextChange(ordinary: entries, conflicts: [], now: start.addingTimeInterval(31))
+                == Date(timeIntervalSince1970: 1_700_000_700))
         #expect(HistoryPolicy(days: 0).nextChange(ordinary: entries, conflicts: [], now: start) == nil)
         // A lone revision is the record as it stands at every age: never reviewed again.
         #expect(policy.nextChange(ordinary: [entries[0]], conflicts: [], now: start.addingTimeInterval(3)) == nil)
         // The newest counts only as the save after a quiet spell: the one before it is kept until
         // the newest leaves the period.
-        let session = [HistoryPolicy.Entry(rev: 1, at: start.addingTimeInterval(-100 * 86400)), .init(rev: 2, at: start)]
-        #expect(policy.nextChange(ordinary: session, conflicts: [], now: start.addingTimeInterval(60)) == Date(timeIntervalSince1970: 1_707_776_100)) // + 90 days, rounded up
+        let session = [
+            HistoryPolicy.Entry(rev: 1, at: start.addingTimeInterval(-100 * 86400)), .init(rev: 2, at: start),
+        ]
+        #expect(
+            policy.nextChange(ordinary: session, conflicts: [], now: start.addingTimeInterval(60))
+                == Date(timeIntervalSince1970: 1_707_776_100))  // + 90 days, rounded up
     }
 
     /// Random histories at random moments: nothing ``HistoryPolicy/keptOrdinary(_:now:)`` or
@@ -98,20 +112,26 @@ import TestSupport
             var at = start
             var ordinary: [HistoryPolicy.Entry] = []
             for rev in 1...Int64(1 + random.next() % 5) {
-                at = at.addingTimeInterval(Double(random.next() % UInt64(spans[Int(random.next() % UInt64(spans.count))])))
+                at = at.addingTimeInterval(
+                    Double(random.next() % UInt64(spans[Int(random.next() % UInt64(spans.count))])))
                 ordinary.append(.init(rev: rev, at: at))
             }
             let conflicts = random.next() % 4 == 0 ? [HistoryPolicy.Entry(rev: ordinary.last!.rev, at: at)] : []
             let now = at.addingTimeInterval(Double(random.next() % UInt64(200 * 86400)))
             let next = policy.nextChange(ordinary: ordinary, conflicts: conflicts, now: now)
-            let horizon = next.map { $0.addingTimeInterval(-HistoryPolicy.reviewGranularity) } ?? now.addingTimeInterval(1000 * 86400)
+            let horizon =
+                next.map { $0.addingTimeInterval(-HistoryPolicy.reviewGranularity) }
+                ?? now.addingTimeInterval(1000 * 86400)
             if next == nil { never += 1 }
             let kept = policy.keptOrdinary(ordinary, now: now)
             let keptConflicts = policy.keptConflicts(conflicts, now: now)
             for step in 0..<20 where horizon > now {
                 let later = now.addingTimeInterval(horizon.timeIntervalSince(now) * Double(step) / 20)
-                #expect(policy.keptOrdinary(ordinary, now: later) == kept && policy.keptConflicts(conflicts, now: later) == keptConflicts,
-                        "seed \(TestSeed.replay), round \(round): \(ordinary) \(conflicts) decided differently at \(later), before \(String(describing: next))")
+                #expect(
+                    policy.keptOrdinary(ordinary, now: later) == kept
+                        && policy.keptConflicts(conflicts, now: later) == keptConflicts,
+                    "seed \(TestSeed.replay), round \(round): \(ordinary) \(conflicts) decided differently at \(later), before \(String(describing: next))"
+                )
             }
         }
         #expect(never > 100, "only \(never) histories never reviewed again")
@@ -124,9 +144,14 @@ import TestSupport
     @Test func deltasRoundTripOnRandomEdits() throws {
         var random = TestSeed.generator(for: "deltasRoundTripOnRandomEdits")
         let words = ["alpha", "beta", "gamma", "δέλτα", "😀", "e\u{301}", "\n", "  ", "x", "lorem ipsum dolor"]
-        func text(_ count: Int) -> String { (0..<count).map { _ in words[Int(random.next() % UInt64(words.count))] }.joined(separator: " ") }
+        func text(_ count: Int) -> String {
+            (0..<count).map { _ in words[Int(random.next() % UInt64(words.count))] }.joined(separator: " ")
+        }
         for round in 0..<300 {
-            var older: [String: JSONValue] = ["title": .string(text(3)), "body": .string(text(Int(random.next() % 400))), "pinned": .bool(random.next() % 2 == 0)]
+            var older: [String: JSONValue] = [
+                "title": .string(text(3)), "body": .string(text(Int(random.next() % 400))),
+                "pinned": .bool(random.next() % 2 == 0),
+            ]
             if random.next() % 3 == 0 { older["folder"] = .string("Work") }
             var newer = older
             var body = older["body"]!.stringValue!
@@ -144,7 +169,8 @@ import TestSupport
             if random.next() % 4 == 0 { newer["folder"] = nil }
             if random.next() % 4 == 0 { newer["tags"] = .array([.string("t")]) }
             let delta = RevisionDelta.make(from: newer, to: older)
-            let stored = try RevisionDelta(values: try FieldsCoding.decode(FieldsCoding.encode(delta.values)), column: delta.columnJSON)
+            let stored = try RevisionDelta(
+                values: try FieldsCoding.decode(FieldsCoding.encode(delta.values)), column: delta.columnJSON)
             #expect(try stored.apply(to: newer) == older, "seed \(TestSeed.replay), round \(round)")
         }
     }
@@ -168,8 +194,9 @@ import TestSupport
         var rows: [Int64: StoredRevision] = [:]
 
         mutating func save(rev: Int64, at: Date, fields: [String: JSONValue]) {
-            rows[rev] = StoredRevision(rev: rev, conflict: false, seq: rev, updatedAt: at, device: nil, ccid: nil, fields: fields, delta: nil,
-                                       size: Int64(FieldsCoding.encode(fields).utf8.count))
+            rows[rev] = StoredRevision(
+                rev: rev, conflict: false, seq: rev, updatedAt: at, device: nil, ccid: nil, fields: fields, delta: nil,
+                size: Int64(FieldsCoding.encode(fields).utf8.count))
         }
 
         mutating func apply(_ rewrite: HistoryChain.Rewrite) {
@@ -182,7 +209,9 @@ import TestSupport
 
         func read(_ rev: Int64) throws -> [String: JSONValue] {
             let chain = rows.values.filter { $0.rev >= rev }.sorted { $0.rev < $1.rev }
-            guard let end = chain.firstIndex(where: { $0.delta == nil }) else { throw StoreError.corrupt("no whole row") }
+            guard let end = chain.firstIndex(where: { $0.delta == nil }) else {
+                throw StoreError.corrupt("no whole row")
+            }
             #expect(end <= HistoryChain.maxRun, "a chain of \(end) deltas")
             return try HistoryChain.materialize(Array(chain[...end]))
         }
@@ -201,7 +230,8 @@ import TestSupport
             body += "Save \(rev) adds a sentence. "
             bodies[rev] = body
             rows.save(rev: rev, at: start.addingTimeInterval(Double(rev)), fields: ["body": .string(body)])
-            let rewrite = try HistoryChain.plan(Array(rows.rows.values), policy: HistoryPolicy(days: 0), now: start.addingTimeInterval(Double(rev) + 5))
+            let rewrite = try HistoryChain.plan(
+                Array(rows.rows.values), policy: HistoryPolicy(days: 0), now: start.addingTimeInterval(Double(rev) + 5))
             if rev > 10 { largestRewrite = max(largestRewrite, rewrite.updates.count) }
             rows.apply(rewrite)
         }
@@ -219,21 +249,28 @@ import TestSupport
     /// says it needs the others (``HistoryChain/Unloaded``); during typing it never does.
     /// NOTED_TEST_SEED picks the run.
     @Test func aPassFromTheRowsAboveTheNewestDeltaPlansAsOneFromEveryRow() throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max / 2)
+        let seed =
+            UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "")
+            ?? UInt64.random(in: 1...UInt64.max / 2)
         var random = SplitMix64(seed: seed)
         var rows = Rows()
         let policy = HistoryPolicy(days: 90)
         var now = Date(timeIntervalSince1970: 1_790_000_000)
         var body = "A note typed in bursts. "
         var rev: Int64 = 0
-        var partialPlans = 0, fallbacks = 0, fallbacksWhileTyping = 0
+        var partialPlans = 0
+        var fallbacks = 0
+        var fallbacksWhileTyping = 0
         func pass(at: Date, typing: Bool) throws {
             let all = Array(rows.rows.values)
             let topDelta = all.filter { !$0.conflict && $0.delta != nil }.map(\.rev).max() ?? -1
             let partial = all.map { row in
-                !row.conflict && row.rev > topDelta ? row
-                    : .stub(rev: row.rev, conflict: row.conflict, seq: row.seq, updatedAt: row.updatedAt, device: row.device,
-                            ccid: row.ccid, whole: row.delta == nil, size: row.size)
+                !row.conflict && row.rev > topDelta
+                    ? row
+                    : .stub(
+                        rev: row.rev, conflict: row.conflict, seq: row.seq, updatedAt: row.updatedAt,
+                        device: row.device,
+                        ccid: row.ccid, whole: row.delta == nil, size: row.size)
             }
             let full = try HistoryChain.plan(all, policy: policy, now: at)
             do {
@@ -267,7 +304,9 @@ import TestSupport
             now += Double(60 + random.next() % (2 * 24 * 3600))
             try pass(at: now, typing: false)
         }
-        #expect(partialPlans > 3 * fallbacks, "seed \(seed): \(partialPlans) plans from the top rows, \(fallbacks) read again")
+        #expect(
+            partialPlans > 3 * fallbacks,
+            "seed \(seed): \(partialPlans) plans from the top rows, \(fallbacks) read again")
         #expect(fallbacks > 0, "seed \(seed): a pass that needs older rows reads them")
         #expect(fallbacksWhileTyping == 0, "seed \(seed)")
     }
@@ -277,7 +316,7 @@ import TestSupport
     @Test func equivalentButDifferentTextsReadBackByteForByte() throws {
         let nfc = "Caf\u{E9} " + String(repeating: "au lait ", count: 20)
         let nfd = "Cafe\u{301} " + String(repeating: "au lait ", count: 20)
-        #expect(nfc == nfd) // Swift's == is canonical equivalence
+        #expect(nfc == nfd)  // Swift's == is canonical equivalence
         let delta = RevisionDelta.make(from: ["body": .string(nfc)], to: ["body": .string(nfd)])
         let read = try delta.apply(to: ["body": .string(nfc)])
         #expect(read["body"]?.stringValue.map { Array($0.utf8) } == Array(nfd.utf8))
@@ -289,8 +328,11 @@ import TestSupport
     let contract = StoreContractTests()
 
     func edit(_ id: String, baseRev: Int64, body: String) -> JSONValue {
-        ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id), "baseRev": .int(baseRev),
-         "op": "upsert", "fields": ["body": ["set": .string(body)]]]
+        [
+            "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+            "baseRev": .int(baseRev),
+            "op": "upsert", "fields": ["body": ["set": .string(body)]],
+        ]
     }
 
     /// A new note's first save leaves the history service nothing to do (after an import of
@@ -302,14 +344,28 @@ import TestSupport
             let start = Date(timeIntervalSince1970: 1_790_000_000)
             let ids = (0..<3).map { _ in UUID().uuidString.lowercased() }
             for id in ids { _ = try await contract.push(store, user: user, contract.create(id, title: "t"), at: start) }
-            #expect(try await store.thinHistory(now: start.addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 100).records == 0)
-            _ = try await contract.push(store, user: user, edit(ids[0], baseRev: 1, body: "edited"), at: start.addingTimeInterval(4000))
-            let first = try await store.thinHistory(now: start.addingTimeInterval(4010), policy: HistoryPolicy(days: 90), limit: 100)
+            #expect(
+                try await store.thinHistory(
+                    now: start.addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 100
+                ).records == 0)
+            _ = try await contract.push(
+                store, user: user, edit(ids[0], baseRev: 1, body: "edited"), at: start.addingTimeInterval(4000))
+            let first = try await store.thinHistory(
+                now: start.addingTimeInterval(4010), policy: HistoryPolicy(days: 90), limit: 100)
             #expect(first.records == 1, "\(first)")
-            #expect(try await store.thinHistory(now: start.addingTimeInterval(4300), policy: HistoryPolicy(days: 90), limit: 100).records == 0)
+            #expect(
+                try await store.thinHistory(
+                    now: start.addingTimeInterval(4300), policy: HistoryPolicy(days: 90), limit: 100
+                ).records == 0)
             // Next when rev 1 is a day old (its stretch grows; it stays, the state before rev 2's session).
-            #expect(try await store.thinHistory(now: start.addingTimeInterval(86400 - 60), policy: HistoryPolicy(days: 90), limit: 100).records == 0)
-            #expect(try await store.thinHistory(now: start.addingTimeInterval(86400 + 300), policy: HistoryPolicy(days: 90), limit: 100).records == 1)
+            #expect(
+                try await store.thinHistory(
+                    now: start.addingTimeInterval(86400 - 60), policy: HistoryPolicy(days: 90), limit: 100
+                ).records == 0)
+            #expect(
+                try await store.thinHistory(
+                    now: start.addingTimeInterval(86400 + 300), policy: HistoryPolicy(days: 90), limit: 100
+                ).records == 1)
             #expect(try await store.revisions(userID: user, collection: "notes", id: ids[0])?.map(\.rev) == [1, 2])
         }
     }
@@ -324,14 +380,18 @@ import TestSupport
             let user = try await contract.makeUser(store)
             let id = UUID().uuidString.lowercased()
             var now = Date(timeIntervalSince1970: 1_780_000_000)
-            var body = (0..<60).map { "Line \($0): a sentence of a note that grows and changes over the year." }.joined(separator: "\n")
+            var body = (0..<60).map { "Line \($0): a sentence of a note that grows and changes over the year." }.joined(
+                separator: "\n")
             _ = try await contract.push(store, user: user, contract.create(id, title: "Diary"), at: now)
             var saved: [HistoryPolicy.Entry] = [.init(rev: 1, at: now)]
             var bodies: [Int64: String?] = [1: nil]
             var rev: Int64 = 1
             var lastThin = now
             for day in 0..<365 {
-                guard random.next() % 7 != 0 else { now = now.addingTimeInterval(86400); continue }
+                guard random.next() % 7 != 0 else {
+                    now = now.addingTimeInterval(86400)
+                    continue
+                }
                 now = now.addingTimeInterval(Double(random.next() % 3600))
                 for _ in 0..<(1 + random.next() % 6) {
                     var lines = body.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
@@ -347,7 +407,9 @@ import TestSupport
                     bodies[rev] = body
                 }
                 // Thinning as the service does: whenever due (every few hours here).
-                for hour in stride(from: lastThin.timeIntervalSince1970, through: now.timeIntervalSince1970 + 86400, by: 6 * 3600) {
+                for hour in stride(
+                    from: lastThin.timeIntervalSince1970, through: now.timeIntervalSince1970 + 86400, by: 6 * 3600)
+                {
                     _ = try await store.thinHistory(now: Date(timeIntervalSince1970: hour), policy: policy, limit: 100)
                 }
                 lastThin = now.addingTimeInterval(86400)
@@ -357,15 +419,21 @@ import TestSupport
             _ = try await store.thinHistory(now: end, policy: policy, limit: 100)
             let kept = try #require(try await store.revisions(userID: user, collection: "notes", id: id))
             let promised = HistoryPromise(days: 90).ordinary(saved.map { ($0.rev, $0.at) }, now: end)
-            #expect(promised.isSubset(of: Set(kept.map(\.rev))), "missing \(promised.subtracting(kept.map(\.rev)).sorted())")
+            #expect(
+                promised.isSubset(of: Set(kept.map(\.rev))), "missing \(promised.subtracting(kept.map(\.rev)).sorted())"
+            )
             for revision in kept {
-                let read = try #require(try await store.revision(userID: user, collection: "notes", id: id, rev: revision.rev, conflict: false))
+                let read = try #require(
+                    try await store.revision(
+                        userID: user, collection: "notes", id: id, rev: revision.rev, conflict: false))
                 #expect(read.fields["body"]?.stringValue == bodies[revision.rev] ?? nil, "rev \(revision.rev)")
                 #expect(revision.size == Int64(FieldsCoding.encode(read.fields).utf8.count))
             }
             let stored = try await storedHistoryBytes(store, user: user, id: id)
             let budget = 3 * body.utf8.count + 200 * kept.count
-            print("a year of daily editing (\(backend)): \(saved.count) saves, \(kept.count) kept, \(stored) bytes stored, budget \(budget) (note \(body.utf8.count) bytes)")
+            print(
+                "a year of daily editing (\(backend)): \(saved.count) saves, \(kept.count) kept, \(stored) bytes stored, budget \(budget) (note \(body.utf8.count) bytes)"
+            )
             #expect(stored <= budget, "history \(stored) bytes, budget \(budget)")
         }
     }
@@ -373,35 +441,51 @@ import TestSupport
     /// 150 saves of a 20 KB note within a minute, two days after it was last saved: the
     /// version before them is still there after them (and an hour later), each save reads back
     /// exactly, and the history stores far less than 150 copies.
-    @Test(arguments: backends) func aBurstOfSavesIsCompactedAndTheVersionBeforeItRestorable(backend: Backend) async throws {
+    @Test(arguments: backends) func aBurstOfSavesIsCompactedAndTheVersionBeforeItRestorable(backend: Backend)
+        async throws
+    {
         try await withStore(backend) { store in
             let user = try await contract.makeUser(store)
             let id = UUID().uuidString.lowercased()
             let start = Date(timeIntervalSince1970: 1_790_000_000)
-            var body = (0..<200).map { "Paragraph \($0) of a long note, about a hundred bytes of text in each line of it." }.joined(separator: "\n")
-            _ = try await contract.push(store, user: user, contract.create(id, title: "Long"), at: start.addingTimeInterval(-2 * 86400))
-            _ = try await contract.push(store, user: user, edit(id, baseRev: 1, body: body), at: start.addingTimeInterval(-2 * 86400 + 1))
+            var body = (0..<200).map {
+                "Paragraph \($0) of a long note, about a hundred bytes of text in each line of it."
+            }.joined(separator: "\n")
+            _ = try await contract.push(
+                store, user: user, contract.create(id, title: "Long"), at: start.addingTimeInterval(-2 * 86400))
+            _ = try await contract.push(
+                store, user: user, edit(id, baseRev: 1, body: body), at: start.addingTimeInterval(-2 * 86400 + 1))
             var bodies: [Int64: String] = [2: body]
             for rev in Int64(3)...152 {
                 body += " \(rev)"
                 let at = start.addingTimeInterval(Double(rev) * 0.3)
                 _ = try await contract.push(store, user: user, edit(id, baseRev: rev - 1, body: body), at: at)
                 bodies[rev] = body
-                if rev % 10 == 0 { _ = try await store.thinHistory(now: at.addingTimeInterval(PushAlgorithm.compactionDelay), policy: HistoryPolicy(days: 90), limit: 100) }
+                if rev % 10 == 0 {
+                    _ = try await store.thinHistory(
+                        now: at.addingTimeInterval(PushAlgorithm.compactionDelay), policy: HistoryPolicy(days: 90),
+                        limit: 100)
+                }
             }
-            _ = try await store.thinHistory(now: start.addingTimeInterval(120), policy: HistoryPolicy(days: 90), limit: 100)
+            _ = try await store.thinHistory(
+                now: start.addingTimeInterval(120), policy: HistoryPolicy(days: 90), limit: 100)
             for rev in [Int64(2), 3, 77, 151, 152] {
-                #expect(try await store.revision(userID: user, collection: "notes", id: id, rev: rev, conflict: false)?.fields["body"]?.stringValue == bodies[rev])
+                #expect(
+                    try await store.revision(userID: user, collection: "notes", id: id, rev: rev, conflict: false)?
+                        .fields["body"]?.stringValue == bodies[rev])
             }
             let stored = try await storedHistoryBytes(store, user: user, id: id)
             #expect(stored < 5 * body.utf8.count, "\(stored) bytes for 152 revisions of \(body.utf8.count)")
             // An hour later: the burst's 10-minute stretch keeps its newest save, and the state
             // before the burst (after two days of quiet) stays.
-            _ = try await store.thinHistory(now: start.addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 100)
+            _ = try await store.thinHistory(
+                now: start.addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 100)
             let kept = try #require(try await store.revisions(userID: user, collection: "notes", id: id)).map(\.rev)
             #expect(kept == [2, 152], "\(kept)")
             for rev in kept {
-                #expect(try await store.revision(userID: user, collection: "notes", id: id, rev: rev, conflict: false)?.fields["body"]?.stringValue == bodies[rev])
+                #expect(
+                    try await store.revision(userID: user, collection: "notes", id: id, rev: rev, conflict: false)?
+                        .fields["body"]?.stringValue == bodies[rev])
             }
         }
     }
@@ -416,16 +500,27 @@ import TestSupport
             for id in [broken, fine] {
                 _ = try await contract.push(store, user: user, contract.create(id, title: "t"), at: start)
                 for rev in Int64(1)...2 {
-                    _ = try await contract.push(store, user: user, edit(id, baseRev: rev, body: "body \(rev)"), at: start.addingTimeInterval(Double(rev)))
+                    _ = try await contract.push(
+                        store, user: user, edit(id, baseRev: rev, body: "body \(rev)"),
+                        at: start.addingTimeInterval(Double(rev)))
                 }
             }
-            try await executeRaw(store, [("UPDATE revisions SET delta = '{}' WHERE user_id = $1 AND record_id = $2 AND rev = 3", [user, broken])])
-            let done = try await store.thinHistory(now: start.addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 100)
+            try await executeRaw(
+                store,
+                [
+                    (
+                        "UPDATE revisions SET delta = '{}' WHERE user_id = $1 AND record_id = $2 AND rev = 3",
+                        [user, broken]
+                    )
+                ])
+            let done = try await store.thinHistory(
+                now: start.addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 100)
             #expect(done.failed == 1 && done.records == 1, "\(done)")
             #expect(done.lastFailure?.contains(broken) == true)
             #expect(try await store.revisions(userID: user, collection: "notes", id: fine)?.map(\.rev) == [3])
             // Set aside for a day: the next pass does not take it again.
-            let next = try await store.thinHistory(now: start.addingTimeInterval(3700), policy: HistoryPolicy(days: 90), limit: 100)
+            let next = try await store.thinHistory(
+                now: start.addingTimeInterval(3700), policy: HistoryPolicy(days: 90), limit: 100)
             #expect(next.failed == 0 && next.records == 0, "\(next)")
         }
     }
@@ -440,14 +535,19 @@ import TestSupport
             for id in ids {
                 _ = try await contract.push(store, user: user, contract.create(id, title: "t"), at: start)
                 for rev in Int64(1)...2 {
-                    _ = try await contract.push(store, user: user, edit(id, baseRev: rev, body: "\(id) body \(rev)"), at: start.addingTimeInterval(Double(rev)))
+                    _ = try await contract.push(
+                        store, user: user, edit(id, baseRev: rev, body: "\(id) body \(rev)"),
+                        at: start.addingTimeInterval(Double(rev)))
                 }
             }
-            let done = try await store.thinHistory(now: start.addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 200)
+            let done = try await store.thinHistory(
+                now: start.addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 200)
             #expect(done.records == 130 && done.retried == 0 && done.failed == 0, "\(done)")
             for id in ids {
                 #expect(try await store.revisions(userID: user, collection: "notes", id: id)?.map(\.rev) == [3])
-                #expect(try await store.revision(userID: user, collection: "notes", id: id, rev: 3, conflict: false)?.fields["body"]?.stringValue == "\(id) body 2")
+                #expect(
+                    try await store.revision(userID: user, collection: "notes", id: id, rev: 3, conflict: false)?
+                        .fields["body"]?.stringValue == "\(id) body 2")
             }
         }
     }
@@ -473,8 +573,9 @@ import TestSupport
                 var body = String(repeating: "words of note \(note) ", count: 100)
                 for rev in Int64(2)...30 {
                     body += " \(rev)"
-                    _ = try await contract.push(rev % 2 == 0 ? first : second, user: user, edit(id, baseRev: rev - 1, body: body),
-                                                at: start.addingTimeInterval(Double(rev) * 200))
+                    _ = try await contract.push(
+                        rev % 2 == 0 ? first : second, user: user, edit(id, baseRev: rev - 1, body: body),
+                        at: start.addingTimeInterval(Double(rev) * 200))
                     bodies[id, default: [:]][rev] = body
                 }
             }
@@ -486,9 +587,14 @@ import TestSupport
             for id in ids {
                 let kept = try #require(try await second.revisions(userID: user, collection: "notes", id: id))
                 for revision in kept where revision.rev >= 2 {
-                    #expect(try await first.revision(userID: user, collection: "notes", id: id, rev: revision.rev, conflict: false)?.fields["body"]?.stringValue == bodies[id]?[revision.rev])
+                    #expect(
+                        try await first.revision(
+                            userID: user, collection: "notes", id: id, rev: revision.rev, conflict: false)?.fields[
+                                "body"]?.stringValue == bodies[id]?[revision.rev])
                 }
-                let saved = (1...30).map { HistoryPolicy.Entry(rev: Int64($0), at: start.addingTimeInterval($0 == 1 ? 0 : Double($0) * 200)) }
+                let saved = (1...30).map {
+                    HistoryPolicy.Entry(rev: Int64($0), at: start.addingTimeInterval($0 == 1 ? 0 : Double($0) * 200))
+                }
                 let promised = HistoryPromise(days: 90).ordinary(saved.map { ($0.rev, $0.at) }, now: later)
                 #expect(promised.isSubset(of: Set(kept.map(\.rev))))
             }
@@ -512,11 +618,17 @@ import TestSupport
             for rev in Int64(1)...5 {
                 let body = String(repeating: "An old note's text, saved five times. ", count: 40) + "version \(rev)"
                 bodies[rev] = body
-                statements.append(("INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at) VALUES ($1, 'notes', $2, $3, $4, $5, $6, NULL, NULL, $7)",
-                                   [user, id, rev, false, rev, FieldsCoding.encode(["body": .string(body)]), start + rev * 1000]))
+                statements.append(
+                    (
+                        "INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at) VALUES ($1, 'notes', $2, $3, $4, $5, $6, NULL, NULL, $7)",
+                        [user, id, rev, false, rev, FieldsCoding.encode(["body": .string(body)]), start + rev * 1000]
+                    ))
             }
-            statements.append(("INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at) VALUES ($1, 'notes', $2, 5, 5, $3, $4, $5, $6)",
-                               [user, id, false, FieldsCoding.encode(["body": .string(bodies[5]!)]), start + 1000, start + 5000]))
+            statements.append(
+                (
+                    "INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at) VALUES ($1, 'notes', $2, 5, 5, $3, $4, $5, $6)",
+                    [user, id, false, FieldsCoding.encode(["body": .string(bodies[5]!)]), start + 1000, start + 5000]
+                ))
             try await executeRaw(old, statements)
             await old.shutdown()
 
@@ -524,15 +636,22 @@ import TestSupport
             try await store.migrate()
             let listed = try #require(try await store.revisions(userID: user, collection: "notes", id: id))
             #expect(listed.map(\.rev) == [1, 2, 3, 4, 5])
-            #expect(listed.allSatisfy { $0.size == Int64(FieldsCoding.encode(["body": .string(bodies[$0.rev]!)]).utf8.count) })
+            #expect(
+                listed.allSatisfy {
+                    $0.size == Int64(FieldsCoding.encode(["body": .string(bodies[$0.rev]!)]).utf8.count)
+                })
             // Due at once: the first pass compacts it (the saves were within a second: one stretch).
             let done = try await store.thinHistory(now: Date(), policy: HistoryPolicy(days: 90), limit: 100)
             #expect(done.records == 1)
             let kept = try #require(try await store.revisions(userID: user, collection: "notes", id: id)).map(\.rev)
             #expect(kept == [5])
-            #expect(try await contract.push(store, user: user, edit(id, baseRev: 5, body: "new"))["status"] == "applied")
-            _ = try await store.thinHistory(now: Date().addingTimeInterval(10), policy: HistoryPolicy(days: 90), limit: 100)
-            #expect(try await store.revision(userID: user, collection: "notes", id: id, rev: 5, conflict: false)?.fields["body"]?.stringValue == bodies[5])
+            #expect(
+                try await contract.push(store, user: user, edit(id, baseRev: 5, body: "new"))["status"] == "applied")
+            _ = try await store.thinHistory(
+                now: Date().addingTimeInterval(10), policy: HistoryPolicy(days: 90), limit: 100)
+            #expect(
+                try await store.revision(userID: user, collection: "notes", id: id, rev: 5, conflict: false)?.fields[
+                    "body"]?.stringValue == bodies[5])
             await store.shutdown()
         }
     }
@@ -543,16 +662,20 @@ func storedHistoryBytes(_ store: any NotedStore, user: String, id: String) async
     switch store {
     case let sqlite as SQLiteStore:
         return try await sqlite.pool.read { db in
-            try Int.fetchOne(db, sql: """
-                SELECT COALESCE(SUM(length(CAST(fields AS BLOB)) + COALESCE(length(CAST(delta AS BLOB)), 0)), 0) FROM revisions
-                WHERE user_id = ? AND record_id = ?
-                """, arguments: [user, id]) ?? 0
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT COALESCE(SUM(length(CAST(fields AS BLOB)) + COALESCE(length(CAST(delta AS BLOB)), 0)), 0) FROM revisions
+                    WHERE user_id = ? AND record_id = ?
+                    """, arguments: [user, id]) ?? 0
         }
     case let postgres as PostgresStore:
-        for try await total in try await postgres.client.query("""
+        for try await total in try await postgres.client.query(
+            """
             SELECT COALESCE(SUM(octet_length(fields) + COALESCE(octet_length(delta), 0)), 0)::BIGINT FROM revisions
             WHERE user_id = \(user) AND record_id = \(id)
-            """, logger: postgres.logger).decode(Int64.self) {
+            """, logger: postgres.logger
+        ).decode(Int64.self) {
             return Int(total)
         }
         return 0

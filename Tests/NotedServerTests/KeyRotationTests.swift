@@ -1,6 +1,7 @@
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// `noted-server keys rotate`: a new signing key, old ones verifying until their tokens expired.
@@ -16,7 +17,8 @@ import Testing
     func rotationSignsWithANewKidAndDropsTheOldKeyOnlyAfterItsTokensExpired(backend: Backend) async throws {
         try await withStore(backend) { store in
             let lifetime = Duration.seconds(600)
-            let tokens = try await AccessTokens.load(store: store, issuer: "https://noted.test", audience: "noted", lifetime: lifetime)
+            let tokens = try await AccessTokens.load(
+                store: store, issuer: "https://noted.test", audience: "noted", lifetime: lifetime)
             let old = try await tokens.issue(userID: "u1", clientID: "noted")
             let oldKid = try #require(try Self.kid(of: old.token))
 
@@ -33,9 +35,13 @@ import Testing
 
             // Just before every token of the old key can have expired it stays…
             let grace = AccessTokens.reloadInterval.timeInterval + lifetime.timeInterval + 60
-            #expect(AccessTokens.retired(try await store.signingKeys(), lifetime: lifetime, now: now.addingTimeInterval(grace - 1)).isEmpty)
+            #expect(
+                AccessTokens.retired(
+                    try await store.signingKeys(), lifetime: lifetime, now: now.addingTimeInterval(grace - 1)
+                ).isEmpty)
             // …then the next rotation drops it, and keeps the one it replaces.
-            let later = try await AccessTokens.rotate(store: store, lifetime: lifetime, now: now.addingTimeInterval(grace + 1))
+            let later = try await AccessTokens.rotate(
+                store: store, lifetime: lifetime, now: now.addingTimeInterval(grace + 1))
             #expect(later.dropped == [oldKid])
             #expect(Set(try await store.signingKeys().map(\.kid)) == [rotated.kid, later.kid])
         }
@@ -43,11 +49,16 @@ import Testing
 
     @Test func retiredKeysAreThoseWhoseSuccessorIsOlderThanTheGrace() {
         let start = Date(timeIntervalSince1970: 1_000_000)
-        let records = (0..<3).map { SigningKeyRecord(kid: "k\($0)", privateKeyPEM: "", createdAt: start.addingTimeInterval(Double($0) * 1000)) }
+        let records = (0..<3).map {
+            SigningKeyRecord(kid: "k\($0)", privateKeyPEM: "", createdAt: start.addingTimeInterval(Double($0) * 1000))
+        }
         let lifetime = Duration.seconds(100)
         // grace = 60 + 100 + 60 = 220 s after the successor's creation.
         #expect(AccessTokens.retired(records, lifetime: lifetime, now: start.addingTimeInterval(1000 + 220)).isEmpty)
         #expect(AccessTokens.retired(records, lifetime: lifetime, now: start.addingTimeInterval(1000 + 221)) == ["k0"])
-        #expect(AccessTokens.retired(records, lifetime: lifetime, now: start.addingTimeInterval(2000 + 221)) == ["k0", "k1"])
+        #expect(
+            AccessTokens.retired(records, lifetime: lifetime, now: start.addingTimeInterval(2000 + 221)) == [
+                "k0", "k1",
+            ])
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// The authorization code flow with PKCE, its refusals, and revocation, against a live server.
@@ -28,11 +29,16 @@ import Testing
     }
 
     @Test(arguments: [
-        ("http://127.0.0.1:4711/callback", true), ("http://127.0.0.1/callback", true), ("http://127.0.0.1:1/callback", true),
-        ("http://[::1]:65535/callback", true), ("http://127.0.0.1:65536/callback", false), ("http://127.0.0.1:0/callback", false),
-        ("http://127.0.0.1:04711/callback", false), ("http://127.0.0.1:4711/callback/", false), ("http://127.0.0.1:4711/Callback", false),
-        ("HTTP://127.0.0.1:4711/callback", false), ("http://127.0.0.1:4711/callback?x=1", false), ("http://localhost:4711/callback", false),
-        ("http://127.0.0.1:4711@evil.example/callback", false), ("http://127.0.0.1:4711/callback#f", false), ("https://127.0.0.1:4711/callback", false),
+        ("http://127.0.0.1:4711/callback", true), ("http://127.0.0.1/callback", true),
+        ("http://127.0.0.1:1/callback", true),
+        ("http://[::1]:65535/callback", true), ("http://127.0.0.1:65536/callback", false),
+        ("http://127.0.0.1:0/callback", false),
+        ("http://127.0.0.1:04711/callback", false), ("http://127.0.0.1:4711/callback/", false),
+        ("http://127.0.0.1:4711/Callback", false),
+        ("HTTP://127.0.0.1:4711/callback", false), ("http://127.0.0.1:4711/callback?x=1", false),
+        ("http://localhost:4711/callback", false),
+        ("http://127.0.0.1:4711@evil.example/callback", false), ("http://127.0.0.1:4711/callback#f", false),
+        ("https://127.0.0.1:4711/callback", false),
     ])
     func loopbackRedirectsMatchAnyPortButNothingElse(uri: String, allowed: Bool) {
         #expect(OAuthClient.cli.allows(redirectURI: uri) == allowed)
@@ -51,17 +57,23 @@ import Testing
         parameters.map { "\($0.0)=\(AuthorizationServer.formEncode($0.1))" }.joined(separator: "&")
     }
 
-    static func authorizeParameters(client: String = "noted-cli", redirect: String = redirect, challenge: String = challenge,
-                                    method: String? = "S256", state: String = "xyz") -> [(String, String)] {
-        var parameters = [("response_type", "code"), ("client_id", client), ("redirect_uri", redirect),
-                          ("code_challenge", challenge), ("state", state)]
+    static func authorizeParameters(
+        client: String = "noted-cli", redirect: String = redirect, challenge: String = challenge,
+        method: String? = "S256", state: String = "xyz"
+    ) -> [(String, String)] {
+        var parameters = [
+            ("response_type", "code"), ("client_id", client), ("redirect_uri", redirect),
+            ("code_challenge", challenge), ("state", state),
+        ]
         if let method { parameters.append(("code_challenge_method", method)) }
         return parameters
     }
 
     /// Opens the sign-in page and posts the form as a browser would.
-    static func signIn(_ server: TestServer, _ user: TestServer.User, parameters: [(String, String)] = authorizeParameters(),
-                       password: String? = nil) async throws -> (status: HTTPResponse.Status, authorization: Authorization?) {
+    static func signIn(
+        _ server: TestServer, _ user: TestServer.User, parameters: [(String, String)] = authorizeParameters(),
+        password: String? = nil
+    ) async throws -> (status: HTTPResponse.Status, authorization: Authorization?) {
         let page = try await server.request(.get, "/oauth/authorize?" + query(parameters))
         guard page.status == .ok else {
             return (page.status, page.headers[.location].map { parse($0) })
@@ -82,9 +94,13 @@ import Testing
         return Authorization(location: location, code: item("code"), state: item("state"), error: item("error"))
     }
 
-    static func exchange(_ server: TestServer, code: String, verifier: String? = verifier, client: String = "noted-cli",
-                         redirect: String = redirect) async throws -> TestServer.HTTPResult {
-        var form = [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect), ("client_id", client)]
+    static func exchange(
+        _ server: TestServer, code: String, verifier: String? = verifier, client: String = "noted-cli",
+        redirect: String = redirect
+    ) async throws -> TestServer.HTTPResult {
+        var form = [
+            ("grant_type", "authorization_code"), ("code", code), ("redirect_uri", redirect), ("client_id", client),
+        ]
         if let verifier { form.append(("code_verifier", verifier)) }
         return try await server.request(.post, "/oauth/token", body: query(form))
     }
@@ -93,7 +109,9 @@ import Testing
         try await TestServer.with(.sqlite, configure: { $0.issuer = "https://notes.test" }) { server in
             let page = try await server.request(.get, "/oauth/authorize?" + Self.query(Self.authorizeParameters()))
             let cookie = try #require(page.headers[.setCookie])
-            #expect(cookie.hasPrefix("__Host-noted_csrf=") && cookie.contains("; Secure") && cookie.contains("Path=/;"), "\(cookie)")
+            #expect(
+                cookie.hasPrefix("__Host-noted_csrf=") && cookie.contains("; Secure") && cookie.contains("Path=/;"),
+                "\(cookie)")
             // The flow goes on with it; the plain name no longer counts.
             let user = try await server.makeUser()
             let (status, authorization) = try await Self.signIn(server, user)
@@ -101,8 +119,11 @@ import Testing
             let csrf = String(cookie.split(separator: ";")[0].split(separator: "=", maxSplits: 1)[1])
             var headers = HTTPFields()
             headers[.cookie] = "noted_csrf=\(csrf)"
-            let form = Self.authorizeParameters() + [("csrf", csrf), ("username", user.username), ("password", user.password)]
-            #expect(try await server.request(.post, "/oauth/authorize", body: Self.query(form), headers: headers).status == .badRequest)
+            let form =
+                Self.authorizeParameters() + [("csrf", csrf), ("username", user.username), ("password", user.password)]
+            #expect(
+                try await server.request(.post, "/oauth/authorize", body: Self.query(form), headers: headers).status
+                    == .badRequest)
         }
     }
 
@@ -121,10 +142,12 @@ import Testing
             let refresh = try #require(tokens.json["refresh_token"]?.stringValue)
             let feed = try await server.request(.get, "/v1/changes?since=0", token: access)
             #expect(feed.status == .ok)
-            let claims = try JSONValue.parse(Array(try #require(Data(base64URLEncoded: String(access.split(separator: ".")[1])))))
+            let claims = try JSONValue.parse(
+                Array(try #require(Data(base64URLEncoded: String(access.split(separator: ".")[1])))))
             #expect(claims["client_id"] == "noted-cli")
             #expect(claims["sub"] == .string(user.id))
-            let refreshed = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
+            let refreshed = try await server.request(
+                .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
             #expect(refreshed.status == .ok)
         }
     }
@@ -141,7 +164,10 @@ import Testing
     @Test(arguments: backends) func theFormNeedsItsCSRFToken(backend: Backend) async throws {
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()
-            let form = Self.authorizeParameters() + [("csrf", "forged"), ("username", user.username), ("password", user.password)]
+            let form =
+                Self.authorizeParameters() + [
+                    ("csrf", "forged"), ("username", user.username), ("password", user.password),
+                ]
             var headers = HTTPFields()
             headers[.cookie] = "noted_csrf=other"
             let posted = try await server.request(.post, "/oauth/authorize", body: Self.query(form), headers: headers)
@@ -155,8 +181,10 @@ import Testing
     @Test(arguments: backends) func requestsWithoutS256PKCEAreRefused(backend: Backend) async throws {
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()
-            for parameters in [Self.authorizeParameters(method: "plain"), Self.authorizeParameters(method: nil),
-                               Self.authorizeParameters(challenge: "short"), Self.authorizeParameters(challenge: "")] {
+            for parameters in [
+                Self.authorizeParameters(method: "plain"), Self.authorizeParameters(method: nil),
+                Self.authorizeParameters(challenge: "short"), Self.authorizeParameters(challenge: ""),
+            ] {
                 let (status, authorization) = try await Self.signIn(server, user, parameters: parameters)
                 #expect(status == .seeOther)
                 #expect(authorization?.error == "invalid_request")
@@ -168,10 +196,12 @@ import Testing
 
     @Test(arguments: backends) func unregisteredClientsAndRedirectsGetAPageNotARedirect(backend: Backend) async throws {
         try await TestServer.with(backend) { server in
-            for parameters in [Self.authorizeParameters(client: "nobody"), Self.authorizeParameters(redirect: Self.redirect + "/"),
-                               Self.authorizeParameters(redirect: "http://127.0.0.1:4711/CALLBACK"),
-                               Self.authorizeParameters(redirect: Self.redirect + "?extra=1"),
-                               Self.authorizeParameters(redirect: "https://evil.example/callback")] {
+            for parameters in [
+                Self.authorizeParameters(client: "nobody"), Self.authorizeParameters(redirect: Self.redirect + "/"),
+                Self.authorizeParameters(redirect: "http://127.0.0.1:4711/CALLBACK"),
+                Self.authorizeParameters(redirect: Self.redirect + "?extra=1"),
+                Self.authorizeParameters(redirect: "https://evil.example/callback"),
+            ] {
                 let page = try await server.request(.get, "/oauth/authorize?" + Self.query(parameters))
                 #expect(page.status == .badRequest)
                 #expect(page.headers[.location] == nil)
@@ -181,17 +211,25 @@ import Testing
 
     @Test func theWebAppRedirectsOnlyToTheIssuerAndAllowedOriginsNeverToAHostHeader() {
         let web = OAuthClient.web(origins: ["http://127.0.0.1:8080", "https://notes.example"])
-        for good in ["http://127.0.0.1:8080/", "http://localhost:8080/", "http://[::1]:8080/", "https://notes.example/"] {
+        for good in [
+            "http://127.0.0.1:8080/", "http://localhost:8080/", "http://[::1]:8080/", "https://notes.example/",
+        ] {
             #expect(web.allows(redirectURI: good), "\(good)")
         }
-        for bad in ["http://evil.example/", "http://localhost:8081/", "http://notes.example/", "https://notes.example.evil/",
-                    "https://localhost:8080/", "http://127.0.0.1:8080/x", "http://0.0.0.0:8080/"] {
+        for bad in [
+            "http://evil.example/", "http://localhost:8081/", "http://notes.example/", "https://notes.example.evil/",
+            "https://localhost:8080/", "http://127.0.0.1:8080/x", "http://0.0.0.0:8080/",
+        ] {
             #expect(!web.allows(redirectURI: bad), "\(bad)")
         }
         // A server on port 0 (the system picks one): any loopback port.
         let anyPort = OAuthClient.web(origins: ["http://127.0.0.1:0"])
-        #expect(anyPort.allows(redirectURI: "http://127.0.0.1:54321/") && anyPort.allows(redirectURI: "http://[::1]:54321/"))
-        #expect(!anyPort.allows(redirectURI: "http://evil.example:54321/") && !anyPort.allows(redirectURI: "http://127.0.0.1:54321/x"))
+        #expect(
+            anyPort.allows(redirectURI: "http://127.0.0.1:54321/") && anyPort.allows(redirectURI: "http://[::1]:54321/")
+        )
+        #expect(
+            !anyPort.allows(redirectURI: "http://evil.example:54321/")
+                && !anyPort.allows(redirectURI: "http://127.0.0.1:54321/x"))
         #expect(OAuthClient.loopbackAliases(of: "http://localhost:080").isEmpty)
         #expect(OAuthClient.loopbackAliases(of: "https://127.0.0.1:8080").isEmpty)
     }
@@ -214,13 +252,28 @@ import Testing
                 try #require(try await Self.signIn(server, user).authorization?.code)
             }
             let cases: [(String, (String) async throws -> TestServer.HTTPResult)] = [
-                ("wrong verifier", { try await Self.exchange(server, code: $0, verifier: String(repeating: "a", count: 43)) }),
+                (
+                    "wrong verifier",
+                    { try await Self.exchange(server, code: $0, verifier: String(repeating: "a", count: 43)) }
+                ),
                 ("missing verifier", { try await Self.exchange(server, code: $0, verifier: nil) }),
-                ("42-character verifier", { try await Self.exchange(server, code: $0, verifier: String(Self.verifier.dropLast())) }),
-                ("129-character verifier", { try await Self.exchange(server, code: $0, verifier: String(repeating: "a", count: 129)) }),
-                ("illegal characters", { try await Self.exchange(server, code: $0, verifier: String(Self.verifier.dropLast()) + "/") }),
+                (
+                    "42-character verifier",
+                    { try await Self.exchange(server, code: $0, verifier: String(Self.verifier.dropLast())) }
+                ),
+                (
+                    "129-character verifier",
+                    { try await Self.exchange(server, code: $0, verifier: String(repeating: "a", count: 129)) }
+                ),
+                (
+                    "illegal characters",
+                    { try await Self.exchange(server, code: $0, verifier: String(Self.verifier.dropLast()) + "/") }
+                ),
                 ("another client", { try await Self.exchange(server, code: $0, client: "noted-web") }),
-                ("another redirect", { try await Self.exchange(server, code: $0, redirect: "http://127.0.0.1:4712/callback") }),
+                (
+                    "another redirect",
+                    { try await Self.exchange(server, code: $0, redirect: "http://127.0.0.1:4712/callback") }
+                ),
                 ("trailing slash", { try await Self.exchange(server, code: $0, redirect: Self.redirect + "/") }),
             ]
             for (name, exchange) in cases {
@@ -251,13 +304,16 @@ import Testing
             let replay = try await Self.exchange(server, code: code)
             #expect(replay.status == .badRequest)
             #expect(replay.json["error"] == "invalid_grant")
-            let afterReplay = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
+            let afterReplay = try await server.request(
+                .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
             #expect(afterReplay.status == .badRequest)
             #expect(afterReplay.json["error"] == "invalid_grant")
         }
     }
 
-    @Test(arguments: backends) func aCodeReplayedWhileItsFirstUseIsUnderWayStillRevokesWhatItIssued(backend: Backend) async throws {
+    @Test(arguments: backends) func aCodeReplayedWhileItsFirstUseIsUnderWayStillRevokesWhatItIssued(backend: Backend)
+        async throws
+    {
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()
             var survivors = 0
@@ -270,7 +326,8 @@ import Testing
                 #expect(answers.filter { $0.status == .ok }.count <= 1)
                 for answer in answers where answer.status == .ok {
                     let refresh = try #require(answer.json["refresh_token"]?.stringValue)
-                    let after = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
+                    let after = try await server.request(
+                        .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
                     if after.status == .ok { survivors += 1 }
                 }
             }
@@ -278,22 +335,28 @@ import Testing
         }
     }
 
-    @Test(arguments: backends) func aSignInEndsAfterItsAbsoluteLifetimeHoweverOftenItIsRefreshed(backend: Backend) async throws {
+    @Test(arguments: backends) func aSignInEndsAfterItsAbsoluteLifetimeHoweverOftenItIsRefreshed(backend: Backend)
+        async throws
+    {
         // Long enough that two refreshes fit in it on a loaded machine (2 s once did not).
         try await TestServer.with(backend, configure: { $0.signInLifetime = .seconds(5) }) { server in
             let user = try await server.makeUser()
             var refresh = user.refreshToken
             var access = user.accessToken
             for _ in 0..<2 {
-                let rotated = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
+                let rotated = try await server.request(
+                    .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
                 #expect(rotated.status == .ok)
                 refresh = rotated.json["refresh_token"]?.stringValue ?? ""
                 access = rotated.json["access_token"]?.stringValue ?? ""
             }
             try await Task.sleep(for: .milliseconds(5500))
-            let late = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
+            let late = try await server.request(
+                .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
             #expect(late.json["error"] == "invalid_grant")
-            #expect(try await server.request(.get, "/v1/changes?since=0", token: access).status == .unauthorized, "the sign-in is over")
+            #expect(
+                try await server.request(.get, "/v1/changes?since=0", token: access).status == .unauthorized,
+                "the sign-in is over")
         }
     }
 
@@ -311,9 +374,11 @@ import Testing
     @Test(arguments: backends) func revocationEndsTheRefreshTokenFamily(backend: Backend) async throws {
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()
-            let revoked = try await server.request(.post, "/oauth/revoke", body: "token=\(user.refreshToken)&token_type_hint=refresh_token")
+            let revoked = try await server.request(
+                .post, "/oauth/revoke", body: "token=\(user.refreshToken)&token_type_hint=refresh_token")
             #expect(revoked.status == .ok)
-            let refresh = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
+            let refresh = try await server.request(
+                .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
             #expect(refresh.json["error"] == "invalid_grant")
             let unknown = try await server.request(.post, "/oauth/revoke", body: "token=unknown")
             #expect(unknown.status == .ok)

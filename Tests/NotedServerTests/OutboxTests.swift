@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// The session's outbox with its on-demand writer (a task only while something is queued).
@@ -38,12 +39,13 @@ import Testing
                 }
                 if !wait { continuation.resume() }
             }
-            let text: String = switch item {
-            case .text(let text): text
-            case .message(let value): value.jsonString
-            case .close(let code, _): "close:\(code)"
-            case .heartbeat: "heartbeat"
-            }
+            let text: String =
+                switch item {
+                case .text(let text): text
+                case .message(let value): value.jsonString
+                case .close(let code, _): "close:\(code)"
+                case .heartbeat: "heartbeat"
+                }
             if state.withLockedValue({ $0.failing }) { throw CancellationError() }
             state.withLockedValue { $0.written.append(text) }
             wrote.continuation.yield(text)
@@ -126,7 +128,8 @@ import Testing
     @Test func aCloseOrAFailedWriteEndsTheOutbox() async throws {
         let closing = Wire()
         let finishedCount = NIOLockedValueBox(0)
-        let outbox = Outbox(write: { try await closing.write($0) }, onFinish: { finishedCount.withLockedValue { $0 += 1 } })
+        let outbox = Outbox(
+            write: { try await closing.write($0) }, onFinish: { finishedCount.withLockedValue { $0 += 1 } })
         outbox.yield(.close(code: 4001, reason: "bye"))
         #expect(await closing.waitFor(1) == ["close:4001"])
         await outbox.waitUntilIdle()

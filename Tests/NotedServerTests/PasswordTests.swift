@@ -1,10 +1,11 @@
 import Foundation
 import HummingbirdBcrypt
 import HummingbirdTesting
+import LiveServerSupport
 import Logging
 import NotedCore
-import LiveServerSupport
 import Testing
+
 @testable import NotedServer
 
 /// Passwords where bcrypt alone falls short (issue 14): NUL, every byte of a long password,
@@ -13,11 +14,13 @@ import Testing
     static let backends = Backend.available
 
     func register(_ server: TestServer, _ name: String, _ password: String) async throws -> TestServer.HTTPResult {
-        try await server.request(.post, "/v1/accounts", json: ["username": .string(name), "password": .string(password)])
+        try await server.request(
+            .post, "/v1/accounts", json: ["username": .string(name), "password": .string(password)])
     }
 
     func signIn(_ server: TestServer, _ name: String, _ password: String) async throws -> TestServer.HTTPResult {
-        try await server.request(.post, "/v1/sessions", json: ["username": .string(name), "password": .string(password)])
+        try await server.request(
+            .post, "/v1/sessions", json: ["username": .string(name), "password": .string(password)])
     }
 
     @Test(arguments: backends) func nulIsRefusedAndEveryByteOfALongPasswordCounts(backend: Backend) async throws {
@@ -31,7 +34,9 @@ import Testing
             #expect(try await signIn(server, "long-user", long).status == .ok)
             // Before: bcrypt read only the first 72 bytes, and any ending signed in.
             #expect(try await signIn(server, "long-user", String(repeating: "x", count: 72)).status == .unauthorized)
-            #expect(try await signIn(server, "long-user", String(repeating: "x", count: 72) + "another ending").status == .unauthorized)
+            #expect(
+                try await signIn(server, "long-user", String(repeating: "x", count: 72) + "another ending").status
+                    == .unauthorized)
             #expect(try await signIn(server, "long-user", "\u{0}" + long).status == .unauthorized)
         }
     }
@@ -39,14 +44,18 @@ import Testing
     @Test(arguments: backends) func aHashOfTheEarlierKindSignsInAndIsUpgraded(backend: Backend) async throws {
         try await withDatabase(backend) { location in
             // What the earlier version stored: plain bcrypt over the password.
-            let store: any NotedStore = switch location {
-            case .sqlite(let path): try SQLiteStore(path: path, limits: Limits())
-            case .postgres(let url): try PostgresStore(url: url, limits: Limits(), logger: Logger(label: "test"))
-            }
+            let store: any NotedStore =
+                switch location {
+                case .sqlite(let path): try SQLiteStore(path: path, limits: Limits())
+                case .postgres(let url): try PostgresStore(url: url, limits: Limits(), logger: Logger(label: "test"))
+                }
             try await store.migrate()
-            let short = "correct horse battery", long = String(repeating: "y", count: 80)
+            let short = "correct horse battery"
+            let long = String(repeating: "y", count: 80)
             for (name, password) in [("old-short", short), ("old-long", long)] {
-                let user = UserAccount(id: UUID().uuidString.lowercased(), username: name, usernameKey: name, passwordHash: Bcrypt.hash(password, cost: 4))
+                let user = UserAccount(
+                    id: UUID().uuidString.lowercased(), username: name, usernameKey: name,
+                    passwordHash: Bcrypt.hash(password, cost: 4))
                 #expect(try await store.createUser(user, now: Date()))
             }
             await store.shutdown()
@@ -58,10 +67,11 @@ import Testing
                 #expect(try await signIn(server, "old-short", short).status == .ok)
                 #expect(try await signIn(server, "old-long", long).status == .ok)
             }
-            let reopened: any NotedStore = switch location {
-            case .sqlite(let path): try SQLiteStore(path: path, limits: Limits())
-            case .postgres(let url): try PostgresStore(url: url, limits: Limits(), logger: Logger(label: "test"))
-            }
+            let reopened: any NotedStore =
+                switch location {
+                case .sqlite(let path): try SQLiteStore(path: path, limits: Limits())
+                case .postgres(let url): try PostgresStore(url: url, limits: Limits(), logger: Logger(label: "test"))
+                }
             let upgraded = try await reopened.user(usernameKey: "old-short")?.passwordHash
             let kept = try await reopened.user(usernameKey: "old-long")?.passwordHash
             await reopened.shutdown()

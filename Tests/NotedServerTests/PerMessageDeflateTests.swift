@@ -5,6 +5,7 @@ import NIOCore
 import NIOWebSocket
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// The server's permessage-deflate (RFC 7692): the negotiation, and every message read back by
@@ -25,8 +26,10 @@ import Testing
         ("permessage-deflate; client_max_window_bits=9", "permessage-deflate; client_max_window_bits=9"),
         ("permessage-deflate; client_max_window_bits=8", "permessage-deflate; client_max_window_bits=8"),
         ("permessage-deflate; server_max_window_bits=12", "permessage-deflate; server_max_window_bits=12"),
-        ("permessage-deflate; server_no_context_takeover; client_no_context_takeover",
-         "permessage-deflate; client_no_context_takeover; server_no_context_takeover"),
+        (
+            "permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+            "permessage-deflate; client_no_context_takeover; server_no_context_takeover"
+        ),
     ])
     func acceptedOffers(offer: String, response: String) throws {
         #expect(Self.builder.serverReponseHeader(to: try Self.offer(offer)) == response)
@@ -51,7 +54,9 @@ import Testing
     /// window kept (the four bytes of the sync flush put back at each message's end).
     private final class Client {
         let inflater: ZlibDecompressor
-        init(windowBits: Int32 = 15) throws { inflater = try ZlibDecompressor(algorithm: .deflate, windowSize: windowBits) }
+        init(windowBits: Int32 = 15) throws {
+            inflater = try ZlibDecompressor(algorithm: .deflate, windowSize: windowBits)
+        }
 
         func read(_ frames: [WebSocketFrame]) throws -> [UInt8] {
             let compressed = frames[0].rsv1
@@ -72,17 +77,22 @@ import Testing
     /// Words from a small vocabulary, as notes are: compressible, though not one text repeated.
     private static func words(_ count: Int, seed: UInt64) -> [UInt8] {
         var generator = SplitMix64(seed: seed)
-        let vocabulary = ["note", "sync", "page", "window", "deflate", "merge", "offline", "kettle", "river", "amber", "-", "\n"]
+        let vocabulary = [
+            "note", "sync", "page", "window", "deflate", "merge", "offline", "kettle", "river", "amber", "-", "\n",
+        ]
         return Array((0..<count).map { _ in vocabulary.randomElement(using: &generator)! }.joined(separator: " ").utf8)
     }
 
-    @Test(arguments: ["permessage-deflate; client_max_window_bits", "permessage-deflate; server_max_window_bits=12",
-                      "permessage-deflate; server_no_context_takeover"])
+    @Test(arguments: [
+        "permessage-deflate; client_max_window_bits", "permessage-deflate; server_max_window_bits=12",
+        "permessage-deflate; server_no_context_takeover",
+    ])
     func everyMessageReadsBackThroughOneClientWindow(offer: String) async throws {
         let agreement = try #require(Self.builder.agreement(to: try Self.offer(offer)))
         let deflate = PerMessageDeflate(builder: Self.builder, agreement: agreement)
         let client = try Client(windowBits: Int32(agreement.sendWindowBits))
-        let keystroke = Array(#"{"type":"change","collection":"notes","id":"0b6d1f9e-4c1a-4e8e-9a57-0d6f2a4b7c11","rev":12}"#.utf8)
+        let keystroke = Array(
+            #"{"type":"change","collection":"notes","id":"0b6d1f9e-4c1a-4e8e-9a57-0d6f2a4b7c11","rev":12}"#.utf8)
         // Small, large (a page), small again: the small compressor must start over after the
         // large message; a tiny one goes uncompressed; then a fragmented message.
         let messages: [[UInt8]] = [
@@ -104,8 +114,9 @@ import Testing
         let parts = [Array(keystroke.prefix(10)), Self.words(20_000, seed: 4), Array(keystroke.suffix(10))]
         var frames: [WebSocketFrame] = []
         for (index, part) in parts.enumerated() {
-            frames.append(try await deflate.sender.compress(
-                Self.text(part, fin: index == parts.count - 1, opcode: index == 0 ? .text : .continuation)))
+            frames.append(
+                try await deflate.sender.compress(
+                    Self.text(part, fin: index == parts.count - 1, opcode: index == 0 ? .text : .continuation)))
         }
         #expect(try client.read(frames) == parts.flatMap { $0 })
         let after = try await deflate.sender.compress(Self.text(keystroke))
@@ -116,9 +127,11 @@ import Testing
     /// over fragments, and refused when RSV1 comes on a later frame or it inflates past the bound.
     @Test func receivedMessagesInflate() async throws {
         let builder = PerMessageDeflateBuilder(maxDecompressedFrameSize: 100_000)
-        let agreement = try #require(builder.agreement(to: try Self.offer("permessage-deflate; client_max_window_bits")))
+        let agreement = try #require(
+            builder.agreement(to: try Self.offer("permessage-deflate; client_max_window_bits")))
         let deflate = PerMessageDeflate(builder: builder, agreement: agreement)
-        let client = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(windowSize: 10, compressionLevel: 6, memoryLevel: 8))
+        let client = try ZlibCompressor(
+            algorithm: .deflate, configuration: ZlibConfiguration(windowSize: 10, compressionLevel: 6, memoryLevel: 8))
         func compressed(_ bytes: [UInt8], last: Bool = true) throws -> ByteBuffer {
             var input = ByteBuffer(bytes: bytes)
             var output = try input.compressStream(with: client, flush: .sync, allocator: ByteBufferAllocator())
@@ -127,25 +140,31 @@ import Testing
         }
         for message in [Self.words(2_000, seed: 5), Self.words(2_000, seed: 5), Array("plain".utf8)] {
             let isPlain = message.count < 10
-            let frame = WebSocketFrame(fin: true, rsv1: !isPlain, opcode: .text, data: isPlain ? ByteBuffer(bytes: message) : try compressed(message))
+            let frame = WebSocketFrame(
+                fin: true, rsv1: !isPlain, opcode: .text,
+                data: isPlain ? ByteBuffer(bytes: message) : try compressed(message))
             let read = try await deflate.receiver.decompress(frame)
             #expect(Array(read.data.readableBytesView) == message)
         }
         let first = try await deflate.receiver.decompress(
-            WebSocketFrame(fin: false, rsv1: true, opcode: .text, data: try compressed(Array("first half ".utf8), last: false)))
+            WebSocketFrame(
+                fin: false, rsv1: true, opcode: .text, data: try compressed(Array("first half ".utf8), last: false)))
         let second = try await deflate.receiver.decompress(
             WebSocketFrame(fin: true, opcode: .continuation, data: try compressed(Array("second half".utf8))))
         #expect(String(buffer: first.data) + String(buffer: second.data) == "first half second half")
 
         let misplaced = PerMessageDeflate(builder: builder, agreement: agreement)
-        _ = try await misplaced.receiver.decompress(WebSocketFrame(fin: false, opcode: .text, data: ByteBuffer(string: "a")))
+        _ = try await misplaced.receiver.decompress(
+            WebSocketFrame(fin: false, opcode: .text, data: ByteBuffer(string: "a")))
         // swift-websocket answers this error with close code 1002 (a protocol error).
         await #expect(throws: NIOWebSocketError.fragmentedControlFrame) {
-            try await misplaced.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .continuation, data: ByteBuffer(string: "b")))
+            try await misplaced.receiver.decompress(
+                WebSocketFrame(fin: true, rsv1: true, opcode: .continuation, data: ByteBuffer(string: "b")))
         }
 
         let bomb = PerMessageDeflate(builder: builder, agreement: agreement)
-        let zeros = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(windowSize: 10, compressionLevel: 9, memoryLevel: 8))
+        let zeros = try ZlibCompressor(
+            algorithm: .deflate, configuration: ZlibConfiguration(windowSize: 10, compressionLevel: 9, memoryLevel: 8))
         var input = ByteBuffer(repeating: 0, count: 1_000_000)
         var packed = try input.compressStream(with: zeros, flush: .sync, allocator: ByteBufferAllocator())
         packed.moveWriterIndex(to: packed.writerIndex - 4)
@@ -155,7 +174,8 @@ import Testing
         }
         let garbage = PerMessageDeflate(builder: builder, agreement: agreement)
         await #expect(throws: NIOWebSocketError.fragmentedControlFrame) {
-            try await garbage.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: ByteBuffer(bytes: [0xFF, 0xFF, 0xFF, 0x00])))
+            try await garbage.receiver.decompress(
+                WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: ByteBuffer(bytes: [0xFF, 0xFF, 0xFF, 0x00])))
         }
     }
 
@@ -165,19 +185,24 @@ import Testing
     @Test func quietStreamsAreFreedAndContextCarriesOn() async throws {
         var builder = Self.builder
         builder.quietStreams = QuietStreams(quiet: .milliseconds(50))
-        let agreement = try #require(builder.agreement(to: try Self.offer("permessage-deflate; client_max_window_bits")))
+        let agreement = try #require(
+            builder.agreement(to: try Self.offer("permessage-deflate; client_max_window_bits")))
         let deflate = PerMessageDeflate(builder: builder, agreement: agreement)
         let client = try Client(windowBits: Int32(agreement.sendWindowBits))
-        let clientSender = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(
-            windowSize: Int32(agreement.receiveWindowBits), compressionLevel: 6, memoryLevel: 8))
+        let clientSender = try ZlibCompressor(
+            algorithm: .deflate,
+            configuration: ZlibConfiguration(
+                windowSize: Int32(agreement.receiveWindowBits), compressionLevel: 6, memoryLevel: 8))
         func fromClient(_ bytes: [UInt8]) async throws -> [UInt8] {
             var input = ByteBuffer(bytes: bytes)
             var output = try input.compressStream(with: clientSender, flush: .sync, allocator: ByteBufferAllocator())
             output.moveWriterIndex(to: output.writerIndex - 4)
-            let read = try await deflate.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: output))
+            let read = try await deflate.receiver.decompress(
+                WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: output))
             return Array(read.data.readableBytesView)
         }
-        let keystroke = Array(#"{"type":"change","collection":"notes","id":"0b6d1f9e-4c1a-4e8e-9a57-0d6f2a4b7c11","rev":12}"#.utf8)
+        let keystroke = Array(
+            #"{"type":"change","collection":"notes","id":"0b6d1f9e-4c1a-4e8e-9a57-0d6f2a4b7c11","rev":12}"#.utf8)
         let first = try await deflate.sender.compress(Self.text(keystroke))
         #expect(try client.read([first]) == keystroke)
         #expect(try await fromClient(keystroke) == keystroke)
@@ -187,18 +212,22 @@ import Testing
         // The sweep frees both within two quiet spells; poll for up to 5 s.
         let deadline = ContinuousClock.now + .seconds(5)
         while ContinuousClock.now < deadline {
-            let sending = await deflate.sender.held.compressor, receiving = await deflate.receiver.held.decompressor
+            let sending = await deflate.sender.held.compressor
+            let receiving = await deflate.receiver.held.decompressor
             if !sending && !receiving { break }
             try await Task.sleep(for: .milliseconds(20))
         }
-        let sender = await deflate.sender.held, receiver = await deflate.receiver.held
+        let sender = await deflate.sender.held
+        let receiver = await deflate.receiver.held
         #expect(!sender.compressor && sender.windowBytes == keystroke.count)
         #expect(!receiver.decompressor && receiver.windowBytes == keystroke.count)
         #expect(builder.quietStreams.count == 0)
 
         let again = try await deflate.sender.compress(Self.text(keystroke))
         #expect(try client.read([again]) == keystroke)
-        #expect(again.data.readableBytes < first.data.readableBytes / 2, "the new compressor refers to the old one's window")
+        #expect(
+            again.data.readableBytes < first.data.readableBytes / 2, "the new compressor refers to the old one's window"
+        )
         #expect(try await fromClient(keystroke) == keystroke, "the new decompressor reads a reference to before")
         #expect(await deflate.sender.held.compressor)
         #expect(builder.quietStreams.count == 2)
@@ -210,14 +239,18 @@ import Testing
     /// sweep would after a quiet spell), sizes from a keystroke to a page: every message reads
     /// back through one client stream that never starts over. NOTED_TEST_SEED picks the run.
     @Test func streamsFreedAtRandomPointsLoseNothing() async throws {
-        let seed = UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "") ?? UInt64.random(in: 1...UInt64.max / 2)
+        let seed =
+            UInt64(ProcessInfo.processInfo.environment["NOTED_TEST_SEED"] ?? "")
+            ?? UInt64.random(in: 1...UInt64.max / 2)
         var generator = SplitMix64(seed: seed)
         for offer in ["permessage-deflate; client_max_window_bits", "permessage-deflate"] {
             let agreement = try #require(Self.builder.agreement(to: try Self.offer(offer)))
             let deflate = PerMessageDeflate(builder: Self.builder, agreement: agreement)
             let client = try Client(windowBits: Int32(agreement.sendWindowBits))
-            let clientSender = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(
-                windowSize: Int32(agreement.receiveWindowBits), compressionLevel: 6, memoryLevel: 8))
+            let clientSender = try ZlibCompressor(
+                algorithm: .deflate,
+                configuration: ZlibConfiguration(
+                    windowSize: Int32(agreement.receiveWindowBits), compressionLevel: 6, memoryLevel: 8))
             for step in 0..<300 {
                 do {
                     let size = [20, 200, 900, 3_000, 20_000].randomElement(using: &generator)!
@@ -228,13 +261,18 @@ import Testing
                         await deflate.receiver.freeIfQuiet(since: .now() + .hours(1))
                     case 1:
                         var input = ByteBuffer(bytes: message)
-                        var output = try input.compressStream(with: clientSender, flush: .sync, allocator: ByteBufferAllocator())
+                        var output = try input.compressStream(
+                            with: clientSender, flush: .sync, allocator: ByteBufferAllocator())
                         output.moveWriterIndex(to: output.writerIndex - 4)
-                        let read = try await deflate.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: output))
-                        #expect(Array(read.data.readableBytesView) == message, "seed \(seed), \(offer), step \(step): from the client")
+                        let read = try await deflate.receiver.decompress(
+                            WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: output))
+                        #expect(
+                            Array(read.data.readableBytesView) == message,
+                            "seed \(seed), \(offer), step \(step): from the client")
                     default:
                         let frame = try await deflate.sender.compress(Self.text(message))
-                        #expect(try client.read([frame]) == message, "seed \(seed), \(offer), step \(step): to the client")
+                        #expect(
+                            try client.read([frame]) == message, "seed \(seed), \(offer), step \(step): to the client")
                     }
                 } catch {
                     Issue.record("seed \(seed), \(offer), step \(step): \(error)")
@@ -252,9 +290,11 @@ import Testing
         let deflate = PerMessageDeflate(builder: Self.builder, agreement: agreement)
         let text = Self.words(500, seed: 9)
         var input = ByteBuffer(bytes: text)
-        let ending = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(windowSize: 15, compressionLevel: 6, memoryLevel: 8))
+        let ending = try ZlibCompressor(
+            algorithm: .deflate, configuration: ZlibConfiguration(windowSize: 15, compressionLevel: 6, memoryLevel: 8))
         let final = try input.compressStream(with: ending, flush: .finish, allocator: ByteBufferAllocator())
-        let read = try await deflate.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: final))
+        let read = try await deflate.receiver.decompress(
+            WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: final))
         #expect(Array(read.data.readableBytesView) == text)
         // The client's next stream starts from the text as its dictionary (zlib's own
         // deflateSetDictionary), so it is mostly references to the message before.
@@ -262,11 +302,13 @@ import Testing
         var packed = try next.compress(ByteBuffer(bytes: text), allocator: ByteBufferAllocator())
         packed.moveWriterIndex(to: packed.writerIndex - 4)
         #expect(packed.readableBytes < text.count / 10)
-        let again = try await deflate.receiver.decompress(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: packed))
+        let again = try await deflate.receiver.decompress(
+            WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: packed))
         #expect(Array(again.data.readableBytesView) == text)
         // Bytes after a final block are not DEFLATE data: a protocol error (1002).
         var ended = ByteBuffer(bytes: text)
-        let closing = try ZlibCompressor(algorithm: .deflate, configuration: ZlibConfiguration(windowSize: 15, compressionLevel: 6, memoryLevel: 8))
+        let closing = try ZlibCompressor(
+            algorithm: .deflate, configuration: ZlibConfiguration(windowSize: 15, compressionLevel: 6, memoryLevel: 8))
         var trailing = try ended.compressStream(with: closing, flush: .finish, allocator: ByteBufferAllocator())
         trailing.writeBytes([0x01, 0x02, 0x03])
         await #expect(throws: NIOWebSocketError.fragmentedControlFrame) {

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 @Suite struct PushTests {
@@ -18,7 +19,8 @@ import Testing
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
             let id = uuid()
-            let created = try await connection.push(change(id, baseRev: 0, ["title": ["set": "Groceries"], "body": ["set": "milk"]]))
+            let created = try await connection.push(
+                change(id, baseRev: 0, ["title": ["set": "Groceries"], "body": ["set": "milk"]]))
             #expect(created["type"] == "ack")
             #expect(created["status"] == "applied")
             #expect(created["rev"] == 1)
@@ -46,7 +48,8 @@ import Testing
             _ = try await connection.push(change(id, baseRev: 0, ["body": ["set": .string(base)]]))
             let mine = base.replacingOccurrences(of: "apples", with: "green apples")
             let theirs = base.replacingOccurrences(of: "pears", with: "ripe pears")
-            #expect(try await connection.push(change(id, baseRev: 1, ["body": delta(base, mine)]))["status"] == "applied")
+            #expect(
+                try await connection.push(change(id, baseRev: 1, ["body": delta(base, mine)]))["status"] == "applied")
             let merged = try await connection.push(change(id, baseRev: 1, ["body": delta(base, theirs)]))
             #expect(merged["status"] == "merged")
             #expect(merged["rev"] == 3)
@@ -76,7 +79,8 @@ import Testing
             let conflicts = list.json["revisions"]?.arrayValue?.filter { $0["conflict"] == true } ?? []
             #expect(conflicts.count == 1)
             #expect(conflicts.first?["rev"] == .int(rev))
-            let kept = try await server.request(.get, "/v1/records/notes/\(id)/revisions/\(rev)?conflict=true", token: user.accessToken)
+            let kept = try await server.request(
+                .get, "/v1/records/notes/\(id)/revisions/\(rev)?conflict=true", token: user.accessToken)
             #expect(kept.status == .ok)
             #expect(kept.json["fields"]?["body"] == .string(intended))
             await connection.close()
@@ -90,7 +94,10 @@ import Testing
             let id = uuid()
             _ = try await connection.push(change(id, baseRev: 0, ["tags": ["set": ["a"]], "folder": ["set": "inbox"]]))
             _ = try await connection.push(change(id, baseRev: 1, ["tags": ["add": ["b"]], "folder": ["set": "work"]]))
-            let merged = try await connection.push(change(id, baseRev: 1, ["tags": ["add": ["c"], "remove": ["a"]], "folder": ["set": "home"], "pinned": ["set": true]]))
+            let merged = try await connection.push(
+                change(
+                    id, baseRev: 1,
+                    ["tags": ["add": ["c"], "remove": ["a"]], "folder": ["set": "home"], "pinned": ["set": true]]))
             #expect(merged["status"] == "merged")
             #expect(merged["fields"]?["tags"] == ["b", "c"])
             #expect(merged["fields"]?["folder"] == "home")
@@ -99,7 +106,9 @@ import Testing
         }
     }
 
-    @Test(arguments: backends) func aStaleWholeTextSetKeepsTheReplacedTextAsAConflictRevision(backend: Backend) async throws {
+    @Test(arguments: backends) func aStaleWholeTextSetKeepsTheReplacedTextAsAConflictRevision(backend: Backend)
+        async throws
+    {
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
@@ -108,7 +117,8 @@ import Testing
             _ = try await connection.push(change(id, baseRev: 1, ["body": ["set": "other device"]]))
             let merged = try await connection.push(change(id, baseRev: 1, ["body": ["set": "stale"]]))
             #expect(merged["fields"]?["body"] == "stale")
-            let kept = try await server.request(.get, "/v1/records/notes/\(id)/revisions/3?conflict=true", token: user.accessToken)
+            let kept = try await server.request(
+                .get, "/v1/records/notes/\(id)/revisions/3?conflict=true", token: user.accessToken)
             #expect(kept.json["fields"]?["body"] == "other device")
             await connection.close()
         }
@@ -134,7 +144,8 @@ import Testing
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
-            let answers = try await connection.push([change(uuid(), baseRev: 0), change("nope", baseRev: 0)], rid: "r-1")
+            let answers = try await connection.push(
+                [change(uuid(), baseRev: 0), change("nope", baseRev: 0)], rid: "r-1")
             #expect(answers.map { $0["rid"] } == ["r-1", "r-1"])
             try await connection.send(["type": "pull", "since": 0, "rid": 42])
             #expect(try await connection.receive(type: "changes")["rid"] == 42)
@@ -162,7 +173,9 @@ import Testing
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()
             let id = uuid()
-            let pushed = try await server.request(.post, "/v1/push", json: ["changes": [change(id, baseRev: 0, ["title": ["set": "http"]])]], token: user.accessToken)
+            let pushed = try await server.request(
+                .post, "/v1/push", json: ["changes": [change(id, baseRev: 0, ["title": ["set": "http"]])]],
+                token: user.accessToken)
             #expect(pushed.status == .ok)
             #expect(pushed.json["results"]?[0]?["status"] == "applied")
             let changes = try await server.request(.get, "/v1/changes?since=0&limit=10", token: user.accessToken)

@@ -4,6 +4,7 @@ import Logging
 import NotedCore
 import PostgresNIO
 import Testing
+
 @testable import NotedServer
 
 /// Storage quotas (issue 14, `--quota-bytes`, `--quota-records`), on both backends: a change
@@ -17,7 +18,8 @@ import Testing
     func open(_ location: DatabaseLocation, quota: StorageQuota) throws -> any NotedStore {
         switch location {
         case .sqlite(let path): try SQLiteStore(path: path, limits: Limits(), quota: quota)
-        case .postgres(let url): try PostgresStore(url: url, limits: Limits(), quota: quota, logger: Logger(label: "test"))
+        case .postgres(let url):
+            try PostgresStore(url: url, limits: Limits(), quota: quota, logger: Logger(label: "test"))
         }
     }
 
@@ -32,8 +34,11 @@ import Testing
     }
 
     func change(_ id: String, baseRev: Int64, op: String = "upsert", _ fields: JSONValue = [:]) -> JSONValue {
-        ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id), "baseRev": .int(baseRev),
-         "op": .string(op), "fields": fields]
+        [
+            "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+            "baseRev": .int(baseRev),
+            "op": .string(op), "fields": fields,
+        ]
     }
 
     @Test(arguments: backends) func recordsBeyondTheQuotaAreRefusedAndADeleteMakesRoom(backend: Backend) async throws {
@@ -41,7 +46,9 @@ import Testing
             let store = try open(location, quota: StorageQuota(records: 2))
             try await store.migrate()
             let user = try await contract.makeUser(store)
-            let (a, b, c) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
+            let (a, b, c) = (
+                UUID().uuidString.lowercased(), UUID().uuidString.lowercased(), UUID().uuidString.lowercased()
+            )
             #expect(try await contract.push(store, user: user, contract.create(a, title: "a"))["status"] == "applied")
             #expect(try await contract.push(store, user: user, contract.create(b, title: "b"))["status"] == "applied")
             let refused = try await contract.push(store, user: user, contract.create(c, title: "c"))
@@ -49,8 +56,11 @@ import Testing
             #expect(try await store.record(userID: user, collection: "notes", id: c) == nil)
             #expect(try await store.latestSeq(userID: user) == 2)
             // Updating an existing record does not add one; deleting one makes room.
-            #expect(try await contract.push(store, user: user, change(a, baseRev: 1, ["title": ["set": "a2"]]))["status"] == "applied")
-            #expect(try await contract.push(store, user: user, change(b, baseRev: 1, op: "delete"))["status"] == "applied")
+            #expect(
+                try await contract.push(store, user: user, change(a, baseRev: 1, ["title": ["set": "a2"]]))["status"]
+                    == "applied")
+            #expect(
+                try await contract.push(store, user: user, change(b, baseRev: 1, op: "delete"))["status"] == "applied")
             #expect(try await contract.push(store, user: user, contract.create(c, title: "c"))["status"] == "applied")
             let countedStore = try await counted(store, user: user)
             #expect(try await store.usage(userID: user).recordsOnly == countedStore)
@@ -65,7 +75,8 @@ import Testing
             try await probe.migrate()
             let user = try await contract.makeUser(probe)
             let id = UUID().uuidString.lowercased()
-            _ = try await contract.push(probe, user: user, contract.create(id, title: String(repeating: "x", count: 100)))
+            _ = try await contract.push(
+                probe, user: user, contract.create(id, title: String(repeating: "x", count: 100)))
             let one = try await probe.usage(userID: user)
             let countedOne = try await counted(probe, user: user)
             #expect(one.recordsOnly == countedOne)
@@ -75,23 +86,37 @@ import Testing
             await probe.shutdown()
             // A quota of exactly what is stored, its history, and 50 bytes more.
             let store = try open(location, quota: StorageQuota(bytes: one.bytes + one.history + 50))
-            let grown = try await contract.push(store, user: user, change(id, baseRev: 1, ["title": ["set": .string(String(repeating: "x", count: 151))]]))
+            let grown = try await contract.push(
+                store, user: user,
+                change(id, baseRev: 1, ["title": ["set": .string(String(repeating: "x", count: 151))]]))
             #expect(grown["code"] == "quota_exceeded", "\(grown)")
-            let multiByte = try await contract.push(store, user: user, change(id, baseRev: 1, ["title": ["set": .string(String(repeating: "x", count: 149) + "é")]]))
+            let multiByte = try await contract.push(
+                store, user: user,
+                change(id, baseRev: 1, ["title": ["set": .string(String(repeating: "x", count: 149) + "é")]]))
             #expect(multiByte["code"] == "quota_exceeded", "bytes, not characters: \(multiByte)")
-            #expect(try await store.record(userID: user, collection: "notes", id: id)?.fields["title"] == .string(String(repeating: "x", count: 100)))
-            #expect(try await contract.push(store, user: user, change(id, baseRev: 1, ["title": ["set": .string(String(repeating: "x", count: 150))]]))["status"] == "applied")
+            #expect(
+                try await store.record(userID: user, collection: "notes", id: id)?.fields["title"]
+                    == .string(String(repeating: "x", count: 100)))
+            #expect(
+                try await contract.push(
+                    store, user: user,
+                    change(id, baseRev: 1, ["title": ["set": .string(String(repeating: "x", count: 150))]]))["status"]
+                    == "applied")
             let full = try await store.usage(userID: user)
             #expect(full.bytes == one.bytes + 50)
             #expect(full.history > one.history, "the save's revision is counted")
             // Over the quota with its history (security-3 H3: stale saves of the same size kept
             // whole revisions for free): an edit that changes no size, or shrinks, still stores
             // a revision and is refused; deleting goes through and takes the history with it.
-            let same = try await contract.push(store, user: user, change(id, baseRev: 2, ["title": ["set": .string(String(repeating: "y", count: 150))]]))
+            let same = try await contract.push(
+                store, user: user,
+                change(id, baseRev: 2, ["title": ["set": .string(String(repeating: "y", count: 150))]]))
             #expect(same["code"] == "quota_exceeded", "\(same)")
-            let smaller = try await contract.push(store, user: user, change(id, baseRev: 2, ["title": ["set": "short"]]))
+            let smaller = try await contract.push(
+                store, user: user, change(id, baseRev: 2, ["title": ["set": "short"]]))
             #expect(smaller["code"] == "quota_exceeded", "\(smaller)")
-            #expect(try await contract.push(store, user: user, change(id, baseRev: 2, op: "delete"))["status"] == "applied")
+            #expect(
+                try await contract.push(store, user: user, change(id, baseRev: 2, op: "delete"))["status"] == "applied")
             let emptied = try await store.usage(userID: user)
             #expect(emptied == StorageUsage(), "\(emptied)")
             await store.shutdown()
@@ -111,17 +136,26 @@ import Testing
             let id = UUID().uuidString.lowercased()
             let bodies = (0..<6).map { #"{"body":""# + String(repeating: "line \($0) ", count: 200) + #""}"# }
             var statements: [(String, [any Sendable])] = [
-                ("INSERT INTO users (id, username, username_key, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
-                 [user, "hist", "hist", "x", Int64(0)]),
+                (
+                    "INSERT INTO users (id, username, username_key, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
+                    [user, "hist", "hist", "x", Int64(0)]
+                ),
                 ("INSERT INTO user_seq (user_id, seq, purged_seq) VALUES ($1, $2, $3)", [user, Int64(6), Int64(0)]),
-                ("INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                 [user, "notes", id, Int64(6), Int64(6), false, bodies[5], Int64(0), Int64(0)]),
+                (
+                    "INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    [user, "notes", id, Int64(6), Int64(6), false, bodies[5], Int64(0), Int64(0)]
+                ),
             ]
             for (index, body) in bodies.enumerated() {
-                statements.append((
-                    "INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, updated_at, size, delta) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                    [user, "notes", id, Int64(index + 1), index == 3, Int64(index + 1), index == 2 ? "{}" : body, Int64(index) * 1000,
-                     Int64(body.utf8.count), index == 2 ? #"{"body":"=3\t-4\t+x"}"# : nil] as [any Sendable]))
+                statements.append(
+                    (
+                        "INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, updated_at, size, delta) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                        [
+                            user, "notes", id, Int64(index + 1), index == 3, Int64(index + 1), index == 2 ? "{}" : body,
+                            Int64(index) * 1000,
+                            Int64(body.utf8.count), index == 2 ? #"{"body":"=3\t-4\t+x"}"# : nil,
+                        ] as [any Sendable]
+                    ))
             }
             try await executeRaw(store, statements)
             let held = try await revisionBytes(store, user: user)
@@ -132,11 +166,13 @@ import Testing
             try await upgraded.migrate()
             #expect(try await upgraded.usage(userID: user).history == held)
             // Pushes and the history service's pass (deltas) keep it equal to the rows.
-            let saved = try await contract.push(upgraded, user: user, change(id, baseRev: rev, ["body": ["set": "short now"]]))
+            let saved = try await contract.push(
+                upgraded, user: user, change(id, baseRev: rev, ["body": ["set": "short now"]]))
             #expect(saved["status"] == "applied", "\(saved)")
             rev += 1
             #expect(try await upgraded.usage(userID: user).history == (try await revisionBytes(upgraded, user: user)))
-            _ = try await upgraded.thinHistory(now: Date().addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 100)
+            _ = try await upgraded.thinHistory(
+                now: Date().addingTimeInterval(3600), policy: HistoryPolicy(days: 90), limit: 100)
             let after = try await revisionBytes(upgraded, user: user)
             let counter = try await upgraded.usage(userID: user).history
             #expect(counter == after, "counter \(counter), rows \(after), before \(held)")
@@ -152,14 +188,23 @@ import Testing
             let user = UUID().uuidString.lowercased()
             let fields = [#"{"title":"a","body":"naïve"}"#, #"{"title":"b","body":""}"#, "{}"]
             let ids = fields.map { _ in UUID().uuidString.lowercased() }
-            let statements: [(String, [any Sendable])] = [
-                ("INSERT INTO users (id, username, username_key, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
-                 [user, "old", "old", "x", Int64(0)]),
-                ("INSERT INTO user_seq (user_id, seq, purged_seq) VALUES ($1, $2, $3)", [user, Int64(3), Int64(0)]),
-            ] + fields.enumerated().map { index, text in
-                ("INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                 [user, "notes", ids[index], Int64(1), Int64(index + 1), index == 2, text, Int64(0), Int64(0)])
-            }
+            let statements: [(String, [any Sendable])] =
+                [
+                    (
+                        "INSERT INTO users (id, username, username_key, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
+                        [user, "old", "old", "x", Int64(0)]
+                    ),
+                    (
+                        "INSERT INTO user_seq (user_id, seq, purged_seq) VALUES ($1, $2, $3)",
+                        [user, Int64(3), Int64(0)]
+                    ),
+                ]
+                + fields.enumerated().map { index, text in
+                    (
+                        "INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                        [user, "notes", ids[index], Int64(1), Int64(index + 1), index == 2, text, Int64(0), Int64(0)]
+                    )
+                }
             try await migrate(old, upTo: "collections")
             try await executeRaw(old, statements)
             await old.shutdown()
@@ -171,7 +216,9 @@ import Testing
             let countedStore = try await counted(store, user: user)
             #expect(try await store.usage(userID: user).recordsOnly == countedStore)
             // And pushes keep the counts from there.
-            #expect(try await contract.push(store, user: user, change(ids[1], baseRev: 1, op: "delete"))["status"] == "applied")
+            #expect(
+                try await contract.push(store, user: user, change(ids[1], baseRev: 1, op: "delete"))["status"]
+                    == "applied")
             let countedAfterDelete = try await counted(store, user: user)
             #expect(try await store.usage(userID: user).recordsOnly == countedAfterDelete)
             #expect(try await store.usage(userID: user).records == 1)
@@ -185,15 +232,26 @@ import Testing
             let old = try open(location, quota: .unlimited)
             try await migrate(old, upTo: "history-bytes")
             let user = UUID().uuidString.lowercased()
-            try await executeRaw(old, [
-                ("INSERT INTO users (id, username, username_key, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
-                 [user, "blobby", "blobby", "x", Int64(0)]),
-                ("INSERT INTO user_seq (user_id, seq, purged_seq, stored_bytes) VALUES ($1, $2, $3, $4)", [user, Int64(0), Int64(0), Int64(3 + 5000)]),
-                ("INSERT INTO blobs (user_id, sha256, size, type, created_at) VALUES ($1, $2, $3, $4, $5)",
-                 [user, String(repeating: "a", count: 64), Int64(3), "text/plain", Int64(0)]),
-                ("INSERT INTO blobs (user_id, sha256, size, type, created_at) VALUES ($1, $2, $3, $4, $5)",
-                 [user, String(repeating: "b", count: 64), Int64(5000), "text/plain", Int64(0)]),
-            ])
+            try await executeRaw(
+                old,
+                [
+                    (
+                        "INSERT INTO users (id, username, username_key, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
+                        [user, "blobby", "blobby", "x", Int64(0)]
+                    ),
+                    (
+                        "INSERT INTO user_seq (user_id, seq, purged_seq, stored_bytes) VALUES ($1, $2, $3, $4)",
+                        [user, Int64(0), Int64(0), Int64(3 + 5000)]
+                    ),
+                    (
+                        "INSERT INTO blobs (user_id, sha256, size, type, created_at) VALUES ($1, $2, $3, $4, $5)",
+                        [user, String(repeating: "a", count: 64), Int64(3), "text/plain", Int64(0)]
+                    ),
+                    (
+                        "INSERT INTO blobs (user_id, sha256, size, type, created_at) VALUES ($1, $2, $3, $4, $5)",
+                        [user, String(repeating: "b", count: 64), Int64(5000), "text/plain", Int64(0)]
+                    ),
+                ])
             await old.shutdown()
             let store = try open(location, quota: .unlimited)
             try await store.migrate()
@@ -208,8 +266,10 @@ import Testing
         switch store {
         case let sqlite as SQLiteStore:
             return try await sqlite.pool.read { db in
-                try Int64.fetchOne(db, sql: "SELECT COALESCE(SUM(\(SQLiteStore.storedBytes("r"))), 0) FROM revisions r WHERE user_id = ?",
-                                   arguments: [user]) ?? 0
+                try Int64.fetchOne(
+                    db,
+                    sql: "SELECT COALESCE(SUM(\(SQLiteStore.storedBytes("r"))), 0) FROM revisions r WHERE user_id = ?",
+                    arguments: [user]) ?? 0
             }
         case let postgres as PostgresStore:
             let rows = try await postgres.client.query(

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// Revocation takes effect at once (issue 14): a revoked sign-in session's access tokens are
@@ -29,7 +30,9 @@ import Testing
         #expect(ContinuousClock.now - started < limit)
     }
 
-    @Test(arguments: backends) func revokingARefreshTokenEndsItsAccessTokensAndConnectionsAtOnce(backend: Backend) async throws {
+    @Test(arguments: backends) func revokingARefreshTokenEndsItsAccessTokensAndConnectionsAtOnce(backend: Backend)
+        async throws
+    {
         try await TestServer.with(backend) { server in
             let phone = try await server.makeUser()
             let laptop = try await signInAgain(server, phone)
@@ -42,7 +45,9 @@ import Testing
             try await expectClosedAsRevoked(phoneConnection)
             #expect(try await changes(server, phone) == .unauthorized)
             let again = try await SyncConnection.open(port: server.port)
-            try await again.send(["type": "hello", "protocol": 1, "token": .string(phone.accessToken), "device": .string(uuid())])
+            try await again.send([
+                "type": "hello", "protocol": 1, "token": .string(phone.accessToken), "device": .string(uuid()),
+            ])
             let refused = try await again.receive()
             #expect(refused["code"] == "unauthenticated")
             #expect(try await again.closeCode(timeout: .seconds(2)) == 4001)
@@ -58,13 +63,15 @@ import Testing
     @Test(arguments: backends) func aReusedRefreshTokenEndsTheSessionsAccessTokens(backend: Backend) async throws {
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()
-            let rotated = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
+            let rotated = try await server.request(
+                .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
             #expect(rotated.status == .ok)
             var current = user
             current.accessToken = rotated.json["access_token"]?.stringValue ?? ""
             let connection = try await server.connect(current)
             // The old refresh token again: a thief or a replay. The whole family ends.
-            let reused = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
+            let reused = try await server.request(
+                .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
             #expect(reused.json["error"] == "invalid_grant")
             try await expectClosedAsRevoked(connection)
             #expect(try await changes(server, current) == .unauthorized)
@@ -75,12 +82,15 @@ import Testing
     @Test(arguments: backends) func aRefreshTokenPresentedByAnotherClientEndsTheSession(backend: Backend) async throws {
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()  // signed in by the first-party client, "noted"
-            let own = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)&client_id=noted")
+            let own = try await server.request(
+                .post, "/oauth/token",
+                body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)&client_id=noted")
             #expect(own.status == .ok)
             var current = user
             current.accessToken = own.json["access_token"]?.stringValue ?? ""
             let next = own.json["refresh_token"]?.stringValue ?? ""
-            let stolen = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(next)&client_id=noted-web")
+            let stolen = try await server.request(
+                .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(next)&client_id=noted-web")
             #expect(stolen.json["error"] == "invalid_grant")
             #expect(try await changes(server, current) == .unauthorized, "the session is revoked")
         }

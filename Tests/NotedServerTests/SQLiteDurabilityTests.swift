@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// The server acknowledges a change only after its commit; with WAL that commit is durable only

@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// The one task that enforces every session's hello deadline and token expiry.
@@ -14,7 +15,8 @@ import Testing
         let stream: AsyncStream<Outgoing>
 
         init(in seconds: Double, _ code: ErrorCode = .unauthenticated) {
-            shared = NIOLockedValueBox(SyncSession.Shared(deadline: Date().addingTimeInterval(seconds), deadlineCode: code))
+            shared = NIOLockedValueBox(
+                SyncSession.Shared(deadline: Date().addingTimeInterval(seconds), deadlineCode: code))
             let (stream, continuation) = AsyncStream.makeStream(of: Outgoing.self)
             self.stream = stream
             outbox = Outbox(continuation)
@@ -70,7 +72,10 @@ import Testing
         deadlines.watch(gone.id, shared: gone.shared, continuation: gone.outbox)
         deadlines.watch(marker.id, shared: marker.shared, continuation: marker.outbox)
         // As `hello` does: the deadline becomes the token's expiry, and the session is watched again.
-        moved.shared.withLockedValue { $0.deadline = Date().addingTimeInterval(3600); $0.deadlineCode = .tokenExpired }
+        moved.shared.withLockedValue {
+            $0.deadline = Date().addingTimeInterval(3600)
+            $0.deadlineCode = .tokenExpired
+        }
         deadlines.watch(moved.id, shared: moved.shared, continuation: moved.outbox)
         deadlines.unwatch(gone.id)
         _ = await marker.closed()
@@ -85,7 +90,8 @@ import Testing
     @Test func everyWatchedSessionGetsHeartbeatsSpreadOverTheIntervalUntilItEnds() async throws {
         // Two slots of 20 ms: each session gets one heartbeat per 40 ms round.
         let deadlines = SessionDeadlines(heartbeatInterval: .milliseconds(40), heartbeatSlots: 2)
-        let first = Watched(in: 3600), second = Watched(in: 3600)
+        let first = Watched(in: 3600)
+        let second = Watched(in: 3600)
         deadlines.watch(first.id, shared: first.shared, continuation: first.outbox)
         deadlines.watch(second.id, shared: second.shared, continuation: second.outbox)
         #expect(deadlines.running)

@@ -1,6 +1,7 @@
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// The in-process fan-out, as one piece: a broadcast reaches every other session of the user,
@@ -34,8 +35,10 @@ import Testing
             continuations.append(continuation)
             ids.append(id)
         }
-        let change: JSONValue = ["type": "change", "id": "0b0e3c1a-7c5e-4a39-9d43-2f1f4d8f0a11", "rev": 3,
-                                 "fields": ["body": ["delta": "=3\t+x"]]]
+        let change: JSONValue = [
+            "type": "change", "id": "0b0e3c1a-7c5e-4a39-9d43-2f1f4d8f0a11", "rev": 3,
+            "fields": ["body": ["delta": "=3\t+x"]],
+        ]
         hub.publish(user: "ada", message: change, except: ids[0])
         for continuation in continuations { continuation.finish() }
         var received: [[String]] = []
@@ -64,7 +67,8 @@ import Testing
             let user = "user-\(index)"
             let ids = [UUID(), UUID()]
             hub.join(user: user, session: ids[0], continuation: outbox(), seenSeq: Int64(index))
-            hub.join(user: user, session: ids[1], continuation: outbox(), seenSeq: Int64(index), signInSession: "s\(index)")
+            hub.join(
+                user: user, session: ids[1], continuation: outbox(), seenSeq: Int64(index), signInSession: "s\(index)")
             sessions[user] = ids
         }
         hub.leave(session: sessions["user-0"]![0])

@@ -1,6 +1,7 @@
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// One account cannot hold every connection of a node (issue 14).
@@ -14,7 +15,9 @@ import Testing
             for _ in 0..<3 { open.append(try await server.connect(user)) }
 
             let fourth = try await SyncConnection.open(port: server.port)
-            try await fourth.send(["type": "hello", "protocol": 1, "token": .string(user.accessToken), "device": .string(uuid())])
+            try await fourth.send([
+                "type": "hello", "protocol": 1, "token": .string(user.accessToken), "device": .string(uuid()),
+            ])
             let refused = try await fourth.receive()
             #expect(refused["type"] == "error" && refused["code"] == "rate_limited")
             #expect(refused["message"]?.stringValue?.contains("at most 3") == true)
@@ -31,7 +34,9 @@ import Testing
             var admitted = false
             for _ in 0..<50 where !admitted {
                 let next = try await SyncConnection.open(port: server.port)
-                try await next.send(["type": "hello", "protocol": 1, "token": .string(user.accessToken), "device": .string(uuid())])
+                try await next.send([
+                    "type": "hello", "protocol": 1, "token": .string(user.accessToken), "device": .string(uuid()),
+                ])
                 if try await next.receive()["type"] == "welcome" {
                     admitted = true
                     await next.close()

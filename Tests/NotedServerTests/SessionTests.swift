@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 @Suite struct SessionTests {
@@ -11,7 +12,9 @@ import Testing
         try await TestServer.with(backend) { server in
             let user = try await server.makeUser()
             let connection = try await server.connect()
-            try await connection.send(["type": "hello", "protocol": 1, "token": .string(user.accessToken), "device": .string(uuid()), "rid": 7])
+            try await connection.send([
+                "type": "hello", "protocol": 1, "token": .string(user.accessToken), "device": .string(uuid()), "rid": 7,
+            ])
             let welcome = try await connection.receive()
             #expect(welcome["type"] == "welcome")
             #expect(welcome["protocol"] == 1)
@@ -34,7 +37,9 @@ import Testing
             try await connection.send(["type": "hello", "protocol": 1, "token": .string(user.accessToken)])
             #expect(try await connection.receive()["type"] == "welcome")
             let body = String(repeating: "compressible text ", count: 200)
-            #expect(try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"] == "applied")
+            #expect(
+                try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"]
+                    == "applied")
             let page = try await connection.pull(since: 0)
             #expect(page["records"]?.arrayValue?.first?["fields"]?["body"] == .string(body))
             // A page over 16 KiB goes through a compressor of its own (PerMessageDeflate.swift);
@@ -42,9 +47,12 @@ import Testing
             var bodies: [String: JSONValue] = [:]
             // (15 pushes: the limit is 20 a second per connection.)
             for index in 0..<15 {
-                let id = uuid(), text = "note \(index): " + (0..<200).map { "word\(($0 * 7 + index) % 50)" }.joined(separator: " ")
+                let id = uuid()
+                let text = "note \(index): " + (0..<200).map { "word\(($0 * 7 + index) % 50)" }.joined(separator: " ")
                 bodies[id] = .string(text)
-                #expect(try await connection.push(change(id, baseRev: 0, ["body": ["set": .string(text)]]))["status"] == "applied")
+                #expect(
+                    try await connection.push(change(id, baseRev: 0, ["body": ["set": .string(text)]]))["status"]
+                        == "applied")
             }
             let large = try await connection.pull(since: 0)
             let records = try #require(large["records"]?.arrayValue)
@@ -52,14 +60,20 @@ import Testing
             for record in records where record["id"]?.stringValue.flatMap({ bodies[$0] }) != nil {
                 #expect(record["fields"]?["body"] == bodies[record["id"]!.stringValue!])
             }
-            #expect(try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"] == "applied")
+            #expect(
+                try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"]
+                    == "applied")
             #expect(try await connection.pull(since: 0)["records"]?.arrayValue?.count == 17)
             // Quiet for longer than the server's streams are kept (1 to 2 s, QuietStreams): both
             // sides' next messages refer to what came before, which the server now holds only
             // as its streams' windows.
             try await Task.sleep(for: .milliseconds(2_500))
-            #expect(try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"] == "applied")
-            #expect(try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"] == "applied")
+            #expect(
+                try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"]
+                    == "applied")
+            #expect(
+                try await connection.push(change(uuid(), baseRev: 0, ["body": ["set": .string(body)]]))["status"]
+                    == "applied")
             #expect(try await connection.pull(since: 0)["records"]?.arrayValue?.count == 19)
             await connection.close()
         }
@@ -128,7 +142,8 @@ import Testing
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
             try await Task.sleep(for: .seconds(1))
-            let fresh = try await server.request(.post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
+            let fresh = try await server.request(
+                .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
             let token = try #require(fresh.json["access_token"]?.stringValue)
             try await connection.send(["type": "reauth", "token": .string(token), "rid": 1])
             let welcome = try await connection.receive()
@@ -145,12 +160,15 @@ import Testing
         }
     }
 
-    @Test(arguments: backends) func aBrowserOriginThatIsNotAllowedGets403BeforeTheUpgrade(backend: Backend) async throws {
+    @Test(arguments: backends) func aBrowserOriginThatIsNotAllowedGets403BeforeTheUpgrade(backend: Backend) async throws
+    {
         try await TestServer.with(backend, configure: { $0.allowedOrigins = ["https://app.example"] }) { server in
-            let refused = try await server.request(.get, "/v1/sync", headers: [
-                .origin: "https://evil.example", .connection: "Upgrade", .upgrade: "websocket",
-                .secWebSocketVersion: "13", .secWebSocketKey: "dGhlIHNhbXBsZSBub25jZQ==",
-            ])
+            let refused = try await server.request(
+                .get, "/v1/sync",
+                headers: [
+                    .origin: "https://evil.example", .connection: "Upgrade", .upgrade: "websocket",
+                    .secWebSocketVersion: "13", .secWebSocketKey: "dGhlIHNhbXBsZSBub25jZQ==",
+                ])
             #expect(refused.status == .forbidden)
             await #expect(throws: (any Error).self) {
                 _ = try await server.connect(headers: [.origin: "https://evil.example"])

@@ -1,18 +1,20 @@
 import Foundation
+import NotedCore
 import TestSupport
+import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
-import NotedCore
-import Testing
 
 /// The real executable: its one stdout line and its graceful shutdown.
 @Suite struct ExecutableTests {
     static var executable: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent(".build/debug/noted-server")
     }
 
@@ -25,7 +27,8 @@ import Testing
 
     static func launch(_ extra: [String] = []) async throws -> Launched {
         let binary = Self.executable
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build noted-server first (scripts/test does)")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: binary.path), "build noted-server first (scripts/test does)")
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("noted-exec-\(UUID().uuidString)")
         let process = try await RunningChild.start(
             binary.path, ["--port", "0", "--data", data.path, "--log-level", "error"] + extra,
@@ -47,23 +50,29 @@ import Testing
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         try #require(connected == 0)
-        let upgrade = "GET /v1/sync HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        let upgrade =
+            "GET /v1/sync HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
         let sent = upgrade.utf8CString.withUnsafeBufferPointer { send(socket, $0.baseAddress, $0.count - 1, 0) }
         try #require(sent == upgrade.utf8.count)
         var response: [UInt8] = []
         var byte: UInt8 = 0
-        while !response.suffix(4).elementsEqual([13, 10, 13, 10]), recv(socket, &byte, 1, 0) == 1 { response.append(byte) }
+        while !response.suffix(4).elementsEqual([13, 10, 13, 10]), recv(socket, &byte, 1, 0) == 1 {
+            response.append(byte)
+        }
         #expect(String(decoding: response, as: UTF8.self).hasPrefix("HTTP/1.1 101"))
         return socket
     }
 
     @Test func sigtermClosesSessionsWith1001AndExitsZero() async throws {
         let launched = try await Self.launch()
-        let process = launched.process, port = launched.port
+        let process = launched.process
+        let port = launched.port
         defer { try? FileManager.default.removeItem(at: launched.data) }
         defer { process.signal(SIGKILL) }
 
@@ -77,7 +86,9 @@ import Testing
             return try JSONValue.parse(Array(data))
         }
         _ = try await post("/v1/accounts", ["username": "shutdown", "password": "12345678 and more"])
-        let token = try #require(try await post("/v1/sessions", ["username": "shutdown", "password": "12345678 and more"])["access_token"]?.stringValue)
+        let token = try #require(
+            try await post("/v1/sessions", ["username": "shutdown", "password": "12345678 and more"])["access_token"]?
+                .stringValue)
         let connection = try await SyncConnection.open(port: port)
         try await connection.send(["type": "hello", "protocol": 1, "token": .string(token)])
         #expect(try await connection.receive()["type"] == "welcome")
@@ -133,7 +144,8 @@ import Testing
         for value in ["0", "3601", "soon"] {
             let data = FileManager.default.temporaryDirectory.appendingPathComponent("noted-exec-\(UUID().uuidString)")
             defer { try? FileManager.default.removeItem(at: data) }
-            let result = try await ChildProcess.run(Self.executable.path, ["--port", "0", "--data", data.path, "--heartbeat-seconds", value])
+            let result = try await ChildProcess.run(
+                Self.executable.path, ["--port", "0", "--data", data.path, "--heartbeat-seconds", value])
             #expect(result.status != 0, "\(value)")
             #expect(result.stderr.contains("--heartbeat-seconds"), "\(value): \(result.stderr)")
         }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// Sign-in limits that stop guessing without locking people out (issue 14): only failures
@@ -10,17 +11,22 @@ import Testing
 @Suite struct SignInLimitTests {
     static let backends = Backend.available
 
-    func signIn(_ server: TestServer, _ name: String, _ password: String, from address: String? = nil) async throws -> HTTPResponse.Status {
+    func signIn(_ server: TestServer, _ name: String, _ password: String, from address: String? = nil) async throws
+        -> HTTPResponse.Status
+    {
         var headers: HTTPFields = [:]
         if let address { headers[HTTPField.Name("X-Forwarded-For")!] = address }
-        return try await server.request(.post, "/v1/sessions", json: ["username": .string(name), "password": .string(password)], headers: headers).status
+        return try await server.request(
+            .post, "/v1/sessions", json: ["username": .string(name), "password": .string(password)], headers: headers
+        ).status
     }
 
     @Test(arguments: backends) func onlyFailedSignInsCount(backend: Backend) async throws {
         try await TestServer.with(backend, configure: { $0.authAttemptsPerWindow = 3 }) { server in
             let user = try await server.makeUser()
             for _ in 0..<6 {
-                #expect(try await signIn(server, user.username, user.password) == .ok, "signing in often is not guessing")
+                #expect(
+                    try await signIn(server, user.username, user.password) == .ok, "signing in often is not guessing")
             }
             for _ in 0..<3 {
                 #expect(try await signIn(server, user.username, "wrong password") == .unauthorized)
@@ -32,14 +38,21 @@ import Testing
 
     @Test func aTrustedProxysForwardedAddressIsBelievedAndNoOneElses() async throws {
         let proxy = try #require(ClientAddresses.Range("127.0.0.1/32"))
-        try await TestServer.with(.sqlite, configure: { $0.authAttemptsPerWindow = 2; $0.trustedProxies = [proxy] }) { (server: TestServer) async throws in
+        try await TestServer.with(
+            .sqlite,
+            configure: {
+                $0.authAttemptsPerWindow = 2
+                $0.trustedProxies = [proxy]
+            }
+        ) { (server: TestServer) async throws in
             #expect(try await signIn(server, "a", "wrong password", from: "203.0.113.5") == .unauthorized)
             #expect(try await signIn(server, "b", "wrong password", from: "203.0.113.5") == .unauthorized)
             #expect(try await signIn(server, "c", "wrong password", from: "203.0.113.5") == .tooManyRequests)
             // Someone else behind the same proxy is not locked out with them.
             #expect(try await signIn(server, "d", "wrong password", from: "198.51.100.7, 203.0.113.6") == .unauthorized)
         }
-        try await TestServer.with(.sqlite, configure: { $0.authAttemptsPerWindow = 2 }) { (server: TestServer) async throws in
+        try await TestServer.with(.sqlite, configure: { $0.authAttemptsPerWindow = 2 }) {
+            (server: TestServer) async throws in
             // Without the setting, the header is anyone's to write, and ignored.
             #expect(try await signIn(server, "a", "wrong password", from: "203.0.113.5") == .unauthorized)
             #expect(try await signIn(server, "b", "wrong password", from: "203.0.113.6") == .unauthorized)
@@ -52,7 +65,9 @@ import Testing
         #expect(ClientAddresses.group("2001:db8:1:2:3:4:5:6") != ClientAddresses.group("2001:db8:1:3::9"))
         #expect(ClientAddresses.group("192.0.2.7") == "192.0.2.7")
         #expect(ClientAddresses.group("::ffff:192.0.2.7") == "192.0.2.7")
-        let addresses = ClientAddresses(trustedProxies: [try #require(.init("127.0.0.1")), try #require(.init("10.0.0.0/8"))])
+        let addresses = ClientAddresses(trustedProxies: [
+            try #require(.init("127.0.0.1")), try #require(.init("10.0.0.0/8")),
+        ])
         #expect(addresses.key(peer: "127.0.0.1", forwardedFor: "198.51.100.7, 10.1.2.3") == "198.51.100.7")
         #expect(addresses.key(peer: "192.0.2.1", forwardedFor: "198.51.100.7") == "192.0.2.1", "not a trusted peer")
         #expect(addresses.key(peer: "127.0.0.1", forwardedFor: "not an address") == "127.0.0.1")
@@ -68,7 +83,9 @@ import Testing
         let keys = ["signin-user:a", "signin-address:1"]
         let held = try (0..<3).map { _ in try limiter.reserve(keys: keys, now: start) }
         #expect(throws: AuthError.self) { _ = try limiter.reserve(keys: keys, now: start) }
-        #expect(throws: AuthError.self) { _ = try limiter.reserve(keys: ["signin-user:b", "signin-address:1"], now: start) }
+        #expect(throws: AuthError.self) {
+            _ = try limiter.reserve(keys: ["signin-user:b", "signin-address:1"], now: start)
+        }
         // Another user from another address is not held back.
         _ = try limiter.reserve(keys: ["signin-user:c", "signin-address:2"], now: start).succeeded(now: start)
         held[0].succeeded(now: start)
@@ -80,7 +97,8 @@ import Testing
         held[2].failed(now: start)
         // Three failures: locked out for a window, whatever is under way.
         #expect(throws: AuthError.self) { _ = try limiter.reserve(keys: keys, now: start.addingTimeInterval(30)) }
-        _ = try limiter.reserve(keys: keys, now: start.addingTimeInterval(61)).succeeded(now: start.addingTimeInterval(61))
+        _ = try limiter.reserve(keys: keys, now: start.addingTimeInterval(61)).succeeded(
+            now: start.addingTimeInterval(61))
     }
 
     @Test func eachLockoutOfTheSameKeyDoublesUpToTheMaximumAndIsForgottenAfterAQuietMaximum() throws {
@@ -120,10 +138,13 @@ import Testing
         let limiter = RateLimiter(limit: 3, window: 60)
         let start = Date()
         for index in 0..<1_000 {
-            try? limiter.reserve(keys: ["signin-user:" + String(repeating: "x", count: 10_000) + "\(index)"], now: start).failed(now: start)
+            try? limiter.reserve(
+                keys: ["signin-user:" + String(repeating: "x", count: 10_000) + "\(index)"], now: start
+            ).failed(now: start)
         }
         #expect(limiter.keyCount == 1_000)
-        try? limiter.reserve(keys: ["signin-user:someone"], now: start.addingTimeInterval(61)).succeeded(now: start.addingTimeInterval(61))
+        try? limiter.reserve(keys: ["signin-user:someone"], now: start.addingTimeInterval(61)).succeeded(
+            now: start.addingTimeInterval(61))
         #expect(limiter.keyCount == 0, "windows that ended are swept")
     }
 }

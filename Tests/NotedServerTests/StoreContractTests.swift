@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NotedCore
 import Testing
+
 @testable import NotedServer
 
 /// One contract every storage backend keeps; run over SQLite and (when available) PostgreSQL.
@@ -11,25 +12,34 @@ import Testing
     func makeUser(_ store: any NotedStore) async throws -> String {
         let id = UUID().uuidString.lowercased()
         let name = "user-\(id.prefix(8))"
-        let created = try await store.createUser(UserAccount(id: id, username: name, usernameKey: name, passwordHash: "x"), now: Date())
+        let created = try await store.createUser(
+            UserAccount(id: id, username: name, usernameKey: name, passwordHash: "x"), now: Date())
         #expect(created)
         return id
     }
 
-    func push(_ store: any NotedStore, user: String, _ json: JSONValue, at now: Date = Date()) async throws -> JSONValue {
+    func push(_ store: any NotedStore, user: String, _ json: JSONValue, at now: Date = Date()) async throws -> JSONValue
+    {
         let change = try ChangeParser().parse(json)
-        return try await store.push(change, context: PushContext(userID: user, device: nil, now: now, bodyHash: change.json.jsonString)).reply.json
+        return try await store.push(
+            change, context: PushContext(userID: user, device: nil, now: now, bodyHash: change.json.jsonString)
+        ).reply.json
     }
 
     func create(_ id: String, title: String) -> JSONValue {
-        ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id), "baseRev": 0, "op": "upsert",
-         "fields": ["title": ["set": .string(title)]]]
+        [
+            "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id), "baseRev": 0,
+            "op": "upsert",
+            "fields": ["title": ["set": .string(title)]],
+        ]
     }
 
     @Test(arguments: backends) func usernamesAreUniqueWithoutCase(backend: Backend) async throws {
         try await withStore(backend) { (store: any NotedStore) async throws in
-            let first = UserAccount(id: UUID().uuidString.lowercased(), username: "Ann", usernameKey: "ann", passwordHash: "h")
-            let second = UserAccount(id: UUID().uuidString.lowercased(), username: "ANN", usernameKey: "ann", passwordHash: "h")
+            let first = UserAccount(
+                id: UUID().uuidString.lowercased(), username: "Ann", usernameKey: "ann", passwordHash: "h")
+            let second = UserAccount(
+                id: UUID().uuidString.lowercased(), username: "ANN", usernameKey: "ann", passwordHash: "h")
             #expect(try await store.createUser(first, now: Date()))
             #expect(try await store.createUser(second, now: Date()) == false)
             #expect(try await store.user(usernameKey: "ann")?.id == first.id)
@@ -44,8 +54,10 @@ import Testing
             #expect(ack["status"] == "applied")
             #expect(ack["rev"] == 1)
             #expect(ack["seq"] == 1)
-            let update: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
-                                     "baseRev": 1, "op": "upsert", "fields": ["title": ["set": "b"]]]
+            let update: JSONValue = [
+                "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                "baseRev": 1, "op": "upsert", "fields": ["title": ["set": "b"]],
+            ]
             let second = try await push(store, user: user, update)
             #expect(second["rev"] == 2)
             #expect(second["seq"] == 2)
@@ -63,7 +75,9 @@ import Testing
             let fresh = try #require(try await store.userAndSeq(id: user))
             #expect(fresh.user == (try await store.user(id: user)))
             #expect(fresh.seq == 0)
-            for title in ["a", "b", "c"] { _ = try await push(store, user: user, create(UUID().uuidString.lowercased(), title: title)) }
+            for title in ["a", "b", "c"] {
+                _ = try await push(store, user: user, create(UUID().uuidString.lowercased(), title: title))
+            }
             _ = try await store.setUserDisabled(id: user, disabled: true, now: Date())
             try await store.setTwoFactorPending(userID: user, secret: "JBSWY3DPEHPK3PXP")
             #expect(try await store.enableTwoFactor(userID: user, secret: "JBSWY3DPEHPK3PXP", recoveryHashes: []))
@@ -75,7 +89,8 @@ import Testing
         }
     }
 
-    @Test(arguments: backends) func resendOfAppliedChangeIsAnsweredWithTheOriginalResult(backend: Backend) async throws {
+    @Test(arguments: backends) func resendOfAppliedChangeIsAnsweredWithTheOriginalResult(backend: Backend) async throws
+    {
         try await withStore(backend) { (store: any NotedStore) async throws in
             let user = try await makeUser(store)
             let change = create(UUID().uuidString.lowercased(), title: "once")
@@ -98,8 +113,10 @@ import Testing
             let id = UUID().uuidString.lowercased()
             _ = try await push(store, user: alice, create(id, title: "secret"))
             #expect(try await store.record(userID: bob, collection: "notes", id: id) == nil)
-            let edit: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
-                                   "baseRev": 1, "op": "upsert", "fields": ["title": ["set": "mine"]]]
+            let edit: JSONValue = [
+                "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                "baseRev": 1, "op": "upsert", "fields": ["title": ["set": "mine"]],
+            ]
             #expect(try await push(store, user: bob, edit)["code"] == "not_found")
             #expect(try await store.changes(userID: bob, since: 0, limit: 10).records.isEmpty)
         }
@@ -110,7 +127,9 @@ import Testing
             let user = try await makeUser(store)
             let acks = try await withThrowingTaskGroup(of: JSONValue.self) { group in
                 for index in 0..<40 {
-                    group.addTask { try await push(store, user: user, create(UUID().uuidString.lowercased(), title: "n\(index)")) }
+                    group.addTask {
+                        try await push(store, user: user, create(UUID().uuidString.lowercased(), title: "n\(index)"))
+                    }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
@@ -131,8 +150,10 @@ import Testing
             let words = (0..<24).map { "word\($0)" }
             let segments = words.enumerated().map { "\($1) is followed by padding number \($0)." }
             let text = segments.joined(separator: " ")
-            let created: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
-                                      "baseRev": 0, "op": "upsert", "fields": ["body": ["set": .string(text)]]]
+            let created: JSONValue = [
+                "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                "baseRev": 0, "op": "upsert", "fields": ["body": ["set": .string(text)]],
+            ]
             #expect(try await push(store, user: user, created)["rev"] == 1)
             let acks = try await withThrowingTaskGroup(of: JSONValue.self) { group in
                 for (index, word) in words.enumerated() {
@@ -140,8 +161,10 @@ import Testing
                     let offset = segments[..<index].reduce(0) { $0 + $1.count + 1 }
                     let rest = text.count - offset - word.count
                     let delta = (offset > 0 ? "=\(offset)\t" : "") + "-\(word.count)\t+\(word.uppercased())\t=\(rest)"
-                    let edit: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
-                                           "baseRev": 1, "op": "upsert", "fields": ["body": ["delta": .string(delta)]]]
+                    let edit: JSONValue = [
+                        "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                        "baseRev": 1, "op": "upsert", "fields": ["body": ["delta": .string(delta)]],
+                    ]
                     group.addTask { try await push(store, user: user, edit) }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
@@ -149,14 +172,17 @@ import Testing
             #expect(acks.allSatisfy { $0["type"] == "ack" && ($0["conflicts"]?.arrayValue ?? []).isEmpty }, "\(acks)")
             #expect(Set(acks.compactMap { $0["rev"]?.intValue }) == Set(2...25))
             let record = try #require(try await store.record(userID: user, collection: "notes", id: id))
-            let expected = words.enumerated().map { "\($1.uppercased()) is followed by padding number \($0)." }.joined(separator: " ")
+            let expected = words.enumerated().map { "\($1.uppercased()) is followed by padding number \($0)." }.joined(
+                separator: " ")
             #expect(record.fields["body"]?.stringValue == expected)
             #expect(record.rev == 25)
         }
     }
 
     /// One push message through the store's group commit, as the sync service sends it.
-    func pushMessage(_ store: any NotedStore, user: String, _ changes: [JSONValue]) async throws -> [Result<JSONValue, any Error>] {
+    func pushMessage(_ store: any NotedStore, user: String, _ changes: [JSONValue]) async throws -> [Result<
+        JSONValue, any Error
+    >] {
         let parsed = try changes.map { json -> (change: Change, context: PushContext) in
             let change = try ChangeParser().parse(json)
             return (change, PushContext(userID: user, device: nil, now: Date(), bodyHash: change.json.jsonString))
@@ -165,8 +191,11 @@ import Testing
     }
 
     func update(_ id: String, baseRev: Int64, _ fields: JSONValue) -> JSONValue {
-        ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id), "baseRev": .int(baseRev),
-         "op": "upsert", "fields": fields]
+        [
+            "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+            "baseRev": .int(baseRev),
+            "op": "upsert", "fields": fields,
+        ]
     }
 
     /// Many users' push messages at once (group commit: their changes share transactions): each
@@ -181,21 +210,36 @@ import Testing
                 for user in users {
                     group.addTask {
                         for round in 0..<3 {
-                            let a = UUID().uuidString.lowercased(), b = UUID().uuidString.lowercased()
+                            let a = UUID().uuidString.lowercased()
+                            let b = UUID().uuidString.lowercased()
                             let createA = create(a, title: "a\(round)")
-                            let answers = try await pushMessage(store, user: user, [
-                                createA, create(b, title: "b\(round)"),
-                                update(a, baseRev: 1, ["title": ["set": .string("a\(round)'")]]),
-                                createA,
-                                update(b, baseRev: 1, ["title": ["set": .string("b\(round)'")]]),
-                                update(UUID().uuidString.lowercased(), baseRev: 3, ["title": ["set": "nowhere"]]),
-                            ]).map { try $0.get() }
+                            let answers = try await pushMessage(
+                                store, user: user,
+                                [
+                                    createA, create(b, title: "b\(round)"),
+                                    update(a, baseRev: 1, ["title": ["set": .string("a\(round)'")]]),
+                                    createA,
+                                    update(b, baseRev: 1, ["title": ["set": .string("b\(round)'")]]),
+                                    update(UUID().uuidString.lowercased(), baseRev: 3, ["title": ["set": "nowhere"]]),
+                                ]
+                            ).map { try $0.get() }
                             let first = Int64(round * 4)
-                            #expect(answers.map { $0["status"] ?? $0["code"] } == ["applied", "applied", "applied", "duplicate", "applied", "not_found"])
-                            #expect(answers.map { $0["seq"] } == [.int(first + 1), .int(first + 2), .int(first + 3), .int(first + 1), .int(first + 4), nil])
+                            #expect(
+                                answers.map { $0["status"] ?? $0["code"] } == [
+                                    "applied", "applied", "applied", "duplicate", "applied", "not_found",
+                                ])
+                            #expect(
+                                answers.map { $0["seq"] } == [
+                                    .int(first + 1), .int(first + 2), .int(first + 3), .int(first + 1), .int(first + 4),
+                                    nil,
+                                ])
                             #expect(answers.map { $0["rev"] } == [1, 1, 2, 1, 2, nil])
-                            #expect(try await store.record(userID: user, collection: "notes", id: a)?.fields["title"] == .string("a\(round)'"))
-                            #expect(try await store.record(userID: user, collection: "notes", id: b)?.fields["title"] == .string("b\(round)'"))
+                            #expect(
+                                try await store.record(userID: user, collection: "notes", id: a)?.fields["title"]
+                                    == .string("a\(round)'"))
+                            #expect(
+                                try await store.record(userID: user, collection: "notes", id: b)?.fields["title"]
+                                    == .string("b\(round)'"))
                         }
                     }
                 }
@@ -222,7 +266,9 @@ import Testing
                 for user in users {
                     group.addTask {
                         for _ in 0..<2 {
-                            let answers = try await pushMessage(store, user: user, (0..<5).map { create(UUID().uuidString.lowercased(), title: "t\($0)") })
+                            let answers = try await pushMessage(
+                                store, user: user,
+                                (0..<5).map { create(UUID().uuidString.lowercased(), title: "t\($0)") })
                             #expect(answers.allSatisfy { (try? $0.get())?["status"] == "applied" })
                         }
                     }
@@ -231,7 +277,9 @@ import Testing
             }
             let after = await postgres.commits.committed
             #expect(after.changes - before.changes == 400)
-            #expect(after.transactions - before.transactions < 100, "\(after.transactions - before.transactions) transactions")
+            #expect(
+                after.transactions - before.transactions < 100,
+                "\(after.transactions - before.transactions) transactions")
             for user in users { #expect(try await store.latestSeq(userID: user) == 10) }
         }
     }
@@ -246,13 +294,18 @@ import Testing
             let user = try await makeUser(store)
             let body = String(repeating: "lorem ipsum ", count: 190_000 / 12)
             let before = await postgres.commits.committed
-            let answers = try await pushMessage(store, user: user, (0..<30).map { _ in
-                update(UUID().uuidString.lowercased(), baseRev: 0, ["body": ["set": .string(body)]])
-            }).map { try $0.get() }
+            let answers = try await pushMessage(
+                store, user: user,
+                (0..<30).map { _ in
+                    update(UUID().uuidString.lowercased(), baseRev: 0, ["body": ["set": .string(body)]])
+                }
+            ).map { try $0.get() }
             let after = await postgres.commits.committed
             #expect(answers.map { $0["seq"] } == (1...30).map { .int(Int64($0)) })
             #expect(after.changes - before.changes == 30)
-            #expect(after.transactions - before.transactions >= 2, "\(after.transactions - before.transactions) transactions")
+            #expect(
+                after.transactions - before.transactions >= 2,
+                "\(after.transactions - before.transactions) transactions")
         }
     }
 
@@ -267,19 +320,25 @@ import Testing
             let id = UUID().uuidString.lowercased()
             let words = (0..<6000).map { "w\($0)" }
             let text = words.joined(separator: " ")  // about 40 KB: costly (PushAlgorithm.costlyTextBytes)
-            #expect(try await push(store, user: heavy, update(id, baseRev: 0, ["body": ["set": .string(text)]]))["rev"] == 1)
+            #expect(
+                try await push(store, user: heavy, update(id, baseRev: 0, ["body": ["set": .string(text)]]))["rev"] == 1
+            )
             #expect(try await push(store, user: heavy, update(id, baseRev: 1, ["title": ["set": "t"]]))["rev"] == 2)
             // Against revision 1: merged with revision 2's title.
             let delta = "=3\t-2\t+W1\t=\(text.utf16.count - 5)"
             let (earlier, later) = (UUID().uuidString.lowercased(), UUID().uuidString.lowercased())
-            async let heavyAnswers = pushMessage(store, user: heavy, [
-                create(earlier, title: "before"), update(id, baseRev: 1, ["body": ["delta": .string(delta)]]), create(later, title: "after"),
-            ])
+            async let heavyAnswers = pushMessage(
+                store, user: heavy,
+                [
+                    create(earlier, title: "before"), update(id, baseRev: 1, ["body": ["delta": .string(delta)]]),
+                    create(later, title: "after"),
+                ])
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for user in others {
                     group.addTask {
                         for index in 0..<20 {
-                            let answer = try await push(store, user: user, create(UUID().uuidString.lowercased(), title: "n\(index)"))
+                            let answer = try await push(
+                                store, user: user, create(UUID().uuidString.lowercased(), title: "n\(index)"))
                             #expect(answer["seq"] == .int(Int64(index + 1)))
                         }
                     }
@@ -303,17 +362,35 @@ import Testing
             let other = try await makeUser(store)
             switch backend {
             case .sqlite:
-                try await executeRaw(store, [("CREATE TRIGGER poison BEFORE INSERT ON records WHEN NEW.id = 'deadbeef-0000-4000-8000-000000000000' BEGIN SELECT RAISE(ABORT, 'poisoned'); END", [])])
+                try await executeRaw(
+                    store,
+                    [
+                        (
+                            "CREATE TRIGGER poison BEFORE INSERT ON records WHEN NEW.id = 'deadbeef-0000-4000-8000-000000000000' BEGIN SELECT RAISE(ABORT, 'poisoned'); END",
+                            []
+                        )
+                    ])
             case .postgres:
-                try await executeRaw(store, [
-                    ("CREATE FUNCTION poison() RETURNS trigger AS $$ BEGIN IF NEW.id = 'deadbeef-0000-4000-8000-000000000000' THEN RAISE EXCEPTION 'poisoned'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql", []),
-                    ("CREATE TRIGGER poison BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION poison()", []),
-                ])
+                try await executeRaw(
+                    store,
+                    [
+                        (
+                            "CREATE FUNCTION poison() RETURNS trigger AS $$ BEGIN IF NEW.id = 'deadbeef-0000-4000-8000-000000000000' THEN RAISE EXCEPTION 'poisoned'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql",
+                            []
+                        ),
+                        ("CREATE TRIGGER poison BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION poison()", []),
+                    ])
             }
             let fine = UUID().uuidString.lowercased()
             let poisoned = "deadbeef-0000-4000-8000-000000000000"
-            async let theOther = pushMessage(store, user: other, (0..<50).map { create(UUID().uuidString.lowercased(), title: "o\($0)") })
-            let answers = try await pushMessage(store, user: user, [create(fine, title: "before"), create(poisoned, title: "p"), create(UUID().uuidString.lowercased(), title: "after")])
+            async let theOther = pushMessage(
+                store, user: other, (0..<50).map { create(UUID().uuidString.lowercased(), title: "o\($0)") })
+            let answers = try await pushMessage(
+                store, user: user,
+                [
+                    create(fine, title: "before"), create(poisoned, title: "p"),
+                    create(UUID().uuidString.lowercased(), title: "after"),
+                ])
             #expect(try answers[0].get()["seq"] == 1)
             #expect(throws: (any Error).self) { try answers[1].get() }
             #expect(try answers[2].get()["seq"] == 2)
@@ -327,7 +404,9 @@ import Testing
     @Test(arguments: backends) func changesArePagedInSeqOrder(backend: Backend) async throws {
         try await withStore(backend) { (store: any NotedStore) async throws in
             let user = try await makeUser(store)
-            for index in 0..<5 { _ = try await push(store, user: user, create(UUID().uuidString.lowercased(), title: "\(index)")) }
+            for index in 0..<5 {
+                _ = try await push(store, user: user, create(UUID().uuidString.lowercased(), title: "\(index)"))
+            }
             let first = try await store.changes(userID: user, since: 0, limit: 2)
             #expect(first.records.map(\.seq) == [1, 2])
             #expect(first.more && first.cursor == 2 && !first.reset)
@@ -343,8 +422,11 @@ import Testing
         try await withStore(backend) { (store: any NotedStore) async throws in
             let user = try await makeUser(store)
             let big = String(repeating: "x", count: 190_000)
-            for index in 0..<30 { _ = try await push(store, user: user, create(UUID().uuidString.lowercased(), title: "\(index)" + big)) }
-            var since: Int64 = 0, pages: [Int] = []
+            for index in 0..<30 {
+                _ = try await push(store, user: user, create(UUID().uuidString.lowercased(), title: "\(index)" + big))
+            }
+            var since: Int64 = 0
+            var pages: [Int] = []
             while true {
                 let page = try await store.changes(userID: user, since: since, limit: 500)
                 pages.append(page.records.count)
@@ -360,8 +442,10 @@ import Testing
     @Test func aRecordLargerThanThePageBoundStillComesAlone() {
         let huge = String(repeating: "y", count: 5 << 20)
         let records = (1...3).map { seq in
-            Record(collection: "notes", id: "r\(seq)", rev: 1, seq: Int64(seq), deleted: false, fields: ["body": .string(huge)],
-                   createdAt: Date(), updatedAt: Date())
+            Record(
+                collection: "notes", id: "r\(seq)", rev: 1, seq: Int64(seq), deleted: false,
+                fields: ["body": .string(huge)],
+                createdAt: Date(), updatedAt: Date())
         }
         let page = ChangesQuery(since: 0, limit: 500, latest: 3, purgedSeq: 0).page(from: records)
         #expect(page.records.map(\.seq) == [1] && page.more && page.cursor == 1)
@@ -374,12 +458,15 @@ import Testing
             let gone = UUID().uuidString.lowercased()
             _ = try await push(store, user: user, create(keep, title: "keep"))
             _ = try await push(store, user: user, create(gone, title: "gone"))
-            let delete: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(gone),
-                                     "baseRev": 1, "op": "delete", "fields": [:]]
+            let delete: JSONValue = [
+                "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(gone),
+                "baseRev": 1, "op": "delete", "fields": [:],
+            ]
             #expect(try await push(store, user: user, delete)["status"] == "applied")
             let beforeSweep = try await store.changes(userID: user, since: 2, limit: 10)
             #expect(beforeSweep.records.map(\.deleted) == [true])
-            try await store.sweep(tombstonesBefore: Date().addingTimeInterval(1), appliedChangesBefore: Date.distantPast)
+            try await store.sweep(
+                tombstonesBefore: Date().addingTimeInterval(1), appliedChangesBefore: Date.distantPast)
             // A cursor older than the purge: a reset that sends the client back to 0, holding
             // nothing itself (so it is as small as any page), and from 0 the snapshot pages on.
             let page = try await store.changes(userID: user, since: 1, limit: 10)
@@ -402,15 +489,18 @@ import Testing
                 ids.append(id)
                 _ = try await push(store, user: user, create(id, title: "n\(index)"))
             }
-            let delete: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(ids[4]),
-                                     "baseRev": 1, "op": "delete", "fields": [:]]
+            let delete: JSONValue = [
+                "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(ids[4]),
+                "baseRev": 1, "op": "delete", "fields": [:],
+            ]
             #expect(try await push(store, user: user, delete)["status"] == "applied")
             for index in 30..<40 {
                 let id = UUID().uuidString.lowercased()
                 ids.append(id)
                 _ = try await push(store, user: user, create(id, title: "n\(index)"))
             }
-            try await store.sweep(tombstonesBefore: Date().addingTimeInterval(1), appliedChangesBefore: Date.distantPast)
+            try await store.sweep(
+                tombstonesBefore: Date().addingTimeInterval(1), appliedChangesBefore: Date.distantPast)
             var seen: [String] = []
             var since: Int64 = 0
             var pages = 0
@@ -424,7 +514,8 @@ import Testing
                 guard page.more, pages < 20 else { break }
                 since = page.cursor
             }
-            #expect(seen.count == 39 && Set(seen) == Set(ids).subtracting([ids[4]]), "\(seen.count) seen in \(pages) pages")
+            #expect(
+                seen.count == 39 && Set(seen) == Set(ids).subtracting([ids[4]]), "\(seen.count) seen in \(pages) pages")
             #expect(pages == 4, "pages of 10")
             // Not saying it (a client of an earlier version): the second page is a reset, as
             // before; every page stays bounded.
@@ -436,30 +527,43 @@ import Testing
         }
     }
 
-    @Test(arguments: backends) func oldSavesAreThinnedByTimeAndAThinnedBaseIsUnavailable(backend: Backend) async throws {
+    @Test(arguments: backends) func oldSavesAreThinnedByTimeAndAThinnedBaseIsUnavailable(backend: Backend) async throws
+    {
         try await withStore(backend) { (store: any NotedStore) async throws in
             let user = try await makeUser(store)
             let id = UUID().uuidString.lowercased()
-            let start = Date(timeIntervalSince1970: 1_790_000_000) // a 10-minute stretch begins here
+            let start = Date(timeIntervalSince1970: 1_790_000_000)  // a 10-minute stretch begins here
             _ = try await push(store, user: user, create(id, title: "0"), at: start)
             for rev in 1...3 {
-                let edit: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
-                                       "baseRev": .int(Int64(rev)), "op": "upsert", "fields": ["title": ["set": .string("\(rev)")]]]
+                let edit: JSONValue = [
+                    "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                    "baseRev": .int(Int64(rev)), "op": "upsert", "fields": ["title": ["set": .string("\(rev)")]],
+                ]
                 _ = try await push(store, user: user, edit, at: start.addingTimeInterval(Double(rev)))
             }
             let policy = HistoryPolicy(days: 90)
             // Within 10 minutes every save is kept (and compacted).
             _ = try await store.thinHistory(now: start.addingTimeInterval(60), policy: policy, limit: 100)
-            #expect(try #require(try await store.revisions(userID: user, collection: "notes", id: id)).map(\.rev) == [1, 2, 3, 4])
+            #expect(
+                try #require(try await store.revisions(userID: user, collection: "notes", id: id)).map(\.rev) == [
+                    1, 2, 3, 4,
+                ])
             for rev in Int64(1)...4 {
-                #expect(try await store.revision(userID: user, collection: "notes", id: id, rev: rev, conflict: false)?.fields["title"] == .string("\(rev - 1)"))
+                #expect(
+                    try await store.revision(userID: user, collection: "notes", id: id, rev: rev, conflict: false)?
+                        .fields["title"] == .string("\(rev - 1)"))
             }
             // An hour later the stretch keeps its newest save only.
             _ = try await store.thinHistory(now: start.addingTimeInterval(3600), policy: policy, limit: 100)
-            #expect(try #require(try await store.revisions(userID: user, collection: "notes", id: id)).map(\.rev) == [4])
-            let stale: JSONValue = ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
-                                    "baseRev": 1, "op": "upsert", "fields": ["title": ["delta": "=1\t+x"]]]
-            #expect(try await push(store, user: user, stale, at: start.addingTimeInterval(3601))["code"] == "base_unavailable")
+            #expect(
+                try #require(try await store.revisions(userID: user, collection: "notes", id: id)).map(\.rev) == [4])
+            let stale: JSONValue = [
+                "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                "baseRev": 1, "op": "upsert", "fields": ["title": ["delta": "=1\t+x"]],
+            ]
+            #expect(
+                try await push(store, user: user, stale, at: start.addingTimeInterval(3601))["code"]
+                    == "base_unavailable")
         }
     }
 
@@ -469,8 +573,10 @@ import Testing
             let id = UUID().uuidString.lowercased()
             _ = try await push(store, user: user, create(id, title: "0"))
             func edit(_ title: String, baseRev: Int64) -> JSONValue {
-                ["ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
-                 "baseRev": .int(baseRev), "op": "upsert", "fields": ["title": ["set": .string(title)]]]
+                [
+                    "ccid": .string(UUID().uuidString.lowercased()), "collection": "notes", "id": .string(id),
+                    "baseRev": .int(baseRev), "op": "upsert", "fields": ["title": ["set": .string(title)]],
+                ]
             }
             // Each round: an edit, then another device's edit from the revision before it (a conflict).
             var rev: Int64 = 1
@@ -485,7 +591,9 @@ import Testing
             #expect(conflicts.count == 2, "\(revisions.map { ($0.rev, $0.conflict) })")
             var titles: [JSONValue?] = []
             for conflict in conflicts.sorted(by: { $0.rev < $1.rev }) {
-                titles.append(try await store.revision(userID: user, collection: "notes", id: id, rev: conflict.rev, conflict: true)?.fields["title"])
+                titles.append(
+                    try await store.revision(
+                        userID: user, collection: "notes", id: id, rev: conflict.rev, conflict: true)?.fields["title"])
             }
             #expect(titles == ["mine 4", "mine 5"].map { JSONValue.string($0) }, "the newest stay")
         }
@@ -507,10 +615,18 @@ import Testing
             let family = RefreshFamily(id: UUID().uuidString, userID: user, clientID: "noted", device: nil)
             let later = Date().addingTimeInterval(3600)
             try await store.createRefreshFamily(family, firstTokenHash: "h1", expiresAt: later, now: Date())
-            #expect(try await store.rotateRefreshToken(hash: "h1", replacementHash: "h2", expiresAt: later, now: Date()) == .rotated(family))
-            #expect(try await store.rotateRefreshToken(hash: "h1", replacementHash: "h3", expiresAt: later, now: Date()) == .reused(familyID: family.id))
-            #expect(try await store.rotateRefreshToken(hash: "h2", replacementHash: "h4", expiresAt: later, now: Date()) == .invalid)
-            #expect(try await store.rotateRefreshToken(hash: "unknown", replacementHash: "h5", expiresAt: later, now: Date()) == .invalid)
+            #expect(
+                try await store.rotateRefreshToken(hash: "h1", replacementHash: "h2", expiresAt: later, now: Date())
+                    == .rotated(family))
+            #expect(
+                try await store.rotateRefreshToken(hash: "h1", replacementHash: "h3", expiresAt: later, now: Date())
+                    == .reused(familyID: family.id))
+            #expect(
+                try await store.rotateRefreshToken(hash: "h2", replacementHash: "h4", expiresAt: later, now: Date())
+                    == .invalid)
+            #expect(
+                try await store.rotateRefreshToken(
+                    hash: "unknown", replacementHash: "h5", expiresAt: later, now: Date()) == .invalid)
         }
     }
 
@@ -528,7 +644,8 @@ import Testing
 @Suite struct PostgresReachabilityTests {
     @Test func anUnreachableServerFailsAtOnceWithTheReason() async throws {
         // Port 1 on loopback: nothing listens there.
-        let store = try PostgresStore(url: "postgres://noted@127.0.0.1:1/noted", limits: Limits(), logger: Logger(label: "test"))
+        let store = try PostgresStore(
+            url: "postgres://noted@127.0.0.1:1/noted", limits: Limits(), logger: Logger(label: "test"))
         let started = ContinuousClock.now
         await #expect {
             try await store.migrate()

@@ -1,6 +1,7 @@
 import Foundation
-@testable import NotedServer
 import Testing
+
+@testable import NotedServer
 
 /// The one-time codes of two-factor sign-in against RFC 6238's own test vectors (appendix B,
 /// HMAC-SHA1, the last six of their eight digits), and the base32 and recovery-code forms.
@@ -23,11 +24,15 @@ struct TOTPTests {
         let now = Date(timeIntervalSince1970: 1_111_111_111)
         let step = TOTP.step(at: now)
         for offset in Int64(-1)...1 {
-            #expect(TOTP.matchingStep(TOTP.code(secret: Self.secret, step: step + offset), secret: secret, now: now) == step + offset)
+            #expect(
+                TOTP.matchingStep(TOTP.code(secret: Self.secret, step: step + offset), secret: secret, now: now) == step
+                    + offset)
         }
         #expect(TOTP.matchingStep(TOTP.code(secret: Self.secret, step: step + 2), secret: secret, now: now) == nil)
         #expect(TOTP.matchingStep(TOTP.code(secret: Self.secret, step: step - 2), secret: secret, now: now) == nil)
-        let spaced = TOTP.code(secret: Self.secret, step: step).enumerated().map { $0.offset == 3 ? " \($0.element)" : "\($0.element)" }.joined()
+        let spaced = TOTP.code(secret: Self.secret, step: step).enumerated().map {
+            $0.offset == 3 ? " \($0.element)" : "\($0.element)"
+        }.joined()
         #expect(TOTP.matchingStep(spaced, secret: secret, now: now) == step)
         for bad in ["", "12345", "1234567", "abcdef", "١٢٣٤٥٦"] {
             #expect(TOTP.matchingStep(bad, secret: secret, now: now) == nil)
@@ -49,7 +54,9 @@ struct TOTPTests {
         #expect(codes.count == 10 && Set(codes).count == 10)
         for code in codes {
             #expect(code.count == 11 && code.dropFirst(5).first == "-")
-            #expect(RecoveryCodes.hash(code) == RecoveryCodes.hash(code.uppercased().replacingOccurrences(of: "-", with: " ")))
+            #expect(
+                RecoveryCodes.hash(code)
+                    == RecoveryCodes.hash(code.uppercased().replacingOccurrences(of: "-", with: " ")))
         }
         #expect(RecoveryCodes.hash("abc") == nil)
         #expect(RecoveryCodes.hash("00000-00000") == nil, "0 is not in the alphabet")
@@ -57,6 +64,8 @@ struct TOTPTests {
 
     @Test func theURIIsWhatAuthenticatorAppsRead() {
         let uri = TOTP.uri(secret: "ABC", account: "ana maría@x", issuer: "Noted")
-        #expect(uri == "otpauth://totp/Noted:ana%20mar%C3%ADa%40x?secret=ABC&issuer=Noted&algorithm=SHA1&digits=6&period=30")
+        #expect(
+            uri == "otpauth://totp/Noted:ana%20mar%C3%ADa%40x?secret=ABC&issuer=Noted&algorithm=SHA1&digits=6&period=30"
+        )
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import NotedServer
 
 /// One push at a time per user, and never held up for ever by one stuck push.

@@ -1,11 +1,12 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
-@testable import NotedClient
 import NotedCore
-@testable import NotedServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import NotedClient
+@testable import NotedServer
 
 /// A virtual instant: the simulation's clock only moves when a step says so.
 struct SimInstant: InstantProtocol {
@@ -26,7 +27,8 @@ extension SplitMix64 {
     mutating func uuid() -> String {
         let hex = String(format: "%016llx%016llx", next(), next())
         let c = Array(hex)
-        return "\(String(c[0..<8]))-\(String(c[8..<12]))-4\(String(c[13..<16]))-a\(String(c[17..<20]))-\(String(c[20..<32]))"
+        return
+            "\(String(c[0..<8]))-\(String(c[8..<12]))-4\(String(c[13..<16]))-a\(String(c[17..<20]))-\(String(c[20..<32]))"
     }
 }
 
@@ -50,7 +52,8 @@ struct SimStep: Sendable, Hashable {
     /// A run's steps, drawn from its seed.
     static func plan(seed: UInt64, count: Int) -> [SimStep] {
         var random = SimRandom(state: seed ^ 0x5354_4550_5053_494D)
-        return (0..<count).map { _ in SimStep(client: random.below(1_000), roll: random.below(100), seed: random.next()) }
+        return (0..<count).map { _ in SimStep(client: random.below(1_000), roll: random.below(100), seed: random.next())
+        }
     }
 }
 
@@ -134,7 +137,9 @@ final class SimClock: Clock, Sendable {
     func wake() -> Int {
         let now = time.now
         let due = state.withLockedValue { state in
-            let due = state.sleepers.filter { $0.value.deadline <= now }.sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }
+            let due = state.sleepers.filter { $0.value.deadline <= now }.sorted {
+                ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key)
+            }
             for (id, _) in due { state.sleepers[id] = nil }
             state.returns += due.count
             return due.map(\.value.continuation)
@@ -320,10 +325,15 @@ final class SimClient {
         engine = SimClient.engine(store: store, clock: clock, world: world, index: index, seed: seed)
     }
 
-    static func engine(store: LocalStore, clock: SimClock, world: World, index: Int, seed: UInt64) -> SyncEngine<SimClock> {
+    static func engine(store: LocalStore, clock: SimClock, world: World, index: Int, seed: UInt64) -> SyncEngine<
+        SimClock
+    > {
         let reference = WorldReference(world)
-        return SyncEngine(store: store, transport: SimTransport(world: reference, client: index), url: URL(string: "ws://sim.noted.invalid/v1/sync")!,
-                          tokens: SimTokens(world: reference, client: index), events: EventHub(), configuration: configuration, clock: clock, seed: seed)
+        return SyncEngine(
+            store: store, transport: SimTransport(world: reference, client: index),
+            url: URL(string: "ws://sim.noted.invalid/v1/sync")!,
+            tokens: SimTokens(world: reference, client: index), events: EventHub(), configuration: configuration,
+            clock: clock, seed: seed)
     }
 
     static var configuration: SyncStateMachine<SimInstant>.Configuration {
@@ -392,24 +402,28 @@ final class World {
     let journaling: Bool
 
     /// The second collection: every field kind, with the bounds and enums the server checks.
-    static let journal = try! CollectionSchema(json: JSONValue.parse("""
-        {"name": "journal", "version": 1, "fields": {
-          "entry":  {"kind": "text", "searchable": true},
-          "labels": {"kind": "set"},
-          "mood":   {"kind": "scalar", "types": ["string"], "enum": ["low", "ok", "high"], "default": "ok", "indexed": true},
-          "score":  {"kind": "scalar", "types": ["number", "null"], "default": null, "min": 0, "max": 100}}}
-        """))
+    static let journal = try! CollectionSchema(
+        json: JSONValue.parse(
+            """
+            {"name": "journal", "version": 1, "fields": {
+              "entry":  {"kind": "text", "searchable": true},
+              "labels": {"kind": "set"},
+              "mood":   {"kind": "scalar", "types": ["string"], "enum": ["low", "ok", "high"], "default": "ok", "indexed": true},
+              "score":  {"kind": "scalar", "types": ["number", "null"], "default": null, "min": 0, "max": 100}}}
+            """))
 
     /// The journal as the clients know it: an app updated before its server, with one more mood
     /// than the server accepts. A change that sets it is refused (`invalid_field`), and must stay
     /// on the device until the user edits it into shape or discards it.
-    static let clientJournal = try! CollectionSchema(json: JSONValue.parse("""
-        {"name": "journal", "version": 1, "fields": {
-          "entry":  {"kind": "text", "searchable": true},
-          "labels": {"kind": "set"},
-          "mood":   {"kind": "scalar", "types": ["string"], "enum": ["low", "ok", "high", "ecstatic"], "default": "ok", "indexed": true},
-          "score":  {"kind": "scalar", "types": ["number", "null"], "default": null, "min": 0, "max": 100}}}
-        """))
+    static let clientJournal = try! CollectionSchema(
+        json: JSONValue.parse(
+            """
+            {"name": "journal", "version": 1, "fields": {
+              "entry":  {"kind": "text", "searchable": true},
+              "labels": {"kind": "set"},
+              "mood":   {"kind": "scalar", "types": ["string"], "enum": ["low", "ok", "high", "ecstatic"], "default": "ok", "indexed": true},
+              "score":  {"kind": "scalar", "types": ["number", "null"], "default": null, "min": 0, "max": 100}}}
+            """))
 
     init(seed: UInt64, journaling: Bool = true) async throws {
         self.journaling = journaling
@@ -422,15 +436,20 @@ final class World {
         let ahead = NIOLockedValueBox<TimeInterval>(0)
         self.time = time
         serverAhead = ahead
-        (store, sync, tokens) = try await World.openServer(path: serverPath, clock: World.serverClock(time: time, ahead: ahead))
+        (store, sync, tokens) = try await World.openServer(
+            path: serverPath, clock: World.serverClock(time: time, ahead: ahead))
         let userCount = 2 + random.below(2)
         for u in 0..<userCount {
             let id = "user-\(u)"
-            _ = try await store.createUser(UserAccount(id: id, username: id, usernameKey: id, passwordHash: "x"), now: Date(timeIntervalSince1970: 0))
+            _ = try await store.createUser(
+                UserAccount(id: id, username: id, usernameKey: id, passwordHash: "x"),
+                now: Date(timeIntervalSince1970: 0))
             users.append(id)
             for c in 0..<(2 + random.below(4)) {
                 let name = "u\(u)c\(c)"
-                let client = try SimClient(name: name, user: u, index: clients.count, path: directory + "/\(name).sqlite", seed: random.next(), world: self)
+                let client = try SimClient(
+                    name: name, user: u, index: clients.count, path: directory + "/\(name).sqlite", seed: random.next(),
+                    world: self)
                 // The device id goes into revisions; a fixed one keeps runs repeatable.
                 try await client.store.setMeta("device", client.device)
                 clients.append(client)
@@ -449,15 +468,20 @@ final class World {
         return configuration
     }()
 
-    static func openServer(path: String, clock: @escaping @Sendable () -> Date) async throws -> (SQLiteStore, SyncService, AccessTokens) {
+    static func openServer(path: String, clock: @escaping @Sendable () -> Date) async throws -> (
+        SQLiteStore, SyncService, AccessTokens
+    ) {
         let limits = configuration.limits
         let schemas = SchemaRegistry([.notes, journal])
         try await SimulationTemplates.server(at: path)
         let store = try SQLiteStore(path: path, schemas: schemas, limits: limits)
         try await store.migrate()
-        var sync = SyncService(store: store, parser: ChangeParser(schemas: schemas, limits: limits), hub: SessionHub(), metrics: ServerMetrics())
+        var sync = SyncService(
+            store: store, parser: ChangeParser(schemas: schemas, limits: limits), hub: SessionHub(),
+            metrics: ServerMetrics())
         sync.clock = clock
-        let tokens = try await AccessTokens.load(store: store, issuer: "https://sim.noted.invalid", audience: "noted", lifetime: .seconds(3600))
+        let tokens = try await AccessTokens.load(
+            store: store, issuer: "https://sim.noted.invalid", audience: "noted", lifetime: .seconds(3600))
         return (store, sync, tokens)
     }
 
@@ -467,14 +491,18 @@ final class World {
     static func serverClock(time: SimTime, ahead: NIOLockedValueBox<TimeInterval>) -> @Sendable () -> Date {
         {
             let elapsed = time.now.offset.components
-            return Date(timeIntervalSince1970: 1_790_000_000 + Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18 + ahead.withLockedValue { $0 })
+            return Date(
+                timeIntervalSince1970: 1_790_000_000 + Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18
+                    + ahead.withLockedValue { $0 })
         }
     }
 
     /// A real access token for the client's user, signed with the server's key; already
     /// expired after a token-expiry step.
     func token(for client: SimClient) async throws -> String {
-        if client.sessionLost { throw NotedClientError(.unauthenticated, "the session is over (invalid_grant): sign in again") }
+        if client.sessionLost {
+            throw NotedClientError(.unauthenticated, "the session is over (invalid_grant): sign in again")
+        }
         let expired = client.expiredToken
         client.expiredToken = false
         let now = expired ? Date().addingTimeInterval(-7200) : Date()
@@ -491,7 +519,8 @@ final class World {
     /// client is offline or the server down.
     func openLink(for client: SimClient) throws -> SimConnection {
         guard client.online, serverUp else { throw SimFailure(description: "connection refused") }
-        let session = SyncSession(sync: sync, tokens: tokens, configuration: World.configuration, headerToken: nil, logger: logger)
+        let session = SyncSession(
+            sync: sync, tokens: tokens, configuration: World.configuration, headerToken: nil, logger: logger)
         let link = SimLink(session: session, hub: sync.hub)
         sync.hub.track(session: session.id, continuation: link.continuation)
         client.currentLink = link
@@ -503,7 +532,8 @@ final class World {
     /// what it expects is exact: the engine settles at exactly these counts.
     func settle(_ client: SimClient) async throws {
         let returns = client.clock.counts.returns
-        let expected = SyncEngine<SimClock>.Expected(messages: client.delivered, losses: client.drops, timerFirings: returns)
+        let expected = SyncEngine<SimClock>.Expected(
+            messages: client.delivered, losses: client.drops, timerFirings: returns)
         let arms = await client.engine.settled(expected)
         // Every timer task the engine started sleeps once.
         await client.clock.sleepsBegun(arms)
@@ -533,7 +563,8 @@ final class World {
     /// session was sent (the replies, and broadcasts to the user's other connections).
     func serve(_ value: JSONValue, on link: SimLink) async throws {
         guard !link.closedByServer else { return }
-        let keepGoing = try await link.session.handle(.text(value.jsonString), state: &link.state, shared: link.shared, continuation: link.continuation)
+        let keepGoing = try await link.session.handle(
+            .text(value.jsonString), state: &link.state, shared: link.shared, continuation: link.continuation)
         if !keepGoing { link.closedByServer = true }
         if value["type"] == "push", let userID = link.state.userID {
             try await noteSavedRevisions(value, userID: userID)
@@ -548,13 +579,19 @@ final class World {
             // A change without `collection` is a note's (docs/protocol.md).
             let collection = change["collection"]?.stringValue ?? "notes"
             guard let id = change["id"]?.stringValue,
-                  let listed = try await store.revisions(userID: userID, collection: collection, id: id) else { continue }
+                let listed = try await store.revisions(userID: userID, collection: collection, id: id)
+            else { continue }
             let key = "\(userID)/\(collection)/\(id)"
-            for summary in listed where savedRevisions[key]?[RevisionKey(rev: summary.rev, conflict: summary.conflict)] == nil {
-                guard let revision = try await store.revision(userID: userID, collection: collection, id: id, rev: summary.rev, conflict: summary.conflict) else {
+            for summary in listed
+            where savedRevisions[key]?[RevisionKey(rev: summary.rev, conflict: summary.conflict)] == nil {
+                guard
+                    let revision = try await store.revision(
+                        userID: userID, collection: collection, id: id, rev: summary.rev, conflict: summary.conflict)
+                else {
                     throw SimFailure(description: "revision \(summary.rev) of \(key) is listed but cannot be read")
                 }
-                savedRevisions[key, default: [:]][RevisionKey(rev: summary.rev, conflict: summary.conflict)] = SavedRevision(at: revision.updatedAt, fields: revision.fields)
+                savedRevisions[key, default: [:]][RevisionKey(rev: summary.rev, conflict: summary.conflict)] =
+                    SavedRevision(at: revision.updatedAt, fields: revision.fields)
             }
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import NotedClient
 import NotedCore
+
+@testable import NotedClient
 
 /// The edges around the engine (issue 21) as actions of the simulated users: another account
 /// signing in on a shared device (each account's database apart, as `AccountDirectory` keeps
@@ -23,7 +24,9 @@ extension World {
         switch random.below(6) {
         case 0:
             // Another account signs in on this device, or the device's own comes back.
-            let other = client.user != client.homeUser ? client.homeUser : (client.homeUser + 1 + random.below(users.count - 1)) % users.count
+            let other =
+                client.user != client.homeUser
+                ? client.homeUser : (client.homeUser + 1 + random.below(users.count - 1)) % users.count
             trace.append("switch \(client.name) to \(users[other])")
             try await switchAccount(client, to: other)
         case 1:
@@ -150,7 +153,8 @@ extension World {
         client.clock = SimClock(time: time)
         client.delivered = 0
         client.drops = 0
-        client.engine = SimClient.engine(store: client.store, clock: client.clock, world: self, index: client.index, seed: random.next())
+        client.engine = SimClient.engine(
+            store: client.store, clock: client.clock, world: self, index: client.index, seed: random.next())
         if start { await client.engine.start() }
         try await settle(client)
     }

@@ -1,6 +1,7 @@
 import Foundation
-@testable import NotedClient
 import NotedCore
+
+@testable import NotedClient
 @testable import NotedServer
 
 extension World {
@@ -108,7 +109,8 @@ extension World {
             }
         }
         serverAhead.withLockedValue { $0 += TimeInterval(minutes * 60) }
-        let thinned = try await store.thinHistory(now: serverClock(), policy: World.configuration.history, limit: 100_000)
+        let thinned = try await store.thinHistory(
+            now: serverClock(), policy: World.configuration.history, limit: 100_000)
         trace.append("history +\(minutes)min: \(thinned.records) records, \(thinned.deleted) revisions thinned")
         SimStats.thinnedRevisions.withLockedValue { $0 += thinned.deleted }
         try await checkHistory()
@@ -126,7 +128,12 @@ extension World {
             while client.clock.wake() > 0 {
                 try await settle(client)
                 rounds += 1
-                if rounds == 1_000 { throw SimFailure(description: "\(client.name)'s timers keep going off without time moving: \(await client.engine.workDescription)") }
+                if rounds == 1_000 {
+                    throw SimFailure(
+                        description:
+                            "\(client.name)'s timers keep going off without time moving: \(await client.engine.workDescription)"
+                    )
+                }
             }
         }
     }
@@ -170,11 +177,13 @@ extension World {
             return "push " + changes.joined(separator: " ")
         case "ack":
             let conflicts = message["conflicts"].map { " conflicts \($0.jsonString)" } ?? ""
-            return "ack \(message["id"]?.stringValue ?? "?") rev \(message["rev"]?.intValue ?? -1) \(message["status"]?.stringValue ?? "")\(conflicts) \(ops(message["fields"]))"
+            return
+                "ack \(message["id"]?.stringValue ?? "?") rev \(message["rev"]?.intValue ?? -1) \(message["status"]?.stringValue ?? "")\(conflicts) \(ops(message["fields"]))"
         case "reject":
             return "reject \(message["id"]?.stringValue ?? "?") \(message["code"]?.stringValue ?? "")"
         case "change":
-            return "change \(message["id"]?.stringValue ?? "?") rev \(message["prevRev"]?.intValue ?? -1)->\(message["rev"]?.intValue ?? -1) \(message["op"]?.stringValue ?? "") \(ops(message["fields"]))"
+            return
+                "change \(message["id"]?.stringValue ?? "?") rev \(message["prevRev"]?.intValue ?? -1)->\(message["rev"]?.intValue ?? -1) \(message["op"]?.stringValue ?? "") \(ops(message["fields"]))"
         case "changes":
             let records = (message["records"]?.arrayValue ?? []).map { record in
                 "[\(record["id"]?.stringValue ?? "?") rev \(record["rev"]?.intValue ?? -1)\(record["deleted"]?.boolValue == true ? " deleted" : "") \(ops(record["fields"]))]"
@@ -197,7 +206,8 @@ extension World {
         client.clock = SimClock(time: time)
         client.delivered = 0
         client.drops = 0
-        client.engine = SimClient.engine(store: client.store, clock: client.clock, world: self, index: client.index, seed: random.next())
+        client.engine = SimClient.engine(
+            store: client.store, clock: client.clock, world: self, index: client.index, seed: random.next())
         if !client.signedOut { await client.engine.start() }
         try await settle(client)
     }
@@ -229,7 +239,9 @@ extension World {
     func localEdit(_ client: SimClient) async throws {
         // By id, not by the list's order (last edited first): edit times are the wall clock's, and
         // a pick that depended on them would make a seed's run differ from one run to the next.
-        let notes = try await (client.store.list() + client.store.list(NoteFilter(trashed: true))).sorted { $0.id < $1.id }
+        let notes = try await (client.store.list() + client.store.list(NoteFilter(trashed: true))).sorted {
+            $0.id < $1.id
+        }
         let kind = notes.isEmpty ? 0 : random.below(10)
         var target = notes.isEmpty ? "" : ""
         func record(_ text: String) {
@@ -240,7 +252,8 @@ extension World {
         }
         switch kind {
         case 0:
-            let title = marker(), body = marker()
+            let title = marker()
+            let body = marker()
             target = random.uuid()
             record(title + body)
             let note = try await client.store.create(NoteFields(title: title, body: body), id: target)
@@ -259,7 +272,11 @@ extension World {
                 try await client.store.update(id) { fields in
                     var words = (inTitle ? fields.title : fields.body).split(separator: " ").map(String.init)
                     words.insert(text, at: at % (words.count + 1))
-                    if inTitle { fields.title = words.joined(separator: " ") } else { fields.body = words.joined(separator: " ") }
+                    if inTitle {
+                        fields.title = words.joined(separator: " ")
+                    } else {
+                        fields.body = words.joined(separator: " ")
+                    }
                 }
             case 4, 5:
                 let inTitle = random.chance(30)
@@ -269,19 +286,29 @@ extension World {
                 if let replacement { record(replacement) }
                 let victim = words[random.below(words.count)]
                 for match in victim.matches(of: /\[(\d+)\]/) { removed.insert(Int(match.1)!) }
-                trace.append("\(replacement == nil ? "delete" : "replace") \(client.name) \(id) \(victim)\(replacement.map { " -> \($0)" } ?? "")")
+                trace.append(
+                    "\(replacement == nil ? "delete" : "replace") \(client.name) \(id) \(victim)\(replacement.map { " -> \($0)" } ?? "")"
+                )
                 try await client.store.update(id) { fields in
                     var words = (inTitle ? fields.title : fields.body).split(separator: " ").map(String.init)
                     if let index = words.firstIndex(of: victim) {
                         if let replacement { words[index] = replacement } else { words.remove(at: index) }
                     }
-                    if inTitle { fields.title = words.joined(separator: " ") } else { fields.body = words.joined(separator: " ") }
+                    if inTitle {
+                        fields.title = words.joined(separator: " ")
+                    } else {
+                        fields.body = words.joined(separator: " ")
+                    }
                 }
             case 6:
                 let tag = "t\(random.below(4))"
                 trace.append("tag \(client.name) \(id) \(tag)")
                 try await client.store.update(id) { fields in
-                    if let index = fields.tags.firstIndex(of: tag) { fields.tags.remove(at: index) } else { fields.tags.append(tag) }
+                    if let index = fields.tags.firstIndex(of: tag) {
+                        fields.tags.remove(at: index)
+                    } else {
+                        fields.tags.append(tag)
+                    }
                 }
             case 7:
                 trace.append("pin \(client.name) \(id)")
@@ -320,7 +347,9 @@ extension World {
             record(text)
             let mood = ["low", "ok", "high"][random.below(3)]
             trace.append("journal create \(client.name) \(id) \(text) \(mood)")
-            _ = try await client.store.transaction { try $0.create("journal", fields: ["entry": .string(text), "mood": .string(mood)], id: id) }
+            _ = try await client.store.transaction {
+                try $0.create("journal", fields: ["entry": .string(text), "mood": .string(mood)], id: id)
+            }
         case 1, 2:
             let text = marker()
             record(text)
@@ -376,7 +405,9 @@ extension World {
             throw SimFailure(description: "\(client.name): cursor went back from \(client.lastCursor) to \(cursor)")
         }
         client.lastCursor = cursor
-        let notes = try await (client.store.list() + client.store.list(NoteFilter(trashed: true))).map { ($0.id, $0.rev) }
+        let notes = try await (client.store.list() + client.store.list(NoteFilter(trashed: true))).map {
+            ($0.id, $0.rev)
+        }
         let entries = try await client.store.records("journal").map { ($0.id, $0.rev) }
         for (id, rev) in notes + entries {
             if let last = client.lastRev[id], rev < last {

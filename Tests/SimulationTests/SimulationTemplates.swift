@@ -1,6 +1,7 @@
 import Foundation
 import NotedClient
 import NotedCore
+
 @testable import NotedServer
 
 /// New databases for a run, copied from ones migrated once per test process.
@@ -23,7 +24,7 @@ enum SimulationTemplates {
         let path = directory + "/client.sqlite"
         do {
             _ = try LocalStore.open(path: path, collections: [World.clientJournal])
-        } // closed as it goes: SQLite folds its WAL into the file when the last connection closes
+        }  // closed as it goes: SQLite folds its WAL into the file when the last connection closes
         return path
     }
 
@@ -53,9 +54,11 @@ enum SimulationTemplates {
         func path() async throws -> String {
             if let making { return try await making.value }
             let task = Task {
-                try FileManager.default.createDirectory(atPath: SimulationTemplates.directory, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    atPath: SimulationTemplates.directory, withIntermediateDirectories: true)
                 let path = SimulationTemplates.directory + "/server.sqlite"
-                let store = try SQLiteStore(path: path, schemas: SchemaRegistry([.notes, World.journal]), limits: World.configuration.limits)
+                let store = try SQLiteStore(
+                    path: path, schemas: SchemaRegistry([.notes, World.journal]), limits: World.configuration.limits)
                 try await store.migrate()
                 await store.shutdown()
                 return path

@@ -1,10 +1,11 @@
 import Foundation
 import GRDB
-@testable import NotedClient
 import NotedCore
-@testable import NotedServer
-import Testing
 import TestSupport
+import Testing
+
+@testable import NotedClient
+@testable import NotedServer
 
 extension World {
     /// Heals every fault and runs until nothing moves; not quiescing is a failure.
@@ -43,9 +44,13 @@ extension World {
             if !(await client.engine.isSynced()) || !empty {
                 let rows = try await client.store.writer.read { db in
                     try Row.fetchAll(db, sql: "SELECT id, collection, syncFlags, sync FROM record WHERE syncFlags <> 0")
-                        .map { "\(($0["id"] as String).prefix(8)) \($0["collection"] as String) flags \($0["syncFlags"] as Int) \($0["sync"] as String? ?? "")" }
+                        .map {
+                            "\(($0["id"] as String).prefix(8)) \($0["collection"] as String) flags \($0["syncFlags"] as Int) \($0["sync"] as String? ?? "")"
+                        }
                 }
-                stuck.append("\(client.name) status \(await client.engine.currentStatus) outbox empty \(empty) syncErrors \(try await client.store.syncErrors().map(\.message)) pending \(rows)")
+                stuck.append(
+                    "\(client.name) status \(await client.engine.currentStatus) outbox empty \(empty) syncErrors \(try await client.store.syncErrors().map(\.message)) pending \(rows)"
+                )
             }
         }
         throw SimFailure(description: "did not quiesce within 400 rounds: " + stuck.joined(separator: "; "))
@@ -66,22 +71,38 @@ extension World {
                 savedRevisions[key] = nil
                 continue
             }
-            let listed = Set(try await store.revisions(userID: userID, collection: collection, id: id)?.map { RevisionKey(rev: $0.rev, conflict: $0.conflict) } ?? [])
-            let ordinary = saved.filter { !$0.key.conflict }.sorted { $0.key.rev < $1.key.rev }.map { ($0.key.rev, $0.value.at) }
+            let listed = Set(
+                try await store.revisions(userID: userID, collection: collection, id: id)?.map {
+                    RevisionKey(rev: $0.rev, conflict: $0.conflict)
+                } ?? [])
+            let ordinary = saved.filter { !$0.key.conflict }.sorted { $0.key.rev < $1.key.rev }.map {
+                ($0.key.rev, $0.value.at)
+            }
             var promised = Set(promise.ordinary(ordinary, now: now).map { RevisionKey(rev: $0, conflict: false) })
-            for (revision, value) in saved where revision.conflict && promise.conflict(at: value.at, now: now) { promised.insert(revision) }
+            for (revision, value) in saved where revision.conflict && promise.conflict(at: value.at, now: now) {
+                promised.insert(revision)
+            }
             let missing = promised.subtracting(listed)
             if !missing.isEmpty {
-                throw SimFailure(description: "history of \(key): promised revisions \(missing.map { "\($0.rev)\($0.conflict ? "c" : "")" }.sorted()) missing at \(now)")
+                throw SimFailure(
+                    description:
+                        "history of \(key): promised revisions \(missing.map { "\($0.rev)\($0.conflict ? "c" : "")" }.sorted()) missing at \(now)"
+                )
             }
             for revision in listed {
                 guard let expected = saved[revision] else { continue }
-                let read = try await store.revision(userID: userID, collection: collection, id: id, rev: revision.rev, conflict: revision.conflict)
+                let read = try await store.revision(
+                    userID: userID, collection: collection, id: id, rev: revision.rev, conflict: revision.conflict)
                 if read?.fields != expected.fields {
-                    throw SimFailure(description: "history of \(key): revision \(revision.rev) reads \(read?.fields.description ?? "nothing"), saved \(expected.fields)")
+                    throw SimFailure(
+                        description:
+                            "history of \(key): revision \(revision.rev) reads \(read?.fields.description ?? "nothing"), saved \(expected.fields)"
+                    )
                 }
             }
-            if record.rev != ordinary.last?.0 ?? record.rev, listed.contains(RevisionKey(rev: record.rev, conflict: false)) == false {
+            if record.rev != ordinary.last?.0 ?? record.rev,
+                listed.contains(RevisionKey(rev: record.rev, conflict: false)) == false
+            {
                 throw SimFailure(description: "history of \(key): the current revision \(record.rev) is not kept")
             }
         }
@@ -113,32 +134,49 @@ extension World {
             }
             // A note purged while other devices had unsynced text in it comes back once per such
             // device, as a new note (docs/protocol.md section 5); any other second copy is a failure.
-            if let (marker, count) = counts.filter({ $0.value > 1 && !purged.contains(markerRecord[$0.key] ?? "") }).min(by: { $0.key < $1.key }) {
+            if let (marker, count) = counts.filter({ $0.value > 1 && !purged.contains(markerRecord[$0.key] ?? "") })
+                .min(by: { $0.key < $1.key })
+            {
                 throw SimFailure(description: "marker [\(marker)] appears \(count) times for \(userID)")
             }
             // Conflict revisions hold text a merge could not place.
             var inConflicts: Set<Int> = []
             for record in page.records {
                 // The list leaves the fields out; each conflict revision is read in full.
-                for listed in try await store.revisions(userID: userID, collection: record.collection, id: record.id) ?? [] where listed.conflict {
-                    guard let revision = try await store.revision(userID: userID, collection: record.collection, id: record.id, rev: listed.rev, conflict: true) else {
-                        throw SimFailure(description: "conflict revision \(listed.rev) of \(record.id) listed but not readable")
+                for listed in try await store.revisions(userID: userID, collection: record.collection, id: record.id)
+                    ?? [] where listed.conflict
+                {
+                    guard
+                        let revision = try await store.revision(
+                            userID: userID, collection: record.collection, id: record.id, rev: listed.rev,
+                            conflict: true)
+                    else {
+                        throw SimFailure(
+                            description: "conflict revision \(listed.rev) of \(record.id) listed but not readable")
                     }
-                    for match in World.text(record.collection, revision.fields).matches(of: markerPattern) { inConflicts.insert(Int(match.1)!) }
+                    for match in World.text(record.collection, revision.fields).matches(of: markerPattern) {
+                        inConflicts.insert(Int(match.1)!)
+                    }
                 }
             }
             // A conflict revision older than the history period is gone by design (docs/protocol.md,
             // "History"): the text it held was kept for the period, as promised.
             let promise = HistoryPromise(days: World.configuration.history.days)
             for (key, saved) in savedRevisions where key.hasPrefix(userID + "/") {
-                for (revision, value) in saved where revision.conflict && !promise.conflict(at: value.at, now: serverClock()) {
+                for (revision, value) in saved
+                where revision.conflict && !promise.conflict(at: value.at, now: serverClock()) {
                     let collection = key.split(separator: "/")[1]
-                    for match in World.text(String(collection), value.fields).matches(of: markerPattern) { inConflicts.insert(Int(match.1)!) }
+                    for match in World.text(String(collection), value.fields).matches(of: markerPattern) {
+                        inConflicts.insert(Int(match.1)!)
+                    }
                 }
             }
-            for marker in inserted[u, default: []].sorted() where counts[marker] == nil && !removed.contains(marker) && !inConflicts.contains(marker) {
-                guard let id = markerRecord[marker], purged.contains(id) || !live.contains(where: { $0.id == id }) else {
-                    throw SimFailure(description: "marker [\(marker)] of \(userID) (\(markerRecord[marker] ?? "?")) was lost")
+            for marker in inserted[u, default: []].sorted()
+            where counts[marker] == nil && !removed.contains(marker) && !inConflicts.contains(marker) {
+                guard let id = markerRecord[marker], purged.contains(id) || !live.contains(where: { $0.id == id })
+                else {
+                    throw SimFailure(
+                        description: "marker [\(marker)] of \(userID) (\(markerRecord[marker] ?? "?")) was lost")
                 }
             }
         }
@@ -150,27 +188,40 @@ extension World {
         for record in live where record.collection == "notes" { server[record.id] = NoteFields(json: record.fields) }
         var local: [String: NoteFields] = [:]
         for note in try await client.store.list() + client.store.list(NoteFilter(trashed: true)) {
-            local[note.id] = NoteFields(title: note.title, body: note.body, tags: note.tags, folder: note.folder, pinned: note.pinned, trashed: note.trashed)
+            local[note.id] = NoteFields(
+                title: note.title, body: note.body, tags: note.tags, folder: note.folder, pinned: note.pinned,
+                trashed: note.trashed)
         }
         for id in Set(local.keys).union(server.keys).sorted() where local[id] != server[id] {
-            throw SimFailure(description: "\(client.name) differs from the server on \(id): \(String(describing: local[id])) vs \(String(describing: server[id]))")
+            throw SimFailure(
+                description:
+                    "\(client.name) differs from the server on \(id): \(String(describing: local[id])) vs \(String(describing: server[id]))"
+            )
         }
         var serverEntries: [String: [String: JSONValue]] = [:]
         for record in live where record.collection == "journal" {
             var fields = World.journal.completed(record.fields)
-            fields["labels"] = .array((fields["labels"]?.arrayValue ?? []).sorted { ($0.stringValue ?? "") < ($1.stringValue ?? "") })
+            fields["labels"] = .array(
+                (fields["labels"]?.arrayValue ?? []).sorted { ($0.stringValue ?? "") < ($1.stringValue ?? "") })
             serverEntries[record.id] = fields
         }
         var localEntries: [String: [String: JSONValue]] = [:]
         for entry in try await client.store.records("journal") {
             var fields = entry.fields
-            fields["labels"] = .array((fields["labels"]?.arrayValue ?? []).sorted { ($0.stringValue ?? "") < ($1.stringValue ?? "") })
+            fields["labels"] = .array(
+                (fields["labels"]?.arrayValue ?? []).sorted { ($0.stringValue ?? "") < ($1.stringValue ?? "") })
             localEntries[entry.id] = fields
         }
-        for id in Set(localEntries.keys).union(serverEntries.keys).sorted() where localEntries[id] != serverEntries[id] {
-            throw SimFailure(description: "\(client.name) differs from the server on journal \(id): \(String(describing: localEntries[id])) vs \(String(describing: serverEntries[id]))")
+        for id in Set(localEntries.keys).union(serverEntries.keys).sorted() where localEntries[id] != serverEntries[id]
+        {
+            throw SimFailure(
+                description:
+                    "\(client.name) differs from the server on journal \(id): \(String(describing: localEntries[id])) vs \(String(describing: serverEntries[id]))"
+            )
         }
-        guard try await client.store.isOutboxEmpty() else { throw SimFailure(description: "\(client.name): outbox not drained") }
+        guard try await client.store.isOutboxEmpty() else {
+            throw SimFailure(description: "\(client.name): outbox not drained")
+        }
         let cursor = try await client.store.cursor()
         guard cursor >= client.lastCursor else { throw SimFailure(description: "\(client.name): cursor went back") }
     }
@@ -201,14 +252,16 @@ enum Simulation {
         let timer = Task {
             try await Task.sleep(for: wallClockLimit)
             let at = SimStats.running.withLockedValue { $0[seed]?.at } ?? "?"
-            outcome.yield((SimFailure(description: "the run did not end in \(wallClockLimit) of wall-clock time, at \(at)"), []))
+            outcome.yield(
+                (SimFailure(description: "the run did not end in \(wallClockLimit) of wall-clock time, at \(at)"), []))
         }
         defer { timer.cancel() }
         for await result in outcomes { return result }
         return nil
     }
 
-    private static func runUnbounded(seed: UInt64, plan: [SimStep]?, journaling: Bool) async -> (SimFailure, [String])? {
+    private static func runUnbounded(seed: UInt64, plan: [SimStep]?, journaling: Bool) async -> (SimFailure, [String])?
+    {
         let world: World
         do {
             world = try await World(seed: seed, journaling: journaling)
@@ -246,7 +299,9 @@ enum Simulation {
     /// A shorter plan that fails the same check: steps are left out, in halves, then quarters,
     /// down to one at a time, for as long as the run still fails that way (at most `attempts`
     /// runs).
-    static func shrink(seed: UInt64, failure: SimFailure, attempts: Int = 400) async -> (plan: [SimStep], failure: SimFailure, trace: [String]) {
+    static func shrink(seed: UInt64, failure: SimFailure, attempts: Int = 400) async -> (
+        plan: [SimStep], failure: SimFailure, trace: [String]
+    ) {
         var plan = SimStep.plan(seed: seed, count: steps)
         var best: (SimFailure, [String]) = (failure, [])
         var runs = 0
@@ -282,14 +337,34 @@ struct SimulationTests {
     /// Seeds that failed, each named for what it found; they run on every test run (1065 and
     /// 1288 were found by the first 10,000-run attempt).
     static let regressionSeeds: [RegressionSeed] = [
-        RegressionSeed(seed: 3, found: "a stale deletion of [1] removed the [3] another device had put in its place (fuzzy patch_apply)"),
-        RegressionSeed(seed: 35, found: "a stale deletion removed a marker written meanwhile (fuzzy patch_apply), three devices"),
+        RegressionSeed(
+            seed: 3,
+            found: "a stale deletion of [1] removed the [3] another device had put in its place (fuzzy patch_apply)"),
+        RegressionSeed(
+            seed: 35, found: "a stale deletion removed a marker written meanwhile (fuzzy patch_apply), three devices"),
         RegressionSeed(seed: 5, found: "an insertion landed inside a word another device rewrote: [48 [38] [39]]"),
-        RegressionSeed(seed: 46, found: "after a merged ack, later edits diffed against it overwrote another device's text with no conflict revision"),
-        RegressionSeed(seed: 66, found: "a pull from 0 (no tombstones) left a note purged while its own change was in flight"),
-        RegressionSeed(seed: 84, found: "a client whose first pull was empty kept, for ever, a note it had from a broadcast and that was purged"),
-        RegressionSeed(seed: 1065, found: "a create whose ack was lost was purged elsewhere; the resend's duplicate ack and a pull from 0 left it on the client for ever"),
-        RegressionSeed(seed: 1288, found: "a purge broadcast for a note whose create was in flight was not applied (prevRev 1, client at 0), nor pulled (cursor 0)"),
+        RegressionSeed(
+            seed: 46,
+            found:
+                "after a merged ack, later edits diffed against it overwrote another device's text with no conflict revision"
+        ),
+        RegressionSeed(
+            seed: 66, found: "a pull from 0 (no tombstones) left a note purged while its own change was in flight"),
+        RegressionSeed(
+            seed: 84,
+            found:
+                "a client whose first pull was empty kept, for ever, a note it had from a broadcast and that was purged"
+        ),
+        RegressionSeed(
+            seed: 1065,
+            found:
+                "a create whose ack was lost was purged elsewhere; the resend's duplicate ack and a pull from 0 left it on the client for ever"
+        ),
+        RegressionSeed(
+            seed: 1288,
+            found:
+                "a purge broadcast for a note whose create was in flight was not applied (prevRev 1, client at 0), nor pulled (cursor 0)"
+        ),
         RegressionSeed(seed: 119, found: "failed before the snapshot-purge and stale-set fixes (commit 78602ca)"),
         RegressionSeed(seed: 160, found: "failed before the snapshot-purge and stale-set fixes (commit 78602ca)"),
     ]
@@ -307,7 +382,8 @@ struct SimulationTests {
         let runs = environment["NOTED_SIM_RUNS"].flatMap(Int.init) ?? 200
         // Runs are independent worlds; NOTED_SIM_JOBS of them at a time (default: one per core).
         // Each run is deterministic on its own, whatever runs beside it.
-        let jobs = max(1, environment["NOTED_SIM_JOBS"].flatMap(Int.init) ?? ProcessInfo.processInfo.activeProcessorCount)
+        let jobs = max(
+            1, environment["NOTED_SIM_JOBS"].flatMap(Int.init) ?? ProcessInfo.processInfo.activeProcessorCount)
         let started = ContinuousClock.now
         var failed: [(seed: UInt64, failure: SimFailure, trace: [String])] = []
         var done = 0
@@ -335,7 +411,10 @@ struct SimulationTests {
                 done += 1
                 if let (failure, trace) = result { failed.append((seed, failure, trace)) }
                 if let (failure, _) = result { print("simulation: seed \(seed) FAILED: \(failure)") }
-                if done % 1_000 == 0 { print("simulation: \(done) of \(runs) runs, \(failed.count) failed, \(ContinuousClock.now - started)") }
+                if done % 1_000 == 0 {
+                    print(
+                        "simulation: \(done) of \(runs) runs, \(failed.count) failed, \(ContinuousClock.now - started)")
+                }
                 if next < end {
                     let seed = next
                     group.addTask { (seed, await Simulation.run(seed: seed)) }
@@ -354,13 +433,16 @@ struct SimulationTests {
             if index == 0, environment["NOTED_SIM_SHRINK"] != "0" {
                 let shrunk = await Simulation.shrink(seed: seed, failure: failure)
                 print("shrunk to \(shrunk.plan.count) of \(Simulation.steps) steps, failing with: \(shrunk.failure)")
-                print("steps (client, roll, seed): \(shrunk.plan.map { "(\($0.client),\($0.roll),\($0.seed))" }.joined(separator: " "))")
+                print(
+                    "steps (client, roll, seed): \(shrunk.plan.map { "(\($0.client),\($0.roll),\($0.seed))" }.joined(separator: " "))"
+                )
                 for line in shrunk.trace { print("  " + line) }
             }
         }
-        print("simulation: \(runs) runs from seed \(first), \(jobs) at a time, \(failed.count) failed \(failed.map(\.seed)), \(ContinuousClock.now - started); "
-              + "history steps thinned \(SimStats.thinnedRevisions.withLockedValue { $0 }) revisions, \(SimStats.baseUnavailable.withLockedValue { $0 }) changes met base_unavailable, "
-              + "\(SimStats.pastDeadlineSleeps.withLockedValue { $0 }) timers set for a deadline already come")
+        print(
+            "simulation: \(runs) runs from seed \(first), \(jobs) at a time, \(failed.count) failed \(failed.map(\.seed)), \(ContinuousClock.now - started); "
+                + "history steps thinned \(SimStats.thinnedRevisions.withLockedValue { $0 }) revisions, \(SimStats.baseUnavailable.withLockedValue { $0 }) changes met base_unavailable, "
+                + "\(SimStats.pastDeadlineSleeps.withLockedValue { $0 }) timers set for a deadline already come")
     }
 
     static func printTrace(_ trace: [String], focus: String?) {
@@ -383,8 +465,12 @@ struct SimulationTests {
     /// depended on when the engine's timer task got to run.
     @Test("The same seed gives the same trace", arguments: [42, 43] as [UInt64])
     func repeatable(seed: UInt64) async throws {
-        let a = try await World(seed: seed), b = try await World(seed: seed)
-        defer { a.cleanUp(); b.cleanUp() }
+        let a = try await World(seed: seed)
+        let b = try await World(seed: seed)
+        defer {
+            a.cleanUp()
+            b.cleanUp()
+        }
         for world in [a, b] {
             for client in world.clients {
                 await client.engine.start()

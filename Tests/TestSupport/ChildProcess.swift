@@ -4,7 +4,7 @@ import Subprocess
 import SystemPackage
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Child processes of the test suites, through swift-subprocess.
@@ -58,9 +58,12 @@ public enum ChildProcess {
             }
         }
         let command = ([path] + arguments).joined(separator: " ")
-        if timedOut.withLockedValue({ $0 }) { throw Failure(description: "\(command) did not finish within \(timeout)") }
-        return Result(status: outcome.terminationStatus.code, stdout: String(decoding: outcome.closureResult.0, as: UTF8.self),
-                      stderr: String(decoding: outcome.closureResult.1, as: UTF8.self))
+        if timedOut.withLockedValue({ $0 }) {
+            throw Failure(description: "\(command) did not finish within \(timeout)")
+        }
+        return Result(
+            status: outcome.terminationStatus.code, stdout: String(decoding: outcome.closureResult.0, as: UTF8.self),
+            stderr: String(decoding: outcome.closureResult.1, as: UTF8.self))
     }
 
     static func collect(_ sequence: SubprocessOutputSequence) async throws -> [UInt8] {
@@ -73,7 +76,11 @@ public enum ChildProcess {
 
     static func environment(_ values: [String: String]?) -> Subprocess.Environment {
         guard let values else { return .inherit }
-        return .custom(Dictionary(uniqueKeysWithValues: values.compactMap { key, value in Subprocess.Environment.Key(rawValue: key).map { ($0, value) } }))
+        return .custom(
+            Dictionary(
+                uniqueKeysWithValues: values.compactMap { key, value in
+                    Subprocess.Environment.Key(rawValue: key).map { ($0, value) }
+                }))
     }
 }
 
@@ -93,14 +100,17 @@ public final class RunningChild: Sendable {
     }
 
     /// Starts `path`; returns once it runs.
-    public static func start(_ path: String, _ arguments: [String], environment: [String: String]? = nil) async throws -> RunningChild {
+    public static func start(_ path: String, _ arguments: [String], environment: [String: String]? = nil) async throws
+        -> RunningChild
+    {
         let (started, startedContinuation) = AsyncThrowingStream.makeStream(of: pid_t.self)
         let (lines, linesContinuation) = AsyncStream.makeStream(of: String.self)
         let run = Task {
             defer { linesContinuation.finish() }
             do {
                 let outcome = try await Subprocess.run(
-                    .path(FilePath(path)), arguments: Arguments(arguments), environment: ChildProcess.environment(environment),
+                    .path(FilePath(path)), arguments: Arguments(arguments),
+                    environment: ChildProcess.environment(environment),
                     input: .none, output: .sequence, error: .discarded
                 ) { execution in
                     startedContinuation.yield(execution.processIdentifier.value)

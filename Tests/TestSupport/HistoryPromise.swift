@@ -24,7 +24,9 @@ public struct HistoryPromise {
             // The state before an editing session that is within the period.
             if index + 1 < saved.count {
                 let next = saved[index + 1]
-                if next.at.timeIntervalSince(entry.at) >= 3600 && now.timeIntervalSince(next.at) < period { promised.insert(entry.rev) }
+                if next.at.timeIntervalSince(entry.at) >= 3600 && now.timeIntervalSince(next.at) < period {
+                    promised.insert(entry.rev)
+                }
             }
         }
         // The newest save of each 10-minute stretch of the last day, hour of the last week, day of the period.
@@ -33,7 +35,8 @@ public struct HistoryPromise {
             for entry in saved {
                 newestOf[Int64((entry.at.timeIntervalSince1970 / length).rounded(.down))] = entry.rev
             }
-            for entry in saved where newestOf[Int64((entry.at.timeIntervalSince1970 / length).rounded(.down))] == entry.rev {
+            for entry in saved
+            where newestOf[Int64((entry.at.timeIntervalSince1970 / length).rounded(.down))] == entry.rev {
                 let age = now.timeIntervalSince(entry.at)
                 if age < min(maxAge, period) { promised.insert(entry.rev) }
             }

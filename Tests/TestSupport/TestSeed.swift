@@ -7,8 +7,9 @@ public enum TestSeed {
     public static let defaultValue: UInt64 = 0x5EED_D1FF
 
     public static let value: UInt64 = {
-        guard let text = ProcessInfo.processInfo.environment["NOTED_TEST_SEED"]?
-            .trimmingCharacters(in: .whitespaces), !text.isEmpty
+        guard
+            let text = ProcessInfo.processInfo.environment["NOTED_TEST_SEED"]?
+                .trimmingCharacters(in: .whitespaces), !text.isEmpty
         else { return defaultValue }
         if text.lowercased().hasPrefix("0x"), let hex = UInt64(text.dropFirst(2), radix: 16) {
             return hex
@@ -28,7 +29,8 @@ public enum TestSeed {
 
     /// The seed from `NOTED_TEST_SEED` when set, else a fresh random one (print it on failure).
     public static var valueOrRandom: UInt64 {
-        ProcessInfo.processInfo.environment["NOTED_TEST_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64.max / 2)
+        ProcessInfo.processInfo.environment["NOTED_TEST_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 1...UInt64.max / 2)
     }
 
     /// What a failure message says so that the failure replays.

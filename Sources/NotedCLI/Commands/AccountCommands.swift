@@ -8,7 +8,10 @@ struct AccountCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account",
         abstract: "Change the password, list or sign out devices, two-factor sign-in, delete the account.",
-        subcommands: [AccountUsageCommand.self, AccountPassword.self, AccountDevices.self, AccountSignOut.self, AccountDelete.self, AccountTwoFactor.self])
+        subcommands: [
+            AccountUsageCommand.self, AccountPassword.self, AccountDevices.self, AccountSignOut.self,
+            AccountDelete.self, AccountTwoFactor.self,
+        ])
 }
 
 struct AccountUsageCommand: AsyncParsableCommand {
@@ -24,7 +27,8 @@ struct AccountUsageCommand: AsyncParsableCommand {
         if options.json {
             printJSON([
                 "bytes": .int(usage.bytes), "historyBytes": .int(usage.historyBytes), "records": .int(usage.records),
-                "quotaBytes": usage.quotaBytes.map(JSONValue.int) ?? .null, "quotaRecords": usage.quotaRecords.map(JSONValue.int) ?? .null,
+                "quotaBytes": usage.quotaBytes.map(JSONValue.int) ?? .null,
+                "quotaRecords": usage.quotaRecords.map(JSONValue.int) ?? .null,
             ])
             return
         }
@@ -41,7 +45,9 @@ struct AccountUsageCommand: AsyncParsableCommand {
 private func signedInClient(_ options: GlobalOptions, for what: String) async throws -> NotedClient {
     guard !options.offline else { throw CLIError("\(what) needs the server; drop --offline") }
     let client = try await options.openClient(requireSync: true)
-    guard client.server != nil, client.tokens != nil else { throw CLIError("\(what) needs a sign-in: run `noted login`") }
+    guard client.server != nil, client.tokens != nil else {
+        throw CLIError("\(what) needs a sign-in: run `noted login`")
+    }
     return client
 }
 
@@ -61,11 +67,14 @@ struct AccountPassword: AsyncParsableCommand {
         abstract: "Change the password: reads the current and the new one from standard input, one per line.",
         discussion: "Every other device signed in to the account is signed out; this one stays signed in.")
     @OptionGroup var options: GlobalOptions
-    @Option(help: "With two-factor sign-in on: a current code of the authenticator app (or a recovery code).") var code: String?
+    @Option(help: "With two-factor sign-in on: a current code of the authenticator app (or a recovery code).") var code:
+        String?
 
     func run() async throws {
         let lines = try readLines(2, naming: "the current password and the new one")
-        guard (8...1024).contains(lines[1].count) else { throw CLIError("the new password must be 8 to 1024 characters") }
+        guard (8...1024).contains(lines[1].count) else {
+            throw CLIError("the new password must be 8 to 1024 characters")
+        }
         let client = try await signedInClient(options, for: "changing the password")
         let ended = try await cli { try await client.changePassword(current: lines[0], new: lines[1], code: code) }
         if options.json {
@@ -85,28 +94,39 @@ struct AccountDevices: AsyncParsableCommand {
         let client = try await signedInClient(options, for: "listing devices")
         let devices = try await cli { try await client.devices() }
         if options.json {
-            printJSON(.array(devices.map { device in
-                ["id": .string(device.id), "client": .string(device.client), "device": device.device.map(JSONValue.string) ?? .null,
-                 "signedInAt": .string(device.signedInAt.iso8601), "lastSeen": .string(device.lastSeen.iso8601), "current": .bool(device.current)]
-            }))
+            printJSON(
+                .array(
+                    devices.map { device in
+                        [
+                            "id": .string(device.id), "client": .string(device.client),
+                            "device": device.device.map(JSONValue.string) ?? .null,
+                            "signedInAt": .string(device.signedInAt.iso8601),
+                            "lastSeen": .string(device.lastSeen.iso8601), "current": .bool(device.current),
+                        ]
+                    }))
             return
         }
         for device in devices {
-            print("\(device.id)\t\(device.client)\t\(device.device ?? "-")\tlast seen \(device.lastSeen.iso8601)\(device.current ? "\tthis device" : "")")
+            print(
+                "\(device.id)\t\(device.client)\t\(device.device ?? "-")\tlast seen \(device.lastSeen.iso8601)\(device.current ? "\tthis device" : "")"
+            )
         }
     }
 }
 
 struct AccountSignOut: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "sign-out", abstract: "Sign out one device (an id from `noted account devices`), or --all (this one too).")
+        commandName: "sign-out",
+        abstract: "Sign out one device (an id from `noted account devices`), or --all (this one too).")
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The device's id, as `noted account devices` lists it.") var device: String?
     @Flag(help: "Sign out every device of the account, this one too.") var all = false
 
     func validate() throws {
         guard (device == nil) != !all else { throw ValidationError("give a device id or --all, not both") }
-        if let device, !UUIDText.isCanonical(device) { throw ValidationError("a device id is a lower-case UUID, as `noted account devices` lists it") }
+        if let device, !UUIDText.isCanonical(device) {
+            throw ValidationError("a device id is a lower-case UUID, as `noted account devices` lists it")
+        }
     }
 
     func run() async throws {
@@ -118,7 +138,10 @@ struct AccountSignOut: AsyncParsableCommand {
         if options.json {
             printJSON(["signed_out": .int(Int64(ended))])
         } else {
-            print(all ? "\(ended) device(s) signed out, this one too" : device == current ? "this device signed out" : "device signed out")
+            print(
+                all
+                    ? "\(ended) device(s) signed out, this one too"
+                    : device == current ? "this device signed out" : "device signed out")
         }
     }
 }
@@ -127,10 +150,13 @@ struct AccountDelete: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete",
         abstract: "Delete the account and everything in it, on the server: reads the password from standard input.",
-        discussion: "Every note and record, their history and every sign-in of the account are gone; other devices are signed out. This home's copy of the account's notes is removed too. The username can be registered again.")
+        discussion:
+            "Every note and record, their history and every sign-in of the account are gone; other devices are signed out. This home's copy of the account's notes is removed too. The username can be registered again."
+    )
     @OptionGroup var options: GlobalOptions
     @Flag(help: "Confirm: this cannot be undone.") var yes = false
-    @Option(help: "With two-factor sign-in on: a current code of the authenticator app (or a recovery code).") var code: String?
+    @Option(help: "With two-factor sign-in on: a current code of the authenticator app (or a recovery code).") var code:
+        String?
 
     func run() async throws {
         guard yes else { throw ValidationError("deleting the account cannot be undone: give --yes to confirm") }
@@ -167,30 +193,42 @@ struct AccountTwoFactor: AsyncParsableCommand {
             let client = try await signedInClient(options, for: "two-factor sign-in")
             let account = try await cli { try await client.account() }
             if options.json {
-                printJSON(["enabled": .bool(account.twoFactor), "recoveryCodesLeft": .int(Int64(account.recoveryCodesLeft))])
+                printJSON([
+                    "enabled": .bool(account.twoFactor), "recoveryCodesLeft": .int(Int64(account.recoveryCodesLeft)),
+                ])
             } else {
-                print(account.twoFactor ? "two-factor sign-in is on; \(account.recoveryCodesLeft) recovery code(s) left" : "two-factor sign-in is off")
+                print(
+                    account.twoFactor
+                        ? "two-factor sign-in is on; \(account.recoveryCodesLeft) recovery code(s) left"
+                        : "two-factor sign-in is off")
             }
         }
     }
 
     struct Enable: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Turn two-factor sign-in on: reads the password from standard input, prints an otpauth:// URI for the authenticator app, then reads the app's first code from the next line.",
+            abstract:
+                "Turn two-factor sign-in on: reads the password from standard input, prints an otpauth:// URI for the authenticator app, then reads the app's first code from the next line.",
             discussion: "Prints the recovery codes once: keep them somewhere safe; each signs in once without the app.")
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {
-            guard let password = nextLine(), !password.isEmpty else { throw CLIError("give the password on standard input") }
+            guard let password = nextLine(), !password.isEmpty else {
+                throw CLIError("give the password on standard input")
+            }
             let client = try await signedInClient(options, for: "two-factor sign-in")
             let (secret, uri) = try await cli { try await client.beginTwoFactor(password: password) }
             print(uri)
-            FileHandle.standardError.write(Data("""
-                Add this to your authenticator app (as a QR code: `qrencode -t ansiutf8 'URI'`; or type the key \(secret)).
-                Then enter the code it shows:\n
-                """.utf8))
+            FileHandle.standardError.write(
+                Data(
+                    """
+                    Add this to your authenticator app (as a QR code: `qrencode -t ansiutf8 'URI'`; or type the key \(secret)).
+                    Then enter the code it shows:\n
+                    """.utf8))
             fflush(nil)
-            guard let code = nextLine(), !code.isEmpty else { throw CLIError("no code on standard input: two-factor sign-in stays off") }
+            guard let code = nextLine(), !code.isEmpty else {
+                throw CLIError("no code on standard input: two-factor sign-in stays off")
+            }
             let codes = try await cli { try await client.enableTwoFactor(code: code) }
             if options.json {
                 printJSON(["recoveryCodes": .array(codes.map(JSONValue.string))])
@@ -203,7 +241,9 @@ struct AccountTwoFactor: AsyncParsableCommand {
 
     struct Disable: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Turn two-factor sign-in off: reads the password and a current (or recovery) code from standard input, one per line.")
+            abstract:
+                "Turn two-factor sign-in off: reads the password and a current (or recovery) code from standard input, one per line."
+        )
         @OptionGroup var options: GlobalOptions
 
         func run() async throws {

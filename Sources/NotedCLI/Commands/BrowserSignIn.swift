@@ -18,7 +18,8 @@ func browserSignIn(options: GlobalOptions, server: URL, timeout: Duration) async
     var redirect = ""
     let query = try await LoopbackReceiver.callback(state: state, until: deadline) { port in
         redirect = "http://127.0.0.1:\(port)/callback"
-        var components = URLComponents(url: server.appendingPathComponent("oauth/authorize"), resolvingAgainstBaseURL: false)
+        var components = URLComponents(
+            url: server.appendingPathComponent("oauth/authorize"), resolvingAgainstBaseURL: false)
         components?.queryItems = [
             URLQueryItem(name: "response_type", value: "code"), URLQueryItem(name: "client_id", value: "noted-cli"),
             URLQueryItem(name: "redirect_uri", value: redirect), URLQueryItem(name: "code_challenge", value: challenge),
@@ -26,14 +27,17 @@ func browserSignIn(options: GlobalOptions, server: URL, timeout: Duration) async
         ]
         guard let url = components?.url else { throw CLIError("cannot build the sign-in address from \(server)") }
         // Written unbuffered: a script (or a person) needs the address before the wait begins.
-        FileHandle.standardOutput.write(Data("Open this address in a browser to sign in:\n\(url.absoluteString)\n".utf8))
+        FileHandle.standardOutput.write(
+            Data("Open this address in a browser to sign in:\n\(url.absoluteString)\n".utf8))
     }
     if let error = query["error"] {
         throw CLIError("sign-in refused: \(query["error_description"] ?? error)")
     }
     guard let code = query["code"], !code.isEmpty else { throw CLIError("the browser came back without a code") }
     let api = NotedAPI(server: server)
-    let tokens = try await cli { try await api.exchange(code: code, redirectURI: redirect, verifier: verifier, clientID: "noted-cli") }
+    let tokens = try await cli {
+        try await api.exchange(code: code, redirectURI: redirect, verifier: verifier, clientID: "noted-cli")
+    }
     try await remember(tokens, options: options, server: server, username: nil, device: device)
     print("signed in")
     await firstPull(options: options)
@@ -68,9 +72,11 @@ enum LoopbackReceiver {
                 return page(.badRequest, "This sign-in is not the one the terminal is waiting for; it was ignored.")
             }
             callback.yield(query)
-            return page(.ok, query["code"] != nil
-                ? "Signed in to Noted. You can close this tab and go back to the terminal."
-                : "Sign-in did not complete. Go back to the terminal.")
+            return page(
+                .ok,
+                query["code"] != nil
+                    ? "Signed in to Noted. You can close this tab and go back to the terminal."
+                    : "Sign-in did not complete. Go back to the terminal.")
         }
         var logger = Logger(label: "noted.sign-in")
         logger.logLevel = .critical
@@ -98,7 +104,9 @@ enum LoopbackReceiver {
     }
 
     /// The first element of `stream`, or nil at `deadline`.
-    private static func first(of stream: AsyncStream<[String: String]>, until deadline: ContinuousClock.Instant) async -> [String: String]? {
+    private static func first(of stream: AsyncStream<[String: String]>, until deadline: ContinuousClock.Instant) async
+        -> [String: String]?
+    {
         await withTaskGroup(of: [String: String]?.self) { race in
             race.addTask {
                 for await element in stream { return element }

@@ -6,7 +6,8 @@ import NotedPorting
 
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Import notes from Simplenote, Evernote, Google Keep, Standard Notes, Joplin or a folder of Markdown.",
+        abstract:
+            "Import notes from Simplenote, Evernote, Google Keep, Standard Notes, Joplin or a folder of Markdown.",
         discussion: """
             PATH is the export as the app wrote it: a folder, a .zip, a .jex, or one file (.enex, notes.json). The \
             format is recognised unless --from names it. Works offline: the notes go into this device's copy and sync \
@@ -16,9 +17,13 @@ struct Import: AsyncParsableCommand {
             is skipped and listed with its reason; the others are imported.
             """)
     @OptionGroup var options: GlobalOptions
-    @Option(help: "The app the export is from: \(Importer.Format.allCases.map(\.rawValue).joined(separator: ", ")).") var from: Importer.Format?
+    @Option(help: "The app the export is from: \(Importer.Format.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var from: Importer.Format?
     @Flag(name: .customLong("dry-run"), help: "Write nothing; print what would happen.") var dryRun = false
-    @Flag(help: "Overwrite a note already here that the export holds with other content (its old text stays in history), instead of adding the export's version beside it.")
+    @Flag(
+        help:
+            "Overwrite a note already here that the export holds with other content (its old text stays in history), instead of adding the export's version beside it."
+    )
     var replace = false
     @Argument(help: "The export: a folder, .zip, .jex, .enex or .json.") var path: String
 
@@ -33,16 +38,24 @@ struct Import: AsyncParsableCommand {
         var files: [String: (data: Data, type: String)] = [:]
         let notes = result.notes.map { item in
             for attachment in item.note.attachments { files[attachment.sha256] = (attachment.data, attachment.type) }
-            return (id: item.note.id, fields: NoteFields(
-                title: item.note.title, body: item.note.body, tags: Array(NSOrderedSet(array: item.note.tags)).compactMap { $0 as? String },
-                folder: item.note.folder, pinned: item.note.pinned, trashed: item.note.trashed,
-                created: item.note.created, modified: item.note.updated,
-                attachments: item.note.attachments.compactMap { $0.reference(limit: Limits().maxTagLength)?.element }),
-                copyID: Importer.copyID(of: item.note))
+            return (
+                id: item.note.id,
+                fields: NoteFields(
+                    title: item.note.title, body: item.note.body,
+                    tags: Array(NSOrderedSet(array: item.note.tags)).compactMap { $0 as? String },
+                    folder: item.note.folder, pinned: item.note.pinned, trashed: item.note.trashed,
+                    created: item.note.created, modified: item.note.updated,
+                    attachments: item.note.attachments.compactMap {
+                        $0.reference(limit: Limits().maxTagLength)?.element
+                    }),
+                copyID: Importer.copyID(of: item.note)
+            )
         }
         let bar = ProgressBar(total: notes.count, enabled: isatty(STDERR_FILENO) == 1 && !options.json)
         let found = files
-        let outcomes = try await cli { try await client.importNotes(notes, files: found, replace: replace, dryRun: dryRun) { bar.show($0) } }
+        let outcomes = try await cli {
+            try await client.importNotes(notes, files: found, replace: replace, dryRun: dryRun) { bar.show($0) }
+        }
         bar.finish()
         var skipped = result.skipped.map { ["source": JSONValue.string($0.source), "reason": .string($0.reason)] }
         // Skips the importer counted beyond those it listed.
@@ -57,21 +70,27 @@ struct Import: AsyncParsableCommand {
             case .refused(let reason): skipped.append(["source": .string(item.source), "reason": .string(reason)])
             }
         }
-        if !dryRun, counts["created", default: 0] + counts["updated", default: 0] + counts["copied", default: 0] > 0 { await options.syncAfterChange(client) }
+        if !dryRun, counts["created", default: 0] + counts["updated", default: 0] + counts["copied", default: 0] > 0 {
+            await options.syncAfterChange(client)
+        }
         if options.json {
             printJSON([
                 "format": .string(result.format.rawValue), "dryRun": .bool(dryRun),
                 "imported": .int(Int64(counts["created"] ?? 0)), "updated": .int(Int64(counts["updated"] ?? 0)),
-                "unchanged": .int(Int64(counts["unchanged"] ?? 0)), "copied": .int(Int64(counts["copied"] ?? 0)), "skipped": .array(skipped.map(JSONValue.object)),
+                "unchanged": .int(Int64(counts["unchanged"] ?? 0)), "copied": .int(Int64(counts["copied"] ?? 0)),
+                "skipped": .array(skipped.map(JSONValue.object)),
                 "skipped_count": .int(Int64(skipped.count + unlisted)),
             ])
             return
         }
         let verb = dryRun ? "would import" : "imported"
-        print("\(verb) \(counts["created"] ?? 0) new note(s) from \(result.format.rawValue), \(dryRun ? "would update" : "updated") \(counts["updated"] ?? 0), "
-            + "\(counts["unchanged"] ?? 0) unchanged, \(skipped.count + unlisted) skipped")
+        print(
+            "\(verb) \(counts["created"] ?? 0) new note(s) from \(result.format.rawValue), \(dryRun ? "would update" : "updated") \(counts["updated"] ?? 0), "
+                + "\(counts["unchanged"] ?? 0) unchanged, \(skipped.count + unlisted) skipped")
         if let copied = counts["copied"], copied > 0 {
-            print("\(dryRun ? "would add" : "added") \(copied) as new note(s) beside notes here with other content (--replace overwrites them instead)")
+            print(
+                "\(dryRun ? "would add" : "added") \(copied) as new note(s) beside notes here with other content (--replace overwrites them instead)"
+            )
         }
         for item in skipped.prefix(50) {
             print("  skipped \(item["source"]?.stringValue ?? ""): \(item["reason"]?.stringValue ?? "")")
@@ -108,7 +127,9 @@ final class ProgressBar: @unchecked Sendable {
         lock.withLock {
             let width = 30
             let filled = total == 0 ? width : min(width, done * width / total)
-            let line = "\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] \(done)/\(total)"
+            let line =
+                "\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
+                + "] \(done)/\(total)"
             FileHandle.standardError.write(Data(line.utf8))
         }
     }

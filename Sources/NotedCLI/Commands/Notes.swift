@@ -5,7 +5,9 @@ import NotedCore
 import Subprocess
 
 struct New: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Create a note and print its id.", discussion: "Without --body, the body is read from standard input when it is not a terminal.")
+    static let configuration = CommandConfiguration(
+        abstract: "Create a note and print its id.",
+        discussion: "Without --body, the body is read from standard input when it is not a terminal.")
     @OptionGroup var options: GlobalOptions
     @Option(help: "The title.") var title: String = ""
     @Option(help: "The body.") var body: String?
@@ -33,17 +35,23 @@ struct New: AsyncParsableCommand {
 }
 
 struct List: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List notes: pinned first, then the most recently updated (or created).")
+    static let configuration = CommandConfiguration(
+        abstract: "List notes: pinned first, then the most recently updated (or created).")
     @OptionGroup var options: GlobalOptions
     @Option(help: "Only notes in this folder.") var folder: String?
     @Option(help: "Only notes with this tag.") var tag: String?
     @Flag(help: "List the trash instead.") var trashed = false
-    @Option(help: "updated (the latest changed first) or created (the latest written first); an imported note's dates are its own.")
+    @Option(
+        help:
+            "updated (the latest changed first) or created (the latest written first); an imported note's dates are its own."
+    )
     var sort: NoteFilter.Order = .updated
 
     func run() async throws {
         let client = try await options.openClient()
-        let notes = try await cli { try await client.list(NoteFilter(folder: folder, tag: tag, trashed: trashed, order: sort)) }
+        let notes = try await cli {
+            try await client.list(NoteFilter(folder: folder, tag: tag, trashed: trashed, order: sort))
+        }
         printNotes(notes, json: options.json)
     }
 }
@@ -64,7 +72,8 @@ func printNotes(_ notes: [Note], json: Bool) {
     }
     for note in notes {
         let marks = (note.pinned ? "*" : " ") + (note.refusal != nil ? "!" : note.pending ? "~" : " ")
-        let title = note.title.isEmpty ? String(note.body.prefix(40)).replacingOccurrences(of: "\n", with: " ") : note.title
+        let title =
+            note.title.isEmpty ? String(note.body.prefix(40)).replacingOccurrences(of: "\n", with: " ") : note.title
         let tags = note.tags.isEmpty ? "" : "  " + note.tags.map { "#" + $0 }.joined(separator: " ")
         let refusal = note.refusal.map { "  (not synced: \($0))" } ?? ""
         print(TerminalText.clean("\(note.id.prefix(8)) \(marks) \(title)\(tags)\(refusal)"))
@@ -88,12 +97,20 @@ struct Show: AsyncParsableCommand {
         if !note.tags.isEmpty { print(TerminalText.clean("tags:    \(note.tags.joined(separator: ", "))")) }
         if let folder = note.folder { print(TerminalText.clean("folder:  \(folder)")) }
         let attached = note.attachments.compactMap(AttachmentReference.init(element:))
-        if !attached.isEmpty { print(TerminalText.clean("files:   \(attached.map { "\($0.name) (\($0.size) bytes)" }.joined(separator: ", "))")) }
+        if !attached.isEmpty {
+            print(
+                TerminalText.clean(
+                    "files:   \(attached.map { "\($0.name) (\($0.size) bytes)" }.joined(separator: ", "))"))
+        }
         var flags: [String] = []
         if note.pinned { flags.append("pinned") }
         if note.trashed { flags.append("in the trash") }
         if note.pending { flags.append("not yet synced") }
-        if let refusal = note.refusal { flags.append("refused by the server (\(refusal)): edit it, or `noted discard \(note.id.prefix(8))` for the server's version") }
+        if let refusal = note.refusal {
+            flags.append(
+                "refused by the server (\(refusal)): edit it, or `noted discard \(note.id.prefix(8))` for the server's version"
+            )
+        }
         if !flags.isEmpty { print("state:   \(flags.joined(separator: ", "))") }
         print("rev:     \(note.rev)   updated \(Timestamp.format(note.updatedAt))")
         print("")
@@ -104,7 +121,9 @@ struct Show: AsyncParsableCommand {
 struct Edit: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Edit a note.",
-        discussion: "Without --title/--body/--append/--body-stdin, opens $EDITOR on the note: the first line is the title, the body follows a blank line.")
+        discussion:
+            "Without --title/--body/--append/--body-stdin, opens $EDITOR on the note: the first line is the title, the body follows a blank line."
+    )
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The note's id or a unique prefix of it.") var id: String
     @Option(help: "The new title.") var title: String?
@@ -144,7 +163,10 @@ struct Edit: AsyncParsableCommand {
 
     private func runEditor(title: String, body: String) async throws -> (String, String) {
         let environment = ProcessInfo.processInfo.environment
-        guard let editor = environment["VISUAL"].flatMap({ $0.isEmpty ? nil : $0 }) ?? environment["EDITOR"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+        guard
+            let editor = environment["VISUAL"].flatMap({ $0.isEmpty ? nil : $0 })
+                ?? environment["EDITOR"].flatMap({ $0.isEmpty ? nil : $0 })
+        else {
             throw CLIError("set $EDITOR, or give --title, --body, --append or --body-stdin")
         }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("noted-\(UUID().uuidString).md")
@@ -156,7 +178,9 @@ struct Edit: AsyncParsableCommand {
             input: .currentStandardInput, output: .currentStandardOutput, error: .currentStandardError
         ).terminationStatus
         guard status.isSuccess else { throw CLIError("the editor \(Self.describe(status)); nothing saved") }
-        guard let text = String(data: try Data(contentsOf: file), encoding: .utf8) else { throw CLIError("the edited file is not UTF-8; nothing saved") }
+        guard let text = String(data: try Data(contentsOf: file), encoding: .utf8) else {
+            throw CLIError("the edited file is not UTF-8; nothing saved")
+        }
         var lines = text.components(separatedBy: "\n")
         let newTitle = lines.isEmpty ? "" : lines.removeFirst()
         if lines.first == "" { lines.removeFirst() }
@@ -251,7 +275,9 @@ struct Purge: SimpleNoteCommand {
 struct Discard: SimpleNoteCommand {
     static let configuration = CommandConfiguration(
         abstract: "Give up this device's unsynced edits of a note: the server's version returns.",
-        discussion: "For a note the server refused (marked ! in `noted list`), or edits you do not want to keep. A note the server never had is removed from this device.")
+        discussion:
+            "For a note the server refused (marked ! in `noted list`), or edits you do not want to keep. A note the server never had is removed from this device."
+    )
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The note's id or a unique prefix of it.") var id: String
     func apply(_ client: NotedClient, _ id: String) async throws { try await client.discardLocalChanges(id) }
@@ -280,7 +306,9 @@ struct History: AsyncParsableCommand {
     func run() async throws {
         guard !options.offline else { throw CLIError("history needs the server; drop --offline") }
         let client = try await options.openClient()
-        guard client.server != nil, client.tokens != nil else { throw CLIError("history needs a server and a sign-in: run `noted login`") }
+        guard client.server != nil, client.tokens != nil else {
+            throw CLIError("history needs a server and a sign-in: run `noted login`")
+        }
         let full = try await cli { try await client.resolve(id) }
         if let restore {
             guard restore >= 1 else { throw ValidationError("--restore takes a revision number >= 1") }
@@ -305,10 +333,15 @@ struct History: AsyncParsableCommand {
         }
         let revisions = try await cli { try await client.history(full) }
         if options.json {
-            printJSON(.array(revisions.map {
-                ["rev": .int($0.rev), "updatedAt": .string($0.updatedAt), "device": $0.device.map(JSONValue.string) ?? .null,
-                 "conflict": .bool($0.conflict), "size": $0.size.map(JSONValue.int) ?? .null]
-            }))
+            printJSON(
+                .array(
+                    revisions.map {
+                        [
+                            "rev": .int($0.rev), "updatedAt": .string($0.updatedAt),
+                            "device": $0.device.map(JSONValue.string) ?? .null,
+                            "conflict": .bool($0.conflict), "size": $0.size.map(JSONValue.int) ?? .null,
+                        ]
+                    }))
             return
         }
         print(TerminalText.clean(HistoryListing(revisions: revisions).text), terminator: "")
@@ -330,7 +363,10 @@ struct HistoryListing {
         timeFormat.timeZone = calendar.timeZone
         timeFormat.dateFormat = "HH:mm"
         let sorted = revisions.enumerated().sorted { a, b in
-            let (x, y) = (Timestamp.parse(a.element.updatedAt) ?? .distantPast, Timestamp.parse(b.element.updatedAt) ?? .distantPast)
+            let (x, y) = (
+                Timestamp.parse(a.element.updatedAt) ?? .distantPast,
+                Timestamp.parse(b.element.updatedAt) ?? .distantPast
+            )
             return x != y ? x > y : a.offset > b.offset
         }.map(\.element)
         for revision in sorted {

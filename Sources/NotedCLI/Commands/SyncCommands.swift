@@ -4,14 +4,17 @@ import NotedClient
 import NotedCore
 
 struct Sync: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Pull and push until everything is synced; exit status 0 only when it is.")
+    static let configuration = CommandConfiguration(
+        abstract: "Pull and push until everything is synced; exit status 0 only when it is.")
     @OptionGroup var options: GlobalOptions
     @Option(help: "Give up after this many seconds.") var timeout: Int = 30
 
     func run() async throws {
         guard !options.offline else { throw CLIError("cannot sync with --offline") }
         let client = try await options.openClient(requireSync: true)
-        guard client.server != nil else { throw CLIError("no server configured: give --server URL and run `noted login`") }
+        guard client.server != nil else {
+            throw CLIError("no server configured: give --server URL and run `noted login`")
+        }
         guard client.tokens != nil else { throw CLIError("not signed in: run `noted login`") }
         let progress = isatty(STDERR_FILENO) == 1 && !options.json ? Task { await showProgress(client) } : nil
         await client.startSync()
@@ -22,7 +25,11 @@ struct Sync: AsyncParsableCommand {
         let refused = try await cli { try await client.store.syncErrors() }
         let refusedJSON = JSONValue.array(refused.map { ["id": .string($0.id), "message": .string($0.message)] })
         if synced, refused.isEmpty {
-            if !options.json { print("synced") } else { printJSON(["synced": true, "pending": .int(Int64(pending)), "refused": refusedJSON]) }
+            if !options.json {
+                print("synced")
+            } else {
+                printJSON(["synced": true, "pending": .int(Int64(pending)), "refused": refusedJSON])
+            }
             return
         }
         if options.json { printJSON(["synced": false, "pending": .int(Int64(pending)), "refused": refusedJSON]) }
@@ -32,11 +39,14 @@ struct Sync: AsyncParsableCommand {
                 let title = (try? await client.note(id)).map { $0?.title ?? "" } ?? ""
                 lines.append("\(id.prefix(8)) \"\(title)\": \(message)")
             }
-            throw CLIError("the server refused \(refused.count) note(s), kept on this device unsynced (edit them, or `noted discard ID`): \(lines.joined(separator: "; "))")
+            throw CLIError(
+                "the server refused \(refused.count) note(s), kept on this device unsynced (edit them, or `noted discard ID`): \(lines.joined(separator: "; "))"
+            )
         }
         if await client.signInEnded() {
-            throw CLIError("not synced: this device's sign-in has ended (signed out from another device, the password changed, "
-                + "or the account deleted); run `noted login`. \(pending) note(s) pending, kept on this device")
+            throw CLIError(
+                "not synced: this device's sign-in has ended (signed out from another device, the password changed, "
+                    + "or the account deleted); run `noted login`. \(pending) note(s) pending, kept on this device")
         }
         throw CLIError("not fully synced: \(pending) note(s) pending; the server may be unreachable")
     }
@@ -65,10 +75,18 @@ struct Watch: AsyncParsableCommand {
                 }
             case .removed("notes", let ids):
                 for id in ids {
-                    if options.json { printJSON(["event": "removed", "id": .string(id)]) } else { print("removed \(id)") }
+                    if options.json {
+                        printJSON(["event": "removed", "id": .string(id)])
+                    } else {
+                        print("removed \(id)")
+                    }
                 }
             case .forked(let from, let to):
-                if options.json { printJSON(["event": "forked", "from": .string(from), "to": .string(to)]) } else { print("kept unsynced text of purged \(from) as \(to)") }
+                if options.json {
+                    printJSON(["event": "forked", "from": .string(from), "to": .string(to)])
+                } else {
+                    print("kept unsynced text of purged \(from) as \(to)")
+                }
             case .status(let status):
                 let text: String
                 switch status {
@@ -87,8 +105,11 @@ struct Watch: AsyncParsableCommand {
                 } else {
                     print("conflict \(id) in \(fields.joined(separator: ", ")): see `noted history \(id.prefix(8))`")
                 }
-            case .added(_, _, .local), .added(_, _, .remote), .changed(_, _, .local), .changed(_, _, .remote), .removed, .reset:
-                break  // another collection's records, this device's own edits, or a snapshot (its removals are reported one by one)
+            case .added(_, _, .local), .added(_, _, .remote), .changed(_, _, .local), .changed(_, _, .remote), .removed,
+                .reset:
+                // Another collection's records, this device's own edits, or a snapshot (its
+                // removals are reported one by one).
+                break
             }
             fflush(nil)
         }
@@ -96,7 +117,8 @@ struct Watch: AsyncParsableCommand {
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the server, the user, pending changes and the last sync.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show the server, the user, pending changes and the last sync.")
     @OptionGroup var options: GlobalOptions
 
     func run() async throws {
@@ -114,7 +136,8 @@ struct Status: AsyncParsableCommand {
                 "user": credentials.map { .string($0.username) } ?? .null, "pending": .int(Int64(pending)),
                 "lastSync": lastSync.map(JSONValue.string) ?? .null,
                 "errors": .array(errors.map { ["id": .string($0.id), "message": .string($0.message)] }),
-                "conflicts": .array(conflicts.map { ["id": .string($0.id), "fields": .array($0.fields.map(JSONValue.string))] }),
+                "conflicts": .array(
+                    conflicts.map { ["id": .string($0.id), "fields": .array($0.fields.map(JSONValue.string))] }),
             ])
             return
         }
@@ -124,7 +147,9 @@ struct Status: AsyncParsableCommand {
         print("pending:   \(pending)")
         print("last sync: \(lastSync ?? "never")")
         for error in errors { print("refused:   \(error.id) \(error.message)") }
-        for conflict in conflicts { print("conflict:  \(conflict.id) in \(conflict.fields.joined(separator: ", ")) (see noted history)") }
+        for conflict in conflicts {
+            print("conflict:  \(conflict.id) in \(conflict.fields.joined(separator: ", ")) (see noted history)")
+        }
     }
 }
 
@@ -144,10 +169,12 @@ func firstPull(options: GlobalOptions) async {
         await client.stopSync()
         progress?.cancel()
         if !synced {
-            FileHandle.standardError.write(Data("noted: signed in, but the first sync did not finish; run `noted sync`\n".utf8))
+            FileHandle.standardError.write(
+                Data("noted: signed in, but the first sync did not finish; run `noted sync`\n".utf8))
         }
     } catch {
-        FileHandle.standardError.write(Data("noted: signed in, but the first sync did not start (\(error)); run `noted sync`\n".utf8))
+        FileHandle.standardError.write(
+            Data("noted: signed in, but the first sync did not start (\(error)); run `noted sync`\n".utf8))
     }
 }
 
@@ -158,7 +185,8 @@ private func showProgress(_ client: NotedClient) async {
         received += ids.count
         if received > 100 {
             let bar = String(repeating: "#", count: min(30, received / 100))
-            FileHandle.standardError.write(Data("\rsyncing [\(bar.padding(toLength: 30, withPad: " ", startingAt: 0))] \(received) notes".utf8))
+            FileHandle.standardError.write(
+                Data("\rsyncing [\(bar.padding(toLength: 30, withPad: " ", startingAt: 0))] \(received) notes".utf8))
         }
         if Task.isCancelled { break }
     }

@@ -20,11 +20,14 @@ extension NotedAPI {
             headers["Upload-Offset"] = String(offset)
             headers["Upload-Length"] = String(data.count)
             headers["Noted-Blob-Type"] = type
-            response = try await transfers.send(HTTPRequestData(method: "PATCH", url: try url(path), headers: headers, body: data.subdata(in: offset..<data.count)))
+            response = try await transfers.send(
+                HTTPRequestData(
+                    method: "PATCH", url: try url(path), headers: headers, body: data.subdata(in: offset..<data.count)))
         } else {
             var headers = auth
             headers["Content-Type"] = type
-            response = try await transfers.send(HTTPRequestData(method: "PUT", url: try url(path), headers: headers, body: data))
+            response = try await transfers.send(
+                HTTPRequestData(method: "PUT", url: try url(path), headers: headers, body: data))
         }
         if [400, 413].contains(response.status) {
             let value = (try? JSONValue.parse(response.body)) ?? .null
@@ -38,16 +41,25 @@ extension NotedAPI {
 
     /// The file `sha256` and its type; nil when the server has no such file of this user.
     public func downloadBlob(sha256: String, token: String) async throws -> (data: Data, type: String)? {
-        let response = try await transfers.send(HTTPRequestData(method: "GET", url: try url("/v1/blobs/\(sha256)"), headers: ["Authorization": "Bearer \(token)"]))
+        let response = try await transfers.send(
+            HTTPRequestData(
+                method: "GET", url: try url("/v1/blobs/\(sha256)"), headers: ["Authorization": "Bearer \(token)"]))
         if response.status == 404 { return nil }
         _ = try Self.checked(response)
-        let type = response.headers["content-type"].map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces) } ?? "application/octet-stream"
+        let type =
+            response.headers["content-type"].map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces) }
+            ?? "application/octet-stream"
         return (response.body, type)
     }
 
     /// `GET /v1/blobs`: the largest file the server takes, and the account's stored bytes and quota.
-    public func blobLimits(token: String) async throws -> (maxBlobBytes: Int64?, storedBytes: Int64?, quotaBytes: Int64?) {
-        let value = try await Self.checked(try await http.send(HTTPRequestData(method: "GET", url: try url("/v1/blobs"), headers: ["Authorization": "Bearer \(token)"])))
+    public func blobLimits(token: String) async throws -> (
+        maxBlobBytes: Int64?, storedBytes: Int64?, quotaBytes: Int64?
+    ) {
+        let value = try await Self.checked(
+            try await http.send(
+                HTTPRequestData(method: "GET", url: try url("/v1/blobs"), headers: ["Authorization": "Bearer \(token)"])
+            ))
         return (value["maxBlobBytes"]?.intValue, value["storedBytes"]?.intValue, value["quotaBytes"]?.intValue)
     }
 }

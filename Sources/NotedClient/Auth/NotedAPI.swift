@@ -47,7 +47,10 @@ public struct NotedAPI: Sendable {
     /// Attachments' transfers, which may take minutes on a slow link.
     public var transfers: any HTTPTransport
 
-    public init(server: URL, http: any HTTPTransport = DefaultHTTPTransport(), transfers: any HTTPTransport = DefaultHTTPTransport(timeout: .seconds(600))) {
+    public init(
+        server: URL, http: any HTTPTransport = DefaultHTTPTransport(),
+        transfers: any HTTPTransport = DefaultHTTPTransport(timeout: .seconds(600))
+    ) {
         self.server = server
         self.http = http
         self.transfers = transfers
@@ -55,16 +58,23 @@ public struct NotedAPI: Sendable {
 
     /// `POST /v1/accounts`; returns the new user's id.
     public func register(username: String, password: String) async throws -> String {
-        let response = try await json("POST", "/v1/accounts", body: ["username": .string(username), "password": .string(password)])
-        guard let id = response["user"]?["id"]?.stringValue else { throw NotedClientError(.server, "the server sent no user id") }
+        let response = try await json(
+            "POST", "/v1/accounts", body: ["username": .string(username), "password": .string(password)])
+        guard let id = response["user"]?["id"]?.stringValue else {
+            throw NotedClientError(.server, "the server sent no user id")
+        }
         return id
     }
 
     /// `POST /v1/sessions`: first-party sign-in.
     /// With two-factor sign-in on, `otp` is the authenticator app's current code or a recovery
     /// code; without it such an account answers `otp_required`.
-    public func signIn(username: String, password: String, otp: String? = nil, device: String) async throws -> TokenResponse {
-        var body: [String: JSONValue] = ["username": .string(username), "password": .string(password), "device": .string(device)]
+    public func signIn(username: String, password: String, otp: String? = nil, device: String) async throws
+        -> TokenResponse
+    {
+        var body: [String: JSONValue] = [
+            "username": .string(username), "password": .string(password), "device": .string(device),
+        ]
         if let otp { body["otp"] = .string(otp) }
         let response = try await json("POST", "/v1/sessions", body: .object(body))
         return try tokens(response)
@@ -72,40 +82,59 @@ public struct NotedAPI: Sendable {
 
     /// `POST /oauth/token` with a refresh token (rotated: the old one stops working).
     public func refresh(refreshToken: String) async throws -> TokenResponse {
-        let form = "grant_type=refresh_token&refresh_token=" + (refreshToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
-        let response = try await send("POST", "/oauth/token", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Data(form.utf8))
+        let form =
+            "grant_type=refresh_token&refresh_token="
+            + (refreshToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+        let response = try await send(
+            "POST", "/oauth/token", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            body: Data(form.utf8))
         return try tokens(response)
     }
 
     /// `POST /oauth/token` with an authorization code and its PKCE verifier.
-    public func exchange(code: String, redirectURI: String, verifier: String, clientID: String) async throws -> TokenResponse {
+    public func exchange(code: String, redirectURI: String, verifier: String, clientID: String) async throws
+        -> TokenResponse
+    {
         func encode(_ text: String) -> String {
             text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
         }
-        let form = "grant_type=authorization_code&code=\(encode(code))&redirect_uri=\(encode(redirectURI))"
+        let form =
+            "grant_type=authorization_code&code=\(encode(code))&redirect_uri=\(encode(redirectURI))"
             + "&client_id=\(encode(clientID))&code_verifier=\(encode(verifier))"
-        let response = try await send("POST", "/oauth/token", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Data(form.utf8))
+        let response = try await send(
+            "POST", "/oauth/token", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            body: Data(form.utf8))
         return try tokens(response)
     }
 
     /// `POST /oauth/revoke` (best effort: older servers do not have it).
     public func revoke(refreshToken: String) async {
-        let form = "token=" + (refreshToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "") + "&token_type_hint=refresh_token"
-        _ = try? await send("POST", "/oauth/revoke", headers: ["Content-Type": "application/x-www-form-urlencoded"], body: Data(form.utf8))
+        let form =
+            "token=" + (refreshToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+            + "&token_type_hint=refresh_token"
+        _ = try? await send(
+            "POST", "/oauth/revoke", headers: ["Content-Type": "application/x-www-form-urlencoded"],
+            body: Data(form.utf8))
     }
 
     /// `GET /v1/records/notes/{id}/revisions`.
-    public func revisions(of id: String, in collection: String = "notes", token: String) async throws -> [RevisionSummary] {
-        let response = try await send("GET", "/v1/records/\(collection)/\(id)/revisions", headers: ["Authorization": "Bearer \(token)"])
+    public func revisions(of id: String, in collection: String = "notes", token: String) async throws
+        -> [RevisionSummary]
+    {
+        let response = try await send(
+            "GET", "/v1/records/\(collection)/\(id)/revisions", headers: ["Authorization": "Bearer \(token)"])
         return (response["revisions"]?.arrayValue ?? []).compactMap { value in
             guard let rev = value["rev"]?.intValue else { return nil }
-            return RevisionSummary(rev: rev, updatedAt: value["updatedAt"]?.stringValue ?? "", device: value["device"]?.stringValue,
-                                   conflict: value["conflict"]?.boolValue ?? false, size: value["size"]?.intValue)
+            return RevisionSummary(
+                rev: rev, updatedAt: value["updatedAt"]?.stringValue ?? "", device: value["device"]?.stringValue,
+                conflict: value["conflict"]?.boolValue ?? false, size: value["size"]?.intValue)
         }
     }
 
     /// `GET /v1/records/{collection}/{id}/revisions/{rev}`: that revision's fields.
-    public func revision(of id: String, in collection: String = "notes", rev: Int64, conflict: Bool = false, token: String) async throws -> [String: JSONValue] {
+    public func revision(
+        of id: String, in collection: String = "notes", rev: Int64, conflict: Bool = false, token: String
+    ) async throws -> [String: JSONValue] {
         let path = "/v1/records/\(collection)/\(id)/revisions/\(rev)" + (conflict ? "?conflict=true" : "")
         let response = try await send("GET", path, headers: ["Authorization": "Bearer \(token)"])
         return response["fields"]?.objectValue ?? response.objectValue ?? [:]
@@ -131,10 +160,13 @@ public struct NotedAPI: Sendable {
     /// `DELETE /v1/account/devices/{id}`, or every one with `nil`; returns how many ended.
     public func signOut(device: String?, token: String) async throws -> Int {
         guard let device else {
-            let response = try await send("DELETE", "/v1/account/devices", headers: ["Authorization": "Bearer \(token)"])
+            let response = try await send(
+                "DELETE", "/v1/account/devices", headers: ["Authorization": "Bearer \(token)"])
             return Int(response["signed_out"]?.intValue ?? 0)
         }
-        guard device.allSatisfy({ $0.isHexDigit || $0 == "-" }) else { throw NotedClientError(.invalidInput, "no such device: \(device)") }
+        guard device.allSatisfy({ $0.isHexDigit || $0 == "-" }) else {
+            throw NotedClientError(.invalidInput, "no such device: \(device)")
+        }
         _ = try await send("DELETE", "/v1/account/devices/\(device)", headers: ["Authorization": "Bearer \(token)"])
         return 1
     }
@@ -148,15 +180,18 @@ public struct NotedAPI: Sendable {
             recoveryCodesLeft: Int(response["two_factor"]?["recovery_codes_left"]?.intValue ?? 0),
             usage: response["usage"].flatMap { usage in
                 usage["bytes"]?.intValue.map { bytes in
-                    AccountUsage(bytes: bytes, historyBytes: usage["history_bytes"]?.intValue ?? 0, records: usage["records"]?.intValue ?? 0,
-                                 quotaBytes: usage["quota_bytes"]?.intValue, quotaRecords: usage["quota_records"]?.intValue)
+                    AccountUsage(
+                        bytes: bytes, historyBytes: usage["history_bytes"]?.intValue ?? 0,
+                        records: usage["records"]?.intValue ?? 0,
+                        quotaBytes: usage["quota_bytes"]?.intValue, quotaRecords: usage["quota_records"]?.intValue)
                 }
             })
     }
 
     /// `POST /v1/account/2fa/setup`: a new authenticator secret and its `otpauth://` URI.
     public func beginTwoFactor(password: String, token: String) async throws -> (secret: String, uri: String) {
-        let response = try await json("POST", "/v1/account/2fa/setup", body: ["password": .string(password)], token: token)
+        let response = try await json(
+            "POST", "/v1/account/2fa/setup", body: ["password": .string(password)], token: token)
         guard let secret = response["secret"]?.stringValue, let uri = response["uri"]?.stringValue else {
             throw NotedClientError(.server, "the server sent no secret")
         }
@@ -171,7 +206,9 @@ public struct NotedAPI: Sendable {
 
     /// `POST /v1/account/2fa/disable`: the password and a current or recovery code.
     public func disableTwoFactor(password: String, code: String, token: String) async throws {
-        _ = try await json("POST", "/v1/account/2fa/disable", body: ["password": .string(password), "code": .string(code)], token: token)
+        _ = try await json(
+            "POST", "/v1/account/2fa/disable", body: ["password": .string(password), "code": .string(code)],
+            token: token)
     }
 
     /// `DELETE /v1/account`: the account and everything in it, on the server.
@@ -182,14 +219,18 @@ public struct NotedAPI: Sendable {
         _ = try await json("DELETE", "/v1/account", body: .object(body), token: token)
     }
 
-    private func json(_ method: String, _ path: String, body: JSONValue, token: String? = nil) async throws -> JSONValue {
+    private func json(_ method: String, _ path: String, body: JSONValue, token: String? = nil) async throws -> JSONValue
+    {
         var headers = ["Content-Type": "application/json"]
         if let token { headers["Authorization"] = "Bearer \(token)" }
         return try await send(method, path, headers: headers, body: Data(body.jsonString.utf8))
     }
 
-    private func send(_ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil) async throws -> JSONValue {
-        let response = try await http.send(HTTPRequestData(method: method, url: try url(path), headers: headers, body: body))
+    private func send(_ method: String, _ path: String, headers: [String: String] = [:], body: Data? = nil) async throws
+        -> JSONValue
+    {
+        let response = try await http.send(
+            HTTPRequestData(method: method, url: try url(path), headers: headers, body: body))
         return try Self.checked(response)
     }
 
@@ -205,10 +246,15 @@ public struct NotedAPI: Sendable {
         let value = (try? JSONValue.parse(response.body)) ?? .null
         guard (200..<300).contains(response.status) else {
             let code = value["error"]?.stringValue ?? "http_\(response.status)"
-            let message = value["message"]?.stringValue ?? value["error_description"]?.stringValue ?? "the server answered \(response.status)"
-            let kind: NotedClientError.Kind = response.status == 401 || code == "invalid_grant" ? .unauthenticated
-                : response.status == 404 || response.status == 410 ? .notFound
-                : (400..<500).contains(response.status) ? .invalidInput : .server
+            let message =
+                value["message"]?.stringValue ?? value["error_description"]?.stringValue
+                ?? "the server answered \(response.status)"
+            let kind: NotedClientError.Kind =
+                response.status == 401 || code == "invalid_grant"
+                ? .unauthenticated
+                : response.status == 404 || response.status == 410
+                    ? .notFound
+                    : (400..<500).contains(response.status) ? .invalidInput : .server
             throw NotedClientError(kind, "\(message) (\(code))")
         }
         return value
@@ -216,10 +262,12 @@ public struct NotedAPI: Sendable {
 
     private func tokens(_ value: JSONValue) throws -> TokenResponse {
         guard let access = value["access_token"]?.stringValue, let refresh = value["refresh_token"]?.stringValue,
-              let expiresIn = value["expires_in"]?.intValue else {
+            let expiresIn = value["expires_in"]?.intValue
+        else {
             throw NotedClientError(.server, "the server sent an incomplete token response")
         }
-        return TokenResponse(accessToken: access, refreshToken: refresh, expiresAt: Date().addingTimeInterval(Double(expiresIn)))
+        return TokenResponse(
+            accessToken: access, refreshToken: refresh, expiresAt: Date().addingTimeInterval(Double(expiresIn)))
     }
 }
 

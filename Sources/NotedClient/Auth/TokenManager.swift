@@ -10,7 +10,9 @@ public struct Credentials: Sendable, Hashable, Codable {
     public var refreshToken: String
     public var expiresAt: Date
 
-    public init(server: String, username: String, userID: String, accessToken: String, refreshToken: String, expiresAt: Date) {
+    public init(
+        server: String, username: String, userID: String, accessToken: String, refreshToken: String, expiresAt: Date
+    ) {
         self.server = server
         self.username = username
         self.userID = userID
@@ -23,7 +25,8 @@ public struct Credentials: Sendable, Hashable, Codable {
     public static func subject(ofJWT token: String) -> String? {
         let parts = token.split(separator: ".")
         guard parts.count == 3 else { return nil }
-        guard let data = Data(base64URLEncoded: String(parts[1])), let payload = try? JSONValue.parse(Array(data)) else { return nil }
+        guard let data = Data(base64URLEncoded: String(parts[1])), let payload = try? JSONValue.parse(Array(data))
+        else { return nil }
         return payload["sub"]?.stringValue
     }
 }
@@ -38,7 +41,9 @@ public actor TokenManager {
     private let persist: @Sendable (Credentials) async throws -> Void
     private var refreshing: Task<Credentials, any Error>?
 
-    public init(credentials: Credentials, api: NotedAPI, persist: @escaping @Sendable (Credentials) async throws -> Void) {
+    public init(
+        credentials: Credentials, api: NotedAPI, persist: @escaping @Sendable (Credentials) async throws -> Void
+    ) {
         self.credentials = credentials
         self.api = api
         self.persist = persist

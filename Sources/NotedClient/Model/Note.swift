@@ -34,8 +34,11 @@ public struct Note: Sendable, Hashable, Identifiable {
 
     /// The wire fields of the note.
     public var fields: [String: JSONValue] {
-        NoteFields(title: title, body: body, tags: tags, folder: folder, pinned: pinned, trashed: trashed, created: created, modified: modified,
-                   attachments: attachments).json
+        NoteFields(
+            title: title, body: body, tags: tags, folder: folder, pinned: pinned, trashed: trashed, created: created,
+            modified: modified,
+            attachments: attachments
+        ).json
     }
 
     /// A JSON object for the command line and for apps: id, title, body, tags, folder, pinned,
@@ -78,8 +81,11 @@ public struct NoteFields: Sendable, Hashable {
     /// (docs/protocol.md, "Attachments"). ``NotedClient/attach(_:data:name:type:)`` adds one.
     public var attachments: [String] = []
 
-    public init(title: String = "", body: String = "", tags: [String] = [], folder: String? = nil, pinned: Bool = false, trashed: Bool = false,
-                created: Date? = nil, modified: Date? = nil, attachments: [String] = []) {
+    public init(
+        title: String = "", body: String = "", tags: [String] = [], folder: String? = nil, pinned: Bool = false,
+        trashed: Bool = false,
+        created: Date? = nil, modified: Date? = nil, attachments: [String] = []
+    ) {
         self.attachments = attachments
         self.title = title
         self.body = body
@@ -105,7 +111,9 @@ public struct NoteFields: Sendable, Hashable {
     }
 
     /// The attachments that are well-formed references, in the field's order.
-    public var attachmentReferences: [AttachmentReference] { attachments.compactMap(AttachmentReference.init(element:)) }
+    public var attachmentReferences: [AttachmentReference] {
+        attachments.compactMap(AttachmentReference.init(element:))
+    }
 
     /// A date field (milliseconds since 1970) as a date; nil when missing or not a number.
     static func date(_ value: JSONValue?) -> Date? {

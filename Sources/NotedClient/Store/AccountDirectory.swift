@@ -77,7 +77,9 @@ public struct AccountDirectory: Sendable {
     /// database (created on first use; nothing of another account is touched).
     /// `collections`: the app's collection schemas, to open the directory's first database
     /// when it has to be read to tell whose it is.
-    public func use(server: String, userID: String, username: String, collections: [CollectionSchema] = []) async throws -> String {
+    public func use(server: String, userID: String, username: String, collections: [CollectionSchema] = []) async throws
+        -> String
+    {
         let server = server.hasSuffix("/") ? String(server.dropLast()) : server
         let binding = Account.binding(server: server, userID: userID)
         var index = try load()
@@ -97,14 +99,16 @@ public struct AccountDirectory: Sendable {
                 // Signed in with a version that kept one database: its account keeps it.
                 let parts = bound.split(separator: " ", maxSplits: 1).map(String.init)
                 let (boundServer, boundUser) = (parts.first ?? bound, parts.count > 1 ? parts[1] : "")
-                index.accounts.append(Account(server: boundServer, userID: boundUser, username: boundUser, database: databaseName))
+                index.accounts.append(
+                    Account(server: boundServer, userID: boundUser, username: boundUser, database: databaseName))
                 database = Self.databaseName(for: binding, file: databaseName)
             }
         }
         if database != databaseName {
             let folder = (path + "/" + database as NSString).deletingLastPathComponent
             do {
-                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try FileManager.default.createDirectory(
+                    atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
                 throw NotedClientError(.storage, "cannot create \(folder): \(error.localizedDescription)")
             }
@@ -139,8 +143,9 @@ public struct AccountDirectory: Sendable {
     /// `accounts/<readable part>-<hash>/<file>`: the server's host and the user id, made safe
     /// for a file name, and a hash of both that keeps two accounts apart whatever they hold.
     static func databaseName(for binding: String, file: String) -> String {
-        let readable = String(binding.replacingOccurrences(of: "https://", with: "").replacingOccurrences(of: "http://", with: "")
-            .map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") ? $0 : "_" }.prefix(60))
+        let readable = String(
+            binding.replacingOccurrences(of: "https://", with: "").replacingOccurrences(of: "http://", with: "")
+                .map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "-") ? $0 : "_" }.prefix(60))
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, 64 bits
         for byte in binding.utf8 {
             hash ^= UInt64(byte)
@@ -154,13 +159,15 @@ public struct AccountDirectory: Sendable {
         do {
             return try JSONDecoder().decode(Index.self, from: data)
         } catch {
-            throw NotedClientError(.storage, "\(indexPath) is damaged (\(error)); it lists which database holds which account")
+            throw NotedClientError(
+                .storage, "\(indexPath) is damaged (\(error)); it lists which database holds which account")
         }
     }
 
     private func save(_ index: Index) throws {
         do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw NotedClientError(.storage, "cannot create \(path): \(error.localizedDescription)")
         }
@@ -169,7 +176,8 @@ public struct AccountDirectory: Sendable {
         let data = try encoder.encode(index)
         let temporary = indexPath + ".tmp"
         guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]),
-              rename(temporary, indexPath) == 0 else {
+            rename(temporary, indexPath) == 0
+        else {
             throw NotedClientError(.storage, "cannot write \(indexPath)")
         }
     }

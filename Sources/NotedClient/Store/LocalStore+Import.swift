@@ -96,27 +96,40 @@ extension LocalStore {
     /// same content), `.updated` (other content) or `.refused` (deleted here, or not a note).
     private static func existing(_ db: Database, id: String, fields: NoteFields) throws -> ImportOutcome? {
         guard let row = try RecordRow.find(db, id: id) else {
-            let buried = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM tombstone WHERE id = ?)", arguments: [id]) ?? false
+            let buried =
+                try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM tombstone WHERE id = ?)", arguments: [id])
+                ?? false
             return buried ? .refused("deleted on this device") : nil
         }
-        guard row.collection == Self.collection else { return .refused("the id belongs to a record of another collection") }
+        guard row.collection == Self.collection else {
+            return .refused("the id belongs to a record of another collection")
+        }
         guard !row.state.purging else { return .refused("deleted on this device") }
-        return sameContent(NoteFields(json: CollectionSchema.notes.completed(row.localFields)), fields) ? .unchanged : .updated
+        return sameContent(NoteFields(json: CollectionSchema.notes.completed(row.localFields)), fields)
+            ? .unchanged : .updated
     }
 
     static func sameContent(_ a: NoteFields, _ b: NoteFields) -> Bool {
-        a.sameContent(as: b) && a.pinned == b.pinned && a.trashed == b.trashed && sameDate(a.created, b.created) && sameDate(a.modified, b.modified)
+        a.sameContent(as: b) && a.pinned == b.pinned && a.trashed == b.trashed && sameDate(a.created, b.created)
+            && sameDate(a.modified, b.modified)
             && Set(a.attachments) == Set(b.attachments)
     }
 
     /// Stores the files `fields` names that `files` holds and this device lacks, pending upload.
-    static func keepFiles(_ db: Database, of fields: NoteFields, files: [String: (data: Data, type: String)], now: Date) throws {
+    static func keepFiles(_ db: Database, of fields: NoteFields, files: [String: (data: Data, type: String)], now: Date)
+        throws
+    {
         for reference in fields.attachmentReferences {
             guard let file = files[reference.sha256] else { continue }
-            try db.execute(sql: """
-                INSERT INTO blob (sha256, size, type, data, pending, usedAt) VALUES (?, ?, ?, ?, 1, ?)
-                ON CONFLICT (sha256) DO NOTHING
-                """, arguments: [reference.sha256, Int64(file.data.count), file.type, file.data, Int64(now.timeIntervalSince1970 * 1000)])
+            try db.execute(
+                sql: """
+                    INSERT INTO blob (sha256, size, type, data, pending, usedAt) VALUES (?, ?, ?, ?, 1, ?)
+                    ON CONFLICT (sha256) DO NOTHING
+                    """,
+                arguments: [
+                    reference.sha256, Int64(file.data.count), file.type, file.data,
+                    Int64(now.timeIntervalSince1970 * 1000),
+                ])
         }
     }
 

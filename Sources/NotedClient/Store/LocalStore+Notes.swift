@@ -34,13 +34,17 @@ extension LocalStore {
 
     /// Creates a note; it is pending until the server acknowledges it.
     @discardableResult
-    public func create(_ fields: NoteFields, id: String = UUID().uuidString.lowercased(), now: Date = Date()) async throws -> Note {
+    public func create(_ fields: NoteFields, id: String = UUID().uuidString.lowercased(), now: Date = Date())
+        async throws -> Note
+    {
         try await transaction(now: now) { try $0.create(Self.collection, fields: fields.json, id: id) }.value.note
     }
 
     /// Changes a note's fields in one transaction with its outbox state; returns the new note.
     @discardableResult
-    public func update(_ id: String, now: Date = Date(), _ edit: @Sendable (inout NoteFields) throws -> Void) async throws -> Note {
+    public func update(_ id: String, now: Date = Date(), _ edit: @Sendable (inout NoteFields) throws -> Void)
+        async throws -> Note
+    {
         try await transaction(now: now) { transaction in
             try transaction.update(Self.collection, id: id) { json in
                 let before = NoteFields(json: json)
@@ -71,14 +75,18 @@ extension LocalStore {
             throw NotedClientError(.invalidInput, "\"\(prefix)\" is not a note id or id prefix")
         }
         let matches = try await writer.read { db in
-            try String.fetchAll(db, sql: """
-                SELECT id FROM record WHERE collection = ? AND \(RecordRow.visible) AND substr(id, 1, ?) = ? LIMIT 2
-                """, arguments: [Self.collection, prefix.count, prefix])
+            try String.fetchAll(
+                db,
+                sql: """
+                    SELECT id FROM record WHERE collection = ? AND \(RecordRow.visible) AND substr(id, 1, ?) = ? LIMIT 2
+                    """, arguments: [Self.collection, prefix.count, prefix])
         }
         switch matches.count {
         case 0: throw NotedClientError(.notFound, "no note has an id starting with \(prefix)")
         case 1: return matches[0]
-        default: throw NotedClientError(.ambiguous, "more than one note has an id starting with \(prefix); give more characters")
+        default:
+            throw NotedClientError(
+                .ambiguous, "more than one note has an id starting with \(prefix); give more characters")
         }
     }
 
@@ -88,11 +96,13 @@ extension LocalStore {
     }
 
     static func notesQuery(_ filter: NoteFilter) -> RecordQuery {
-        let date: RecordQuery.Order = switch filter.order {
-        case .updated: .date("modified", else: .updatedAt)
-        case .created: .date("created", else: .createdAt)
-        }
-        var query = RecordQuery(equal: ["trashed": .bool(filter.trashed)], order: [.field("pinned", descending: true), date])
+        let date: RecordQuery.Order =
+            switch filter.order {
+            case .updated: .date("modified", else: .updatedAt)
+            case .created: .date("created", else: .createdAt)
+            }
+        var query = RecordQuery(
+            equal: ["trashed": .bool(filter.trashed)], order: [.field("pinned", descending: true), date])
         if let folder = filter.folder { query.equal["folder"] = .string(folder) }
         if let tag = filter.tag { query.contains["tags"] = tag }
         return query
@@ -101,8 +111,11 @@ extension LocalStore {
     /// Notes whose title or body contain every word of `query` (prefix match), best first;
     /// notes in the trash are left out.
     public func search(_ query: String) async throws -> [Note] {
-        try await records(Self.collection, matching: RecordQuery(equal: ["trashed": false], search: query, order: [.relevance, .updatedAt]))
-            .map(\.note)
+        try await records(
+            Self.collection,
+            matching: RecordQuery(equal: ["trashed": false], search: query, order: [.relevance, .updatedAt])
+        )
+        .map(\.note)
     }
 
     /// How many notes have local changes the server has not acknowledged.
@@ -129,7 +142,9 @@ extension LocalStore {
     /// Notes whose last change the server refused for good, with the reason.
     public func syncErrors() async throws -> [(id: String, message: String)] {
         try await writer.read { db in
-            try RecordRow.filter(sql: "json_extract(sync, '$.refusal') IS NOT NULL").fetchAll(db).map { ($0.id, $0.state.refusal ?? "") }
+            try RecordRow.filter(sql: "json_extract(sync, '$.refusal') IS NOT NULL").fetchAll(db).map {
+                ($0.id, $0.state.refusal ?? "")
+            }
         }
     }
 }

@@ -52,8 +52,10 @@ public struct RecordQuery: Sendable, Hashable {
     public var order: [Order]
     public var limit: Int?
 
-    public init(equal: [String: JSONValue] = [:], contains: [String: String] = [:], search: String? = nil,
-                order: [Order] = [.updatedAt], limit: Int? = nil) {
+    public init(
+        equal: [String: JSONValue] = [:], contains: [String: String] = [:], search: String? = nil,
+        order: [Order] = [.updatedAt], limit: Int? = nil
+    ) {
         self.equal = equal
         self.contains = contains
         self.search = search
@@ -77,10 +79,16 @@ public struct LocalTransaction {
 
     /// Creates a record; fields not given read as their defaults.
     @discardableResult
-    public mutating func create(_ collection: String, fields: [String: JSONValue], id: String = UUID().uuidString.lowercased()) throws -> StoredRecord {
-        guard UUIDText.isCanonical(id) else { throw NotedClientError(.invalidInput, "a record id must be a lower-case UUID") }
+    public mutating func create(
+        _ collection: String, fields: [String: JSONValue], id: String = UUID().uuidString.lowercased()
+    ) throws -> StoredRecord {
+        guard UUIDText.isCanonical(id) else {
+            throw NotedClientError(.invalidInput, "a record id must be a lower-case UUID")
+        }
         let schema = try self.schema(collection)
-        guard try RecordRow.find(db, id: id) == nil else { throw NotedClientError(.invalidInput, "a record \(id) exists already") }
+        guard try RecordRow.find(db, id: id) == nil else {
+            throw NotedClientError(.invalidInput, "a record \(id) exists already")
+        }
         try validate(fields, collection)
         var row = RecordRow(id: id, collection: collection, local: schema.completed(fields), now: now)
         try row.insertNew(db)
@@ -91,7 +99,9 @@ public struct LocalTransaction {
 
     /// Changes a record's fields; stores nothing when `edit` changes nothing.
     @discardableResult
-    public mutating func update(_ collection: String, id: String, _ edit: (inout [String: JSONValue]) throws -> Void) throws -> StoredRecord {
+    public mutating func update(_ collection: String, id: String, _ edit: (inout [String: JSONValue]) throws -> Void)
+        throws -> StoredRecord
+    {
         let schema = try self.schema(collection)
         guard var row = try RecordRow.find(db, id: id), row.collection == collection, !row.state.purging else {
             throw NotedClientError(.notFound, "no \(collection) record \(id)")
@@ -130,7 +140,9 @@ public struct LocalTransaction {
     /// The record with this id in `collection`, nil when there is none.
     public func get(_ collection: String, id: String) throws -> StoredRecord? {
         let schema = try self.schema(collection)
-        guard let row = try RecordRow.find(db, id: id), row.collection == collection, !row.state.purging else { return nil }
+        guard let row = try RecordRow.find(db, id: id), row.collection == collection, !row.state.purging else {
+            return nil
+        }
         return StoredRecord(row, schema: schema)
     }
 
@@ -158,23 +170,31 @@ extension StoredRecord {
     /// The record as a note (meaningful for the `notes` collection).
     var note: Note {
         let fields = NoteFields(json: fields)
-        return Note(id: id, title: fields.title, body: fields.body, tags: fields.tags, folder: fields.folder, pinned: fields.pinned,
-                    trashed: fields.trashed, rev: rev, createdAt: fields.created ?? createdAt, updatedAt: fields.modified ?? updatedAt,
-                    created: fields.created, modified: fields.modified, attachments: fields.attachments, pending: pending, refusal: refusal)
+        return Note(
+            id: id, title: fields.title, body: fields.body, tags: fields.tags, folder: fields.folder,
+            pinned: fields.pinned,
+            trashed: fields.trashed, rev: rev, createdAt: fields.created ?? createdAt,
+            updatedAt: fields.modified ?? updatedAt,
+            created: fields.created, modified: fields.modified, attachments: fields.attachments, pending: pending,
+            refusal: refusal)
     }
 
     init(_ row: RecordRow, schema: CollectionSchema) {
-        self.init(collection: row.collection, id: row.id, fields: schema.completed(row.localFields), rev: row.rev,
-                  createdAt: row.createdAt, updatedAt: row.updatedAt, pending: row.pending, refusal: row.state.refusal,
-                  conflicts: row.state.conflicts)
+        self.init(
+            collection: row.collection, id: row.id, fields: schema.completed(row.localFields), rev: row.rev,
+            createdAt: row.createdAt, updatedAt: row.updatedAt, pending: row.pending, refusal: row.state.refusal,
+            conflicts: row.state.conflicts)
     }
 }
 
 extension LocalStore {
     /// Runs `body` as one transaction: every edit in it is stored, or none.
-    public func transaction<T: Sendable>(now: Date = Date(), _ body: @Sendable (inout LocalTransaction) throws -> T) async throws -> (value: T, effect: StoreEffect) {
+    public func transaction<T: Sendable>(now: Date = Date(), _ body: @Sendable (inout LocalTransaction) throws -> T)
+        async throws -> (value: T, effect: StoreEffect)
+    {
         try await writer.write { db in
-            var transaction = LocalTransaction(db: db, store: self, parser: ChangeParser(schemas: schemas, limits: try limits(db)), now: now)
+            var transaction = LocalTransaction(
+                db: db, store: self, parser: ChangeParser(schemas: schemas, limits: try limits(db)), now: now)
             let value = try body(&transaction)
             var effect = StoreEffect()
             // Each record once; one created and purged in the same transaction was never there.
@@ -187,7 +207,9 @@ extension LocalStore {
                     effect.change(id, in: collection)
                 }
             }
-            for (collection, id) in transaction.removed where !transaction.added.contains(id) { effect.remove(id, in: collection) }
+            for (collection, id) in transaction.removed where !transaction.added.contains(id) {
+                effect.remove(id, in: collection)
+            }
             return (value, effect)
         }
     }
@@ -196,13 +218,17 @@ extension LocalStore {
     public func record(_ collection: String, id: String) async throws -> StoredRecord? {
         guard let schema = schemas[collection] else { return nil }
         return try await writer.read { db in
-            guard let row = try RecordRow.find(db, id: id), row.collection == collection, !row.state.purging else { return nil }
+            guard let row = try RecordRow.find(db, id: id), row.collection == collection, !row.state.purging else {
+                return nil
+            }
             return StoredRecord(row, schema: schema)
         }
     }
 
     /// The records of `collection` that match `query`, in its order.
-    public func records(_ collection: String, matching query: RecordQuery = RecordQuery()) async throws -> [StoredRecord] {
+    public func records(_ collection: String, matching query: RecordQuery = RecordQuery()) async throws
+        -> [StoredRecord]
+    {
         let schema = try declared(collection)
         return try await writer.read { db in try Self.fetch(db, collection, schema: schema, query) }
     }
@@ -214,12 +240,16 @@ extension LocalStore {
         return schema
     }
 
-    static func fetch(_ db: Database, _ collection: String, schema: CollectionSchema, _ query: RecordQuery) throws -> [StoredRecord] {
+    static func fetch(_ db: Database, _ collection: String, schema: CollectionSchema, _ query: RecordQuery) throws
+        -> [StoredRecord]
+    {
         let (sql, arguments) = try Self.sql(collection, schema: schema, query)
         return try RecordRow.fetchAll(db, sql: sql, arguments: arguments).map { StoredRecord($0, schema: schema) }
     }
 
-    static func sql(_ collection: String, schema: CollectionSchema, _ query: RecordQuery) throws -> (String, StatementArguments) {
+    static func sql(_ collection: String, schema: CollectionSchema, _ query: RecordQuery) throws -> (
+        String, StatementArguments
+    ) {
         var sql = "SELECT record.* FROM record"
         var conditions = ["record.collection = ?", RecordRow.visible]
         var arguments: StatementArguments = [collection]
@@ -254,7 +284,9 @@ extension LocalStore {
             case .date(let name, let fallback):
                 _ = try self.field(name, of: schema, kind: .scalar)
                 // SQLite keeps the record's dates as UTC text; julianday() reads them.
-                orderings.append("coalesce(json_extract(record.local, '$.\(name)'), (julianday(record.\(fallback.rawValue)) - 2440587.5) * 86400000.0) DESC")
+                orderings.append(
+                    "coalesce(json_extract(record.local, '$.\(name)'), (julianday(record.\(fallback.rawValue)) - 2440587.5) * 86400000.0) DESC"
+                )
             case .field(let name, let descending):
                 let spec = try self.field(name, of: schema, kind: .scalar)
                 orderings.append("coalesce(json_extract(record.local, '$.\(name)'), ?) \(descending ? "DESC" : "ASC")")

@@ -47,10 +47,14 @@ public struct StoreEffect: Sendable, Hashable {
 
     /// `ids` grouped by collection, each group in the order of `ids`, groups by name.
     func byCollection(_ ids: [String]) -> [(String, [String])] {
-        Dictionary(grouping: ids) { collections[$0] ?? LocalStore.collection }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        Dictionary(grouping: ids) { collections[$0] ?? LocalStore.collection }.sorted { $0.key < $1.key }.map {
+            ($0.key, $0.value)
+        }
     }
 
-    public var isEmpty: Bool { changed.isEmpty && removed.isEmpty && forked.isEmpty && refused.isEmpty && conflicts.isEmpty }
+    public var isEmpty: Bool {
+        changed.isEmpty && removed.isEmpty && forked.isEmpty && refused.isEmpty && conflicts.isEmpty
+    }
 
     public static func == (a: StoreEffect, b: StoreEffect) -> Bool {
         a.changed == b.changed && a.removed == b.removed && a.forked.map(\.0) == b.forked.map(\.0)
@@ -88,16 +92,18 @@ extension LocalStore {
                 var seen: Set<String> = []
                 for record in records where schemas[record.collection] != nil {
                     // An id the page brings twice is looked up again the second time.
-                    let known = seen.insert(record.id).inserted && !held.contains(record.id)
+                    let known =
+                        seen.insert(record.id).inserted && !held.contains(record.id)
                         ? Known(held: false, buried: buried.contains(record.id)) : nil
                     try absorb(db, record: record, effect: &effect, known: known)
                 }
                 // Rows inserted in this transaction have keys above every key before it; their
                 // text was kept as they were inserted (`noted_page_search_text`, while deferred).
-                try db.execute(sql: """
-                    INSERT INTO record_fts(rowid, content)
-                    SELECT rowKey, noted_page_search_text(rowKey, collection, local) FROM record WHERE rowKey > ?
-                    """, arguments: [before])
+                try db.execute(
+                    sql: """
+                        INSERT INTO record_fts(rowid, content)
+                        SELECT rowKey, noted_page_search_text(rowKey, collection, local) FROM record WHERE rowKey > ?
+                        """, arguments: [before])
             }
             try setMeta(db, "cursor", String(cursor))
             return effect
@@ -116,8 +122,10 @@ extension LocalStore {
             let cursor = try meta(db, "cursor").flatMap(Int64.init) ?? 0
             // The ids first: reading and decoding every synced record to find the few absent
             // ones took 2 % of an initial sync of 10,000 notes.
-            let absent = try Row.fetchAll(db, sql: "SELECT rowKey, id FROM record WHERE rev > 0 OR \(RecordRow.inflight)")
-                .filter { !ids.contains($0["id"]) }.map { $0["rowKey"] as Int64 }
+            let absent = try Row.fetchAll(
+                db, sql: "SELECT rowKey, id FROM record WHERE rev > 0 OR \(RecordRow.inflight)"
+            )
+            .filter { !ids.contains($0["id"]) }.map { $0["rowKey"] as Int64 }
             guard !absent.isEmpty else { return effect }
             let candidates = try RecordRow.filter(keys: absent).order(RecordRow.Columns.rowKey).fetchAll(db)
             for row in candidates {
@@ -143,7 +151,9 @@ extension LocalStore {
         for start in stride(from: 0, to: ids.count, by: 500) {
             let batch = Array(ids[start..<min(start + 500, ids.count)])
             let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
-            found.formUnion(try String.fetchAll(db, sql: "SELECT id FROM \(table) WHERE id IN (\(marks))", arguments: StatementArguments(batch)))
+            found.formUnion(
+                try String.fetchAll(
+                    db, sql: "SELECT id FROM \(table) WHERE id IN (\(marks))", arguments: StatementArguments(batch)))
         }
         return found
     }
@@ -172,7 +182,8 @@ extension LocalStore {
             if before == nil {
                 try after.insertNew(db)
                 if let fields = out.newFields, let rowKey = after.rowKey {
-                    searchIndexDeferred.keep(searchTexts.of(collection: after.collection, fields: fields), from: after.local, of: rowKey)
+                    searchIndexDeferred.keep(
+                        searchTexts.of(collection: after.collection, fields: fields), from: after.local, of: rowKey)
                 }
             } else if after != before {
                 try after.update(db)
@@ -190,14 +201,17 @@ extension LocalStore {
 
     private func isBuried(_ db: Database, _ id: String) throws -> Bool {
         // A cached statement: asked for every record a pull brings that this store lacks.
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM tombstone WHERE id = ?)"), arguments: [id]) ?? false
+        try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM tombstone WHERE id = ?)"), arguments: [id]) ?? false
     }
 
     /// The first `limit` records (in the order they were made) whose sync flags are one of
     /// `flags`, of a declared collection, not in `excluding`: chosen through the flags index
     /// alone (it holds the collection and the id), then read. Filtering the records themselves
     /// read every waiting one, long as they are, for every batch.
-    static func outboxRows(_ db: Database, flags: [Int], declared: [String], excluding: Set<String>, limit: Int) throws -> [RecordRow] {
+    static func outboxRows(_ db: Database, flags: [Int], declared: [String], excluding: Set<String>, limit: Int) throws
+        -> [RecordRow]
+    {
         func marks(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ",") }
         let excluded = Array(excluding)
         // One flag value at a time: the index then yields its rows in `rowKey` order and the
@@ -223,7 +237,9 @@ extension LocalStore {
 
     /// The changes to push: first every in-flight change not in `sent` (resent unchanged),
     /// then new changes for dirty records without one, written as in-flight before returning.
-    public func outbox(excluding sent: Set<String>, limit: Int) async throws -> (changes: [OutboxChange], effect: StoreEffect) {
+    public func outbox(excluding sent: Set<String>, limit: Int) async throws -> (
+        changes: [OutboxChange], effect: StoreEffect
+    ) {
         try await writer.write { db in
             var effect = StoreEffect()
             // Only as many rows as can be taken are read and decoded, those in `sent` left out
@@ -239,7 +255,9 @@ extension LocalStore {
             // again in this call): the server would refuse them `missing_blob`.
             var skipped = sent
             while result.count < limit {
-                let handled = try Self.outboxRows(db, flags: SyncState.waitingFlags, declared: declared, excluding: skipped, limit: limit - result.count)
+                let handled = try Self.outboxRows(
+                    db, flags: SyncState.waitingFlags, declared: declared, excluding: skipped,
+                    limit: limit - result.count)
                 guard !handled.isEmpty else { break }
                 for row in handled {
                     guard result.count < limit else { break }
@@ -253,13 +271,18 @@ extension LocalStore {
     }
 
     /// The in-flight changes of records not in `sent`, to resend unchanged, at most `limit`.
-    private func inflightChanges(_ db: Database, declared: [String], excluding sent: Set<String>, limit: Int) throws -> [OutboxChange] {
+    private func inflightChanges(_ db: Database, declared: [String], excluding sent: Set<String>, limit: Int) throws
+        -> [OutboxChange]
+    {
         var result: [OutboxChange] = []
-        let rows = try Self.outboxRows(db, flags: SyncState.inflightFlags, declared: declared, excluding: sent, limit: limit)
+        let rows = try Self.outboxRows(
+            db, flags: SyncState.inflightFlags, declared: declared, excluding: sent, limit: limit)
         for row in rows where result.count < limit {
             guard let change = row.state.inflight, let value = try? JSONValue.parse(change.body) else { continue }
             // A change refused `missing_blob` waits for its files to go up again.
-            if let ops = value["fields"]?.objectValue, try Self.uploadGate(db, ops: ops, schema: schemas[row.collection]) == .waiting {
+            if let ops = value["fields"]?.objectValue,
+                try Self.uploadGate(db, ops: ops, schema: schemas[row.collection]) == .waiting
+            {
                 continue
             }
             result.append(OutboxChange(recordID: row.id, ccid: change.ccid, body: value))
@@ -271,12 +294,15 @@ extension LocalStore {
     /// none to send now: a purged record the server never had is deleted, a record whose edits
     /// cancel out is synced again, one whose files are still uploading waits (added to
     /// `skipped`), one too large is refused.
-    private func newChange(_ db: Database, row: RecordRow, effect: inout StoreEffect, skipped: inout Set<String>) throws -> OutboxChange? {
+    private func newChange(_ db: Database, row: RecordRow, effect: inout StoreEffect, skipped: inout Set<String>) throws
+        -> OutboxChange?
+    {
         var row = row
         let ccid = ChangeID.next()
         let baseRev = row.state.nextBaseRev(shadowRev: row.rev)
         var change: [String: JSONValue] = [
-            "ccid": .string(ccid), "collection": .string(row.collection), "id": .string(row.id), "baseRev": .int(baseRev),
+            "ccid": .string(ccid), "collection": .string(row.collection), "id": .string(row.id),
+            "baseRev": .int(baseRev),
         ]
         var sentFields: [String: JSONValue]?
         if row.state.purging {
@@ -289,7 +315,8 @@ extension LocalStore {
             change["fields"] = .object([:])
         } else {
             let math = recordMath(row.collection)
-            let ops = math.ops(from: row.shadowFields, to: row.localFields, textAsSet: row.rev == 0 || row.state.sendsTextAsSet)
+            let ops = math.ops(
+                from: row.shadowFields, to: row.localFields, textAsSet: row.rev == 0 || row.state.sendsTextAsSet)
             guard !ops.isEmpty || row.rev == 0 else {
                 row.state.nothingToSend()
                 try row.update(db)
@@ -342,15 +369,21 @@ extension LocalStore {
         try await refused(id: change.recordID, ccid: change.ccid, code: .tooLarge, text: reason, current: nil)
     }
 
-    private func refused(id: String, ccid: String, code: ErrorCode, text: String, current: NotedCore.Record?) async throws -> StoreEffect {
+    private func refused(id: String, ccid: String, code: ErrorCode, text: String, current: NotedCore.Record?)
+        async throws -> StoreEffect
+    {
         try await writer.write { db in
-            guard let row = try RecordRow.find(db, id: id), row.state.inflight?.ccid == ccid else { return StoreEffect() }
+            guard let row = try RecordRow.find(db, id: id), row.state.inflight?.ccid == ccid else {
+                return StoreEffect()
+            }
             // `missing_blob`: the files the change adds go up again; one this device lacks too
             // refuses the change (RecordTransition.refused).
-            let absent = code == .missingBlob
+            let absent =
+                code == .missingBlob
                 ? try Self.markAttachmentsPending(db, fields: row.localFields, schema: schemas[row.collection]) : nil
             var out = RecordTransition.Outcome(record: row)
-            transition(row.collection).refused(ccid: ccid, code: code, message: text, current: current, absentAttachment: absent, into: &out)
+            transition(row.collection).refused(
+                ccid: ccid, code: code, message: text, current: current, absentAttachment: absent, into: &out)
             try commit(db, before: row, out)
             return out.effect
         }
@@ -372,13 +405,16 @@ extension LocalStore {
 
     /// Applies a `change` broadcast when the record is exactly at its `prevRev`; returns false
     /// when the client must pull instead.
-    public func applyBroadcast(_ broadcast: Broadcast, limits: Limits) async throws -> (applied: Bool, effect: StoreEffect) {
+    public func applyBroadcast(_ broadcast: Broadcast, limits: Limits) async throws -> (
+        applied: Bool, effect: StoreEffect
+    ) {
         guard schemas[broadcast.collection] != nil else { return (true, StoreEffect()) }
         return try await writer.write { db in
             let row = try RecordRow.find(db, id: broadcast.id)
             let buried = try row == nil && isBuried(db, broadcast.id)
             var out = RecordTransition.Outcome(record: row)
-            let applied = transition(broadcast.collection).broadcast(broadcast, buried: buried, limits: limits, into: &out)
+            let applied = transition(broadcast.collection).broadcast(
+                broadcast, buried: buried, limits: limits, into: &out)
             try commit(db, before: row, out)
             return (applied, out.effect)
         }
@@ -392,7 +428,8 @@ extension LocalStore {
     /// Notes whose last merge could not place all of this device's edit, with the fields.
     public func conflicts() async throws -> [(id: String, fields: [String])] {
         try await writer.read { db in
-            try RecordRow.filter(sql: "json_extract(sync, '$.conflicts') IS NOT NULL AND \(RecordRow.visible)").fetchAll(db)
+            try RecordRow.filter(sql: "json_extract(sync, '$.conflicts') IS NOT NULL AND \(RecordRow.visible)")
+                .fetchAll(db)
                 .map { ($0.id, $0.state.conflicts) }
         }
     }

@@ -49,7 +49,8 @@ public struct LocalStore: Sendable {
             try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
             return try LocalStore(pool, collections: collections)
         } catch let error as DatabaseError {
-            throw NotedClientError(.storage, "cannot open the local database at \(path): \(error.message ?? "\(error.resultCode)")")
+            throw NotedClientError(
+                .storage, "cannot open the local database at \(path): \(error.message ?? "\(error.resultCode)")")
         }
     }
 
@@ -72,10 +73,14 @@ public struct LocalStore: Sendable {
             db.add(function: searchText)
             db.add(function: pageSearchText)
             // Named by the v9 trigger, which v10 replaced (a database is migrated through it).
-            db.add(function: DatabaseFunction("noted_search_index_deferred", argumentCount: 0, pure: false) { _ in deferral.isOn })
-            db.add(function: DatabaseFunction("noted_search_index_pending", argumentCount: 1, pure: false) { values in
-                deferral.isPending(Int64.fromDatabaseValue(values[0]) ?? 0)
-            })
+            db.add(
+                function: DatabaseFunction("noted_search_index_deferred", argumentCount: 0, pure: false) { _ in
+                    deferral.isOn
+                })
+            db.add(
+                function: DatabaseFunction("noted_search_index_pending", argumentCount: 1, pure: false) { values in
+                    deferral.isPending(Int64.fromDatabaseValue(values[0]) ?? 0)
+                })
         }
         try Self.migrator.migrate(writer)
         try reindexIfSearchableChanged()
@@ -96,15 +101,18 @@ public struct LocalStore: Sendable {
     /// The full-text index holds what was `searchable` when each record was written: when the
     /// app's schemas mark other fields now, every record is indexed again.
     private func reindexIfSearchableChanged() throws {
-        let searchable = JSONValue.object(schemas.schemas.mapValues { schema in
-            .array(schema.fields.filter(\.value.searchable).keys.sorted().map(JSONValue.string))
-        }).jsonString
+        let searchable = JSONValue.object(
+            schemas.schemas.mapValues { schema in
+                .array(schema.fields.filter(\.value.searchable).keys.sorted().map(JSONValue.string))
+            }
+        ).jsonString
         try writer.write { db in
             guard try meta(db, "searchable") != searchable else { return }
-            try db.execute(sql: """
-                INSERT INTO record_fts(record_fts) VALUES ('delete-all');
-                INSERT INTO record_fts(rowid, content) SELECT rowKey, noted_search_text(collection, local) FROM record;
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO record_fts(record_fts) VALUES ('delete-all');
+                    INSERT INTO record_fts(rowid, content) SELECT rowKey, noted_search_text(collection, local) FROM record;
+                    """)
             try setMeta(db, "searchable", searchable)
         }
     }
@@ -113,7 +121,8 @@ public struct LocalStore: Sendable {
     /// full-text index.
     static func searchText(_ text: SearchText) -> DatabaseFunction {
         DatabaseFunction("noted_search_text", argumentCount: 2, pure: true) { values in
-            guard let collection = String.fromDatabaseValue(values[0]), let local = String.fromDatabaseValue(values[1]) else { return "" }
+            guard let collection = String.fromDatabaseValue(values[0]), let local = String.fromDatabaseValue(values[1])
+            else { return "" }
             return text.of(collection: collection, local: local)
         }
     }
@@ -123,9 +132,12 @@ public struct LocalStore: Sendable {
     /// so that each new record's JSON is not parsed again to index it.
     static func pageSearchText(_ text: SearchText, _ deferral: SearchIndexDeferral) -> DatabaseFunction {
         DatabaseFunction("noted_page_search_text", argumentCount: 3, pure: false) { values in
-            guard let collection = String.fromDatabaseValue(values[1]), let local = String.fromDatabaseValue(values[2]) else { return "" }
+            guard let collection = String.fromDatabaseValue(values[1]), let local = String.fromDatabaseValue(values[2])
+            else { return "" }
             // Kept for this very text only: a row changed again within the page is parsed.
-            if let rowKey = Int64.fromDatabaseValue(values[0]), let kept = deferral.text(of: rowKey), kept.local == local {
+            if let rowKey = Int64.fromDatabaseValue(values[0]), let kept = deferral.text(of: rowKey),
+                kept.local == local
+            {
                 return kept.text
             }
             return text.of(collection: collection, local: local)
@@ -162,20 +174,21 @@ public struct LocalStore: Sendable {
             }
             // Full-text index over title and body, kept in step with `record` by triggers so it
             // is written in the same transaction as the edit.
-            try db.execute(sql: """
-                CREATE VIRTUAL TABLE note_fts USING fts5(title, body, tokenize = 'unicode61 remove_diacritics 2');
-                CREATE TRIGGER record_fts_insert AFTER INSERT ON record BEGIN
-                  INSERT INTO note_fts(rowid, title, body)
-                  VALUES (new.rowKey, json_extract(new.local, '$.title'), json_extract(new.local, '$.body'));
-                END;
-                CREATE TRIGGER record_fts_delete AFTER DELETE ON record BEGIN
-                  DELETE FROM note_fts WHERE rowid = old.rowKey;
-                END;
-                CREATE TRIGGER record_fts_update AFTER UPDATE OF local ON record BEGIN
-                  UPDATE note_fts SET title = json_extract(new.local, '$.title'), body = json_extract(new.local, '$.body')
-                  WHERE rowid = new.rowKey;
-                END;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE VIRTUAL TABLE note_fts USING fts5(title, body, tokenize = 'unicode61 remove_diacritics 2');
+                    CREATE TRIGGER record_fts_insert AFTER INSERT ON record BEGIN
+                      INSERT INTO note_fts(rowid, title, body)
+                      VALUES (new.rowKey, json_extract(new.local, '$.title'), json_extract(new.local, '$.body'));
+                    END;
+                    CREATE TRIGGER record_fts_delete AFTER DELETE ON record BEGIN
+                      DELETE FROM note_fts WHERE rowid = old.rowKey;
+                    END;
+                    CREATE TRIGGER record_fts_update AFTER UPDATE OF local ON record BEGIN
+                      UPDATE note_fts SET title = json_extract(new.local, '$.title'), body = json_extract(new.local, '$.body')
+                      WHERE rowid = new.rowKey;
+                    END;
+                    """)
         }
         migrator.registerMigration("v2: conflicts") { db in
             try db.alter(table: "record") { t in
@@ -200,24 +213,25 @@ public struct LocalStore: Sendable {
         }
         migrator.registerMigration("v6: search over every collection") { db in
             // The searchable fields of each record's collection, instead of the notes' title and body.
-            try db.execute(sql: """
-                DROP TRIGGER record_fts_insert;
-                DROP TRIGGER record_fts_delete;
-                DROP TRIGGER record_fts_update;
-                DROP TABLE note_fts;
-                CREATE VIRTUAL TABLE record_fts USING fts5(content, tokenize = 'unicode61 remove_diacritics 2');
-                INSERT INTO record_fts(rowid, content) SELECT rowKey, noted_search_text(collection, local) FROM record;
-                CREATE TRIGGER record_fts_insert AFTER INSERT ON record BEGIN
-                  INSERT INTO record_fts(rowid, content) VALUES (new.rowKey, noted_search_text(new.collection, new.local));
-                END;
-                CREATE TRIGGER record_fts_delete AFTER DELETE ON record BEGIN
-                  DELETE FROM record_fts WHERE rowid = old.rowKey;
-                END;
-                CREATE TRIGGER record_fts_update AFTER UPDATE OF local ON record BEGIN
-                  UPDATE record_fts SET content = noted_search_text(new.collection, new.local) WHERE rowid = new.rowKey;
-                END;
-                CREATE INDEX record_by_collection ON record(collection, updatedAt);
-                """)
+            try db.execute(
+                sql: """
+                    DROP TRIGGER record_fts_insert;
+                    DROP TRIGGER record_fts_delete;
+                    DROP TRIGGER record_fts_update;
+                    DROP TABLE note_fts;
+                    CREATE VIRTUAL TABLE record_fts USING fts5(content, tokenize = 'unicode61 remove_diacritics 2');
+                    INSERT INTO record_fts(rowid, content) SELECT rowKey, noted_search_text(collection, local) FROM record;
+                    CREATE TRIGGER record_fts_insert AFTER INSERT ON record BEGIN
+                      INSERT INTO record_fts(rowid, content) VALUES (new.rowKey, noted_search_text(new.collection, new.local));
+                    END;
+                    CREATE TRIGGER record_fts_delete AFTER DELETE ON record BEGIN
+                      DELETE FROM record_fts WHERE rowid = old.rowKey;
+                    END;
+                    CREATE TRIGGER record_fts_update AFTER UPDATE OF local ON record BEGIN
+                      UPDATE record_fts SET content = noted_search_text(new.collection, new.local) WHERE rowid = new.rowKey;
+                    END;
+                    CREATE INDEX record_by_collection ON record(collection, updatedAt);
+                    """)
         }
         migrator.registerMigration("v7: sync flags") { db in
             // The pending state's flags, computed from `sync` by SQLite itself (a generated
@@ -225,40 +239,43 @@ public struct LocalStore: Sendable {
             // `RecordRow.pending`). The index holds what the outbox filters on (collection,
             // id), so that skipping the changes already sent reads no record: they are long
             // (the fields, twice, and the change in flight) and each read walked their pages.
-            try db.execute(sql: """
-                ALTER TABLE record ADD COLUMN syncFlags INTEGER GENERATED ALWAYS AS (
-                    CASE WHEN sync IS NULL THEN 0 ELSE
-                        (CASE WHEN json_extract(sync, '$.edited') THEN \(SyncState.editedFlag) ELSE 0 END)
-                      | (CASE WHEN json_extract(sync, '$.purging') THEN \(SyncState.purgingFlag) ELSE 0 END)
-                      | (CASE WHEN json_extract(sync, '$.inflight') IS NOT NULL THEN \(SyncState.inflightFlag) ELSE 0 END)
-                    END) VIRTUAL;
-                CREATE INDEX record_by_sync_flags ON record(syncFlags, rowKey, collection, id) WHERE syncFlags <> 0;
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE record ADD COLUMN syncFlags INTEGER GENERATED ALWAYS AS (
+                        CASE WHEN sync IS NULL THEN 0 ELSE
+                            (CASE WHEN json_extract(sync, '$.edited') THEN \(SyncState.editedFlag) ELSE 0 END)
+                          | (CASE WHEN json_extract(sync, '$.purging') THEN \(SyncState.purgingFlag) ELSE 0 END)
+                          | (CASE WHEN json_extract(sync, '$.inflight') IS NOT NULL THEN \(SyncState.inflightFlag) ELSE 0 END)
+                        END) VIRTUAL;
+                    CREATE INDEX record_by_sync_flags ON record(syncFlags, rowKey, collection, id) WHERE syncFlags <> 0;
+                    """)
             // A record is written whole (every column), so the search index was rebuilt for it
             // on every acknowledgement too: now only when its text changed.
-            try db.execute(sql: """
-                DROP TRIGGER record_fts_update;
-                CREATE TRIGGER record_fts_update AFTER UPDATE OF local ON record WHEN old.local IS NOT new.local BEGIN
-                  UPDATE record_fts SET content = noted_search_text(new.collection, new.local) WHERE rowid = new.rowKey;
-                END;
-                """)
+            try db.execute(
+                sql: """
+                    DROP TRIGGER record_fts_update;
+                    CREATE TRIGGER record_fts_update AFTER UPDATE OF local ON record WHEN old.local IS NOT new.local BEGIN
+                      UPDATE record_fts SET content = noted_search_text(new.collection, new.local) WHERE rowid = new.rowKey;
+                    END;
+                    """)
         }
         migrator.registerMigration("v8: attachments") { db in
             // Files of attachments: those added here until the server has them (`pending` 1),
             // those the server refused for good (`pending` 2, why in `refusal`), and those
             // fetched from the server (0), kept for offline use.
-            try db.execute(sql: """
-                CREATE TABLE blob (
-                    sha256 TEXT PRIMARY KEY,
-                    size INTEGER NOT NULL,
-                    type TEXT NOT NULL,
-                    data BLOB NOT NULL,
-                    pending INTEGER NOT NULL,
-                    usedAt INTEGER NOT NULL,
-                    refusal TEXT
-                );
-                CREATE INDEX blob_by_pending ON blob(pending) WHERE pending;
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE blob (
+                        sha256 TEXT PRIMARY KEY,
+                        size INTEGER NOT NULL,
+                        type TEXT NOT NULL,
+                        data BLOB NOT NULL,
+                        pending INTEGER NOT NULL,
+                        usedAt INTEGER NOT NULL,
+                        refusal TEXT
+                    );
+                    CREATE INDEX blob_by_pending ON blob(pending) WHERE pending;
+                    """)
         }
         migrator.registerMigration("v9: search index written per page") { db in
             // FTS5 writes what it has gathered to a new segment at every statement savepoint,
@@ -266,12 +283,13 @@ public struct LocalStore: Sendable {
             // its own and the merges after it: most of an initial sync's time (issue 18). While a
             // page is stored the trigger stands aside and the page's new records are indexed
             // by one statement (`LocalStore.storePage`).
-            try db.execute(sql: """
-                DROP TRIGGER record_fts_insert;
-                CREATE TRIGGER record_fts_insert AFTER INSERT ON record WHEN NOT noted_search_index_deferred() BEGIN
-                  INSERT INTO record_fts(rowid, content) VALUES (new.rowKey, noted_search_text(new.collection, new.local));
-                END;
-                """)
+            try db.execute(
+                sql: """
+                    DROP TRIGGER record_fts_insert;
+                    CREATE TRIGGER record_fts_insert AFTER INSERT ON record WHEN NOT noted_search_index_deferred() BEGIN
+                      INSERT INTO record_fts(rowid, content) VALUES (new.rowKey, noted_search_text(new.collection, new.local));
+                    END;
+                    """)
         }
         migrator.registerMigration("v10: search index without a copy of the text") { db in
             // The index kept its own copy of every record's searchable text, which nothing reads
@@ -281,25 +299,26 @@ public struct LocalStore: Sendable {
             // `noted_search_text(collection, local)` gives again), so the update and delete
             // triggers pass the old text. A row inserted while a page is stored is not in the
             // index until the page's end (`noted_search_index_pending`): its triggers stand aside.
-            try db.execute(sql: """
-                DROP TRIGGER record_fts_insert;
-                DROP TRIGGER record_fts_delete;
-                DROP TRIGGER record_fts_update;
-                DROP TABLE record_fts;
-                CREATE VIRTUAL TABLE record_fts USING fts5(content, content = '', tokenize = 'unicode61 remove_diacritics 2');
-                INSERT INTO record_fts(rowid, content) SELECT rowKey, noted_search_text(collection, local) FROM record;
-                CREATE TRIGGER record_fts_insert AFTER INSERT ON record WHEN NOT noted_search_index_pending(new.rowKey) BEGIN
-                  INSERT INTO record_fts(rowid, content) VALUES (new.rowKey, noted_search_text(new.collection, new.local));
-                END;
-                CREATE TRIGGER record_fts_delete AFTER DELETE ON record WHEN NOT noted_search_index_pending(old.rowKey) BEGIN
-                  INSERT INTO record_fts(record_fts, rowid, content) VALUES ('delete', old.rowKey, noted_search_text(old.collection, old.local));
-                END;
-                CREATE TRIGGER record_fts_update AFTER UPDATE OF local ON record
-                WHEN old.local IS NOT new.local AND NOT noted_search_index_pending(old.rowKey) BEGIN
-                  INSERT INTO record_fts(record_fts, rowid, content) VALUES ('delete', old.rowKey, noted_search_text(old.collection, old.local));
-                  INSERT INTO record_fts(rowid, content) VALUES (new.rowKey, noted_search_text(new.collection, new.local));
-                END;
-                """)
+            try db.execute(
+                sql: """
+                    DROP TRIGGER record_fts_insert;
+                    DROP TRIGGER record_fts_delete;
+                    DROP TRIGGER record_fts_update;
+                    DROP TABLE record_fts;
+                    CREATE VIRTUAL TABLE record_fts USING fts5(content, content = '', tokenize = 'unicode61 remove_diacritics 2');
+                    INSERT INTO record_fts(rowid, content) SELECT rowKey, noted_search_text(collection, local) FROM record;
+                    CREATE TRIGGER record_fts_insert AFTER INSERT ON record WHEN NOT noted_search_index_pending(new.rowKey) BEGIN
+                      INSERT INTO record_fts(rowid, content) VALUES (new.rowKey, noted_search_text(new.collection, new.local));
+                    END;
+                    CREATE TRIGGER record_fts_delete AFTER DELETE ON record WHEN NOT noted_search_index_pending(old.rowKey) BEGIN
+                      INSERT INTO record_fts(record_fts, rowid, content) VALUES ('delete', old.rowKey, noted_search_text(old.collection, old.local));
+                    END;
+                    CREATE TRIGGER record_fts_update AFTER UPDATE OF local ON record
+                    WHEN old.local IS NOT new.local AND NOT noted_search_index_pending(old.rowKey) BEGIN
+                      INSERT INTO record_fts(record_fts, rowid, content) VALUES ('delete', old.rowKey, noted_search_text(old.collection, old.local));
+                      INSERT INTO record_fts(rowid, content) VALUES (new.rowKey, noted_search_text(new.collection, new.local));
+                    END;
+                    """)
         }
         return migrator
     }
@@ -309,27 +328,34 @@ public struct LocalStore: Sendable {
     /// v4 wrote whatever `RecordRow` becomes.
     static func migrateToSyncState(_ db: Database) throws {
         try db.alter(table: "record") { t in t.add(column: "sync", .text) }
-        let rows = try Row.fetchAll(db, sql: """
-            SELECT rowKey, rev, local, dirty, localDeleted, textAsSet, syncError, inflightCcid, inflightBaseRev, inflightBody,
-                   inflightSent, stash, stashRev, stashUpdatedAt, conflicts, setBaseRev, absentAtSeq
-            FROM record
-            WHERE dirty OR localDeleted OR textAsSet OR syncError IS NOT NULL OR inflightCcid IS NOT NULL OR conflicts IS NOT NULL
-            """)
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT rowKey, rev, local, dirty, localDeleted, textAsSet, syncError, inflightCcid, inflightBaseRev, inflightBody,
+                       inflightSent, stash, stashRev, stashUpdatedAt, conflicts, setBaseRev, absentAtSeq
+                FROM record
+                WHERE dirty OR localDeleted OR textAsSet OR syncError IS NOT NULL OR inflightCcid IS NOT NULL OR conflicts IS NOT NULL
+                """)
         for row in rows {
             let state = v4SyncState(row)
-            try db.execute(sql: "UPDATE record SET sync = ? WHERE rowKey = ?",
-                           arguments: [state == .synced ? nil : state.json.jsonString, row["rowKey"] as Int64])
+            try db.execute(
+                sql: "UPDATE record SET sync = ? WHERE rowKey = ?",
+                arguments: [state == .synced ? nil : state.json.jsonString, row["rowKey"] as Int64])
         }
         try db.alter(table: "record") { t in
-            for column in ["dirty", "localDeleted", "textAsSet", "syncError", "inflightCcid", "inflightBaseRev", "inflightBody",
-                           "inflightSent", "stash", "stashRev", "stashUpdatedAt", "conflicts", "setBaseRev", "absentAtSeq"] {
+            for column in [
+                "dirty", "localDeleted", "textAsSet", "syncError", "inflightCcid", "inflightBaseRev", "inflightBody",
+                "inflightSent", "stash", "stashRev", "stashUpdatedAt", "conflicts", "setBaseRev", "absentAtSeq",
+            ] {
                 t.drop(column: column)
             }
         }
     }
 
     static func v4SyncState(_ row: Row) -> SyncState {
-        func object(_ text: String?) -> [String: JSONValue]? { text.flatMap { (try? JSONValue.parse($0))?.objectValue } }
+        func object(_ text: String?) -> [String: JSONValue]? {
+            text.flatMap { (try? JSONValue.parse($0))?.objectValue }
+        }
         var state = SyncState()
         state.edited = row["dirty"]
         state.purging = row["localDeleted"]
@@ -339,10 +365,12 @@ public struct LocalStore: Sendable {
         if let ccid: String = row["inflightCcid"] {
             let body: String? = row["inflightBody"]
             let isPurge = body.flatMap { try? JSONValue.parse($0) }?["op"]?.stringValue == "delete"
-            var change = SyncState.Inflight(ccid: ccid, baseRev: row["inflightBaseRev"] ?? row["rev"], body: body ?? "",
-                                            sent: isPurge ? nil : object(row["inflightSent"]) ?? object(row["local"]) ?? [:])
+            var change = SyncState.Inflight(
+                ccid: ccid, baseRev: row["inflightBaseRev"] ?? row["rev"], body: body ?? "",
+                sent: isPurge ? nil : object(row["inflightSent"]) ?? object(row["local"]) ?? [:])
             if let stashRev: Int64 = row["stashRev"] {
-                change.newest = SyncState.Newest(fields: object(row["stash"]), rev: stashRev, updatedAt: row["stashUpdatedAt"] ?? Date())
+                change.newest = SyncState.Newest(
+                    fields: object(row["stash"]), rev: stashRev, updatedAt: row["stashUpdatedAt"] ?? Date())
             }
             change.absentAtSeq = row["absentAtSeq"]
             if body != nil {
@@ -363,7 +391,9 @@ public struct LocalStore: Sendable {
 
     func setMeta(_ db: Database, _ key: String, _ value: String?) throws {
         if let value {
-            try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [key, value])
+            try db.execute(
+                sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                arguments: [key, value])
         } else {
             try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
         }
@@ -411,7 +441,12 @@ final class SearchIndexDeferral: @unchecked Sendable {
     /// which the caller indexes afterwards.
     func whileDeferred<T>(above floor: Int64, _ body: () throws -> T) rethrows -> T {
         lock.withLock { self.floor = floor }
-        defer { lock.withLock { self.floor = nil; texts = [:] } }
+        defer {
+            lock.withLock {
+                self.floor = nil
+                texts = [:]
+            }
+        }
         return try body()
     }
 

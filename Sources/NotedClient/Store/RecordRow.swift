@@ -60,8 +60,10 @@ struct RecordRow: Sendable, Equatable, FetchableRecord, MutablePersistableRecord
     private static let storedColumns = ["id", "collection", "local", "shadow", "rev", "createdAt", "updatedAt", "sync"]
 
     private var storedValues: [(any DatabaseValueConvertible)?] {
-        [id, collection, local, shadow == local ? Self.sameAsLocal : shadow, rev, createdAt, updatedAt,
-         state == .synced ? nil : state.json.jsonString]
+        [
+            id, collection, local, shadow == local ? Self.sameAsLocal : shadow, rev, createdAt, updatedAt,
+            state == .synced ? nil : state.json.jsonString,
+        ]
     }
 
     /// Inserts a new record through one cached statement. GRDB's `insert` builds its statement's
@@ -72,7 +74,8 @@ struct RecordRow: Sendable, Equatable, FetchableRecord, MutablePersistableRecord
         rowKey = db.lastInsertedRowID
     }
 
-    private static let insertSQL = "INSERT INTO record (\(storedColumns.joined(separator: ", "))) VALUES ("
+    private static let insertSQL =
+        "INSERT INTO record (\(storedColumns.joined(separator: ", "))) VALUES ("
         + Array(repeating: "?", count: storedColumns.count).joined(separator: ", ") + ")"
 
     /// The `shadow` column's value for "the same text as `local`": not a JSON object, so never

@@ -74,7 +74,6 @@ struct SyncState: Hashable, Sendable {
     static let inflightFlags = (0...7).filter { $0 & inflightFlag != 0 }
     static let waitingFlags = (0...7).filter { $0 & (editedFlag | inflightFlag) == editedFlag }
 
-
     /// The newest revision held: the shadow's, or one seen while a change was in flight.
     func heldRev(shadowRev: Int64) -> Int64 {
         max(shadowRev, inflight?.newest?.rev ?? 0)
@@ -255,7 +254,9 @@ extension SyncState.Inflight {
     }
 
     init(json: JSONValue) throws {
-        guard let ccid = json["ccid"]?.stringValue, let baseRev = json["baseRev"]?.intValue, let body = json["body"]?.stringValue else {
+        guard let ccid = json["ccid"]?.stringValue, let baseRev = json["baseRev"]?.intValue,
+            let body = json["body"]?.stringValue
+        else {
             throw SyncState.corrupt("an in-flight change without ccid, baseRev or body")
         }
         self.ccid = ccid
@@ -266,8 +267,9 @@ extension SyncState.Inflight {
             guard let rev = newest["rev"]?.intValue, let millis = newest["updatedAt"]?.intValue else {
                 throw SyncState.corrupt("a newest state without rev or updatedAt")
             }
-            self.newest = SyncState.Newest(fields: newest["fields"]?.objectValue, rev: rev,
-                                           updatedAt: Date(timeIntervalSince1970: Double(millis) / 1000))
+            self.newest = SyncState.Newest(
+                fields: newest["fields"]?.objectValue, rev: rev,
+                updatedAt: Date(timeIntervalSince1970: Double(millis) / 1000))
         }
         absentAtSeq = json["absentAtSeq"]?.intValue
     }

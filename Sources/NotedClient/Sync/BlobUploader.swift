@@ -23,8 +23,10 @@ actor BlobUploader {
     /// While backing off after a failure: an edit does not cut the wait short (only `stop`).
     private var backingOff = false
 
-    init(store: LocalStore, api: NotedAPI, tokens: TokenManager, uploaded: @escaping @Sendable () async -> Void,
-         refused: @escaping @Sendable (StoreEffect) async -> Void = { _ in }) {
+    init(
+        store: LocalStore, api: NotedAPI, tokens: TokenManager, uploaded: @escaping @Sendable () async -> Void,
+        refused: @escaping @Sendable (StoreEffect) async -> Void = { _ in }
+    ) {
         self.store = store
         self.api = api
         self.tokens = tokens
@@ -71,7 +73,9 @@ actor BlobUploader {
                     sent = true
                 } catch let refusal as BlobRefused {
                     // Sending it again cannot help: its notes are refused, saying why.
-                    if let effect = try? await store.refuseBlob(blob.sha256, reason: refusal.description) { await refused(effect) }
+                    if let effect = try? await store.refuseBlob(blob.sha256, reason: refusal.description) {
+                        await refused(effect)
+                    }
                     sent = true
                 } catch {
                     failure = "\(error)"
@@ -96,7 +100,8 @@ actor BlobUploader {
         do {
             try await api.uploadBlob(sha256: blob.sha256, data: data, type: type, token: try await tokens.accessToken())
         } catch let error as NotedClientError where error.kind == .unauthenticated {
-            try await api.uploadBlob(sha256: blob.sha256, data: data, type: type, token: try await tokens.refresh().accessToken)
+            try await api.uploadBlob(
+                sha256: blob.sha256, data: data, type: type, token: try await tokens.refresh().accessToken)
         }
         try await store.blobUploaded(blob.sha256)
     }

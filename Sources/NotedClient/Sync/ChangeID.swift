@@ -43,7 +43,8 @@ public enum ChangeID {
             // 18 random hex digits, the version digit 8 and the variant digit 8...b (two more
             // random bits, from the last byte).
             let variant = String(8 | (bytes[9] & 3), radix: 16)
-            head = String(digits[0..<8]) + "-" + String(digits[8..<12]) + "-8" + String(digits[12..<15])
+            head =
+                String(digits[0..<8]) + "-" + String(digits[8..<12]) + "-8" + String(digits[12..<15])
                 + "-" + variant + String(digits[15..<18]) + "-"
         }
 

@@ -36,7 +36,8 @@ actor EventHub {
     private var counter = 0
 
     func subscribe() -> AsyncStream<NotedEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: NotedEvent.self, bufferingPolicy: .bufferingNewest(1000))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: NotedEvent.self, bufferingPolicy: .bufferingNewest(1000))
         counter += 1
         let key = counter
         continuations[key] = continuation
@@ -55,12 +56,18 @@ actor EventHub {
 
 extension EventHub {
     func emit(_ effect: StoreEffect, origin: NotedEvent.Origin) {
-        for (collection, ids) in effect.byCollection(effect.removed) { emit(.removed(collection: collection, ids: ids)) }
+        for (collection, ids) in effect.byCollection(effect.removed) {
+            emit(.removed(collection: collection, ids: ids))
+        }
         for (from, to) in effect.forked { emit(.forked(from: from, to: to)) }
         let added = effect.changed.filter { effect.added.contains($0) }
         let changed = effect.changed.filter { !effect.added.contains($0) }
-        for (collection, ids) in effect.byCollection(added) { emit(.added(collection: collection, ids: ids, origin: origin)) }
-        for (collection, ids) in effect.byCollection(changed) { emit(.changed(collection: collection, ids: ids, origin: origin)) }
+        for (collection, ids) in effect.byCollection(added) {
+            emit(.added(collection: collection, ids: ids, origin: origin))
+        }
+        for (collection, ids) in effect.byCollection(changed) {
+            emit(.changed(collection: collection, ids: ids, origin: origin))
+        }
         for (id, fields) in effect.conflicts { emit(.conflict(id: id, fields: fields)) }
         for (id, message) in effect.refused { emit(.error("the server refused the change to \(id): \(message)")) }
     }

@@ -16,12 +16,16 @@ public struct RecordMath: Sendable {
     /// Text fields become diff-match-patch deltas against the shadow (so the server can merge
     /// them with concurrent edits), or `set` when `textAsSet` (a create, or a resend after
     /// `base_unavailable`). Set fields become `add`/`remove`, scalars `set`.
-    public func ops(from shadow: [String: JSONValue], to local: [String: JSONValue], textAsSet: Bool) -> [String: JSONValue] {
+    public func ops(from shadow: [String: JSONValue], to local: [String: JSONValue], textAsSet: Bool) -> [String:
+        JSONValue]
+    {
         let shadow = schema.completed(shadow)
         let local = schema.completed(local)
         var result: [String: JSONValue] = [:]
         for name in schema.fields.keys.sorted() {
-            guard let spec = schema.fields[name], let new = local[name], let old = shadow[name], new != old else { continue }
+            guard let spec = schema.fields[name], let new = local[name], let old = shadow[name], new != old else {
+                continue
+            }
             switch spec.kind {
             case .text:
                 let newText = new.stringValue ?? ""
@@ -40,7 +44,9 @@ public struct RecordMath: Sendable {
                 if textAsSet {
                     result[name] = ["set": .array(newValues.map(JSONValue.string))]
                 } else if !add.isEmpty || !remove.isEmpty {
-                    result[name] = ["add": .array(add.map(JSONValue.string)), "remove": .array(remove.map(JSONValue.string))]
+                    result[name] = [
+                        "add": .array(add.map(JSONValue.string)), "remove": .array(remove.map(JSONValue.string)),
+                    ]
                 }
             case .scalar:
                 result[name] = ["set": new]
@@ -54,12 +60,16 @@ public struct RecordMath: Sendable {
     /// Text: the patch from `base` to `local` applied fuzzily to `onto`; sets: the elements the
     /// user added or removed, applied to `onto`'s set; scalars: the user's value when they
     /// changed it, else the server's. The user's text is never replaced by a stale copy.
-    public func rebase(local: [String: JSONValue], base: [String: JSONValue], onto: [String: JSONValue]) -> [String: JSONValue] {
+    public func rebase(local: [String: JSONValue], base: [String: JSONValue], onto: [String: JSONValue]) -> [String:
+        JSONValue]
+    {
         rebaseReportingConflicts(local: local, base: base, onto: onto).fields
     }
 
     /// ``rebase(local:base:onto:)``, also saying whether every text hunk found its place.
-    public func rebaseReportingConflicts(local: [String: JSONValue], base: [String: JSONValue], onto: [String: JSONValue]) -> (fields: [String: JSONValue], clean: Bool) {
+    public func rebaseReportingConflicts(
+        local: [String: JSONValue], base: [String: JSONValue], onto: [String: JSONValue]
+    ) -> (fields: [String: JSONValue], clean: Bool) {
         var clean = true
         let local = schema.completed(local)
         let base = schema.completed(base)
@@ -98,7 +108,9 @@ public struct RecordMath: Sendable {
     }
 
     /// Applies the ops of a `change` broadcast to the state at its `prevRev`.
-    public func apply(ops: [String: JSONValue], to fields: [String: JSONValue], limits: Limits) throws(ProtocolError) -> [String: JSONValue] {
+    public func apply(ops: [String: JSONValue], to fields: [String: JSONValue], limits: Limits) throws(ProtocolError)
+        -> [String: JSONValue]
+    {
         // The parser validates the ops exactly as the server does.
         let change: JSONValue = [
             "ccid": "00000000-0000-0000-0000-000000000000", "collection": .string(schema.name),
@@ -110,7 +122,10 @@ public struct RecordMath: Sendable {
 
     /// The result of sending `ops` against `shadow` when the server applies them exactly.
     public func applyExactly(ops: [String: JSONValue], to shadow: [String: JSONValue]) -> [String: JSONValue] {
-        (try? apply(ops: ops, to: shadow, limits: Limits(maxMessageBytes: .max, maxChangesPerPush: .max, maxTextLength: .max, maxTags: .max, maxTagLength: .max)))
+        (try? apply(
+            ops: ops, to: shadow,
+            limits: Limits(
+                maxMessageBytes: .max, maxChangesPerPush: .max, maxTextLength: .max, maxTags: .max, maxTagLength: .max)))
             ?? schema.completed(shadow)
     }
 
@@ -168,7 +183,11 @@ struct EditRuns {
                 kept.append([])
                 open = true
             }
-            if diff.operation == .delete { deleted[deleted.count - 1] += Array(diff.text) } else { inserted[inserted.count - 1] += Array(diff.text) }
+            if diff.operation == .delete {
+                deleted[deleted.count - 1] += Array(diff.text)
+            } else {
+                inserted[inserted.count - 1] += Array(diff.text)
+            }
         }
     }
 

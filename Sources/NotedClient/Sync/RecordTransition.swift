@@ -58,7 +58,8 @@ struct RecordTransition {
         }
         if row.hasInflight {
             if server.rev > row.state.heldRev(shadowRev: row.rev) {
-                row.state.sawNewer(fields: server.deleted ? nil : server.fields, rev: server.rev, updatedAt: server.updatedAt)
+                row.state.sawNewer(
+                    fields: server.deleted ? nil : server.fields, rev: server.rev, updatedAt: server.updatedAt)
                 out.record = row
             }
             return
@@ -96,8 +97,9 @@ struct RecordTransition {
                 return false
             }
         }
-        let server = NotedCore.Record(collection: broadcast.collection, id: broadcast.id, rev: broadcast.rev, seq: 0, deleted: isDelete,
-                                      fields: fields, createdAt: row?.createdAt ?? broadcast.updatedAt, updatedAt: broadcast.updatedAt)
+        let server = NotedCore.Record(
+            collection: broadcast.collection, id: broadcast.id, rev: broadcast.rev, seq: 0, deleted: isDelete,
+            fields: fields, createdAt: row?.createdAt ?? broadcast.updatedAt, updatedAt: broadcast.updatedAt)
         absorb(server, buried: buried, into: &out)
         return true
     }
@@ -127,7 +129,9 @@ struct RecordTransition {
     /// newer one seen meanwhile) and edits made since the send are rebased onto it. An ack of
     /// another change (an older one, resent and answered twice) changes nothing.
     func ack(_ ack: Ack, into out: inout Outcome) {
-        guard var row = out.record, row.state.inflight?.ccid == ack.ccid, let change = row.state.answered() else { return }
+        guard var row = out.record, row.state.inflight?.ccid == ack.ccid, let change = row.state.answered() else {
+            return
+        }
         guard let sent = change.sent else {
             // A purge, acknowledged.
             out.record = nil
@@ -166,8 +170,10 @@ struct RecordTransition {
     /// reject carries. `absentAttachment`, for `missing_blob`: a file the change adds that
     /// neither the server nor this device has (the store looks, and queues the others to be
     /// uploaded again); nil when every one can go up again.
-    func refused(ccid: String, code: ErrorCode, message: String, current: NotedCore.Record?, absentAttachment: String?,
-                 into out: inout Outcome) {
+    func refused(
+        ccid: String, code: ErrorCode, message: String, current: NotedCore.Record?, absentAttachment: String?,
+        into out: inout Outcome
+    ) {
         guard var row = out.record, let change = row.state.inflight, change.ccid == ccid else { return }
         if code == .rateLimited {
             out.effect.retryLater = true
@@ -181,15 +187,19 @@ struct RecordTransition {
                 out.effect.retryLater = true
                 return
             }
-            row.state.refused(.missingBlob, message: "the attachment \(absent) is neither on the server nor on this device; remove it from the note")
+            row.state.refused(
+                .missingBlob,
+                message: "the attachment \(absent) is neither on the server nor on this device; remove it from the note"
+            )
             out.record = row
             if let refusal = row.state.refusal { out.effect.refused.append((row.id, refusal)) }
             out.effect.change(row.id, in: row.collection)
             return
         }
         let stash: NotedCore.Record? = change.newest.map { newest in
-            NotedCore.Record(collection: row.collection, id: row.id, rev: newest.rev, seq: 0, deleted: newest.fields == nil,
-                             fields: newest.fields ?? [:], createdAt: row.createdAt, updatedAt: newest.updatedAt)
+            NotedCore.Record(
+                collection: row.collection, id: row.id, rev: newest.rev, seq: 0, deleted: newest.fields == nil,
+                fields: newest.fields ?? [:], createdAt: row.createdAt, updatedAt: newest.updatedAt)
         }
         row.state.refused(code, message: message)
         out.record = row
@@ -239,8 +249,10 @@ struct RecordTransition {
     /// the older revision, where the server merges them and keeps a conflict revision if it
     /// cannot place them either, so no edit is dropped without trace.
     @discardableResult
-    private func move(_ row: inout RecordRow, to fields: [String: JSONValue], rev: Int64, updatedAt: Date,
-                      base: [String: JSONValue], requireClean: Bool = true) -> Bool {
+    private func move(
+        _ row: inout RecordRow, to fields: [String: JSONValue], rev: Int64, updatedAt: Date,
+        base: [String: JSONValue], requireClean: Bool = true
+    ) -> Bool {
         let server = math.schema.completed(fields)
         let local = math.schema.completed(row.localFields)
         let hasEdits = local != math.schema.completed(base)
@@ -264,24 +276,35 @@ struct RecordTransition {
     /// After an ack: the record moves to the newest state seen (`newest`, a broadcast that
     /// arrived while the change was in flight) or else the acknowledged one, with the edits
     /// made since the send rebased onto it.
-    private func rebase(_ row: inout RecordRow, onto acknowledged: (fields: [String: JSONValue], rev: Int64),
-                        newest stash: (fields: [String: JSONValue], rev: Int64, updatedAt: Date)?,
-                        sent: [String: JSONValue], sentBaseRev: Int64) {
+    private func rebase(
+        _ row: inout RecordRow, onto acknowledged: (fields: [String: JSONValue], rev: Int64),
+        newest stash: (fields: [String: JSONValue], rev: Int64, updatedAt: Date)?,
+        sent: [String: JSONValue], sentBaseRev: Int64
+    ) {
         let local = math.schema.completed(row.localFields)
         let editedSince = local != math.schema.completed(sent)
         // The newest state seen, if the edits made since the send fit onto it; else the
         // acknowledged state, which holds our change exactly as we sent it (or as merged).
-        if let stash, move(&row, to: stash.fields, rev: stash.rev, updatedAt: editedSince ? row.updatedAt : stash.updatedAt, base: sent) {
+        if let stash,
+            move(
+                &row, to: stash.fields, rev: stash.rev, updatedAt: editedSince ? row.updatedAt : stash.updatedAt,
+                base: sent)
+        {
             return
         }
-        if !move(&row, to: acknowledged.fields, rev: acknowledged.rev, updatedAt: editedSince ? row.updatedAt : now, base: sent) {
+        if !move(
+            &row, to: acknowledged.fields, rev: acknowledged.rev, updatedAt: editedSince ? row.updatedAt : now,
+            base: sent)
+        {
             // Not even the acknowledged state takes them (a merged ack moved the text they
             // edit): keep the user's text and say so. The next push sends it as `set` ops
             // against the revision the edits were made on, so the server sees a stale `set`
             // and keeps the text it replaces as a conflict revision. Diffing it against the
             // acknowledged state instead would overwrite someone's text without a trace
             // (found by the simulation).
-            move(&row, to: acknowledged.fields, rev: acknowledged.rev, updatedAt: row.updatedAt, base: sent, requireClean: false)
+            move(
+                &row, to: acknowledged.fields, rev: acknowledged.rev, updatedAt: row.updatedAt, base: sent,
+                requireClean: false)
             row.localFields = local
             row.state.keepUnplacedEdits(staleBase: max(1, min(sentBaseRev, acknowledged.rev - 1)))
         }

@@ -31,7 +31,9 @@ public struct SnapshotPull: Sendable {
     /// Takes one page of a pull made with `since`.
     /// - Returns: the cursor to store with the page, and, when the page ends a snapshot, the ids
     ///   it named (drop every synced record without local edits that is not among them).
-    public mutating func page(records: [Record], since: Int64, cursor: Int64, more: Bool, reset: Bool) -> (storeCursor: Int64, keep: Set<String>?) {
+    public mutating func page(records: [Record], since: Int64, cursor: Int64, more: Bool, reset: Bool) -> (
+        storeCursor: Int64, keep: Set<String>?
+    ) {
         if since == 0 || reset {
             seen = []
             startCursor = since

@@ -58,8 +58,10 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
     private var stepWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
     private var nextStepWaiter = 0
 
-    init(store: LocalStore, transport: any SyncTransport, url: URL, tokens: any AccessTokenProvider, events: EventHub,
-         configuration: SyncStateMachine<C.Instant>.Configuration, clock: C, seed: UInt64) {
+    init(
+        store: LocalStore, transport: any SyncTransport, url: URL, tokens: any AccessTokenProvider, events: EventHub,
+        configuration: SyncStateMachine<C.Instant>.Configuration, clock: C, seed: UInt64
+    ) {
         self.machine = SyncStateMachine(configuration: configuration, seed: seed)
         self.store = store
         self.transport = transport
@@ -105,7 +107,10 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
     // MARK: Inputs
 
     private func timerFired(generation: Int) async {
-        defer { work.timerFirings += 1; resumeSettled() }
+        defer {
+            work.timerFirings += 1
+            resumeSettled()
+        }
         guard generation == timer?.generation else { return }
         timer = nil
         await perform(machine.tick(now: clock.now))
@@ -161,7 +166,10 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
     }
 
     private func received(_ message: JSONValue, connection id: Int) async {
-        defer { work.messages += 1; resumeSettled() }
+        defer {
+            work.messages += 1
+            resumeSettled()
+        }
         guard connection?.id == id else { return }
         let decoded: ServerMessage?
         do {
@@ -343,7 +351,8 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         do {
             let effect = try await apply(store)
             await events.emit(effect, origin: .remote)
-            await perform(machine.answerApplied(needsPull: effect.needsPull, retryLater: effect.retryLater, now: clock.now))
+            await perform(
+                machine.answerApplied(needsPull: effect.needsPull, retryLater: effect.retryLater, now: clock.now))
             await sendForks(effect)
         } catch {
             await fail(error)
@@ -362,7 +371,8 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         let (records, cursor, more) = (page.records, page.cursor, page.more)
         do {
             // The machine's cursor is still the `since` of the pull this page answers.
-            let (storeCursor, keep) = snapshot.page(records: records, since: machine.cursor, cursor: cursor, more: more, reset: page.reset)
+            let (storeCursor, keep) = snapshot.page(
+                records: records, since: machine.cursor, cursor: cursor, more: more, reset: page.reset)
             var effect = try await store.storePage(records: records, cursor: storeCursor)
             if let keep {
                 let dropped = try await store.dropAbsent(keeping: keep)
@@ -442,7 +452,11 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         guard !settledWaiters.isEmpty else { return }
         var waiting: [(Expected, CheckedContinuation<Int, Never>)] = []
         for (expected, continuation) in settledWaiters {
-            if isSettled(expected) { continuation.resume(returning: work.timerArms) } else { waiting.append((expected, continuation)) }
+            if isSettled(expected) {
+                continuation.resume(returning: work.timerArms)
+            } else {
+                waiting.append((expected, continuation))
+            }
         }
         settledWaiters = waiting
     }

@@ -283,7 +283,10 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         for change in changes where requests.inFlight[change.recordID] == nil {
             let bytes = change.body.jsonString.utf8.count + 1
             if bytes > budget {
-                actions.append(.refuse(change, reason: "the change is larger than the server's \(limits.maxMessageBytes)-byte message limit"))
+                actions.append(
+                    .refuse(
+                        change,
+                        reason: "the change is larger than the server's \(limits.maxMessageBytes)-byte message limit"))
             } else {
                 remaining.append((change, bytes))
             }
@@ -291,7 +294,9 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         while !remaining.isEmpty {
             var batch: [OutboxChange] = []
             var size = 0
-            while let next = remaining.first, batch.count < max(1, limits.maxChangesPerPush), size + next.bytes <= budget {
+            while let next = remaining.first, batch.count < max(1, limits.maxChangesPerPush),
+                size + next.bytes <= budget
+            {
                 batch.append(next.change)
                 size += next.bytes
                 remaining.removeFirst()
@@ -418,7 +423,9 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
             case .push:
                 // The whole push was refused (e.g. too_large): its changes go again later.
                 for ccid in requests.pushAnswers[rid] ?? [] {
-                    if let id = requests.inFlight.first(where: { $0.value == ccid })?.key { requests.inFlight[id] = nil }
+                    if let id = requests.inFlight.first(where: { $0.value == ccid })?.key {
+                        requests.inFlight[id] = nil
+                    }
                 }
                 requests.pushAnswers[rid] = nil
                 pushDue = now.advanced(by: backoffDelay(attempt: 2))

@@ -2,11 +2,11 @@ import Foundation
 import NotedCore
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 #if canImport(AsyncHTTPClient) && !NOTED_URLSESSION
-import AsyncHTTPClient
-import NIOCore
+    import AsyncHTTPClient
+    import NIOCore
 #endif
 
 /// A minimal HTTP request as the client library makes them.
@@ -43,35 +43,38 @@ public protocol HTTPTransport: Sendable {
 }
 
 #if canImport(AsyncHTTPClient) && !NOTED_URLSESSION
-/// The platform's HTTP client: AsyncHTTPClient on Linux, URLSession on Apple platforms.
-public typealias DefaultHTTPTransport = AsyncHTTPClientTransport
+    /// The platform's HTTP client: AsyncHTTPClient on Linux, URLSession on Apple platforms.
+    public typealias DefaultHTTPTransport = AsyncHTTPClientTransport
 
-/// HTTP over AsyncHTTPClient's shared client.
-public struct AsyncHTTPClientTransport: HTTPTransport {
-    public var timeout: Duration
+    /// HTTP over AsyncHTTPClient's shared client.
+    public struct AsyncHTTPClientTransport: HTTPTransport {
+        public var timeout: Duration
 
-    public init(timeout: Duration = .seconds(15)) {
-        self.timeout = timeout
-    }
+        public init(timeout: Duration = .seconds(15)) {
+            self.timeout = timeout
+        }
 
-    public func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
-        var outgoing = HTTPClientRequest(url: request.url.absoluteString)
-        outgoing.method = .init(rawValue: request.method)
-        for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
-        if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
-        do {
-            let response = try await HTTPClient.shared.execute(outgoing, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
-            let buffer = try await response.body.collect(upTo: 64 << 20)
-            let headers = Dictionary(response.headers.map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last })
-            return HTTPResponseData(status: Int(response.status.code), body: Data(buffer.readableBytesView), headers: headers)
-        } catch {
-            throw NotedClientError(.server, "cannot reach the server at \(request.url.origin): \(describe(error))")
+        public func send(_ request: HTTPRequestData) async throws -> HTTPResponseData {
+            var outgoing = HTTPClientRequest(url: request.url.absoluteString)
+            outgoing.method = .init(rawValue: request.method)
+            for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+            if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
+            do {
+                let response = try await HTTPClient.shared.execute(
+                    outgoing, timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000))
+                let buffer = try await response.body.collect(upTo: 64 << 20)
+                let headers = Dictionary(
+                    response.headers.map { ($0.name.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last })
+                return HTTPResponseData(
+                    status: Int(response.status.code), body: Data(buffer.readableBytesView), headers: headers)
+            } catch {
+                throw NotedClientError(.server, "cannot reach the server at \(request.url.origin): \(describe(error))")
+            }
         }
     }
-}
 #else
-/// The platform's HTTP client: AsyncHTTPClient on Linux, URLSession on Apple platforms.
-public typealias DefaultHTTPTransport = URLSessionHTTPTransport
+    /// The platform's HTTP client: AsyncHTTPClient on Linux, URLSession on Apple platforms.
+    public typealias DefaultHTTPTransport = URLSessionHTTPTransport
 #endif
 
 /// HTTP over `URLSession` (the default on Apple platforms; also works on Linux).
@@ -97,7 +100,8 @@ public struct URLSessionHTTPTransport: HTTPTransport {
             }
             return HTTPResponseData(status: http?.statusCode ?? 0, body: data, headers: headers)
         } catch {
-            throw NotedClientError(.server, "cannot reach the server at \(request.url.origin): \(error.localizedDescription)")
+            throw NotedClientError(
+                .server, "cannot reach the server at \(request.url.origin): \(error.localizedDescription)")
         }
     }
 }
@@ -113,7 +117,11 @@ extension URL {
 func describe(_ error: any Error) -> String {
     let text = String(describing: error)
     if text.localizedCaseInsensitiveContains("refused") { return "connection refused" }
-    if text.localizedCaseInsensitiveContains("timeout") || text.localizedCaseInsensitiveContains("deadline") { return "timed out" }
-    if text.localizedCaseInsensitiveContains("resolve") || text.localizedCaseInsensitiveContains("lookup") { return "unknown host" }
+    if text.localizedCaseInsensitiveContains("timeout") || text.localizedCaseInsensitiveContains("deadline") {
+        return "timed out"
+    }
+    if text.localizedCaseInsensitiveContains("resolve") || text.localizedCaseInsensitiveContains("lookup") {
+        return "unknown host"
+    }
     return text
 }

@@ -77,9 +77,15 @@ struct JSONParser {
         case UInt8(ascii: "{"): return try object(depth: depth + 1)
         case UInt8(ascii: "["): return try array(depth: depth + 1)
         case UInt8(ascii: "\""): return .string(try string())
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
         default: throw failure("unexpected character")
         }
@@ -163,7 +169,9 @@ struct JSONParser {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 try charge(Self.stringCost(slice.count))
                 index += 1
-                guard let text = String(validating: slice, as: UTF8.self) else { throw Failure(offset: start, reason: "invalid UTF-8") }
+                guard let text = String(validating: slice, as: UTF8.self) else {
+                    throw Failure(offset: start, reason: "invalid UTF-8")
+                }
                 return text
             }
             if byte == UInt8(ascii: "\\") { break }
@@ -177,7 +185,9 @@ struct JSONParser {
             case UInt8(ascii: "\""):
                 try charge(Self.stringCost(units.count))
                 index += 1
-                guard let text = String(validating: units, as: UTF8.self) else { throw Failure(offset: start, reason: "invalid UTF-8") }
+                guard let text = String(validating: units, as: UTF8.self) else {
+                    throw Failure(offset: start, reason: "invalid UTF-8")
+                }
                 return text
             case UInt8(ascii: "\\"):
                 index += 1
@@ -206,7 +216,8 @@ struct JSONParser {
         case UInt8(ascii: "u"):
             var scalar = UInt32(try hex4())
             if (0xD800...0xDBFF).contains(scalar) {
-                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                else {
                     throw failure("an unpaired surrogate escape")
                 }
                 index += 2
@@ -244,7 +255,9 @@ struct JSONParser {
     private mutating func number() throws(Failure) -> JSONValue {
         let start = index
         if bytes[index] == UInt8(ascii: "-") { index += 1 }
-        guard index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) else { throw failure("a number without digits") }
+        guard index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) else {
+            throw failure("a number without digits")
+        }
         if bytes[index] == UInt8(ascii: "0") {
             index += 1
         } else {
@@ -261,14 +274,18 @@ struct JSONParser {
         if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
             integral = false
             index += 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") {
+                index += 1
+            }
             let digits = index
             while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
             guard index > digits else { throw failure("an exponent without digits") }
         }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         if integral, let value = Int64(text) { return .int(value) }
-        guard let value = Double(text), value.isFinite else { throw Failure(offset: start, reason: "a number out of range") }
+        guard let value = Double(text), value.isFinite else {
+            throw Failure(offset: start, reason: "a number out of range")
+        }
         // A whole number written with a fraction or an exponent (`1.0`, `1e2`) is an integer,
         // as `JSONDecoder` read it.
         if !integral, value == value.rounded(), let exact = Int64(exactly: value) { return .int(exact) }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// A JSON value as it appears on the wire, kept exactly (integers stay integers).
@@ -70,10 +70,14 @@ extension JSONValue {
         var budget = memoryBudget
         defer { memoryBudget = budget }
         do {
-            if let value = try bytes.withContiguousStorageIfAvailable({ buffer throws in try JSONParser.parse(buffer, budget: &budget) }) {
+            if let value = try bytes.withContiguousStorageIfAvailable({ buffer throws in
+                try JSONParser.parse(buffer, budget: &budget)
+            }) {
                 return value
             }
-            return try Array(bytes).withUnsafeBufferPointer { buffer throws in try JSONParser.parse(buffer, budget: &budget) }
+            return try Array(bytes).withUnsafeBufferPointer { buffer throws in
+                try JSONParser.parse(buffer, budget: &budget)
+            }
         } catch let failure as JSONParser.Failure where failure.overBudget {
             throw JSONBudgetExceeded(offset: failure.offset)
         }
@@ -155,7 +159,11 @@ extension JSONValue {
                 case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
                 case 0x08: out += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
                 case 0x0C: out += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
-                default: out += [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+                default:
+                    out += [
+                        UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                        hex[Int(byte >> 4)], hex[Int(byte & 15)],
+                    ]
                 }
             }
             if start < bytes.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
@@ -206,7 +214,8 @@ extension JSONValue {
     }
 }
 
-extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral, ExpressibleByBooleanLiteral,
+extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByBooleanLiteral,
     ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
 {
     public init(floatLiteral value: Double) { self = .double(value) }

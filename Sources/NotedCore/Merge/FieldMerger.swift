@@ -71,8 +71,9 @@ public struct FieldMerger: Sendable {
                 }
                 fields[name] = .string(text)
             case .textDelta(let delta):
-                let merged = try mergeText(name, delta: delta, base: baseValue.stringValue ?? "",
-                                           current: base == nil ? nil : currentValue.stringValue ?? "", deadline: deadline)
+                let merged = try mergeText(
+                    name, delta: delta, base: baseValue.stringValue ?? "",
+                    current: base == nil ? nil : currentValue.stringValue ?? "", deadline: deadline)
                 if let intended = merged.lost {
                     conflicts.append(name)
                     losing[name] = .string(intended)
@@ -117,7 +118,9 @@ public struct FieldMerger: Sendable {
             throw ProtocolError(.invalidDelta, "the delta of \"\(name)\" does not fit its base text: \(error)")
         }
         guard diffs.count <= Self.maxDeltaOps else {
-            throw ProtocolError(.tooLarge, "the delta of \"\(name)\" has more than \(Self.maxDeltaOps) operations; send the text with set")
+            throw ProtocolError(
+                .tooLarge,
+                "the delta of \"\(name)\" has more than \(Self.maxDeltaOps) operations; send the text with set")
         }
         let intended = dmp.text2(diffs)
         var result = intended
@@ -140,12 +143,16 @@ public struct FieldMerger: Sendable {
 
     /// The ops that turn `old` into `new`, as broadcast in a `change` message: a text delta
     /// against the old value, or a `set` where that is shorter. Unchanged fields are left out.
-    public func ops(from old: [String: JSONValue], to new: [String: JSONValue], schema: CollectionSchema) -> [String: JSONValue] {
+    public func ops(from old: [String: JSONValue], to new: [String: JSONValue], schema: CollectionSchema) -> [String:
+        JSONValue]
+    {
         var result: [String: JSONValue] = [:]
         for name in new.keys.sorted() {
             guard let newValue = new[name], old[name] != newValue else { continue }
             let setOp: JSONValue = ["set": newValue]
-            if schema.fields[name]?.kind == .text, let newText = newValue.stringValue, let oldText = old[name]?.stringValue {
+            if schema.fields[name]?.kind == .text, let newText = newValue.stringValue,
+                let oldText = old[name]?.stringValue
+            {
                 let delta = dmp.toDelta(dmp.diff(oldText, newText))
                 if delta.utf8.count < newText.utf8.count {
                     result[name] = ["delta": .string(delta)]

@@ -38,7 +38,8 @@ public struct Change: Sendable, Hashable {
     public var op: Operation
     public var fields: [String: FieldOp]
 
-    public init(ccid: String, collection: String, id: String, baseRev: Int64, op: Operation, fields: [String: FieldOp]) {
+    public init(ccid: String, collection: String, id: String, baseRev: Int64, op: Operation, fields: [String: FieldOp])
+    {
         self.ccid = ccid
         self.collection = collection
         self.id = id

@@ -16,7 +16,9 @@ public struct ChangeParser: Sendable {
 
     /// Reads what identifies a change, even when the rest is invalid.
     public static func identity(of value: JSONValue) -> ChangeIdentity {
-        ChangeIdentity(ccid: value["ccid"]?.stringValue, collection: value["collection"]?.stringValue, id: value["id"]?.stringValue)
+        ChangeIdentity(
+            ccid: value["ccid"]?.stringValue, collection: value["collection"]?.stringValue, id: value["id"]?.stringValue
+        )
     }
 
     public func parse(_ value: JSONValue) throws(ProtocolError) -> Change {
@@ -89,7 +91,8 @@ public struct ChangeParser: Sendable {
                 }
                 return .textDelta(delta)
             }
-            throw ProtocolError(.invalidField, "\"\(field)\" is a text field: use {\"set\": text} or {\"delta\": delta}")
+            throw ProtocolError(
+                .invalidField, "\"\(field)\" is a text field: use {\"set\": text} or {\"delta\": delta}")
         case .set:
             if object.count == 1, let value = object["set"] {
                 let values = try strings(value, field: field, op: "set")
@@ -104,15 +107,20 @@ public struct ChangeParser: Sendable {
             }
             let allowed: Set<String> = ["add", "remove"]
             if !object.isEmpty, object.keys.allSatisfy(allowed.contains) {
-                let add = try object["add"].map { v throws(ProtocolError) in try strings(v, field: field, op: "add") } ?? []
-                let remove = try object["remove"].map { v throws(ProtocolError) in try strings(v, field: field, op: "remove") } ?? []
+                let add =
+                    try object["add"].map { v throws(ProtocolError) in try strings(v, field: field, op: "add") } ?? []
+                let remove =
+                    try object["remove"].map { v throws(ProtocolError) in try strings(v, field: field, op: "remove") }
+                    ?? []
                 if spec.attachments { try checkAttachments(add, field: field) }
                 guard add.count <= limits.maxTags, remove.count <= limits.maxTags else {
                     throw ProtocolError(.tooLarge, "\"\(field)\" has more than \(limits.maxTags) elements")
                 }
                 return .setAddRemove(add: uniqued(add), remove: uniqued(remove))
             }
-            throw ProtocolError(.invalidField, "\"\(field)\" is a set field: use {\"set\": [...]} or {\"add\": [...], \"remove\": [...]}")
+            throw ProtocolError(
+                .invalidField,
+                "\"\(field)\" is a set field: use {\"set\": [...]} or {\"add\": [...], \"remove\": [...]}")
         case .scalar:
             guard object.count == 1, let value = object["set"] else {
                 throw ProtocolError(.invalidField, "\"\(field)\" is a scalar field: use {\"set\": value}")
@@ -125,7 +133,8 @@ public struct ChangeParser: Sendable {
             }
             if let problem = spec.violation(of: value) {
                 let shown = value.jsonString
-                throw ProtocolError(.invalidField, "\"\(field)\": \(shown.count > 60 ? shown.prefix(57) + "…" : shown) \(problem)")
+                throw ProtocolError(
+                    .invalidField, "\"\(field)\": \(shown.count > 60 ? shown.prefix(57) + "…" : shown) \(problem)")
             }
             return .scalarSet(value)
         }
@@ -134,7 +143,9 @@ public struct ChangeParser: Sendable {
     /// Checks a whole field value as a record would hold it (what a `set` op may carry), by the
     /// same rules as changes: clients validate local edits with it before they are stored.
     public func validate(value: JSONValue, field: String, in collection: String) throws(ProtocolError) {
-        guard let schema = schemas[collection] else { throw ProtocolError(.unknownCollection, "unknown collection \"\(collection)\"") }
+        guard let schema = schemas[collection] else {
+            throw ProtocolError(.unknownCollection, "unknown collection \"\(collection)\"")
+        }
         guard let spec = schema.fields[field] else { throw ProtocolError(.invalidField, "unknown field \"\(field)\"") }
         let op = try parseOp(["set": value], field: field, spec: spec)
         if case .setReplace(let values) = op, values.contains("") {
@@ -153,7 +164,8 @@ public struct ChangeParser: Sendable {
                 throw ProtocolError(.invalidField, "\"\(field)\": \(op) takes an array of strings")
             }
             guard text.utf16.count <= limits.maxTagLength else {
-                throw ProtocolError(.tooLarge, "\"\(field)\": an element is longer than \(limits.maxTagLength) UTF-16 code units")
+                throw ProtocolError(
+                    .tooLarge, "\"\(field)\": an element is longer than \(limits.maxTagLength) UTF-16 code units")
             }
             result.append(text)
         }

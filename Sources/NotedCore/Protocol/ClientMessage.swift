@@ -102,7 +102,9 @@ public enum ClientMessage: Sendable, Hashable {
             }
             var snapshot = false
             if let flag = object["snapshot"] {
-                guard let value = flag.boolValue else { throw ProtocolError(.badRequest, "snapshot must be true or false") }
+                guard let value = flag.boolValue else {
+                    throw ProtocolError(.badRequest, "snapshot must be true or false")
+                }
                 snapshot = value
             }
             return .pull(since: since, limit: limit, snapshot: snapshot)

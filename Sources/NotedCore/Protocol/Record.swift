@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// A record as the server holds it and sends it.
@@ -15,7 +15,10 @@ public struct Record: Sendable, Hashable {
     public var createdAt: Date
     public var updatedAt: Date
 
-    public init(collection: String, id: String, rev: Int64, seq: Int64, deleted: Bool, fields: [String: JSONValue], createdAt: Date, updatedAt: Date) {
+    public init(
+        collection: String, id: String, rev: Int64, seq: Int64, deleted: Bool, fields: [String: JSONValue],
+        createdAt: Date, updatedAt: Date
+    ) {
         self.collection = collection
         self.id = id
         self.rev = rev
@@ -29,13 +32,17 @@ public struct Record: Sendable, Hashable {
     /// Reads the wire form. `collection`, `id` and `rev` are required; a missing `seq`,
     /// `deleted` or `fields` reads as 0, false and empty, a missing time as now.
     public init(json value: JSONValue) throws(ProtocolError) {
-        guard let collection = value["collection"]?.stringValue, let id = value["id"]?.stringValue, let rev = value["rev"]?.intValue else {
+        guard let collection = value["collection"]?.stringValue, let id = value["id"]?.stringValue,
+            let rev = value["rev"]?.intValue
+        else {
             throw ProtocolError(.invalidMessage, "a record needs \"collection\", \"id\" and \"rev\"")
         }
-        self.init(collection: collection, id: id, rev: rev, seq: value["seq"]?.intValue ?? 0, deleted: value["deleted"]?.boolValue ?? false,
-                  fields: value["fields"]?.objectValue ?? [:],
-                  createdAt: value["createdAt"]?.stringValue.flatMap(Timestamp.parseRFC3339) ?? Date(),
-                  updatedAt: value["updatedAt"]?.stringValue.flatMap(Timestamp.parseRFC3339) ?? Date())
+        self.init(
+            collection: collection, id: id, rev: rev, seq: value["seq"]?.intValue ?? 0,
+            deleted: value["deleted"]?.boolValue ?? false,
+            fields: value["fields"]?.objectValue ?? [:],
+            createdAt: value["createdAt"]?.stringValue.flatMap(Timestamp.parseRFC3339) ?? Date(),
+            updatedAt: value["updatedAt"]?.stringValue.flatMap(Timestamp.parseRFC3339) ?? Date())
     }
 
     /// The wire form: `{"collection","id","rev","seq","deleted","fields","createdAt","updatedAt"}`.
@@ -68,7 +75,8 @@ public enum Timestamp {
             let text = String(value)
             return String(repeating: "0", count: max(0, width - text.count)) + text
         }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay % 3600 / 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(fraction, 3))Z"
+        return
+            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay % 3600 / 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(fraction, 3))Z"
     }
 
     /// Reads an RFC 3339 time (``parse(_:)``); the one reader of such times in the project.
@@ -99,8 +107,8 @@ public enum Timestamp {
             return true
         }
         guard let year = number(4), expect("-"), let month = number(2), expect("-"), let day = number(2),
-              expect("T") || expect("t"), let hour = number(2), expect(":"), let minute = number(2), expect(":"),
-              let second = number(2)
+            expect("T") || expect("t"), let hour = number(2), expect(":"), let minute = number(2), expect(":"),
+            let second = number(2)
         else { return nil }
         // Milliseconds, as the stores keep time; further digits are dropped.
         var millis: Int64 = 0
@@ -117,11 +125,12 @@ public enum Timestamp {
         var offset: Int64 = 0
         if !(expect("Z") || expect("z")) {
             let sign: Int64 = expect("+") ? 1 : expect("-") ? -1 : 0
-            guard sign != 0, let hours = number(2), expect(":"), let minutes = number(2), hours < 24, minutes < 60 else { return nil }
+            guard sign != 0, let hours = number(2), expect(":"), let minutes = number(2), hours < 24, minutes < 60
+            else { return nil }
             offset = sign * (hours * 3600 + minutes * 60)
         }
         guard utf8.isEmpty, (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
-              hour < 24, minute < 60, second < 61
+            hour < 24, minute < 60, second < 61
         else { return nil }
         let seconds = days(fromCivil: year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset
         return Date(timeIntervalSince1970: Double(seconds * 1000 + millis) / 1000)

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// A message from the server over the sync WebSocket (docs/protocol.md sections 3–5).
@@ -32,12 +32,22 @@ public enum ServerMessage: Sendable, Hashable {
     /// The same message answering `rid` (a stored `ack` replayed for another request, say).
     public func with(rid: RequestID?) -> ServerMessage {
         switch self {
-        case .welcome(var message): message.rid = rid; return .welcome(message)
-        case .changes(var message): message.rid = rid; return .changes(message)
-        case .ack(var message): message.rid = rid; return .ack(message)
-        case .reject(var message): message.rid = rid; return .reject(message)
+        case .welcome(var message):
+            message.rid = rid
+            return .welcome(message)
+        case .changes(var message):
+            message.rid = rid
+            return .changes(message)
+        case .ack(var message):
+            message.rid = rid
+            return .ack(message)
+        case .reject(var message):
+            message.rid = rid
+            return .reject(message)
         case .change: return self
-        case .error(var message): message.rid = rid; return .error(message)
+        case .error(var message):
+            message.rid = rid
+            return .error(message)
         }
     }
 
@@ -95,7 +105,9 @@ public struct Welcome: Sendable, Hashable {
     }
 
     var wireObject: [String: JSONValue] {
-        var object: [String: JSONValue] = ["type": "welcome", "protocol": 1, "user": .string(user), "seq": .int(seq), "limits": limits.json]
+        var object: [String: JSONValue] = [
+            "type": "welcome", "protocol": 1, "user": .string(user), "seq": .int(seq), "limits": limits.json,
+        ]
         object["expiresAt"] = expiresAt.map { .string(Timestamp.format($0)) }
         return object
     }
@@ -128,7 +140,10 @@ public struct ChangesPage: Sendable, Hashable {
     }
 
     var wireObject: [String: JSONValue] {
-        ["type": "changes", "records": .array(records.map(\.json)), "cursor": .int(cursor), "more": .bool(more), "reset": .bool(reset)]
+        [
+            "type": "changes", "records": .array(records.map(\.json)), "cursor": .int(cursor), "more": .bool(more),
+            "reset": .bool(reset),
+        ]
     }
 
     init(reader: inout MessageReader, rid: RequestID?) throws(ProtocolError) {
@@ -164,8 +179,10 @@ public struct Ack: Sendable, Hashable {
     public var conflicts: [String]?
     public var rid: RequestID?
 
-    public init(ccid: String, collection: String, id: String, rev: Int64, seq: Int64? = nil, status: Status,
-                fields: [String: JSONValue]? = nil, conflicts: [String]? = nil, rid: RequestID? = nil) {
+    public init(
+        ccid: String, collection: String, id: String, rev: Int64, seq: Int64? = nil, status: Status,
+        fields: [String: JSONValue]? = nil, conflicts: [String]? = nil, rid: RequestID? = nil
+    ) {
         self.ccid = ccid
         self.collection = collection
         self.id = id
@@ -226,7 +243,9 @@ public struct Reject: Sendable, Hashable {
     }
 
     var wireObject: [String: JSONValue] {
-        var object: [String: JSONValue] = ["type": "reject", "code": .string(code.rawValue), "message": .string(message)]
+        var object: [String: JSONValue] = [
+            "type": "reject", "code": .string(code.rawValue), "message": .string(message),
+        ]
         object["ccid"] = ccid.map(JSONValue.string)
         object["collection"] = collection.map(JSONValue.string)
         object["id"] = id.map(JSONValue.string)
@@ -257,8 +276,10 @@ public struct Broadcast: Sendable, Hashable {
     public var fields: [String: JSONValue]
     public var updatedAt: Date
 
-    public init(collection: String, id: String, rev: Int64, prevRev: Int64, seq: Int64? = nil, op: Change.Operation,
-                fields: [String: JSONValue], updatedAt: Date) {
+    public init(
+        collection: String, id: String, rev: Int64, prevRev: Int64, seq: Int64? = nil, op: Change.Operation,
+        fields: [String: JSONValue], updatedAt: Date
+    ) {
         self.collection = collection
         self.id = id
         self.rev = rev
@@ -271,14 +292,17 @@ public struct Broadcast: Sendable, Hashable {
 
     /// A record's latest state as a broadcast: `set` ops against the previous revision.
     public init(record: Record) {
-        self.init(collection: record.collection, id: record.id, rev: record.rev, prevRev: record.rev - 1, seq: record.seq,
-                  op: record.deleted ? .delete : .upsert, fields: record.deleted ? [:] : record.fields.mapValues { ["set": $0] },
-                  updatedAt: record.updatedAt)
+        self.init(
+            collection: record.collection, id: record.id, rev: record.rev, prevRev: record.rev - 1, seq: record.seq,
+            op: record.deleted ? .delete : .upsert,
+            fields: record.deleted ? [:] : record.fields.mapValues { ["set": $0] },
+            updatedAt: record.updatedAt)
     }
 
     var wireObject: [String: JSONValue] {
         var object: [String: JSONValue] = [
-            "type": "change", "collection": .string(collection), "id": .string(id), "rev": .int(rev), "prevRev": .int(prevRev),
+            "type": "change", "collection": .string(collection), "id": .string(id), "rev": .int(rev),
+            "prevRev": .int(prevRev),
             "op": .string(op.rawValue), "fields": .object(fields), "updatedAt": .string(Timestamp.format(updatedAt)),
         ]
         object["seq"] = seq.map(JSONValue.int)
@@ -354,7 +378,9 @@ struct MessageReader {
 
     func optionalDate(_ key: String) throws(ProtocolError) -> Date? {
         guard let value = object[key], value != .null else { return nil }
-        guard let text = value.stringValue, let date = Timestamp.parse(text) else { throw missing(key, "an RFC 3339 time") }
+        guard let text = value.stringValue, let date = Timestamp.parse(text) else {
+            throw missing(key, "an RFC 3339 time")
+        }
         return date
     }
 

@@ -48,7 +48,8 @@ public struct AttachmentReference: Sendable, Hashable, CustomStringConvertible {
         guard size >= 0 else { return "an element's size is negative" }
         guard isMediaType(type) else { return "an element's type is not a lower-case MIME type such as image/png" }
         guard !name.isEmpty else { return "an element's name is empty" }
-        guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "/" || $0 == "\\" }) else {
+        guard !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || $0 == "/" || $0 == "\\" })
+        else {
             return "an element's name holds a control character, '/' or '\\'"
         }
         return nil
@@ -80,9 +81,11 @@ public struct AttachmentReference: Sendable, Hashable, CustomStringConvertible {
     /// nil when even a one-character name does not fit. A name is also cleaned of what an element
     /// may not hold (control characters, '/', '\\' become '_'), and an empty one becomes "file".
     public static func fittedName(_ name: String, sha256: String, size: Int64, type: String, limit: Int) -> String? {
-        var cleaned = String(String.UnicodeScalarView(name.unicodeScalars.map { scalar in
-            scalar.value < 0x20 || scalar.value == 0x7F || scalar == "/" || scalar == "\\" ? "_" : scalar
-        }))
+        var cleaned = String(
+            String.UnicodeScalarView(
+                name.unicodeScalars.map { scalar in
+                    scalar.value < 0x20 || scalar.value == 0x7F || scalar == "/" || scalar == "\\" ? "_" : scalar
+                }))
         if cleaned.isEmpty { cleaned = "file" }
         let room = limit - "\(sha256) \(size) \(type) ".utf16.count
         guard room >= 1 else { return nil }

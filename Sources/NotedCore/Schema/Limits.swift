@@ -33,7 +33,8 @@ public struct Limits: Sendable, Hashable {
             value[key]?.intValue.map { Int(clamping: $0) }.flatMap { $0 > 0 ? $0 : nil } ?? fallback
         }
         self.init(
-            maxMessageBytes: read("maxMessageBytes", defaults.maxMessageBytes), maxChangesPerPush: read("maxChangesPerPush", defaults.maxChangesPerPush),
+            maxMessageBytes: read("maxMessageBytes", defaults.maxMessageBytes),
+            maxChangesPerPush: read("maxChangesPerPush", defaults.maxChangesPerPush),
             maxTextLength: read("maxTextLength", defaults.maxTextLength), maxTags: read("maxTags", defaults.maxTags),
             maxTagLength: read("maxTagLength", defaults.maxTagLength))
     }

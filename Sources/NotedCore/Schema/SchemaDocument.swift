@@ -19,7 +19,8 @@ extension CollectionSchema {
     public static func isValidName(_ name: String, field: Bool = false) -> Bool {
         let bytes = Array(name.utf8)
         func isLetter(_ byte: UInt8) -> Bool {
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (field && (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte))
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (field && (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte))
         }
         guard let first = bytes.first, isLetter(first), bytes.count <= 64 else { return false }
         return bytes.allSatisfy { byte in
@@ -83,13 +84,16 @@ extension CollectionSchema {
     static func checkKeys(_ object: [String: JSONValue], allowed: Set<String>, in place: String) throws(SchemaError) {
         // Keys of others' tools go under "x-"; anything else unknown is most likely a typo.
         for key in object.keys.sorted() where !allowed.contains(key) && !key.hasPrefix("x-") {
-            throw SchemaError("unknown key \"\(key)\" in \(place) (allowed: \(allowed.sorted().joined(separator: ", ")), or x-…)")
+            throw SchemaError(
+                "unknown key \"\(key)\" in \(place) (allowed: \(allowed.sorted().joined(separator: ", ")), or x-…)")
         }
     }
 }
 
 extension ScalarTypes {
-    static let byName: [(String, ScalarTypes)] = [("string", .string), ("number", .number), ("bool", .bool), ("null", .null)]
+    static let byName: [(String, ScalarTypes)] = [
+        ("string", .string), ("number", .number), ("bool", .bool), ("null", .null),
+    ]
 
     /// The type names, in the document's spelling.
     public var names: [String] { Self.byName.filter { contains($0.1) }.map(\.0) }
@@ -103,15 +107,18 @@ extension FieldSpec {
         }
         switch kind {
         case .text:
-            try CollectionSchema.checkKeys(object, allowed: ["kind", "searchable", "default", "description"], in: "a text field")
+            try CollectionSchema.checkKeys(
+                object, allowed: ["kind", "searchable", "default", "description"], in: "a text field")
             self = .text
         case .set:
-            try CollectionSchema.checkKeys(object, allowed: ["kind", "default", "attachments", "description"], in: "a set field")
+            try CollectionSchema.checkKeys(
+                object, allowed: ["kind", "default", "attachments", "description"], in: "a set field")
             self = .set
             attachments = try Self.flag(object, "attachments")
         case .scalar:
             try CollectionSchema.checkKeys(
-                object, allowed: ["kind", "types", "default", "indexed", "enum", "min", "max", "maxLength", "description"],
+                object,
+                allowed: ["kind", "types", "default", "indexed", "enum", "min", "max", "maxLength", "description"],
                 in: "a scalar field")
             self = try Self.scalar(object)
         }
@@ -133,7 +140,9 @@ extension FieldSpec {
         }
         var spec = FieldSpec.scalar(types, default: .null)
         if let allowed = object["enum"] {
-            guard let values = allowed.arrayValue, !values.isEmpty else { throw SchemaError("\"enum\" must be a non-empty array") }
+            guard let values = allowed.arrayValue, !values.isEmpty else {
+                throw SchemaError("\"enum\" must be a non-empty array")
+            }
             for value in values where !types.accepts(value) {
                 throw SchemaError("\"enum\" value \(value.jsonString) is not of the field's types")
             }

@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
 import NotedCore
+
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 /// Evernote's `.enex` export: one file per notebook (its name becomes the folder), each
@@ -26,13 +27,17 @@ enum EvernoteImporter {
                 for (number, resource) in raw.resources.enumerated() {
                     let name = resource.fileName ?? "attachment \(number + 1)" + Self.suffix(for: resource.mime)
                     guard !resource.data.isEmpty else {
-                        skipped.append(Importer.Skipped(source: "\(place) \(name)", reason: "the attachment has no data in the export"))
+                        skipped.append(
+                            Importer.Skipped(
+                                source: "\(place) \(name)", reason: "the attachment has no data in the export"))
                         continue
                     }
                     try source.budget.charge(resource.data.count, origin: place)  // the attachment's copy of the bytes
                     let attachment = PortableAttachment(name: name, type: resource.mime, data: resource.data)
                     marks[Insecure.MD5.hash(data: resource.data).lowercaseHex] = attachment.markdown
-                    if !attachments.contains(where: { $0.sha256 == attachment.sha256 }) { attachments.append(attachment) }
+                    if !attachments.contains(where: { $0.sha256 == attachment.sha256 }) {
+                        attachments.append(attachment)
+                    }
                 }
                 guard let content = raw.content else {
                     skipped.append(Importer.Skipped(source: place, reason: "no content element"))
@@ -43,19 +48,24 @@ enum EvernoteImporter {
                 do {
                     body = try ENML.markdown(content, attachmentMarks: marks)
                 } catch {
-                    skipped.append(Importer.Skipped(source: place, reason: "its content is not readable ENML: \(error)"))
+                    skipped.append(
+                        Importer.Skipped(source: place, reason: "its content is not readable ENML: \(error)"))
                     continue
                 }
                 let created = enexDate(raw.created)
                 let updated = enexDate(raw.updated) ?? created
                 // Evernote's export has no note ids: the notebook, title and creation time name it.
                 let sourceID = "\(notebook)\u{0}\(raw.title)\u{0}\(raw.created ?? "")\u{0}\(index)"
-                try notes.append(charging: source.budget, Importer.Imported(
-                    note: PortableNote(
-                        id: Importer.noteID(format: .evernote, sourceID: sourceID), title: raw.title, body: body, tags: raw.tags,
-                        folder: notebook.isEmpty ? nil : notebook, pinned: false, trashed: false, created: created ?? updated, updated: updated,
-                        attachments: attachments),
-                    source: place))
+                try notes.append(
+                    charging: source.budget,
+                    Importer.Imported(
+                        note: PortableNote(
+                            id: Importer.noteID(format: .evernote, sourceID: sourceID), title: raw.title, body: body,
+                            tags: raw.tags,
+                            folder: notebook.isEmpty ? nil : notebook, pinned: false, trashed: false,
+                            created: created ?? updated, updated: updated,
+                            attachments: attachments),
+                        source: place))
             }
         }
         return Importer.Result(format: .evernote, notes: notes, skipped: skipped)
@@ -63,7 +73,9 @@ enum EvernoteImporter {
 
     /// `.png` for `image/png`: a name for a resource the export gives none.
     static func suffix(for mime: String?) -> String {
-        guard let subtype = mime?.split(separator: "/").last, subtype.allSatisfy({ $0.isLetter || $0.isNumber }) else { return "" }
+        guard let subtype = mime?.split(separator: "/").last, subtype.allSatisfy({ $0.isLetter || $0.isNumber }) else {
+            return ""
+        }
         return "." + (subtype == "jpeg" ? "jpg" : subtype.lowercased())
     }
 
@@ -124,7 +136,10 @@ enum ENEX {
             }
         }
 
-        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
             text = ""
             open.append(name)
             switch name {
@@ -182,7 +197,10 @@ enum ENEX {
         let parsed = parser.parse()
         if let failure = reader.failure { throw failure }
         guard parsed else {
-            throw ImportError(file.path, "line \(parser.lineNumber), column \(parser.columnNumber): not valid XML (\(parser.parserError.map { String(describing: $0) } ?? "unreadable"))")
+            throw ImportError(
+                file.path,
+                "line \(parser.lineNumber), column \(parser.columnNumber): not valid XML (\(parser.parserError.map { String(describing: $0) } ?? "unreadable"))"
+            )
         }
         guard reader.sawExport else { throw ImportError(file.path, "not an Evernote export (no en-export element)") }
         if let last = reader.open.last {
@@ -195,7 +213,8 @@ enum ENEX {
     /// none; the XML reader expands internal ones (an entity of a kilobyte named a million
     /// times is a gigabyte), so a document that declares one is not read at all.
     static func declaresEntities(_ data: Data) -> String? {
-        data.range(of: Data("<!ENTITY".utf8)) == nil ? nil
+        data.range(of: Data("<!ENTITY".utf8)) == nil
+            ? nil
             : "declares XML entities (<!ENTITY …>), which no Evernote export does; it is not read"
     }
 }
@@ -212,13 +231,20 @@ enum ENML {
     final class TreeBuilder: NSObject, XMLParserDelegate {
         var stack: [(String, [String: String], [Node])] = [("root", [:], [])]
 
-        func parser(_ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?,
+            attributes: [String: String] = [:]
+        ) {
             stack.append((name.lowercased(), attributes, []))
         }
 
-        func parser(_ parser: XMLParser, foundCharacters string: String) { stack[stack.count - 1].2.append(.text(string)) }
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            stack[stack.count - 1].2.append(.text(string))
+        }
 
-        func parser(_ parser: XMLParser, foundCDATA block: Data) { stack[stack.count - 1].2.append(.text(String(decoding: block, as: UTF8.self))) }
+        func parser(_ parser: XMLParser, foundCDATA block: Data) {
+            stack[stack.count - 1].2.append(.text(String(decoding: block, as: UTF8.self)))
+        }
 
         func parser(_ parser: XMLParser, didEndElement name: String, namespaceURI: String?, qualifiedName: String?) {
             let (tag, attributes, children) = stack.removeLast()
@@ -234,7 +260,9 @@ enum ENML {
     ]
 
     static func markdown(_ content: String, attachmentMarks: [String: String] = [:]) throws -> String {
-        if content.contains("<!ENTITY"), let reason = ENEX.declaresEntities(Data(content.utf8)) { throw ImportError("ENML", reason) }
+        if content.contains("<!ENTITY"), let reason = ENEX.declaresEntities(Data(content.utf8)) {
+            throw ImportError("ENML", reason)
+        }
         var xml = content
         // The declaration and DOCTYPE name a DTD that is not fetched; its entities are mapped here.
         if let range = xml.range(of: "<!DOCTYPE[^>]*>", options: .regularExpression) { xml.removeSubrange(range) }
@@ -266,8 +294,10 @@ enum ENML {
         var current = ""
         var depth = 0
 
-        static let blocks: Set<String> = ["div", "p", "en-note", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "li", "tr", "hr",
-                                          "ul", "ol", "table", "tbody", "thead", "tfoot", "pre"]
+        static let blocks: Set<String> = [
+            "div", "p", "en-note", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6", "li", "tr", "hr",
+            "ul", "ol", "table", "tbody", "thead", "tfoot", "pre",
+        ]
 
         mutating func emit() {
             lines.append(current.trimmingCharacters(in: .whitespaces))
@@ -327,7 +357,9 @@ enum ENML {
             case "tr":
                 flush()
                 let cells = children.compactMap { cell -> String? in
-                    guard case .element(let name, _, let content) = cell, name == "td" || name == "th" else { return nil }
+                    guard case .element(let name, _, let content) = cell, name == "td" || name == "th" else {
+                        return nil
+                    }
                     return inline(content)
                 }
                 lines.append(cells.joined(separator: " | "))
@@ -420,7 +452,9 @@ enum ENML {
             var out = ""
             var space = false
             for character in text {
-                if character == " " || character == "\t" || character == "\n" || character == "\r" || character == "\r\n" {
+                if character == " " || character == "\t" || character == "\n" || character == "\r"
+                    || character == "\r\n"
+                {
                     if !space { out.append(" ") }
                     space = true
                 } else {

@@ -57,7 +57,8 @@ public final class ImportBudget: @unchecked Sendable {
     public func check(origin: String) throws(ImportError) {
         if lock.withLock({ cancelled }) { throw ImportError(origin, "the import was cancelled") }
         if let deadline, ContinuousClock.now > deadline {
-            throw ImportError(origin, "reading the export took longer than the \(Int(seconds ?? 0)) seconds an import may take")
+            throw ImportError(
+                origin, "reading the export took longer than the \(Int(seconds ?? 0)) seconds an import may take")
         }
     }
 

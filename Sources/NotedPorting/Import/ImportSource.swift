@@ -29,11 +29,15 @@ public struct ImportSource: Sendable {
     public static func load(_ path: String, budget: ImportBudget = .unbounded) throws -> ImportSource {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
-        guard manager.fileExists(atPath: path, isDirectory: &isDirectory) else { throw ImportError(path, "no such file or folder") }
+        guard manager.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ImportError(path, "no such file or folder")
+        }
         if isDirectory.boolValue {
             var files: [File] = []
             var total = 0
-            guard let walker = manager.enumerator(atPath: path) else { throw ImportError(path, "cannot read the folder") }
+            guard let walker = manager.enumerator(atPath: path) else {
+                throw ImportError(path, "cannot read the folder")
+            }
             for case let relative as String in walker {
                 if relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }) { continue }
                 var isFolder: ObjCBool = false
@@ -43,7 +47,9 @@ public struct ImportSource: Sendable {
                 guard let data = manager.contents(atPath: full) else { throw ImportError(full, "cannot read the file") }
                 try budget.charge(data.count, origin: path)
                 total += data.count
-                guard total <= maxBytes else { throw ImportError(path, "more than 2 GiB of files; pick the export itself") }
+                guard total <= maxBytes else {
+                    throw ImportError(path, "more than 2 GiB of files; pick the export itself")
+                }
                 files.append(File(path: relative, data: data))
             }
             return ImportSource(origin: path, files: files.sorted { $0.path < $1.path }, budget: budget)
@@ -57,20 +63,26 @@ public struct ImportSource: Sendable {
     /// file itself. An archive may unpack to at most `unpackedLimit` bytes (a server takes
     /// less than a person's own machine: a small zip can unpack to gigabytes). What is unpacked
     /// is charged to `budget`; `data` itself is the caller's to charge.
-    public static func load(_ data: Data, name: String, origin: String? = nil, unpackedLimit: Int = maxBytes,
-                            budget: ImportBudget = .unbounded) throws -> ImportSource {
+    public static func load(
+        _ data: Data, name: String, origin: String? = nil, unpackedLimit: Int = maxBytes,
+        budget: ImportBudget = .unbounded
+    ) throws -> ImportSource {
         let origin = origin ?? name
         guard data.count <= maxBytes else { throw ImportError(origin, "larger than 2 GiB; pick the export itself") }
         let lower = name.lowercased()
         if lower.hasSuffix(".jex") || lower.hasSuffix(".tar") {
             if data.starts(with: [0x50, 0x4b, 0x03, 0x04]) {
-                throw ImportError(origin, "a zip archive, not the tar a .jex is: pick Joplin's own export (File, Export all, JEX)")
+                throw ImportError(
+                    origin, "a zip archive, not the tar a .jex is: pick Joplin's own export (File, Export all, JEX)")
             }
-            return ImportSource(origin: origin, files: try Tar.files(data, origin: origin, budget: budget), budget: budget)
+            return ImportSource(
+                origin: origin, files: try Tar.files(data, origin: origin, budget: budget), budget: budget)
         }
         if data.starts(with: [0x50, 0x4b, 0x03, 0x04]) || lower.hasSuffix(".zip") {
-            return ImportSource(origin: origin, files: try unzip(data, origin: origin, limit: min(unpackedLimit, maxBytes), budget: budget),
-                                budget: budget)
+            return ImportSource(
+                origin: origin,
+                files: try unzip(data, origin: origin, limit: min(unpackedLimit, maxBytes), budget: budget),
+                budget: budget)
         }
         return ImportSource(origin: origin, files: [File(path: name, data: data)], budget: budget)
     }
@@ -92,8 +104,11 @@ public struct ImportSource: Sendable {
                 _ = try archive.extract(entry, skipCRC32: false) { chunk in
                     total += chunk.count
                     if total > limit {
-                        throw ImportError(path, limit == maxBytes ? "more than 2 GiB uncompressed; pick the export itself"
-                                                                  : "more than \(limit) bytes uncompressed, the most this server unpacks")
+                        throw ImportError(
+                            path,
+                            limit == maxBytes
+                                ? "more than 2 GiB uncompressed; pick the export itself"
+                                : "more than \(limit) bytes uncompressed, the most this server unpacks")
                     }
                     try budget.charge(chunk.count, origin: path)
                     data.append(chunk)
@@ -147,7 +162,8 @@ enum Tar {
             func octal(_ start: Int, _ length: Int) -> Int? {
                 let digits = text(start, length).trimmingCharacters(in: .whitespaces)
                 guard !digits.isEmpty, digits.utf8.count <= 11,
-                      digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "7")).contains($0) }) else { return nil }
+                    digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "7")).contains($0) })
+                else { return nil }
                 return Int(digits, radix: 8)
             }
             // The header's checksum: the sum of its bytes with the checksum field as spaces.

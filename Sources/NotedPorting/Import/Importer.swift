@@ -78,7 +78,8 @@ public enum Importer {
     /// What a note read from an export holds in memory, for the budget: its text, its tags,
     /// and a little for the rest.
     static func cost(_ note: PortableNote) -> Int {
-        note.title.utf8.count + note.body.utf8.count + note.tags.reduce(0) { $0 + $1.utf8.count + 16 } + (note.folder?.utf8.count ?? 0) + 256
+        note.title.utf8.count + note.body.utf8.count + note.tags.reduce(0) { $0 + $1.utf8.count + 16 }
+            + (note.folder?.utf8.count ?? 0) + 256
     }
 
     /// The lower-case hex SHA-256 of `data`.
@@ -95,22 +96,36 @@ public enum Importer {
         let paths = source.files.map { $0.path.lowercased() }
         func head(_ file: ImportSource.File) -> String { String(decoding: file.data.prefix(4096), as: UTF8.self) }
         if paths.contains(where: { $0.hasSuffix(".enex") }) { return .evernote }
-        if source.files.contains(where: { $0.path.lowercased().hasSuffix(".json") && head($0).contains("\"activeNotes\"") }) {
+        if source.files.contains(where: {
+            $0.path.lowercased().hasSuffix(".json") && head($0).contains("\"activeNotes\"")
+        }) {
             return .simplenote
         }
-        if source.files.contains(where: { $0.path.lowercased().hasSuffix(".json") && head($0).contains("\"userEditedTimestampUsec\"") }) {
+        if source.files.contains(where: {
+            $0.path.lowercased().hasSuffix(".json") && head($0).contains("\"userEditedTimestampUsec\"")
+        }) {
             return .keep
         }
-        if source.files.contains(where: { let h = head($0); return h.contains("\"items\"") && h.contains("\"content_type\"") }) {
+        if source.files.contains(where: {
+            let h = head($0)
+            return h.contains("\"items\"") && h.contains("\"content_type\"")
+        }) {
             return .standardnotes
         }
-        if source.files.contains(where: { $0.path.lowercased().hasSuffix(".md") && JoplinImporter.looksLikeItem($0.data) }) {
+        if source.files.contains(where: {
+            $0.path.lowercased().hasSuffix(".md") && JoplinImporter.looksLikeItem($0.data)
+        }) {
             return .joplin
         }
-        if source.files.contains(where: { [".md", ".markdown", ".txt", ".text"].contains(where: $0.path.lowercased().hasSuffix) }) {
+        if source.files.contains(where: {
+            [".md", ".markdown", ".txt", ".text"].contains(where: $0.path.lowercased().hasSuffix)
+        }) {
             return .markdown
         }
-        throw ImportError(source.origin, "not an export this version reads (Simplenote, Evernote .enex, Google Keep, Standard Notes, Joplin, Markdown); give --from")
+        throw ImportError(
+            source.origin,
+            "not an export this version reads (Simplenote, Evernote .enex, Google Keep, Standard Notes, Joplin, Markdown); give --from"
+        )
     }
 
     // MARK: Shared
@@ -137,12 +152,17 @@ public enum Importer {
         hash[6] = (hash[6] & 0x0f) | 0x50
         hash[8] = (hash[8] & 0x3f) | 0x80
         let hex = hash.lowercaseHex
-        let parts = [hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4), hex.dropFirst(20)]
+        let parts = [
+            hex.prefix(8), hex.dropFirst(8).prefix(4), hex.dropFirst(12).prefix(4), hex.dropFirst(16).prefix(4),
+            hex.dropFirst(20),
+        ]
         return parts.joined(separator: "-")
     }
 
     /// Noted's namespace for imported ids (a fixed random UUID).
-    static let namespace: [UInt8] = [0x6b, 0x1f, 0x3d, 0x52, 0x9a, 0x04, 0x4c, 0x7e, 0xa1, 0x58, 0x2d, 0x93, 0x40, 0xe7, 0x0c, 0x66]
+    static let namespace: [UInt8] = [
+        0x6b, 0x1f, 0x3d, 0x52, 0x9a, 0x04, 0x4c, 0x7e, 0xa1, 0x58, 0x2d, 0x93, 0x40, 0xe7, 0x0c, 0x66,
+    ]
 
     /// Parses JSON within the import's budget, naming the file, line and column of an error.
     static func json(_ file: ImportSource.File, in source: ImportSource) throws -> JSONValue {
@@ -162,9 +182,13 @@ public enum Importer {
             throw error
         } catch {
             let text = String(describing: error)
-            if let range = text.range(of: "at byte "), let offset = Int(text[range.upperBound...].prefix { $0.isNumber }) {
+            if let range = text.range(of: "at byte "),
+                let offset = Int(text[range.upperBound...].prefix { $0.isNumber })
+            {
                 let (line, column) = position(of: offset, in: file.data)
-                let reason = text.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "invalid"
+                let reason =
+                    text.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) }
+                    ?? "invalid"
                 throw ImportError(file.path, "line \(line), column \(column): not valid JSON (\(reason))")
             }
             throw ImportError(file.path, "not valid JSON")
@@ -195,7 +219,9 @@ public enum Importer {
     /// lines after it, leading blank lines dropped, the rest as written (line ends as LF).
     /// Reads only as far as the title (notes are long; their first lines are short).
     static func splitFirstLine(_ content: String) -> (title: String, body: String) {
-        let text = content.utf8.contains(13) ? content.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n") : content
+        let text =
+            content.utf8.contains(13)
+            ? content.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n") : content
         var rest = Substring(text)
         while true {
             let end = rest.firstIndex(of: "\n") ?? rest.endIndex
@@ -203,7 +229,9 @@ public enum Importer {
             if !isBlank(line) {
                 var body = end < rest.endIndex ? rest[rest.index(after: end)...] : rest[rest.endIndex...]
                 // Blank lines before the body go, but not the last line (as written).
-                while let next = body.firstIndex(of: "\n"), isBlank(body[..<next]) { body = body[body.index(after: next)...] }
+                while let next = body.firstIndex(of: "\n"), isBlank(body[..<next]) {
+                    body = body[body.index(after: next)...]
+                }
                 return (String(trimmed(line).prefix(200)), String(body))
             }
             guard end < rest.endIndex else { return ("", "") }
@@ -222,7 +250,9 @@ public enum Importer {
 
     private static func trimmed(_ line: Substring) -> Substring {
         let scalars = line.unicodeScalars
-        guard let first = scalars.firstIndex(where: { !isSpace($0) }), let last = scalars.lastIndex(where: { !isSpace($0) }) else { return "" }
+        guard let first = scalars.firstIndex(where: { !isSpace($0) }),
+            let last = scalars.lastIndex(where: { !isSpace($0) })
+        else { return "" }
         return Substring(scalars[first...last])
     }
 }

@@ -32,8 +32,10 @@ enum JoplinImporter {
         while index > 0, lines[index - 1].isEmpty { index -= 1 }
         while index > 0 {
             let line = lines[index - 1]
-            guard let colon = line.firstIndex(of: ":"), line[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }),
-                  !line[..<colon].isEmpty else { break }
+            guard let colon = line.firstIndex(of: ":"),
+                line[..<colon].allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }),
+                !line[..<colon].isEmpty
+            else { break }
             var value = line[line.index(after: colon)...]
             if value.first == " " { value = value.dropFirst() }
             fields[String(line[..<colon])] = String(value)
@@ -44,7 +46,8 @@ enum JoplinImporter {
 
     static func item(_ file: ImportSource.File) -> Item? {
         guard let text = String(data: file.data, encoding: .utf8) else { return nil }
-        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").split(separator: "\n", omittingEmptySubsequences: false)
+        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").split(
+            separator: "\n", omittingEmptySubsequences: false)
         let (fields, start) = metadata(lines)
         guard fields["type_"] != nil, fields["id"] != nil else { return nil }
         var content = lines[..<start]
@@ -66,17 +69,23 @@ enum JoplinImporter {
                 continue
             }
             guard let item = item(file) else {
-                skipped.append(Importer.Skipped(source: file.path, reason: "not a Joplin item (no metadata block with id and type_)"))
+                skipped.append(
+                    Importer.Skipped(
+                        source: file.path, reason: "not a Joplin item (no metadata block with id and type_)"))
                 continue
             }
             items.append(item)
         }
         guard !items.isEmpty else { throw ImportError(source.origin, "no Joplin items in it") }
-        let folders = Dictionary(items.filter { $0.type == 2 }.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let tagTitles = Dictionary(items.filter { $0.type == 5 }.map { ($0.id, $0.title) }, uniquingKeysWith: { first, _ in first })
+        let folders = Dictionary(
+            items.filter { $0.type == 2 }.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let tagTitles = Dictionary(
+            items.filter { $0.type == 5 }.map { ($0.id, $0.title) }, uniquingKeysWith: { first, _ in first })
         var tagsOf: [String: [String]] = [:]
         for link in items where link.type == 6 {
-            if let note = link.fields["note_id"], let tag = link.fields["tag_id"].flatMap({ tagTitles[$0] }) { tagsOf[note, default: []].append(tag) }
+            if let note = link.fields["note_id"], let tag = link.fields["tag_id"].flatMap({ tagTitles[$0] }) {
+                tagsOf[note, default: []].append(tag)
+            }
         }
         // A folder's path, made once per folder (not once per note).
         var paths: [String: String?] = [:]
@@ -110,11 +119,16 @@ enum JoplinImporter {
             let ext = item.fields["file_extension"] ?? ""
             let wanted = ext.isEmpty ? item.id : "\(item.id).\(ext)"
             guard let file = byName[wanted] ?? byStem[item.id] else {
-                skipped.append(Importer.Skipped(source: item.path, reason: "the attachment's file (resources/\(wanted)) is not in the export (\(item.title))"))
+                skipped.append(
+                    Importer.Skipped(
+                        source: item.path,
+                        reason: "the attachment's file (resources/\(wanted)) is not in the export (\(item.title))"))
                 continue
             }
             let filename = item.fields["filename"].flatMap { $0.isEmpty ? nil : $0 }
-            resources[item.id] = PortableAttachment(name: filename ?? (item.title.isEmpty ? wanted : item.title), type: item.fields["mime"], data: file.data)
+            resources[item.id] = PortableAttachment(
+                name: filename ?? (item.title.isEmpty ? wanted : item.title), type: item.fields["mime"], data: file.data
+            )
         }
         var notes: [Importer.Imported] = []
         for item in items {
@@ -122,17 +136,24 @@ enum JoplinImporter {
             case 1:
                 // To-dos come in as ordinary notes (their due and completed times are dropped).
                 let tags = tagsOf[item.id] ?? []
-                let created = Importer.isoDate(item.fields["user_created_time"]) ?? Importer.isoDate(item.fields["created_time"])
-                let updated = Importer.isoDate(item.fields["user_updated_time"]) ?? Importer.isoDate(item.fields["updated_time"]) ?? created
+                let created =
+                    Importer.isoDate(item.fields["user_created_time"]) ?? Importer.isoDate(item.fields["created_time"])
+                let updated =
+                    Importer.isoDate(item.fields["user_updated_time"]) ?? Importer.isoDate(item.fields["updated_time"])
+                    ?? created
                     ?? Date(timeIntervalSince1970: 0)
                 let deleted = item.fields["deleted_time"].map { $0 != "0" && !$0.isEmpty } ?? false
                 let (body, attachments) = Self.linkingAttachments(item.body, resources: resources)
-                try notes.append(charging: source.budget, Importer.Imported(
-                    note: PortableNote(
-                        id: Importer.noteID(format: .joplin, sourceID: item.id), title: item.title, body: body, tags: tags,
-                        folder: path(of: item.fields["parent_id"]), pinned: false, trashed: deleted, created: created ?? updated, updated: updated,
-                        attachments: attachments),
-                    source: item.path))
+                try notes.append(
+                    charging: source.budget,
+                    Importer.Imported(
+                        note: PortableNote(
+                            id: Importer.noteID(format: .joplin, sourceID: item.id), title: item.title, body: body,
+                            tags: tags,
+                            folder: path(of: item.fields["parent_id"]), pinned: false, trashed: deleted,
+                            created: created ?? updated, updated: updated,
+                            attachments: attachments),
+                        source: item.path))
             default:
                 continue
             }
@@ -142,7 +163,9 @@ enum JoplinImporter {
 
     /// The body with each `(:/<resource id>)` link target of a known resource made
     /// `(attachment:<sha256>)`, and those resources, in the order the body names them.
-    static func linkingAttachments(_ body: String, resources: [String: PortableAttachment]) -> (String, [PortableAttachment]) {
+    static func linkingAttachments(_ body: String, resources: [String: PortableAttachment]) -> (
+        String, [PortableAttachment]
+    ) {
         guard body.contains("(:/") else { return (body, []) }
         var result = ""
         var attachments: [PortableAttachment] = []
@@ -151,7 +174,9 @@ enum JoplinImporter {
             result += rest[..<range.lowerBound]
             let after = rest[range.upperBound...]
             let id = String(after.prefix(32))
-            if id.count == 32, id.allSatisfy(\.isHexDigit), after.dropFirst(32).first == ")", let attachment = resources[id] {
+            if id.count == 32, id.allSatisfy(\.isHexDigit), after.dropFirst(32).first == ")",
+                let attachment = resources[id]
+            {
                 result += "(attachment:\(attachment.sha256))"
                 if !attachments.contains(where: { $0.sha256 == attachment.sha256 }) { attachments.append(attachment) }
                 rest = after.dropFirst(33)

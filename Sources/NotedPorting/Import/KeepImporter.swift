@@ -24,7 +24,10 @@ enum KeepImporter {
                 skipped.append(Importer.Skipped(source: file.path, reason: error.reason))
                 continue
             }
-            let keys = ["title", "textContent", "listContent", "userEditedTimestampUsec", "createdTimestampUsec", "isTrashed", "isPinned", "isArchived"]
+            let keys = [
+                "title", "textContent", "listContent", "userEditedTimestampUsec", "createdTimestampUsec", "isTrashed",
+                "isPinned", "isArchived",
+            ]
             guard let object = item.objectValue, item["kind"] == nil, keys.contains(where: { object[$0] != nil }) else {
                 // Takeout puts other JSON beside the notes (Google Tasks, for one).
                 if files.count == 1 { throw ImportError(file.path, "not a Google Keep note (another Takeout file?)") }
@@ -48,24 +51,31 @@ enum KeepImporter {
                 let path = attachment["filePath"]?.stringValue ?? "attachment"
                 guard let found = index.attachmentFile(path, beside: file.path) else {
                     marks.append("[attachment skipped: \(path)]")
-                    skipped.append(Importer.Skipped(source: "\(file.path) \(path)", reason: "the attachment's file is not in the export"))
+                    skipped.append(
+                        Importer.Skipped(
+                            source: "\(file.path) \(path)", reason: "the attachment's file is not in the export"))
                     continue
                 }
                 let sha256 = hashes[found.path] ?? Importer.sha256(found.data)
                 hashes[found.path] = sha256
-                let portable = PortableAttachment(name: (path as NSString).lastPathComponent, type: attachment["mimetype"]?.stringValue,
-                                                  data: found.data, sha256: sha256)
+                let portable = PortableAttachment(
+                    name: (path as NSString).lastPathComponent, type: attachment["mimetype"]?.stringValue,
+                    data: found.data, sha256: sha256)
                 marks.append(portable.markdown)
                 if !attachments.contains(where: { $0.sha256 == portable.sha256 }) { attachments.append(portable) }
             }
             // Where an attachment was, the note says so (after a blank line when there is text).
             if !marks.isEmpty { body += (body.isEmpty ? "" : "\n\n") + marks.joined(separator: "\n") }
-            try notes.append(charging: source.budget, Importer.Imported(
-                note: PortableNote(
-                    id: Importer.noteID(format: .keep, sourceID: name), title: item["title"]?.stringValue ?? "", body: body, tags: tags,
-                    pinned: item["isPinned"]?.boolValue ?? false, trashed: item["isTrashed"]?.boolValue ?? false, created: created, updated: updated,
-                    attachments: attachments),
-                source: file.path))
+            try notes.append(
+                charging: source.budget,
+                Importer.Imported(
+                    note: PortableNote(
+                        id: Importer.noteID(format: .keep, sourceID: name), title: item["title"]?.stringValue ?? "",
+                        body: body, tags: tags,
+                        pinned: item["isPinned"]?.boolValue ?? false, trashed: item["isTrashed"]?.boolValue ?? false,
+                        created: created, updated: updated,
+                        attachments: attachments),
+                    source: file.path))
         }
         return Importer.Result(format: .keep, notes: notes, skipped: skipped)
     }

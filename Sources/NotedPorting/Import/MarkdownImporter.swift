@@ -18,7 +18,9 @@ enum MarkdownImporter {
         var attachmentFiles: [String: ImportSource.File] = [:]
         for file in source.files {
             let parts = file.path.dropFirst(root.count).split(separator: "/")
-            if parts.count == 3, parts[0] == "attachments", AttachmentReference.isSHA256(String(parts[1])) { attachmentFiles[String(parts[1])] = file }
+            if parts.count == 3, parts[0] == "attachments", AttachmentReference.isSHA256(String(parts[1])) {
+                attachmentFiles[String(parts[1])] = file
+            }
         }
         let attachmentPaths = Set(attachmentFiles.values.map(\.path))
         // Whether the file under `attachments/<sha256>/` hashes to its folder's name: checked
@@ -32,7 +34,9 @@ enum MarkdownImporter {
                 continue
             }
             // UTF-8, else (a file from an older editor) Windows-1252, which every byte decodes.
-            guard var text = String(data: file.data, encoding: .utf8) ?? String(data: file.data, encoding: .windowsCP1252) else {
+            guard
+                var text = String(data: file.data, encoding: .utf8) ?? String(data: file.data, encoding: .windowsCP1252)
+            else {
                 skipped.append(Importer.Skipped(source: file.path, reason: "not text"))
                 continue
             }
@@ -54,7 +58,9 @@ enum MarkdownImporter {
             let tags: [String] = {
                 if let list = matter["tags"]?.arrayValue { return list.compactMap(\.stringValue) }
                 if let text = matter["tags"]?.stringValue {
-                    return text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                    return text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                        !$0.isEmpty
+                    }
                 }
                 return []
             }()
@@ -69,29 +75,46 @@ enum MarkdownImporter {
             var attachments: [PortableAttachment] = []
             for element in (matter["attachments"]?.arrayValue ?? []).compactMap(\.stringValue) {
                 guard let reference = AttachmentReference(element: element) else {
-                    skipped.append(Importer.Skipped(source: file.path, reason: "an attachment that is not \"<sha256> <size> <type> <name>\": \(element.prefix(80))"))
+                    skipped.append(
+                        Importer.Skipped(
+                            source: file.path,
+                            reason: "an attachment that is not \"<sha256> <size> <type> <name>\": \(element.prefix(80))"
+                        ))
                     continue
                 }
                 let found = attachmentFiles[reference.sha256]
-                if let found, whole[reference.sha256] == nil { whole[reference.sha256] = Importer.sha256(found.data) == reference.sha256 }
+                if let found, whole[reference.sha256] == nil {
+                    whole[reference.sha256] = Importer.sha256(found.data) == reference.sha256
+                }
                 guard let found, whole[reference.sha256] == true else {
-                    skipped.append(Importer.Skipped(source: "\(file.path) \(reference.name)", reason: "the attachment's file is not in the export, or not whole"))
+                    skipped.append(
+                        Importer.Skipped(
+                            source: "\(file.path) \(reference.name)",
+                            reason: "the attachment's file is not in the export, or not whole"))
                     continue
                 }
-                attachments.append(PortableAttachment(name: reference.name, type: reference.type, data: found.data, sha256: reference.sha256))
+                attachments.append(
+                    PortableAttachment(
+                        name: reference.name, type: reference.type, data: found.data, sha256: reference.sha256))
             }
-            try notes.append(charging: source.budget, Importer.Imported(
-                note: PortableNote(
-                    id: id, title: title ?? name, body: bodyText, tags: tags, folder: folder, pinned: matter["pinned"]?.boolValue ?? false,
-                    trashed: matter["trashed"]?.boolValue ?? false, created: created ?? updated, updated: updated, attachments: attachments),
-                source: file.path))
+            try notes.append(
+                charging: source.budget,
+                Importer.Imported(
+                    note: PortableNote(
+                        id: id, title: title ?? name, body: bodyText, tags: tags, folder: folder,
+                        pinned: matter["pinned"]?.boolValue ?? false,
+                        trashed: matter["trashed"]?.boolValue ?? false, created: created ?? updated, updated: updated,
+                        attachments: attachments),
+                    source: file.path))
         }
         return Importer.Result(format: .markdown, notes: notes, skipped: skipped)
     }
 
     /// The folder every path is inside (with its `/`), or "" when they are not in one.
     static func commonRoot(_ paths: [String]) -> String {
-        guard let first = paths.first, let top = first.split(separator: "/").first, first.contains("/") else { return "" }
+        guard let first = paths.first, let top = first.split(separator: "/").first, first.contains("/") else {
+            return ""
+        }
         let prefix = String(top) + "/"
         return paths.allSatisfy { $0.hasPrefix(prefix) } ? prefix : ""
     }
@@ -103,7 +126,9 @@ enum MarkdownImporter {
         guard let first = lines.first, first.hasPrefix("# ") else { return nil }
         let title = first.dropFirst(2).trimmingCharacters(in: .whitespaces)
         var rest = lines.dropFirst()
-        while rest.count > 1, rest.first?.trimmingCharacters(in: .whitespaces).isEmpty == true { rest = rest.dropFirst() }
+        while rest.count > 1, rest.first?.trimmingCharacters(in: .whitespaces).isEmpty == true {
+            rest = rest.dropFirst()
+        }
         return (title, rest.joined(separator: "\n"))
     }
 
@@ -143,7 +168,9 @@ enum MarkdownImporter {
             }
             listKey = nil
             // Anything but `key: value` at the left margin is not the YAML read here.
-            guard !line.hasPrefix(" "), !line.hasPrefix("\t"), let colon = line.firstIndex(of: ":") else { return ([:], text) }
+            guard !line.hasPrefix(" "), !line.hasPrefix("\t"), let colon = line.firstIndex(of: ":") else {
+                return ([:], text)
+            }
             let key = line[..<colon].trimmingCharacters(in: .whitespaces)
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             guard !key.isEmpty, !key.contains(" ") || key.hasPrefix("\"") else { return ([:], text) }
@@ -156,7 +183,9 @@ enum MarkdownImporter {
                 if let parsed = try? JSONValue.parse(value), parsed.arrayValue != nil {
                     result[key] = parsed
                 } else {
-                    let items = value.dropFirst().dropLast().split(separator: ",").map { scalar($0.trimmingCharacters(in: .whitespaces)) }
+                    let items = value.dropFirst().dropLast().split(separator: ",").map {
+                        scalar($0.trimmingCharacters(in: .whitespaces))
+                    }
                     guard !items.contains(where: { $0 == nil }) else { return ([:], text) }
                     result[key] = .array(items.compactMap { $0 })
                 }

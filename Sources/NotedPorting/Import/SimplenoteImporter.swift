@@ -8,8 +8,11 @@ import NotedCore
 enum SimplenoteImporter {
     static func read(_ source: ImportSource) throws -> Importer.Result {
         let candidates = source.files.filter { $0.path.lowercased().hasSuffix(".json") }
-        guard let file = candidates.first(where: { String(decoding: $0.data.prefix(4096), as: UTF8.self).contains("\"activeNotes\"") })
-            ?? candidates.first(where: { $0.path.lowercased().hasSuffix("notes.json") })
+        guard
+            let file = candidates.first(where: {
+                String(decoding: $0.data.prefix(4096), as: UTF8.self).contains("\"activeNotes\"")
+            })
+                ?? candidates.first(where: { $0.path.lowercased().hasSuffix("notes.json") })
         else {
             throw ImportError(source.origin, "no Simplenote notes.json in it")
         }
@@ -35,11 +38,15 @@ enum SimplenoteImporter {
                 let created = Importer.isoDate(item["creationDate"]?.stringValue)
                 let updated = Importer.isoDate(item["lastModified"]?.stringValue) ?? created
                 let tags = (item["tags"]?.arrayValue ?? []).compactMap(\.stringValue).filter { !$0.isEmpty }
-                try notes.append(charging: source.budget, Importer.Imported(
-                    note: PortableNote(
-                        id: Importer.noteID(format: .simplenote, sourceID: id), title: title, body: body, tags: tags,
-                        pinned: item["pinned"]?.boolValue ?? false, trashed: trashed, created: created ?? updated, updated: updated),
-                    source: "\(file.path) \(id)"))
+                try notes.append(
+                    charging: source.budget,
+                    Importer.Imported(
+                        note: PortableNote(
+                            id: Importer.noteID(format: .simplenote, sourceID: id), title: title, body: body,
+                            tags: tags,
+                            pinned: item["pinned"]?.boolValue ?? false, trashed: trashed, created: created ?? updated,
+                            updated: updated),
+                        source: "\(file.path) \(id)"))
             }
         }
         return Importer.Result(format: .simplenote, notes: notes, skipped: skipped)

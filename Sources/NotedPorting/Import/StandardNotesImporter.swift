@@ -8,22 +8,30 @@ import NotedCore
 /// left out without a word; an encrypted backup is refused with the reason.
 enum StandardNotesImporter {
     static func read(_ source: ImportSource) throws -> Importer.Result {
-        guard let file = source.files.first(where: {
-            let head = String(decoding: $0.data.prefix(4096), as: UTF8.self)
-            return head.contains("\"items\"")
-        }) else {
+        guard
+            let file = source.files.first(where: {
+                let head = String(decoding: $0.data.prefix(4096), as: UTF8.self)
+                return head.contains("\"items\"")
+            })
+        else {
             throw ImportError(source.origin, "no Standard Notes backup in it")
         }
         let document = try Importer.json(file, in: source)
-        guard let items = document["items"]?.arrayValue else { throw ImportError(file.path, "not a Standard Notes backup: no items list") }
+        guard let items = document["items"]?.arrayValue else {
+            throw ImportError(file.path, "not a Standard Notes backup: no items list")
+        }
         let encrypted = items.filter { $0["content"]?.stringValue != nil }
         if document["keyParams"] != nil || (!items.isEmpty && encrypted.count == items.count) {
-            throw ImportError(file.path, "an encrypted backup: download a decrypted one (Standard Notes: Preferences, Backups, Decrypted)")
+            throw ImportError(
+                file.path,
+                "an encrypted backup: download a decrypted one (Standard Notes: Preferences, Backups, Decrypted)")
         }
         // Tags name their notes, and a nested tag its parent: note uuid → tag paths.
         var tags: [String: (title: String, parent: String?)] = [:]
         for item in items where item["content_type"]?.stringValue == "Tag" && item["deleted"]?.boolValue != true {
-            guard let uuid = item["uuid"]?.stringValue, let title = item["content"]?["title"]?.stringValue, !title.isEmpty else { continue }
+            guard let uuid = item["uuid"]?.stringValue, let title = item["content"]?["title"]?.stringValue,
+                !title.isEmpty
+            else { continue }
             let parent = (item["content"]?["references"]?.arrayValue ?? []).first {
                 $0["content_type"]?.stringValue == "Tag" && $0["reference_type"]?.stringValue == "TagToParentTag"
             }?["uuid"]?.stringValue
@@ -48,7 +56,8 @@ enum StandardNotesImporter {
         var tagsOf: [String: [String]] = [:]
         for item in items where item["content_type"]?.stringValue == "Tag" {
             guard let uuid = item["uuid"]?.stringValue, tags[uuid] != nil else { continue }
-            for reference in item["content"]?["references"]?.arrayValue ?? [] where reference["content_type"]?.stringValue == "Note" {
+            for reference in item["content"]?["references"]?.arrayValue ?? []
+            where reference["content_type"]?.stringValue == "Note" {
                 if let note = reference["uuid"]?.stringValue {
                     try source.budget.charge(32, origin: file.path)  // the reference (its path string is shared)
                     tagsOf[note, default: []].append(try path(uuid))
@@ -64,7 +73,9 @@ enum StandardNotesImporter {
                 continue
             }
             guard content.objectValue != nil else {
-                skipped.append(Importer.Skipped(source: place, reason: "its content is encrypted (an item the app could not decrypt)"))
+                skipped.append(
+                    Importer.Skipped(
+                        source: place, reason: "its content is encrypted (an item the app could not decrypt)"))
                 continue
             }
             if item["deleted"]?.boolValue == true { continue }
@@ -75,13 +86,19 @@ enum StandardNotesImporter {
             var tags = tagsOf[uuid] ?? []
             if archived, !tags.contains("archived") { tags.append("archived") }
             let created = Importer.isoDate(item["created_at"]?.stringValue)
-            let updated = Importer.isoDate(app?["client_updated_at"]?.stringValue) ?? Importer.isoDate(item["updated_at"]?.stringValue) ?? created
+            let updated =
+                Importer.isoDate(app?["client_updated_at"]?.stringValue) ?? Importer.isoDate(
+                    item["updated_at"]?.stringValue) ?? created
                 ?? Date(timeIntervalSince1970: 0)
-            try notes.append(charging: source.budget, Importer.Imported(
-                note: PortableNote(
-                    id: Importer.noteID(format: .standardnotes, sourceID: uuid), title: content["title"]?.stringValue ?? "",
-                    body: body(content), tags: tags, pinned: pinned, trashed: trashed, created: created ?? updated, updated: updated),
-                source: "\(file.path) \(uuid)"))
+            try notes.append(
+                charging: source.budget,
+                Importer.Imported(
+                    note: PortableNote(
+                        id: Importer.noteID(format: .standardnotes, sourceID: uuid),
+                        title: content["title"]?.stringValue ?? "",
+                        body: body(content), tags: tags, pinned: pinned, trashed: trashed, created: created ?? updated,
+                        updated: updated),
+                    source: "\(file.path) \(uuid)"))
         }
         return Importer.Result(format: .standardnotes, notes: notes, skipped: skipped)
     }
@@ -90,7 +107,9 @@ enum StandardNotesImporter {
     /// Markdown.
     static func body(_ content: JSONValue) -> String {
         let text = content["text"]?.stringValue ?? ""
-        guard content["noteType"]?.stringValue == "super", let state = try? JSONValue.parse(text), let root = state["root"] else { return text }
+        guard content["noteType"]?.stringValue == "super", let state = try? JSONValue.parse(text),
+            let root = state["root"]
+        else { return text }
         var lines: [String] = []
         for block in root["children"]?.arrayValue ?? [] { lexical(block, depth: 0, into: &lines) }
         while lines.first?.isEmpty == true { lines.removeFirst() }
@@ -114,11 +133,12 @@ enum StandardNotesImporter {
                     lexical(nested, depth: depth + 1, into: &lines)
                     continue
                 }
-                let marker = switch kind {
-                case "check": item["checked"]?.boolValue == true ? "- [x] " : "- [ ] "
-                case "number": "\(item["value"]?.intValue ?? 1). "
-                default: "- "
-                }
+                let marker =
+                    switch kind {
+                    case "check": item["checked"]?.boolValue == true ? "- [x] " : "- [ ] "
+                    case "number": "\(item["value"]?.intValue ?? 1). "
+                    default: "- "
+                    }
                 lines.append(String(repeating: "  ", count: depth) + marker + inline(item["children"]))
             }
         case "quote":

@@ -41,7 +41,8 @@ public func buildApplication(
     var accounts = Accounts(
         store: store, tokens: tokens, registrationOpen: configuration.registrationOpen, passwords: passwords,
         refreshLifetime: configuration.refreshTokenLifetime.timeInterval,
-        limiter: RateLimiter(limit: configuration.authAttemptsPerWindow, window: configuration.authWindow.timeInterval, backoff: true),
+        limiter: RateLimiter(
+            limit: configuration.authAttemptsPerWindow, window: configuration.authWindow.timeInterval, backoff: true),
         dummyHash: dummyHash)
     accounts.familyLifetime = configuration.signInLifetime.timeInterval
     accounts.addresses = ClientAddresses(trustedProxies: configuration.trustedProxies)
@@ -53,12 +54,17 @@ public func buildApplication(
     for family in try await store.revokedFamilies(since: Date().addingTimeInterval(-tokens.revoked.keep)) {
         tokens.revoked.insert(family)
     }
-    let sync = SyncService(store: store, parser: ChangeParser(schemas: configuration.schemas, limits: configuration.limits), hub: hub, metrics: metrics)
-    let clients = OAuthClients([.cli, .web(origins: [issuer] + configuration.allowedOrigins)] + configuration.oauthClients)
+    let sync = SyncService(
+        store: store, parser: ChangeParser(schemas: configuration.schemas, limits: configuration.limits), hub: hub,
+        metrics: metrics)
+    let clients = OAuthClients(
+        [.cli, .web(origins: [issuer] + configuration.allowedOrigins)] + configuration.oauthClients)
     let authorization = AuthorizationServer(
-        clients: clients, accounts: accounts, store: store, codeLifetime: configuration.authorizationCodeLifetime.timeInterval)
+        clients: clients, accounts: accounts, store: store,
+        codeLifetime: configuration.authorizationCodeLifetime.timeInterval)
     let routes = Routes(
-        configuration: configuration, sync: sync, store: store, accounts: accounts, tokens: tokens, metrics: metrics, authorization: authorization)
+        configuration: configuration, sync: sync, store: store, accounts: accounts, tokens: tokens, metrics: metrics,
+        authorization: authorization)
 
     let router = Router(context: NotedRequestContext.self)
     router.middlewares.add(LogRequestsMiddleware(.debug))
@@ -79,11 +85,14 @@ public func buildApplication(
         // compressor kept for the session (1 KiB window, memory level 4: about 27 KB of an idle
         // connection), large ones (pages) each through a compressor of its own with a 32 KiB
         // window (PerMessageDeflate.swift).
-        extensions: [.perMessageDeflate(PerMessageDeflateBuilder(maxDecompressedFrameSize: configuration.limits.maxMessageBytes))],
+        extensions: [
+            .perMessageDeflate(PerMessageDeflateBuilder(maxDecompressedFrameSize: configuration.limits.maxMessageBytes))
+        ],
         // Heartbeats come from one task for every connection (SessionDeadlines), not a task each.
         autoPing: .disabled,
         validateUTF8: true)
-    let connections = ConnectionLimit(maximum: configuration.maxConnections, perAddress: configuration.maxConnectionsPerAddress)
+    let connections = ConnectionLimit(
+        maximum: configuration.maxConnections, perAddress: configuration.maxConnectionsPerAddress)
     return Application(
         router: router,
         server: HTTPServerBuilder { responder in
@@ -99,7 +108,8 @@ public func buildApplication(
         services: [
             StoreService(store: store),
             SweepService(store: store, configuration: configuration, logger: logger),
-            HistoryService(store: store, policy: configuration.history, interval: configuration.historyInterval, logger: logger),
+            HistoryService(
+                store: store, policy: configuration.history, interval: configuration.historyInterval, logger: logger),
             RemoteFanout(sync: sync, store: store, revoked: tokens.revoked, logger: logger),
             KeyReloadService(tokens: tokens, store: store, logger: logger),
         ],
@@ -115,11 +125,15 @@ func openStore(_ configuration: ServerConfiguration, logger: Logger) async throw
     case .sqlite(let path):
         let directory = (path as NSString).deletingLastPathComponent
         try DataDirectory.secure(directory: directory.isEmpty ? "." : directory, database: path, logger: logger)
-        store = try SQLiteStore(path: path, schemas: configuration.schemas, limits: configuration.limits, conflictRevisionsKept: configuration.conflictRevisionsKept,
-                                quota: configuration.quota)
+        store = try SQLiteStore(
+            path: path, schemas: configuration.schemas, limits: configuration.limits,
+            conflictRevisionsKept: configuration.conflictRevisionsKept,
+            quota: configuration.quota)
     case .postgres(let url):
-        store = try PostgresStore(url: url, schemas: configuration.schemas, limits: configuration.limits, conflictRevisionsKept: configuration.conflictRevisionsKept,
-                                  quota: configuration.quota, logger: logger)
+        store = try PostgresStore(
+            url: url, schemas: configuration.schemas, limits: configuration.limits,
+            conflictRevisionsKept: configuration.conflictRevisionsKept,
+            quota: configuration.quota, logger: logger)
     }
     do {
         try await store.migrate()
@@ -134,7 +148,8 @@ func openStore(_ configuration: ServerConfiguration, logger: Logger) async throw
 /// database. Running servers sign with the new key within `AccessTokens.reloadInterval`.
 /// - Returns: the new `kid`, the dropped ones, and every `kid` the JWKS now lists.
 public func rotateSigningKeys(_ configuration: ServerConfiguration, logger: Logger) async throws
-    -> (kid: String, dropped: [String], listed: [String]) {
+    -> (kid: String, dropped: [String], listed: [String])
+{
     let store = try await openStore(configuration, logger: logger)
     do {
         let (kid, dropped) = try await AccessTokens.rotate(store: store, lifetime: configuration.accessTokenLifetime)
@@ -254,7 +269,9 @@ struct RemoteFanout: Service {
             sync.hub.closeUser(user, reason: SessionHub.accountDisabled)
             return
         }
-        guard let previous = sync.hub.advanceSeenSeq(user: notice.userID, to: notice.seq), previous < notice.seq else { return }
+        guard let previous = sync.hub.advanceSeenSeq(user: notice.userID, to: notice.seq), previous < notice.seq else {
+            return
+        }
         // The usual case: the next commit, made here, so this node's sessions already have it.
         if notice.fromThisNode && previous == notice.seq - 1 { return }
         await send(user: notice.userID, after: previous, upTo: notice.seq)
@@ -284,7 +301,9 @@ struct RemoteFanout: Service {
             }
             guard let latest = try? await store.latestSeq(userID: user), latest > seen else { continue }
             _ = sync.hub.advanceSeenSeq(user: user, to: latest)
-            logger.info("catching up after listening restarted", metadata: ["user": .string(user), "from": "\(seen)", "to": "\(latest)"])
+            logger.info(
+                "catching up after listening restarted",
+                metadata: ["user": .string(user), "from": "\(seen)", "to": "\(latest)"])
             await send(user: user, after: seen, upTo: latest)
         }
     }
@@ -298,7 +317,8 @@ struct RemoteFanout: Service {
             do {
                 page = try await store.changes(userID: user, since: since, limit: 500)
             } catch {
-                logger.warning("could not read changes for fan-out", metadata: ["error": .string(String(describing: error))])
+                logger.warning(
+                    "could not read changes for fan-out", metadata: ["error": .string(String(describing: error))])
                 return
             }
             for record in page.records where record.seq <= upTo {
@@ -332,11 +352,15 @@ struct SweepService: Service {
             }
             do {
                 let retention = configuration.blobRetention.timeInterval
-                let collected = try await store.collectBlobs(storedBefore: now.addingTimeInterval(-retention), uploadsBefore: now.addingTimeInterval(-retention))
+                let collected = try await store.collectBlobs(
+                    storedBefore: now.addingTimeInterval(-retention), uploadsBefore: now.addingTimeInterval(-retention))
                 if collected != BlobCollection() {
-                    logger.info("collected unreferenced attachments", metadata: [
-                        "blobs": "\(collected.blobs)", "bytes": "\(collected.bytes)", "uploads": "\(collected.uploads)",
-                    ])
+                    logger.info(
+                        "collected unreferenced attachments",
+                        metadata: [
+                            "blobs": "\(collected.blobs)", "bytes": "\(collected.bytes)",
+                            "uploads": "\(collected.uploads)",
+                        ])
                 }
             } catch {
                 logger.error("collecting attachments failed", metadata: ["error": .string(String(describing: error))])
@@ -363,15 +387,23 @@ struct HistoryService: Service {
                 let done = try await store.thinHistory(now: Date(), policy: policy, limit: 100)
                 more = done.records + done.retried >= 100
                 if let failure = done.lastFailure {
-                    logger.error("a record's revision history could not be thinned; set aside for a day", metadata: [
-                        "records": "\(done.failed)", "last": .string(failure),
-                    ])
+                    logger.error(
+                        "a record's revision history could not be thinned; set aside for a day",
+                        metadata: [
+                            "records": "\(done.failed)", "last": .string(failure),
+                        ])
                 }
                 if done.deleted > 0 {
-                    logger.debug("thinned revision histories", metadata: ["records": "\(done.records)", "deleted": "\(done.deleted)", "rewritten": "\(done.rewritten)"])
+                    logger.debug(
+                        "thinned revision histories",
+                        metadata: [
+                            "records": "\(done.records)", "deleted": "\(done.deleted)",
+                            "rewritten": "\(done.rewritten)",
+                        ])
                 }
             } catch {
-                logger.error("thinning revision histories failed", metadata: ["error": .string(String(describing: error))])
+                logger.error(
+                    "thinning revision histories failed", metadata: ["error": .string(String(describing: error))])
             }
             if !more {
                 try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }

@@ -14,9 +14,11 @@ extension SchemaRegistry {
         guard let directory else { return .v1 }
         let names: [String]
         do {
-            names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".json") }.sorted()
+            names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".json") }
+                .sorted()
         } catch {
-            throw StartupRefusal("--collections \(directory): cannot read the directory (\(error.localizedDescription))")
+            throw StartupRefusal(
+                "--collections \(directory): cannot read the directory (\(error.localizedDescription))")
         }
         var schemas = [CollectionSchema.notes]
         var files = ["notes": "built in"]
@@ -54,7 +56,9 @@ extension SchemaRegistry {
             var problems: [String] = []
             for (name, document) in stored.sorted(by: { $0.key < $1.key }) {
                 guard let new = served[name] else {
-                    if holding.contains(name) { problems.append("collection \(name) holds records but is no longer served") }
+                    if holding.contains(name) {
+                        problems.append("collection \(name) holds records but is no longer served")
+                    }
                     continue
                 }
                 // A document this version cannot read was written by a newer one: nothing to compare.

@@ -22,7 +22,9 @@ public struct Operators: Sendable {
 
     private func withStore<T>(creating: Bool = false, _ body: (any NotedStore) async throws -> T) async throws -> T {
         // A mistyped --data would otherwise make an empty database and report no accounts.
-        if !creating, case .sqlite(let path) = configuration.databaseLocation, !FileManager.default.fileExists(atPath: path) {
+        if !creating, case .sqlite(let path) = configuration.databaseLocation,
+            !FileManager.default.fileExists(atPath: path)
+        {
             throw Failure("no database at \(path): give the server's --data (or --database)")
         }
         let store = try await openStore(configuration, logger: logger)
@@ -43,10 +45,12 @@ public struct Operators: Sendable {
         let byID = UUIDText.isCanonical(name) ? try await store.user(id: name) : nil
         let byName = try await store.user(usernameKey: name.lowercased())
         switch (byID, byName) {
-        case let (id?, named?) where id.id != named.id:
-            throw Failure("\(name) is the id of \(id.username) and the username of another account (id \(named.id)): give that id instead")
-        case let (id?, _): return id
-        case let (nil, named?): return named
+        case (let id?, let named?) where id.id != named.id:
+            throw Failure(
+                "\(name) is the id of \(id.username) and the username of another account (id \(named.id)): give that id instead"
+            )
+        case (let id?, _): return id
+        case (nil, let named?): return named
         case (nil, nil): throw Failure("no account \(name) on this server")
         }
     }
@@ -84,7 +88,9 @@ public struct Operators: Sendable {
     /// Sets a new random password and prints it for the operator to pass on: every sign-in of
     /// the account ends; with `turnOffTwoFactor`, so does its two-factor sign-in (the person
     /// lost their authenticator too). Returns the username and the password.
-    public func resetPassword(_ name: String, turnOffTwoFactor: Bool) async throws -> (username: String, password: String) {
+    public func resetPassword(_ name: String, turnOffTwoFactor: Bool) async throws -> (
+        username: String, password: String
+    ) {
         try await withStore { store in
             let user = try await account(name, in: store)
             let password = Self.temporaryPassword()
@@ -112,7 +118,9 @@ public struct Operators: Sendable {
         switch configuration.databaseLocation {
         case .sqlite(let path): return path
         case .postgres:
-            throw Failure("\(command) copies the embedded SQLite database; for PostgreSQL use pg_dump and pg_restore (docs/deploy.md, \"Backups\")")
+            throw Failure(
+                "\(command) copies the embedded SQLite database; for PostgreSQL use pg_dump and pg_restore (docs/deploy.md, \"Backups\")"
+            )
         }
     }
 
@@ -120,8 +128,12 @@ public struct Operators: Sendable {
     /// consistent copy while the server runs and writes, checked before it is kept.
     public func backup(to path: String) async throws -> (bytes: Int64, users: Int) {
         let source = try sqlitePath(for: "backup")
-        guard FileManager.default.fileExists(atPath: source) else { throw Failure("no database at \(source): nothing to back up") }
-        guard !FileManager.default.fileExists(atPath: path) else { throw Failure("\(path) exists; give a new file (a backup never overwrites one)") }
+        guard FileManager.default.fileExists(atPath: source) else {
+            throw Failure("no database at \(source): nothing to back up")
+        }
+        guard !FileManager.default.fileExists(atPath: path) else {
+            throw Failure("\(path) exists; give a new file (a backup never overwrites one)")
+        }
         let temporary = path + ".partial-\(UUID().uuidString.prefix(8))"
         FileManager.default.createFile(atPath: temporary, contents: nil, attributes: [.posixPermissions: 0o600])
         do {
@@ -139,7 +151,10 @@ public struct Operators: Sendable {
             // The blobs the copy's rows name, beside it: files never change once stored, so
             // copying them after the snapshot gives the snapshot's files.
             let blobs = try await to.read { db in
-                try db.tableExists("blobs") ? try Row.fetchAll(db, sql: "SELECT user_id, sha256 FROM blobs").map { ($0[0] as String, $0[1] as String) } : []
+                try db.tableExists("blobs")
+                    ? try Row.fetchAll(db, sql: "SELECT user_id, sha256 FROM blobs").map {
+                        ($0[0] as String, $0[1] as String)
+                    } : []
             }
             try to.close()
             let bytes = try Self.copyBlobs(blobs, from: Self.blobDirectory(beside: source), to: path + ".blobs")
@@ -170,7 +185,8 @@ public struct Operators: Sendable {
         }
         let exists = FileManager.default.fileExists(atPath: target)
         guard !exists || replace else {
-            throw Failure("\(target) exists; stop the server and give --replace (the database there is kept beside it, renamed)")
+            throw Failure(
+                "\(target) exists; stop the server and give --replace (the database there is kept beside it, renamed)")
         }
         let directory = (target as NSString).deletingLastPathComponent
         try DataDirectory.secure(directory: directory.isEmpty ? "." : directory, database: target, logger: logger)
@@ -223,7 +239,8 @@ public struct Operators: Sendable {
         var names: [(String, String)] = []
         for user in try FileManager.default.contentsOfDirectory(atPath: directory) where BlobFiles.isSafe(user) {
             let folder = (directory as NSString).appendingPathComponent(user)
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where AttachmentReference.isSHA256(name) {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            where AttachmentReference.isSHA256(name) {
                 names.append((user, name))
             }
         }
@@ -240,8 +257,11 @@ public struct Operators: Sendable {
             let from = ((source as NSString).appendingPathComponent(user) as NSString).appendingPathComponent(sha256)
             let folder = (target as NSString).appendingPathComponent(user)
             let to = (folder as NSString).appendingPathComponent(sha256)
-            guard files.fileExists(atPath: from) else { throw Failure("the attachment \(sha256) of user \(user) is missing from \(source)") }
-            try files.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            guard files.fileExists(atPath: from) else {
+                throw Failure("the attachment \(sha256) of user \(user) is missing from \(source)")
+            }
+            try files.createDirectory(
+                atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             if !files.fileExists(atPath: to) {
                 if link(from, to) != 0 { try files.copyItem(atPath: from, toPath: to) }
             }
@@ -253,9 +273,13 @@ public struct Operators: Sendable {
     /// That `db` holds Noted's tables, whole; how many accounts it has.
     private static func check(_ db: Database, what: String) throws -> Int {
         let integrity = try String.fetchAll(db, sql: "PRAGMA integrity_check")
-        guard integrity == ["ok"] else { throw Failure("\(what) is damaged: \(integrity.prefix(3).joined(separator: "; "))") }
+        guard integrity == ["ok"] else {
+            throw Failure("\(what) is damaged: \(integrity.prefix(3).joined(separator: "; "))")
+        }
         for table in ["users", "records", "grdb_migrations"] {
-            guard try db.tableExists(table) else { throw Failure("\(what) is not a Noted database (no \(table) table)") }
+            guard try db.tableExists(table) else {
+                throw Failure("\(what) is not a Noted database (no \(table) table)")
+            }
         }
         return try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM users") ?? 0
     }
@@ -269,7 +293,9 @@ public struct Operators: Sendable {
             close(descriptor)
         }
         sync(temporary)
-        guard rename(temporary, path) == 0 else { throw Failure("cannot create \(path): \(String(cString: strerror(errno)))") }
+        guard rename(temporary, path) == 0 else {
+            throw Failure("cannot create \(path): \(String(cString: strerror(errno)))")
+        }
         let directory = (path as NSString).deletingLastPathComponent
         sync(directory.isEmpty ? "." : directory)
     }

@@ -1,5 +1,5 @@
-import NIOConcurrencyHelpers
 import HummingbirdWebSocket
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOWebSocket
 
@@ -134,11 +134,14 @@ struct PerMessageDeflate: WebSocketExtension {
             maxSize: builder.maxDecompressedFrameSize, quiet: builder.quietStreams)
     }
 
-    func processReceivedFrame(_ frame: WebSocketFrame, context: WebSocketExtensionContext) async throws -> WebSocketFrame {
+    func processReceivedFrame(_ frame: WebSocketFrame, context: WebSocketExtensionContext) async throws
+        -> WebSocketFrame
+    {
         try await receiver.decompress(frame)
     }
 
-    func processFrameToSend(_ frame: WebSocketFrame, context: WebSocketExtensionContext) async throws -> WebSocketFrame {
+    func processFrameToSend(_ frame: WebSocketFrame, context: WebSocketExtensionContext) async throws -> WebSocketFrame
+    {
         switch frame.opcode {
         case .text, .binary, .continuation: try await sender.compress(frame)
         default: frame
@@ -192,8 +195,9 @@ struct PerMessageDeflate: WebSocketExtension {
             if first, frame.fin, frame.data.readableBytes >= largeMessageBytes, let largeWindowBits {
                 // A stream of its own: the client's window then holds this message last, which
                 // the small compressor's history does not know, so that starts again too.
-                let large = try RawDeflate.Compressor(windowBits: largeWindowBits, level: compressionLevel,
-                                                      memoryLevel: largeMemoryLevel)
+                let large = try RawDeflate.Compressor(
+                    windowBits: largeWindowBits, level: compressionLevel,
+                    memoryLevel: largeMemoryLevel)
                 frame.data = try deflate(frame.data, with: large, last: true)
                 frame.rsv1 = true
                 small = nil
@@ -204,8 +208,11 @@ struct PerMessageDeflate: WebSocketExtension {
             let compressed = midMessageCompressed ?? (frame.data.readableBytes >= minFrameSizeToCompress || !frame.fin)
             midMessageCompressed = frame.fin ? nil : compressed
             guard compressed else { return frame }
-            let compressor = try small ?? RawDeflate.Compressor(
-                windowBits: smallWindowBits, level: compressionLevel, memoryLevel: smallMemoryLevel, dictionary: smallWindow)
+            let compressor =
+                try small
+                ?? RawDeflate.Compressor(
+                    windowBits: smallWindowBits, level: compressionLevel, memoryLevel: smallMemoryLevel,
+                    dictionary: smallWindow)
             small = compressor
             smallWindow = []
             frame.data = try deflate(frame.data, with: compressor, last: frame.fin)
@@ -221,7 +228,9 @@ struct PerMessageDeflate: WebSocketExtension {
 
         /// A frame's bytes compressed with a sync flush; the last frame of a message without the
         /// flush's four closing bytes.
-        private func deflate(_ data: ByteBuffer, with compressor: RawDeflate.Compressor, last: Bool) throws -> ByteBuffer {
+        private func deflate(_ data: ByteBuffer, with compressor: RawDeflate.Compressor, last: Bool) throws
+            -> ByteBuffer
+        {
             var output = try compressor.compress(data, allocator: ByteBufferAllocator())
             if last, output.readableBytes >= PerMessageDeflate.flushTail.count {
                 output.moveWriterIndex(to: output.writerIndex - PerMessageDeflate.flushTail.count)

@@ -61,7 +61,8 @@ enum RawDeflate {
         /// Runs `body` with `input` as the stream's input.
         func reading(_ input: ByteBuffer, _ body: () throws -> Void) rethrows {
             try input.withUnsafeReadableBytes { source in
-                stream.pointee.next_in = UnsafeMutablePointer(mutating: source.baseAddress?.assumingMemoryBound(to: UInt8.self))
+                stream.pointee.next_in = UnsafeMutablePointer(
+                    mutating: source.baseAddress?.assumingMemoryBound(to: UInt8.self))
                 stream.pointee.avail_in = uInt(source.count)
                 defer {
                     stream.pointee.next_in = nil
@@ -89,10 +90,12 @@ enum RawDeflate {
         /// The zone holds what zlib 1.2.13 asks for (a compressor's state is 5,952 bytes, then its
         /// window twice over, its hash heads and its pending buffer), rounded up to pages.
         init(windowBits: Int, level: Int, memoryLevel: Int, dictionary: [UInt8] = []) throws {
-            let window = 1 << windowBits, symbols = 1 << (memoryLevel + 6)
+            let window = 1 << windowBits
+            let symbols = 1 << (memoryLevel + 6)
             owned = Stream(zoneBytes: 6_144 + 4 * window + 2 * (symbols << 1) + 4 * symbols)
-            let code = deflateInit2_(owned.stream, Int32(level), Z_DEFLATED, -Int32(windowBits), Int32(memoryLevel),
-                                     Z_DEFAULT_STRATEGY, zlibVersion(), RawDeflate.streamSize)
+            let code = deflateInit2_(
+                owned.stream, Int32(level), Z_DEFLATED, -Int32(windowBits), Int32(memoryLevel),
+                Z_DEFAULT_STRATEGY, zlibVersion(), RawDeflate.streamSize)
             guard code == Z_OK else {
                 owned.release()
                 throw Failure(call: "deflateInit2", code: code)
@@ -170,15 +173,19 @@ enum RawDeflate {
         /// stream (BFINAL, RFC 7692 section 7.2.3.3) ends the message, and at most
         /// `finalTailBytes` may follow it; the next message starts a new stream that keeps the
         /// window, so the sender may still refer to this one.
-        func decompress(_ input: ByteBuffer, maxSize: Int, finalTailBytes: Int = 0,
-                        allocator: ByteBufferAllocator) throws -> ByteBuffer {
+        func decompress(
+            _ input: ByteBuffer, maxSize: Int, finalTailBytes: Int = 0,
+            allocator: ByteBufferAllocator
+        ) throws -> ByteBuffer {
             var output = allocator.buffer(capacity: min(maxSize + 1, max(256, input.readableBytes * 4)))
             try owned.reading(input) {
                 while true {
                     if output.writableBytes == 0 {
                         guard output.readableBytes <= maxSize else { throw TooLarge(limit: maxSize) }
-                        output.reserveCapacity(minimumWritableBytes: min(maxSize + 1 - output.readableBytes,
-                                                                         max(256, output.readableBytes)))
+                        output.reserveCapacity(
+                            minimumWritableBytes: min(
+                                maxSize + 1 - output.readableBytes,
+                                max(256, output.readableBytes)))
                     }
                     let code = output.withUnsafeMutableWritableBytes { target -> Int32 in
                         stream.pointee.next_out = target.baseAddress?.assumingMemoryBound(to: UInt8.self)

@@ -130,11 +130,14 @@ public struct AccessTokens: Sendable {
 
     /// Loads the signing keys, generating and persisting one on first start, and dropping
     /// retired keys whose tokens have all expired.
-    public static func load(store: any SigningKeyStore, issuer: String, audience: String, lifetime: Duration) async throws -> AccessTokens {
+    public static func load(store: any SigningKeyStore, issuer: String, audience: String, lifetime: Duration)
+        async throws -> AccessTokens
+    {
         let records = try await currentKeys(store: store, lifetime: lifetime)
         let set = try await SigningKeySet.build(records)
-        return AccessTokens(current: NIOLockedValueBox(set), issuer: issuer, audience: audience, lifetime: lifetime,
-                            revoked: RevokedSessions(keep: lifetime.timeInterval + 60))
+        return AccessTokens(
+            current: NIOLockedValueBox(set), issuer: issuer, audience: audience, lifetime: lifetime,
+            revoked: RevokedSessions(keep: lifetime.timeInterval + 60))
     }
 
     /// Rereads the signing keys from the store (after a rotation by another process).
@@ -145,7 +148,9 @@ public struct AccessTokens: Sendable {
 
     /// Adds a new signing key (a new `kid`) and drops retired ones; the old keys keep verifying
     /// until every token they signed has expired. Returns the new key's `kid` and the dropped ones.
-    public static func rotate(store: any SigningKeyStore, lifetime: Duration, now: Date = Date()) async throws -> (kid: String, dropped: [String]) {
+    public static func rotate(store: any SigningKeyStore, lifetime: Duration, now: Date = Date()) async throws -> (
+        kid: String, dropped: [String]
+    ) {
         // The newest key signs: the new one must sort after every stored one.
         let existing = try await store.signingKeys()
         let createdAt = max(now, existing.last.map { $0.createdAt.addingTimeInterval(0.001) } ?? now)
@@ -156,7 +161,9 @@ public struct AccessTokens: Sendable {
     }
 
     /// The stored keys, creating the first one; keys retired long enough are removed.
-    private static func currentKeys(store: any SigningKeyStore, lifetime: Duration, now: Date = Date()) async throws -> [SigningKeyRecord] {
+    private static func currentKeys(store: any SigningKeyStore, lifetime: Duration, now: Date = Date()) async throws
+        -> [SigningKeyRecord]
+    {
         var records = try await store.signingKeys()
         if records.isEmpty {
             _ = try await addKey(store: store, now: now)
@@ -187,7 +194,9 @@ public struct AccessTokens: Sendable {
     }
 
     /// A signed access token for a user and client application, and when it expires.
-    public func issue(userID: String, clientID: String, sessionID: String? = nil, now: Date = Date()) async throws -> (token: String, expiresAt: Date) {
+    public func issue(userID: String, clientID: String, sessionID: String? = nil, now: Date = Date()) async throws -> (
+        token: String, expiresAt: Date
+    ) {
         // JWT times are whole seconds.
         let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
         let expiresAt = now.addingTimeInterval(lifetime.timeInterval.rounded(.up))
@@ -209,7 +218,9 @@ public struct AccessTokens: Sendable {
             throw TokenError(kind: .invalid, reason: "not a JWT")
         }
         // A trusted external issuer's token is checked against that issuer's keys only.
-        if let external, let payload = Self.json(parts[1]), let iss = payload["iss"]?.stringValue, iss != issuer, external.trusts(iss) {
+        if let external, let payload = Self.json(parts[1]), let iss = payload["iss"]?.stringValue, iss != issuer,
+            external.trusts(iss)
+        {
             return try await external.verify(token, header: header, payload: payload, now: now)
         }
         guard header["typ"]?.stringValue?.lowercased() == "at+jwt" else {
@@ -238,7 +249,8 @@ public struct AccessTokens: Sendable {
         if let sid = claims.sid, revoked.contains(sid) {
             throw TokenError(kind: .invalid, reason: "the sign-in session was revoked")
         }
-        return VerifiedToken(userID: claims.sub.value, clientID: claims.clientID, expiresAt: claims.exp.value, sessionID: claims.sid)
+        return VerifiedToken(
+            userID: claims.sub.value, clientID: claims.clientID, expiresAt: claims.exp.value, sessionID: claims.sid)
     }
 
     /// A base64url JSON part of a JWT, unverified.
@@ -273,8 +285,10 @@ extension AccessTokens {
 
     func issueSecondFactorStep(userID: String, passwordHash: String, now: Date = Date()) async throws -> String {
         let claims = SecondFactorClaims(
-            iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: userID), aud: AudienceClaim(value: [secondFactorAudience]),
-            exp: ExpirationClaim(value: now.addingTimeInterval(Self.secondFactorLifetime)), jti: IDClaim(value: UUID().uuidString.lowercased()),
+            iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: userID),
+            aud: AudienceClaim(value: [secondFactorAudience]),
+            exp: ExpirationClaim(value: now.addingTimeInterval(Self.secondFactorLifetime)),
+            jti: IDClaim(value: UUID().uuidString.lowercased()),
             pwd: Self.passwordMark(passwordHash))
         var header = JWTHeader()
         header.typ = Self.secondFactorType
@@ -291,9 +305,9 @@ extension AccessTokens {
     func verifySecondFactorStep(_ token: String, now: Date = Date()) async -> (userID: String, passwordMark: String)? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard token.utf8.count < 4096, parts.count == 3, let header = Self.json(parts[0]),
-              header["typ"]?.stringValue == Self.secondFactorType, header["alg"]?.stringValue == "ES256",
-              let claims = try? await keys.verify(token, as: SecondFactorClaims.self),
-              claims.iss.value == issuer, claims.aud.value.contains(secondFactorAudience), claims.exp.value > now
+            header["typ"]?.stringValue == Self.secondFactorType, header["alg"]?.stringValue == "ES256",
+            let claims = try? await keys.verify(token, as: SecondFactorClaims.self),
+            claims.iss.value == issuer, claims.aud.value.contains(secondFactorAudience), claims.exp.value > now
         else { return nil }
         return (claims.sub.value, claims.pwd)
     }

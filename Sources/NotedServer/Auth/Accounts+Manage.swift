@@ -20,7 +20,8 @@ extension Accounts {
     /// Checks the password and, for an account with two-factor sign-in, a current code (or a
     /// recovery code, used up) as well: a leaked token and a phished password are not enough to
     /// change the password or delete the account (security-3 L4).
-    func checkBothFactors(userID: String, password: String, code: String?, address: String) async throws -> UserAccount {
+    func checkBothFactors(userID: String, password: String, code: String?, address: String) async throws -> UserAccount
+    {
         let user = try await checkPassword(userID: userID, password: password, address: address)
         guard user.twoFactor else { return user }
         guard let code, !code.isEmpty else { throw AuthError(kind: .codeRequired) }
@@ -31,7 +32,9 @@ extension Accounts {
     /// Replaces the password once the current one (and with two-factor sign-in, a code) is
     /// checked; every sign-in session of the user but `keeping` (the caller's) is revoked.
     /// Returns how many were.
-    func changePassword(userID: String, current: String, code: String? = nil, new: String, keeping session: String?, address: String) async throws -> Int {
+    func changePassword(
+        userID: String, current: String, code: String? = nil, new: String, keeping session: String?, address: String
+    ) async throws -> Int {
         if let problem = Self.newPasswordProblem(new) { throw AuthError(kind: .invalidRequest(problem)) }
         _ = try await checkBothFactors(userID: userID, password: current, code: code, address: address)
         let hash = try await hashPassword(new)
@@ -51,7 +54,9 @@ extension Accounts {
     /// Deletes the account once its password (and with two-factor sign-in, a code) is checked: everything the store keeps for the
     /// user goes, and every node closes the user's connections (this one through
     /// `closeConnections`, first, so that they hear why). The username is free again.
-    func deleteAccount(userID: String, password: String, code: String? = nil, address: String, closeConnections: () -> Void) async throws {
+    func deleteAccount(
+        userID: String, password: String, code: String? = nil, address: String, closeConnections: () -> Void
+    ) async throws {
         _ = try await checkBothFactors(userID: userID, password: password, code: code, address: address)
         let families = try await store.deleteUser(id: userID)
         closeConnections()
@@ -68,8 +73,11 @@ extension Accounts {
 extension SignInSession {
     /// As `GET /v1/account/devices` lists it.
     func json(current: String?) -> JSONValue {
-        ["id": .string(id), "client": .string(clientID), "device": device.map(JSONValue.string) ?? .null,
-         "signed_in_at": .int(signedInAt.millis), "last_seen": .int(lastSeen.millis), "current": .bool(id == current)]
+        [
+            "id": .string(id), "client": .string(clientID), "device": device.map(JSONValue.string) ?? .null,
+            "signed_in_at": .int(signedInAt.millis), "last_seen": .int(lastSeen.millis),
+            "current": .bool(id == current),
+        ]
     }
 }
 
@@ -81,7 +89,8 @@ extension PortableNote {
             id: record.id, title: fields["title"]?.stringValue ?? "", body: fields["body"]?.stringValue ?? "",
             tags: (fields["tags"]?.arrayValue ?? []).compactMap(\.stringValue), folder: fields["folder"]?.stringValue,
             pinned: fields["pinned"]?.boolValue ?? false, trashed: fields["trashed"]?.boolValue ?? false,
-            created: Self.date(fields["created"]) ?? record.createdAt, updated: Self.date(fields["modified"]) ?? record.updatedAt)
+            created: Self.date(fields["created"]) ?? record.createdAt,
+            updated: Self.date(fields["modified"]) ?? record.updatedAt)
     }
 
     /// A date field of a note (milliseconds since 1970, or null).

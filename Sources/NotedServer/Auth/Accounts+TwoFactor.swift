@@ -18,8 +18,14 @@ extension Accounts {
             // Turned off since the user was read: the password was enough.
             guard let state = try await store.twoFactor(userID: user.id), let secret = state.secret else { return }
             if code.count <= 64 {
-                if let step = TOTP.matchingStep(code, secret: secret), try await store.useTwoFactorStep(userID: user.id, step: step) { return }
-                if let hash = RecoveryCodes.hash(code), try await store.useRecoveryCode(userID: user.id, hash: hash) { return }
+                if let step = TOTP.matchingStep(code, secret: secret),
+                    try await store.useTwoFactorStep(userID: user.id, step: step)
+                {
+                    return
+                }
+                if let hash = RecoveryCodes.hash(code), try await store.useRecoveryCode(userID: user.id, hash: hash) {
+                    return
+                }
             }
             throw AuthError(kind: .invalidOTP)
         }
@@ -27,7 +33,8 @@ extension Accounts {
 
     /// Starts enrolling an authenticator once the password is checked: a new secret, kept as
     /// pending until a first code proves the app has it (``enableTwoFactor``).
-    func beginTwoFactor(userID: String, password: String, address: String) async throws -> (secret: String, uri: String) {
+    func beginTwoFactor(userID: String, password: String, address: String) async throws -> (secret: String, uri: String)
+    {
         let user = try await checkPassword(userID: userID, password: password, address: address)
         guard !user.twoFactor else { throw AuthError(kind: .twoFactorEnabled) }
         let secret = TOTP.newSecret()
@@ -42,12 +49,19 @@ extension Accounts {
         guard state.secret == nil else { throw AuthError(kind: .twoFactorEnabled) }
         guard let pending = state.pending else { throw AuthError(kind: .noTwoFactorSetup) }
         let keys = ["otp-user:\(userID)", "signin-address:\(address)"]
-        let step = try await limiter.reserving(keys: keys, isFailure: { if case .invalidCode = $0.kind { true } else { false } }) {
-            guard code.count <= 64, let step = TOTP.matchingStep(code, secret: pending) else { throw AuthError(kind: .invalidCode) }
+        let step = try await limiter.reserving(
+            keys: keys, isFailure: { if case .invalidCode = $0.kind { true } else { false } }
+        ) {
+            guard code.count <= 64, let step = TOTP.matchingStep(code, secret: pending) else {
+                throw AuthError(kind: .invalidCode)
+            }
             return step
         }
         let codes = RecoveryCodes.generate()
-        guard try await store.enableTwoFactor(userID: userID, secret: pending, recoveryHashes: codes.compactMap(RecoveryCodes.hash)) else {
+        guard
+            try await store.enableTwoFactor(
+                userID: userID, secret: pending, recoveryHashes: codes.compactMap(RecoveryCodes.hash))
+        else {
             throw AuthError(kind: .noTwoFactorSetup)
         }
         // The code that proved the app cannot also sign someone in.

@@ -42,8 +42,10 @@ public struct AuthError: Error, Sendable, CustomStringConvertible {
         case .unsupportedGrantType: "unsupported grant_type"
         case .rateLimited: "too many attempts; try again later"
         case .accountDisabled: "this account is disabled; ask the server's operator"
-        case .otpRequired: "this account has two-factor sign-in: give the code from the authenticator app (or a recovery code)"
-        case .codeRequired: "this account has two-factor sign-in: give a current code from the authenticator app (or a recovery code) too"
+        case .otpRequired:
+            "this account has two-factor sign-in: give the code from the authenticator app (or a recovery code)"
+        case .codeRequired:
+            "this account has two-factor sign-in: give a current code from the authenticator app (or a recovery code) too"
         case .invalidOTP: "the authentication code is not right (or was used already)"
         case .twoFactorEnabled: "two-factor sign-in is on already; turn it off first to set up a new authenticator"
         case .noTwoFactorSetup: "no two-factor setup is under way; start again"
@@ -59,8 +61,10 @@ public struct TokenResponse: Sendable {
     public var refreshToken: String
 
     public var json: JSONValue {
-        ["access_token": .string(accessToken), "token_type": "Bearer", "expires_in": .int(Int64(expiresIn)),
-         "refresh_token": .string(refreshToken)]
+        [
+            "access_token": .string(accessToken), "token_type": "Bearer", "expires_in": .int(Int64(expiresIn)),
+            "refresh_token": .string(refreshToken),
+        ]
     }
 }
 
@@ -102,12 +106,16 @@ public struct Accounts: Sendable {
         }
         if let problem = Self.newPasswordProblem(password) { throw AuthError(kind: .invalidRequest(problem)) }
         let hash = try await hashPassword(password)
-        let user = UserAccount(id: UUID().uuidString.lowercased(), username: username, usernameKey: username.lowercased(), passwordHash: hash)
+        let user = UserAccount(
+            id: UUID().uuidString.lowercased(), username: username, usernameKey: username.lowercased(),
+            passwordHash: hash)
         guard try await store.createUser(user, now: Date()) else { throw AuthError(kind: .usernameTaken) }
         return user
     }
 
-    func signIn(username: String, password: String, otp: String? = nil, device: String?, address: String) async throws -> TokenResponse {
+    func signIn(username: String, password: String, otp: String? = nil, device: String?, address: String) async throws
+        -> TokenResponse
+    {
         let user = try await verifyPassword(username: username, password: password, address: address)
         try await verifySecondFactor(user, code: otp, address: address)
         return try await issueTokens(userID: user.id, clientID: Self.firstPartyClient, device: device).0
@@ -120,7 +128,8 @@ public struct Accounts: Sendable {
         let replacement = Self.newRefreshToken()
         let now = Date()
         let result = try await store.rotateRefreshToken(
-            hash: Self.hash(token), replacementHash: Self.hash(replacement), expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
+            hash: Self.hash(token), replacementHash: Self.hash(replacement),
+            expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
         switch result {
         case .rotated(let family):
             // A sign-in lasts at most `familyLifetime` (90 days by default), however often it is
@@ -142,8 +151,11 @@ public struct Accounts: Sendable {
                 try await revoked(family.id)
                 throw AuthError(kind: .invalidGrant)
             }
-            let access = try await tokens.issue(userID: family.userID, clientID: family.clientID, sessionID: family.id, now: now)
-            return TokenResponse(accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: replacement)
+            let access = try await tokens.issue(
+                userID: family.userID, clientID: family.clientID, sessionID: family.id, now: now)
+            return TokenResponse(
+                accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)),
+                refreshToken: replacement)
         case .reused(let familyID):
             try await revoked(familyID)
             throw AuthError(kind: .invalidGrant)

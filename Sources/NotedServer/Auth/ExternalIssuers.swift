@@ -26,7 +26,9 @@ public struct TrustedIssuer: Sendable, Hashable {
     /// An unknown `kid` refetches the key set at most once per this many seconds.
     public var refetchInterval: TimeInterval = 60
 
-    public init(issuer: String, keys: KeySource, audience: String, claim: String = "sub", refetchInterval: TimeInterval = 60) {
+    public init(
+        issuer: String, keys: KeySource, audience: String, claim: String = "sub", refetchInterval: TimeInterval = 60
+    ) {
         self.issuer = issuer
         self.keys = keys
         self.audience = audience
@@ -48,7 +50,9 @@ public struct TrustedIssuer: Sendable, Hashable {
             fields[key] = part[part.index(after: equals)...].trimmingCharacters(in: .whitespaces)
         }
         guard let issuer = fields["issuer"], !issuer.isEmpty else { return .failure(ParseError("issuer= is required")) }
-        guard let audience = fields["audience"], !audience.isEmpty else { return .failure(ParseError("audience= is required")) }
+        guard let audience = fields["audience"], !audience.isEmpty else {
+            return .failure(ParseError("audience= is required"))
+        }
         let source: KeySource
         switch (fields["jwks"], fields["discovery"]) {
         case (let jwks?, nil): source = .jwks(jwks)
@@ -56,7 +60,9 @@ public struct TrustedIssuer: Sendable, Hashable {
         default: return .failure(ParseError("give exactly one of jwks= or discovery="))
         }
         for url in [issuer, fields["jwks"], fields["discovery"]].compactMap({ $0 }) {
-            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased()), parsed.host?.isEmpty == false else {
+            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme?.lowercased()),
+                parsed.host?.isEmpty == false
+            else {
                 return .failure(ParseError("\(url) is not an http(s) URL"))
             }
             // Keys fetched in the clear could be swapped on the way: https, except on this machine.
@@ -130,12 +136,15 @@ final class ExternalIssuers: Sendable {
     func trusts(_ issuer: String) -> Bool { issuers[issuer] != nil }
 
     /// Verifies a token whose (unverified) `iss` is a trusted issuer; header and payload are parsed already.
-    func verify(_ token: String, header: JSONValue, payload: JSONValue, now: Date) async throws(TokenError) -> VerifiedToken {
+    func verify(_ token: String, header: JSONValue, payload: JSONValue, now: Date) async throws(TokenError)
+        -> VerifiedToken
+    {
         func invalid(_ reason: String) -> TokenError { TokenError(kind: .invalid, reason: reason) }
         guard let iss = payload["iss"]?.stringValue, let keys = issuers[iss] else { throw invalid("untrusted issuer") }
         let trusted = keys.trusted
         // The typ rule of docs/protocol.md 7.1: an access token, never an ID or refresh token.
-        guard let typ = header["typ"]?.stringValue?.lowercased(), ["at+jwt", "application/at+jwt", "jwt"].contains(typ) else {
+        guard let typ = header["typ"]?.stringValue?.lowercased(), ["at+jwt", "application/at+jwt", "jwt"].contains(typ)
+        else {
             throw invalid("typ is not at+jwt or JWT")
         }
         if payload["nonce"] != nil || payload["at_hash"] != nil || payload["c_hash"] != nil {
@@ -156,7 +165,8 @@ final class ExternalIssuers: Sendable {
             throw invalid("signature invalid")
         }
         // Claims, checked on the verified payload.
-        let audiences: [String] = payload["aud"]?.stringValue.map { [$0] } ?? payload["aud"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let audiences: [String] =
+            payload["aud"]?.stringValue.map { [$0] } ?? payload["aud"]?.arrayValue?.compactMap(\.stringValue) ?? []
         guard audiences.contains(trusted.audience) else { throw invalid("wrong audience") }
         guard let exp = Self.seconds(payload["exp"]) else { throw invalid("no exp") }
         guard Date(timeIntervalSince1970: exp) > now.addingTimeInterval(-Self.leeway) else {
@@ -167,17 +177,21 @@ final class ExternalIssuers: Sendable {
         guard exp <= now.timeIntervalSince1970 + Self.maxLifetime else { throw invalid("exp more than a day away") }
         if payload["nbf"] != nil {
             guard let nbf = Self.seconds(payload["nbf"]) else { throw invalid("nbf is not a number") }
-            guard Date(timeIntervalSince1970: nbf) <= now.addingTimeInterval(Self.leeway) else { throw invalid("not valid yet") }
+            guard Date(timeIntervalSince1970: nbf) <= now.addingTimeInterval(Self.leeway) else {
+                throw invalid("not valid yet")
+            }
         }
         guard let subject = payload[trusted.claim]?.stringValue, (1...255).contains(subject.count),
-              !subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            !subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else { throw invalid("no usable \(trusted.claim) claim") }
         let clientID = payload["client_id"]?.stringValue ?? payload["azp"]?.stringValue ?? "external"
         let userID: String
         do {
             userID = try await localUser(issuer: iss, subject: subject)
         } catch {
-            logger.error("cannot create the local user of an external token", metadata: ["issuer": .string(iss), "error": "\(error)"])
+            logger.error(
+                "cannot create the local user of an external token",
+                metadata: ["issuer": .string(iss), "error": "\(error)"])
             throw invalid("store error")
         }
         return VerifiedToken(userID: userID, clientID: clientID, expiresAt: Date(timeIntervalSince1970: exp))
@@ -191,13 +205,19 @@ final class ExternalIssuers: Sendable {
         // No password signs in as this user: the hash is of 256 random bits nobody keeps.
         let secret = Accounts.newRefreshToken()
         let hash = Bcrypt.hash(secret, cost: 4)
-        let user = UserAccount(id: UUID().uuidString.lowercased(), username: "\(subject) (\(issuer))", usernameKey: key, passwordHash: hash)
+        let user = UserAccount(
+            id: UUID().uuidString.lowercased(), username: "\(subject) (\(issuer))", usernameKey: key, passwordHash: hash
+        )
         if try await store.createUser(user, now: Date()) {
-            logger.info("created the local user of an external identity", metadata: ["issuer": .string(issuer), "user": .string(user.id)])
+            logger.info(
+                "created the local user of an external identity",
+                metadata: ["issuer": .string(issuer), "user": .string(user.id)])
             return user.id
         }
         // Another request created it first.
-        guard let user = try await store.user(usernameKey: key) else { throw TokenError(kind: .invalid, reason: "user vanished") }
+        guard let user = try await store.user(usernameKey: key) else {
+            throw TokenError(kind: .invalid, reason: "user vanished")
+        }
         return user.id
     }
 
@@ -258,10 +278,14 @@ actor IssuerKeys {
         do {
             let fetched = try await Self.fetchKeys(trusted)
             keys = fetched
-            logger.info("fetched the keys of a trusted issuer", metadata: ["issuer": .string(trusted.issuer), "keys": .stringConvertible(fetched.count)])
+            logger.info(
+                "fetched the keys of a trusted issuer",
+                metadata: ["issuer": .string(trusted.issuer), "keys": .stringConvertible(fetched.count)])
         } catch {
             // The cached keys stay; requests needing an unknown key are refused.
-            logger.warning("cannot fetch the keys of a trusted issuer", metadata: ["issuer": .string(trusted.issuer), "error": "\(error)"])
+            logger.warning(
+                "cannot fetch the keys of a trusted issuer",
+                metadata: ["issuer": .string(trusted.issuer), "error": "\(error)"])
         }
     }
 
@@ -280,13 +304,16 @@ actor IssuerKeys {
                 throw FetchError(description: "the discovery document names another issuer")
             }
             guard let uri = document["jwks_uri"]?.stringValue, let parsed = URL(string: uri),
-                  ["http", "https"].contains(parsed.scheme?.lowercased()) else {
+                ["http", "https"].contains(parsed.scheme?.lowercased())
+            else {
                 throw FetchError(description: "the discovery document has no http(s) jwks_uri")
             }
             // A discovery document may only point at keys on the issuer's own origin.
             guard let issuerURL = URL(string: trusted.issuer), let origin = TrustedIssuer.origin(parsed),
-                  origin == TrustedIssuer.origin(issuerURL) else {
-                throw FetchError(description: "the discovery document's jwks_uri \(uri.prefix(200)) is not on the issuer's origin")
+                origin == TrustedIssuer.origin(issuerURL)
+            else {
+                throw FetchError(
+                    description: "the discovery document's jwks_uri \(uri.prefix(200)) is not on the issuer's origin")
             }
             jwksURL = uri
         }
@@ -295,14 +322,15 @@ actor IssuerKeys {
         var keys: [String: IssuerKey] = [:]
         for entry in list {
             guard let kid = entry["kid"]?.stringValue, let alg = algorithm(of: entry),
-                  entry["use"].map({ $0.stringValue == "sig" }) ?? true,
-                  entry["d"] == nil
+                entry["use"].map({ $0.stringValue == "sig" }) ?? true,
+                entry["d"] == nil
             else { continue }
             // Keys are public: a private parameter means a misconfigured issuer; skip the key.
-            guard let data = try? JSONEncoder().encode(entry), let jwk = try? JSONDecoder().decode(JWK.self, from: data) else { continue }
+            guard let data = try? JSONEncoder().encode(entry), let jwk = try? JSONDecoder().decode(JWK.self, from: data)
+            else { continue }
             let collection = JWTKeyCollection()
             guard (try? await collection.add(jwk: jwk)) != nil,
-                  (try? await collection.getKey(for: JWKIdentifier(string: kid), alg: alg)) != nil
+                (try? await collection.getKey(for: JWKIdentifier(string: kid), alg: alg)) != nil
             else { continue }
             keys[kid] = IssuerKey(alg: alg, collection: collection)
         }
@@ -311,12 +339,13 @@ actor IssuerKeys {
 
     /// The one algorithm a JWK may verify: its `alg` if given, else from its type; nil when not allowed.
     static func algorithm(of jwk: JSONValue) -> String? {
-        let derived: String? = switch (jwk["kty"]?.stringValue, jwk["crv"]?.stringValue) {
-        case ("EC", "P-256"): "ES256"
-        case ("RSA", _): "RS256"
-        case ("OKP", "Ed25519"): "EdDSA"
-        default: nil
-        }
+        let derived: String? =
+            switch (jwk["kty"]?.stringValue, jwk["crv"]?.stringValue) {
+            case ("EC", "P-256"): "ES256"
+            case ("RSA", _): "RS256"
+            case ("OKP", "Ed25519"): "EdDSA"
+            default: nil
+            }
         guard let derived else { return nil }
         if let stated = jwk["alg"]?.stringValue, stated != derived { return nil }
         return derived
@@ -335,7 +364,9 @@ actor IssuerKeys {
         var request = HTTPClientRequest(url: url)
         request.headers.add(name: "Accept", value: "application/json")
         let response = try await client.execute(request, timeout: .seconds(5))
-        guard response.status.code == 200 else { throw FetchError(description: "\(url) answered \(response.status.code)") }
+        guard response.status.code == 200 else {
+            throw FetchError(description: "\(url) answered \(response.status.code)")
+        }
         let body = try await response.body.collect(upTo: 1 << 20)
         return try JSONValue.parse(Array(body.readableBytesView))
     }

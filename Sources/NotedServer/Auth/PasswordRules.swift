@@ -13,8 +13,11 @@ enum PasswordRules {
     /// first registration.
     static let common: Set<Substring> = {
         guard let url = Bundle.module.url(forResource: "common-passwords", withExtension: "txt"),
-              let text = try? String(contentsOf: url, encoding: .utf8) else {
-            fatalError("common-passwords.txt is missing from NotedServer's resources (install noted_NotedServer.resources beside noted-server)")
+            let text = try? String(contentsOf: url, encoding: .utf8)
+        else {
+            fatalError(
+                "common-passwords.txt is missing from NotedServer's resources (install noted_NotedServer.resources beside noted-server)"
+            )
         }
         return Set(text.split(separator: "\n"))
     }()

@@ -77,7 +77,8 @@ public final class RateLimiter: Sendable {
     /// Runs `attempt` under a reservation: a throw of `AuthError` that `isFailure` accepts
     /// counts as a failure; success and any other throw (the store unreachable, the hasher
     /// busy) count as nothing.
-    func reserving<T>(keys: [String], isFailure: (AuthError) -> Bool, _ attempt: () async throws -> T) async throws -> T {
+    func reserving<T>(keys: [String], isFailure: (AuthError) -> Bool, _ attempt: () async throws -> T) async throws -> T
+    {
         let reservation = try reserve(keys: keys)
         do {
             let value = try await attempt()
@@ -117,12 +118,15 @@ public final class RateLimiter: Sendable {
                     if let until = current.lockedUntil, now < until {
                         retry = max(retry ?? 1, Int(until.timeIntervalSince(now).rounded(.up)))
                     } else {
-                        let expired = now.timeIntervalSince(current.start) >= window
+                        let expired =
+                            now.timeIntervalSince(current.start) >= window
                             || current.lockedUntil.map { now.timeIntervalSince($0) >= maxLockout } == true
                         let failures = expired ? 0 : current.count
                         if failures + current.pending >= limit {
                             // Full of failures: until the window ends; of attempts under way: a moment.
-                            let wait = failures >= limit ? Int((window - now.timeIntervalSince(current.start)).rounded(.up)) : 1
+                            let wait =
+                                failures >= limit
+                                ? Int((window - now.timeIntervalSince(current.start)).rounded(.up)) : 1
                             retry = max(retry ?? 1, wait)
                         }
                     }
@@ -141,7 +145,9 @@ public final class RateLimiter: Sendable {
                     guard var window = state.windows[key] else { continue }
                     window.pending = max(0, window.pending - 1)
                     // A success leaves nothing to remember behind it.
-                    let empty = !failed && window.pending == 0 && window.count == 0 && window.lockedUntil == nil && window.strikes == 0
+                    let empty =
+                        !failed && window.pending == 0 && window.count == 0 && window.lockedUntil == nil
+                        && window.strikes == 0
                     state.windows[key] = empty ? nil : window
                 }
                 guard failed else { return nil }
@@ -243,7 +249,8 @@ public struct ClientAddresses: Sendable {
         if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
             return bytes[12...].map(String.init).joined(separator: ".")  // IPv4-mapped
         }
-        return stride(from: 0, to: 8, by: 2).map { String(format: "%02x%02x", bytes[$0], bytes[$0 + 1]) }.joined(separator: ":") + "::/64"
+        return stride(from: 0, to: 8, by: 2).map { String(format: "%02x%02x", bytes[$0], bytes[$0 + 1]) }.joined(
+            separator: ":") + "::/64"
     }
 
     /// The address's bytes (4 or 16), or nil.

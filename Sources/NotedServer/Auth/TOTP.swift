@@ -26,7 +26,9 @@ enum TOTP {
         let message = withUnsafeBytes(of: &counter) { Data($0) }
         let mac = Array(HMAC<Insecure.SHA1>.authenticationCode(for: message, using: SymmetricKey(data: secret)))
         let offset = Int(mac[mac.count - 1] & 0x0f)
-        let binary = (UInt32(mac[offset] & 0x7f) << 24) | (UInt32(mac[offset + 1]) << 16) | (UInt32(mac[offset + 2]) << 8) | UInt32(mac[offset + 3])
+        let binary =
+            (UInt32(mac[offset] & 0x7f) << 24) | (UInt32(mac[offset + 1]) << 16) | (UInt32(mac[offset + 2]) << 8)
+            | UInt32(mac[offset + 3])
         let value = binary % 1_000_000
         let text = String(value)
         return String(repeating: "0", count: digits - text.count) + text
@@ -36,11 +38,14 @@ enum TOTP {
     /// Spaces in the code are ignored (apps show "123 456").
     static func matchingStep(_ code: String, secret: String, now: Date = Date()) -> Int64? {
         let typed = code.filter { !$0.isWhitespace }
-        guard typed.count == digits, typed.allSatisfy(\.isASCIIDigit), let key = Base32.decode(secret) else { return nil }
+        guard typed.count == digits, typed.allSatisfy(\.isASCIIDigit), let key = Base32.decode(secret) else {
+            return nil
+        }
         let current = step(at: now)
         var found: Int64?
         // Every step of the window is computed and compared in constant time, match or not.
-        for candidate in (current - window)...(current + window) where constantTimeEqual(self.code(secret: key, step: candidate), typed) {
+        for candidate in (current - window)...(current + window)
+        where constantTimeEqual(self.code(secret: key, step: candidate), typed) {
             found = candidate
         }
         return found

@@ -19,7 +19,8 @@ public struct APIError: HTTPResponseError {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body: JSONValue = oauth
+        let body: JSONValue =
+            oauth
             ? ["error": .string(code), "error_description": .string(message)]
             : ["error": .string(code), "message": .string(message)]
         var response = Response.json(body, status: status)
@@ -30,15 +31,16 @@ public struct APIError: HTTPResponseError {
 
     /// The HTTP form of a protocol error.
     init(_ error: ProtocolError) {
-        let status: HTTPResponse.Status = switch error.code {
-        case .notFound: .notFound
-        case .gone: .gone
-        case .tooLarge, .quotaExceeded: .contentTooLarge
-        case .rateLimited: .tooManyRequests
-        case .unauthenticated, .tokenExpired: .unauthorized
-        case .alreadyExists, .ccidReused, .invalidVersion: .conflict
-        default: .badRequest
-        }
+        let status: HTTPResponse.Status =
+            switch error.code {
+            case .notFound: .notFound
+            case .gone: .gone
+            case .tooLarge, .quotaExceeded: .contentTooLarge
+            case .rateLimited: .tooManyRequests
+            case .unauthenticated, .tokenExpired: .unauthorized
+            case .alreadyExists, .ccidReused, .invalidVersion: .conflict
+            default: .badRequest
+            }
         self.init(status, error.code.rawValue, error.message)
     }
 

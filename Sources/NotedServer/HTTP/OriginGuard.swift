@@ -48,17 +48,23 @@ struct OriginGuardedChannel: ServerChildChannel {
         // timers, a smaller read buffer"). A read that fills the buffer doubles the next one, up
         // to 64 KiB. Headless Chromium's upgrade request to `127.0.0.1:47999` was 504 bytes: one
         // a little longer (a longer host name, a cookie) fills 512, and the next read gets 1 KiB.
-        _ = channel.setOption(ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(
-            minimum: 64, initial: firstReadSize, maximum: 65536))
+        _ = channel.setOption(
+            ChannelOptions.recvAllocator,
+            value: AdaptiveRecvByteBufferAllocator(
+                minimum: 64, initial: firstReadSize, maximum: 65536))
         #if os(Linux)
-        // TCP_USER_TIMEOUT (18 in <netinet/tcp.h>), in milliseconds.
-        _ = channel.setOption(ChannelOptions.tcpOption(NIOBSDSocket.Option(rawValue: 18)), value: SocketOptionValue(unacknowledgedTimeout.nanoseconds / 1_000_000))
+            // TCP_USER_TIMEOUT (18 in <netinet/tcp.h>), in milliseconds.
+            _ = channel.setOption(
+                ChannelOptions.tcpOption(NIOBSDSocket.Option(rawValue: 18)),
+                value: SocketOptionValue(unacknowledgedTimeout.nanoseconds / 1_000_000))
         #endif
         return base.setup(channel: channel, logger: logger).flatMapThrowing { value in
-            let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            let decoder = try channel.pipeline.syncOperations.handler(
+                type: ByteToMessageHandler<HTTPRequestDecoder>.self)
             let deadline = HeadDeadline(limit: headTimeout)
             try channel.pipeline.syncOperations.addHandler(deadline, position: .first)
-            try channel.pipeline.syncOperations.addHandler(OriginGuard(policy: policy, path: path, headDeadline: deadline), position: .after(decoder))
+            try channel.pipeline.syncOperations.addHandler(
+                OriginGuard(policy: policy, path: path, headDeadline: deadline), position: .after(decoder))
             return value
         }
     }
@@ -102,8 +108,10 @@ final class OriginGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private var waitingSince: NIODeadline?
     private var bodyTimer: RepeatedTask?
 
-    init(policy: OriginPolicy, path: String, headDeadline: HeadDeadline? = nil,
-         minimumBodyRate: Int = 512, bodyGrace: TimeAmount = .seconds(10)) {
+    init(
+        policy: OriginPolicy, path: String, headDeadline: HeadDeadline? = nil,
+        minimumBodyRate: Int = 512, bodyGrace: TimeAmount = .seconds(10)
+    ) {
         self.policy = policy
         self.path = path
         self.headDeadline = headDeadline
@@ -157,11 +165,14 @@ final class OriginGuard: ChannelDuplexHandler, RemovableChannelHandler {
         waitingSince = nil
         guard bodyTimer == nil else { return }
         let channel = context.channel
-        bodyTimer = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [weak self] _ in
+        bodyTimer = context.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) {
+            [weak self] _ in
             guard let self, self.requestOpen, !self.draining else { return }
             var waited = self.waited
             if let since = self.waitingSince { waited = waited + (NIODeadline.now() - since) }
-            let allowed = Int64(max(0, waited.nanoseconds - self.bodyGrace.nanoseconds)) * Int64(self.minimumBodyRate) / 1_000_000_000
+            let allowed =
+                Int64(max(0, waited.nanoseconds - self.bodyGrace.nanoseconds)) * Int64(self.minimumBodyRate)
+                / 1_000_000_000
             if Int64(self.bodyBytes) < allowed { channel.close(promise: nil) }
         }
     }
@@ -189,7 +200,8 @@ final class OriginGuard: ChannelDuplexHandler, RemovableChannelHandler {
         switch part {
         case .head(let head):
             requestOpen = true
-            closing = head.headers["connection"].contains(where: { $0.lowercased() == "close" }) || head.version == .http1_0
+            closing =
+                head.headers["connection"].contains(where: { $0.lowercased() == "close" }) || head.version == .http1_0
             startBody(context)
         case .body(let buffer):
             bodyBytes += buffer.readableBytes
@@ -206,12 +218,14 @@ final class OriginGuard: ChannelDuplexHandler, RemovableChannelHandler {
         // `Expect: 100-continue` (curl sends it for bodies over a megabyte, then waits a second
         // for the answer before sending anyway): say "go on" at once (RFC 9110 section 10.1.1).
         if case .head(let head) = unwrapInboundIn(data), head.version == .http1_1,
-           head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" }) {
-            context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .continue))), promise: nil)
+            head.headers["expect"].contains(where: { $0.lowercased() == "100-continue" })
+        {
+            context.writeAndFlush(
+                wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .continue))), promise: nil)
         }
         guard case .head(let head) = unwrapInboundIn(data),
-              head.headers["upgrade"].contains(where: { $0.lowercased() == "websocket" }),
-              head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) == path
+            head.headers["upgrade"].contains(where: { $0.lowercased() == "websocket" }),
+            head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) == path
         else {
             context.fireChannelRead(data)
             return
@@ -224,9 +238,12 @@ final class OriginGuard: ChannelDuplexHandler, RemovableChannelHandler {
         refusing = true
         let body = #"{"error":"forbidden_origin","message":"this origin may not open a sync connection"}"#
         let headers = HTTPHeaders([
-            ("content-type", "application/json; charset=utf-8"), ("content-length", String(body.utf8.count)), ("connection", "close"),
+            ("content-type", "application/json; charset=utf-8"), ("content-length", String(body.utf8.count)),
+            ("connection", "close"),
         ])
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .forbidden, headers: headers))), promise: nil)
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .forbidden, headers: headers))),
+            promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
             context.close(promise: nil)
@@ -293,7 +310,11 @@ final class HeadDeadline: ChannelInboundHandler, RemovableChannelHandler {
         }
         let buffer = unwrapInboundIn(data)
         tail += buffer.readableBytesView
-        let ended = tail.count >= 4 && (0...(tail.count - 4)).contains { tail[$0] == 13 && tail[$0 + 1] == 10 && tail[$0 + 2] == 13 && tail[$0 + 3] == 10 }
+        let ended =
+            tail.count >= 4
+            && (0...(tail.count - 4)).contains {
+                tail[$0] == 13 && tail[$0 + 1] == 10 && tail[$0 + 2] == 13 && tail[$0 + 3] == 10
+            }
         if tail.count > 3 { tail.removeFirst(tail.count - 3) }
         if ended {
             timer?.cancel()
@@ -329,7 +350,8 @@ final class RefuseConnection: ChannelInboundHandler {
         guard !answered else { return }
         answered = true
         let body = #"{"error":"unavailable","message":"too many open connections; try again later"}"#
-        let response = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 5\r\n"
+        let response =
+            "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 5\r\n"
             + "content-length: \(body.utf8.count)\r\nconnection: close\r\n\r\n" + body
         // Half-close after the answer and read on (discarding) for a moment: closing with the
         // client's request unread would reset the connection, and the client might lose the

@@ -37,21 +37,30 @@ extension Routes {
             let type = Self.mediaType(request.headers[.contentType])
             let upload = try await beginUpload(user: user.userID, sha256: sha256, length: declared, type: type)
             // A PUT resends the whole file: what an interrupted upload already holds is skipped.
-            let offset = try await receive(request.body, user: user.userID, sha256: sha256, skip: upload.offset, from: upload.offset, length: declared)
+            let offset = try await receive(
+                request.body, user: user.userID, sha256: sha256, skip: upload.offset, from: upload.offset,
+                length: declared)
             guard offset == declared else {
-                throw APIError(.badRequest, "incomplete", "the body ended after \(offset) of \(declared) bytes; continue with PATCH from Upload-Offset")
+                throw APIError(
+                    .badRequest, "incomplete",
+                    "the body ended after \(offset) of \(declared) bytes; continue with PATCH from Upload-Offset")
             }
             return blobStoredResponse(try await finish(user: user.userID, sha256: sha256), status: .created)
         }
 
         router.patch("/v1/blobs/:sha256") { request, context -> Response in
             let (user, sha256) = try await blobRequest(request, context)
-            let contentType = request.headers[.contentType].map { $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased() }
+            let contentType = request.headers[.contentType].map {
+                $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased()
+            }
             guard contentType == "application/offset+octet-stream" else {
-                throw APIError(.unsupportedMediaType, "unsupported_media_type", "a PATCH carries Content-Type: application/offset+octet-stream")
+                throw APIError(
+                    .unsupportedMediaType, "unsupported_media_type",
+                    "a PATCH carries Content-Type: application/offset+octet-stream")
             }
             guard let offset = request.headers[Self.uploadOffset].flatMap({ Int64($0) }), offset >= 0 else {
-                throw APIError(.badRequest, "bad_request", "Upload-Offset (the bytes the server has, from HEAD) is required")
+                throw APIError(
+                    .badRequest, "bad_request", "Upload-Offset (the bytes the server has, from HEAD) is required")
             }
             guard let length = request.headers[Self.uploadLength].flatMap({ Int64($0) }), length >= 0 else {
                 throw APIError(.badRequest, "bad_request", "Upload-Length (the file's size) is required")
@@ -68,10 +77,15 @@ extension Routes {
             // A piece that does not end the upload carries at least `minimumPieceBytes`: each
             // piece is a row of its own on PostgreSQL, and a read is a query per row
             // (security-3 M4: a 25 MiB file sent as 1 KiB PATCHes was 25,600 rows).
-            if let declared = request.headers[.contentLength].flatMap({ Int64($0) }), declared < Self.minimumPieceBytes, offset + declared < length {
-                throw APIError(.badRequest, "piece_too_small", "a PATCH that does not end the upload carries at least \(Self.minimumPieceBytes) bytes")
+            if let declared = request.headers[.contentLength].flatMap({ Int64($0) }), declared < Self.minimumPieceBytes,
+                offset + declared < length
+            {
+                throw APIError(
+                    .badRequest, "piece_too_small",
+                    "a PATCH that does not end the upload carries at least \(Self.minimumPieceBytes) bytes")
             }
-            let reached = try await receive(request.body, user: user.userID, sha256: sha256, skip: 0, from: offset, length: length)
+            let reached = try await receive(
+                request.body, user: user.userID, sha256: sha256, skip: 0, from: offset, length: length)
             if reached == length { _ = try await finish(user: user.userID, sha256: sha256) }
             var response = Response(status: .noContent)
             response.headers[Self.uploadOffset] = String(reached)
@@ -107,7 +121,9 @@ extension Routes {
             do {
                 reading = try readers.take(user.userID)
             } catch {
-                var busy = APIError(.tooManyRequests, "rate_limited", "this account is reading \(Self.blobReadsPerUser) files at once; try again when one is done")
+                var busy = APIError(
+                    .tooManyRequests, "rate_limited",
+                    "this account is reading \(Self.blobReadsPerUser) files at once; try again when one is done")
                 busy.headers[.retryAfter] = "1"
                 throw busy
             }
@@ -135,11 +151,13 @@ extension Routes {
             }
             // Each piece is written (and the client has taken it) before the next is asked for:
             // a client that does not read holds one piece, not the whole file.
-            return Response(status: status, headers: headers, body: ResponseBody { writer in
-                defer { withExtendedLifetime(reading) {} }
-                for try await piece in pieces { try await writer.write(piece) }
-                try await writer.finish(nil)
-            })
+            return Response(
+                status: status, headers: headers,
+                body: ResponseBody { writer in
+                    defer { withExtendedLifetime(reading) {} }
+                    for try await piece in pieces { try await writer.write(piece) }
+                    try await writer.finish(nil)
+                })
         }
 
         // A page of the user's files by hash (`after`, `limit` up to 1,000); `limit=0` answers
@@ -156,15 +174,21 @@ extension Routes {
             }
             let after = query.get("after").map { String($0) }
             if let after, !AttachmentReference.isSHA256(after) {
-                throw APIError(.badRequest, "bad_request", "after is a blob's SHA-256, as the page before gave it in next")
+                throw APIError(
+                    .badRequest, "bad_request", "after is a blob's SHA-256, as the page before gave it in next")
             }
-            let blobs = limit == 0 ? [] : try await store.storedBlobs(userID: user.userID, after: after, limit: limit + 1)
+            let blobs =
+                limit == 0 ? [] : try await store.storedBlobs(userID: user.userID, after: after, limit: limit + 1)
             let page = blobs.prefix(limit)
             let usage = try await store.usage(userID: user.userID)
             var body: [String: JSONValue] = [
-                "blobs": .array(page.map { blob in
-                    ["sha256": .string(blob.sha256), "size": .int(blob.size), "type": .string(blob.type), "createdAt": .string(Timestamp.format(blob.createdAt))]
-                }),
+                "blobs": .array(
+                    page.map { blob in
+                        [
+                            "sha256": .string(blob.sha256), "size": .int(blob.size), "type": .string(blob.type),
+                            "createdAt": .string(Timestamp.format(blob.createdAt)),
+                        ]
+                    }),
                 "next": blobs.count > limit ? page.last.map { .string($0.sha256) } ?? .null : .null,
                 "storedBytes": .int(usage.bytes + usage.history),
                 "maxBlobBytes": .int(Int64(configuration.maxBlobBytes)),
@@ -185,7 +209,8 @@ extension Routes {
     static let uploadLength = HTTPField.Name("Upload-Length")!
     static let blobType = HTTPField.Name("Noted-Blob-Type")!
 
-    private func blobRequest(_ request: Request, _ context: NotedRequestContext) async throws -> (VerifiedToken, String) {
+    private func blobRequest(_ request: Request, _ context: NotedRequestContext) async throws -> (VerifiedToken, String)
+    {
         let user = try await authenticate(request)
         let sha256 = try context.parameters.require("sha256")
         guard AttachmentReference.isSHA256(sha256) else {
@@ -196,19 +221,25 @@ extension Routes {
 
     private func checkBlobSize(_ size: Int64) throws {
         guard size <= Int64(configuration.maxBlobBytes) else {
-            throw APIError(.contentTooLarge, "too_large", "the file is \(size) bytes; this server takes files of at most \(configuration.maxBlobBytes) bytes (--max-blob-bytes)")
+            throw APIError(
+                .contentTooLarge, "too_large",
+                "the file is \(size) bytes; this server takes files of at most \(configuration.maxBlobBytes) bytes (--max-blob-bytes)"
+            )
         }
     }
 
-    private func beginUpload(user: String, sha256: String, length: Int64, type: String) async throws -> BlobUploadState {
+    private func beginUpload(user: String, sha256: String, length: Int64, type: String) async throws -> BlobUploadState
+    {
         // As many files as the account may hold (counted with the uploads under way; two
         // uploads begun at the same moment may each pass the last place).
         if let maxBlobs = configuration.maxBlobs, try await store.blobUpload(userID: user, sha256: sha256) == nil,
-           try await store.blobCount(userID: user) >= maxBlobs {
+            try await store.blobCount(userID: user) >= maxBlobs
+        {
             throw Self.apiError(BlobError.tooManyBlobs(limit: maxBlobs))
         }
         do {
-            return try await store.beginBlobUpload(userID: user, sha256: sha256, length: length, type: type, quota: configuration.quota.bytes, now: Date())
+            return try await store.beginBlobUpload(
+                userID: user, sha256: sha256, length: length, type: type, quota: configuration.quota.bytes, now: Date())
         } catch let error as BlobError {
             throw Self.apiError(error)
         } catch is AccountDeleted {
@@ -229,14 +260,17 @@ extension Routes {
     /// Writes the body after its first `skip` bytes, in pieces, from `from`; answers the upload's
     /// offset when the body ends. When it breaks off (the client went away), what arrived is
     /// written and made durable first: the upload continues from there.
-    private func receive(_ body: RequestBody, user: String, sha256: String, skip: Int64, from: Int64, length: Int64) async throws -> Int64 {
+    private func receive(_ body: RequestBody, user: String, sha256: String, skip: Int64, from: Int64, length: Int64)
+        async throws -> Int64
+    {
         var offset = from
         var skipping = skip
         var pending = ByteBuffer()
         func flush() async throws {
             guard pending.readableBytes > 0 else { return }
             do {
-                offset = try await store.appendBlobUpload(userID: user, sha256: sha256, offset: offset, bytes: pending, now: Date())
+                offset = try await store.appendBlobUpload(
+                    userID: user, sha256: sha256, offset: offset, bytes: pending, now: Date())
             } catch let error as BlobError {
                 throw Self.apiError(error)
             }
@@ -268,13 +302,15 @@ extension Routes {
     }
 
     private func blobStoredResponse(_ blob: StoredBlob, status: HTTPResponse.Status) -> Response {
-        var response = Response.json(["sha256": .string(blob.sha256), "size": .int(blob.size), "type": .string(blob.type)], status: status)
+        var response = Response.json(
+            ["sha256": .string(blob.sha256), "size": .int(blob.size), "type": .string(blob.type)], status: status)
         response.headers[Self.uploadOffset] = String(blob.size)
         return response
     }
 
     static func offsetMismatch(_ offset: Int64) -> APIError {
-        var error = APIError(.conflict, "offset_mismatch", "the server has \(offset) bytes of this upload; continue from there")
+        var error = APIError(
+            .conflict, "offset_mismatch", "the server has \(offset) bytes of this upload; continue from there")
         error.headers[uploadOffset] = String(offset)
         return error
     }
@@ -282,15 +318,20 @@ extension Routes {
     static func apiError(_ error: BlobError) -> APIError {
         switch error {
         case .hashMismatch(let actual):
-            return APIError(.badRequest, "hash_mismatch", "the bytes received hash to \(actual), not the name they were sent under; nothing was kept")
+            return APIError(
+                .badRequest, "hash_mismatch",
+                "the bytes received hash to \(actual), not the name they were sent under; nothing was kept")
         case .offsetMismatch(let expected):
             return offsetMismatch(expected)
         case .lengthMismatch(let expected):
             return APIError(.conflict, "length_mismatch", "the upload under way is \(expected) bytes long")
         case .quotaExceeded(let quota, let stored):
-            return APIError(.contentTooLarge, "quota_exceeded", "this account may store at most \(quota) bytes (it stores \(stored)); delete something first")
+            return APIError(
+                .contentTooLarge, "quota_exceeded",
+                "this account may store at most \(quota) bytes (it stores \(stored)); delete something first")
         case .tooManyBlobs(let limit):
-            return APIError(.contentTooLarge, "quota_exceeded", "this account may hold at most \(limit) files; delete some first")
+            return APIError(
+                .contentTooLarge, "quota_exceeded", "this account may hold at most \(limit) files; delete some first")
         case .beyondLength:
             return APIError(.badRequest, "bad_request", "the body goes beyond the upload's length")
         case .noUpload:
@@ -302,7 +343,10 @@ extension Routes {
     /// `application/octet-stream` when there is none or it is not one.
     static func mediaType(_ header: String?) -> String {
         guard let header else { return "application/octet-stream" }
-        let type = header.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        let type =
+            header.split(separator: ";", maxSplits: 1).first.map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            } ?? ""
         return AttachmentReference.isMediaType(type) ? type : "application/octet-stream"
     }
 

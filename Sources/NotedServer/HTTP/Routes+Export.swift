@@ -40,9 +40,12 @@ extension Routes {
             } catch {
                 switch error {
                 case .user:
-                    throw APIError(.conflict, "export_running", "an export of this account is being sent; wait for it to end")
+                    throw APIError(
+                        .conflict, "export_running", "an export of this account is being sent; wait for it to end")
                 case .node:
-                    var busy = APIError(.serviceUnavailable, "export_busy", "the server is sending other exports; try again in a minute")
+                    var busy = APIError(
+                        .serviceUnavailable, "export_busy", "the server is sending other exports; try again in a minute"
+                    )
                     busy.headers[.retryAfter] = "30"
                     throw busy
                 }
@@ -76,7 +79,9 @@ extension Routes {
                     var attachments: [String: AttachmentReference] = [:]
                     func gather(_ record: Record) -> [PortableAttachment] {
                         let references = Self.references(record)
-                        for reference in references where attachments[reference.sha256] == nil { attachments[reference.sha256] = reference }
+                        for reference in references where attachments[reference.sha256] == nil {
+                            attachments[reference.sha256] = reference
+                        }
                         return references.map(Self.portable)
                     }
                     do {
@@ -86,8 +91,13 @@ extension Routes {
                                 guard written.insert(note.id).inserted else { return }
                                 var note = note
                                 note.attachments = gather(record)
-                                let path = names[note.id] ?? Exporter.markdownPath(id: note.id, folder: note.folder, title: note.title, used: &used)
-                                try await out.write(try zip.entry(path, Data(Exporter.markdownText(note).utf8), deflate: true), to: &writer)
+                                let path =
+                                    names[note.id]
+                                    ?? Exporter.markdownPath(
+                                        id: note.id, folder: note.folder, title: note.title, used: &used)
+                                try await out.write(
+                                    try zip.entry(path, Data(Exporter.markdownText(note).utf8), deflate: true),
+                                    to: &writer)
                             }
                         case .json:
                             // One notes.json, deflated as it is written (its size is not known
@@ -99,17 +109,24 @@ extension Routes {
                                 guard written.insert(note.id).inserted else { return }
                                 var note = note
                                 note.attachments = gather(record)
-                                try await entry.add((written.count > 1 ? "," : "") + Exporter.jsonNote(note).jsonString, to: &out, &writer)
+                                try await entry.add(
+                                    (written.count > 1 ? "," : "") + Exporter.jsonNote(note).jsonString, to: &out,
+                                    &writer)
                             }
                             try await entry.add(Exporter.jsonEnd, to: &out, &writer)
                             try await entry.end(in: &zip, to: &out, &writer)
                         }
                         // Each file once, straight from the blob store.
                         for reference in attachments.values.sorted(by: { $0.sha256 < $1.sha256 }) {
-                            guard let pieces = try await store.readBlob(userID: userID, sha256: reference.sha256, range: 0..<reference.size) else {
+                            guard
+                                let pieces = try await store.readBlob(
+                                    userID: userID, sha256: reference.sha256, range: 0..<reference.size)
+                            else {
                                 continue  // named but not stored (collected): the note keeps its link
                             }
-                            try await out.write(zip.beginEntry(Exporter.attachmentPath(Self.portable(reference)), deflated: false), to: &writer)
+                            try await out.write(
+                                zip.beginEntry(Exporter.attachmentPath(Self.portable(reference)), deflated: false),
+                                to: &writer)
                             var crc: UInt32 = 0
                             var size: UInt64 = 0
                             for try await piece in pieces {
@@ -124,7 +141,9 @@ extension Routes {
                         try await out.flush(to: &writer)
                         try await writer.finish(nil)
                     } catch {
-                        logger.info("export ended early", metadata: ["user": .string(userID), "error": .string(String(describing: error))])
+                        logger.info(
+                            "export ended early",
+                            metadata: ["user": .string(userID), "error": .string(String(describing: error))])
                         throw error
                     }
                 })
@@ -137,7 +156,10 @@ extension Routes {
         var since: Int64 = 0
         while true {
             let page = try await store.changes(userID: userID, since: since, limit: 1000, snapshot: true)
-            guard !page.reset else { throw APIError(.serviceUnavailable, "unavailable", "the notes changed too much while being read; try again") }
+            guard !page.reset else {
+                throw APIError(
+                    .serviceUnavailable, "unavailable", "the notes changed too much while being read; try again")
+            }
             for record in page.records where record.collection == CollectionSchema.notes.name && !record.deleted {
                 try await body(record, PortableNote(record))
             }
@@ -147,11 +169,15 @@ extension Routes {
     }
 
     private static func references(_ record: Record) -> [AttachmentReference] {
-        (record.fields["attachments"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(AttachmentReference.init(element:)) }
+        (record.fields["attachments"]?.arrayValue ?? []).compactMap {
+            $0.stringValue.flatMap(AttachmentReference.init(element:))
+        }
     }
 
     private static func portable(_ reference: AttachmentReference) -> PortableAttachment {
-        PortableAttachment(name: reference.name, type: reference.type, sha256: reference.sha256, size: reference.size, source: URL(fileURLWithPath: "/"))
+        PortableAttachment(
+            name: reference.name, type: reference.type, sha256: reference.sha256, size: reference.size,
+            source: URL(fileURLWithPath: "/"))
     }
 }
 
@@ -212,7 +238,9 @@ struct DeflatedEntry {
         if pending.count >= 64 * 1024 { try await compressPending(to: &out, &writer) }
     }
 
-    private mutating func compressPending(to out: inout ExportWriter, _ writer: inout any ResponseBodyWriter) async throws {
+    private mutating func compressPending(to out: inout ExportWriter, _ writer: inout any ResponseBodyWriter)
+        async throws
+    {
         guard !pending.isEmpty else { return }
         crc = ZipStream.crc32(pending, continuing: crc)
         size += UInt64(pending.count)
@@ -223,7 +251,9 @@ struct DeflatedEntry {
     }
 
     /// The rest, the final block, and the entry's data descriptor.
-    mutating func end(in zip: inout ZipStream, to out: inout ExportWriter, _ writer: inout any ResponseBodyWriter) async throws {
+    mutating func end(in zip: inout ZipStream, to out: inout ExportWriter, _ writer: inout any ResponseBodyWriter)
+        async throws
+    {
         try await compressPending(to: &out, &writer)
         // An empty final block of fixed codes (BFINAL 1, BTYPE 01, end of block): RFC 1951 3.2.6.
         try await out.write(Data([0x03, 0x00]), to: &writer)

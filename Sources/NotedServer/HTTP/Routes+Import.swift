@@ -39,12 +39,16 @@ extension Routes {
             var format: Importer.Format?
             var replace = false
             if let text = query.get("replace") {
-                guard let value = Bool(String(text)) else { throw APIError(.badRequest, "bad_request", "replace is true or false") }
+                guard let value = Bool(String(text)) else {
+                    throw APIError(.badRequest, "bad_request", "replace is true or false")
+                }
                 replace = value
             }
             if let text = query.get("from") {
                 guard let known = Importer.Format(rawValue: String(text)) else {
-                    throw APIError(.badRequest, "bad_request", "from is one of \(Importer.Format.allCases.map(\.rawValue).joined(separator: ", "))")
+                    throw APIError(
+                        .badRequest, "bad_request",
+                        "from is one of \(Importer.Format.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
                 format = known
             }
@@ -63,7 +67,10 @@ extension Routes {
             do {
                 body = try await request.body.collect(upTo: configuration.maxImportBytes)
             } catch {
-                throw APIError(.contentTooLarge, "too_large", "the file is larger than this server takes (\(configuration.maxImportBytes) bytes, --max-import-bytes)")
+                throw APIError(
+                    .contentTooLarge, "too_large",
+                    "the file is larger than this server takes (\(configuration.maxImportBytes) bytes, --max-import-bytes)"
+                )
             }
             // A few reading on the node, counted once the body is here: a slow upload holds no slot.
             let admitted = reading.withLockedValue { count -> Bool in
@@ -72,7 +79,8 @@ extension Routes {
                 return true
             }
             guard admitted else {
-                var busy = APIError(.serviceUnavailable, "import_busy", "the server is reading other imports; try again in a minute")
+                var busy = APIError(
+                    .serviceUnavailable, "import_busy", "the server is reading other imports; try again in a minute")
                 busy.headers[.retryAfter] = "30"
                 throw busy
             }
@@ -84,13 +92,16 @@ extension Routes {
                 // --max-import-bytes; time; and a bounded list of skipped items. An archive may
                 // unpack to 4 x --max-import-bytes.
                 let unpacked = configuration.maxImportBytes * 4
-                let budget = ImportBudget(memoryBytes: unpacked + configuration.maxImportBytes, seconds: Self.importSeconds,
-                                          maxSkipped: ServerImport.maxSkipped)
+                let budget = ImportBudget(
+                    memoryBytes: unpacked + configuration.maxImportBytes, seconds: Self.importSeconds,
+                    maxSkipped: ServerImport.maxSkipped)
                 try budget.charge(body.readableBytes, origin: name)
                 let chosen = format
                 result = try await withTaskCancellationHandler {
                     try await Self.importPool.runIfActive {
-                        try Importer.read(try ImportSource.load(Data(buffer: body), name: name, unpackedLimit: unpacked, budget: budget), as: chosen)
+                        try Importer.read(
+                            try ImportSource.load(
+                                Data(buffer: body), name: name, unpackedLimit: unpacked, budget: budget), as: chosen)
                     }
                 } onCancel: {
                     budget.cancel()
@@ -98,12 +109,18 @@ extension Routes {
             } catch let error as ImportError {
                 throw APIError(.badRequest, "bad_import", error.description)
             }
-            let summary = try await ServerImport(sync: sync, store: store, userID: user.userID, logger: context.logger,
-                                                 maxBlobBytes: configuration.maxBlobBytes, quota: configuration.quota.bytes, replace: replace).write(result)
-            context.logger.info("import", metadata: [
-                "user": .string(user.userID), "format": .string(result.format.rawValue), "imported": "\(summary.imported)",
-                "updated": "\(summary.updated)", "unchanged": "\(summary.unchanged)", "copied": "\(summary.copied)", "skipped": "\(summary.skipped.count)",
-            ])
+            let summary = try await ServerImport(
+                sync: sync, store: store, userID: user.userID, logger: context.logger,
+                maxBlobBytes: configuration.maxBlobBytes, quota: configuration.quota.bytes, replace: replace
+            ).write(result)
+            context.logger.info(
+                "import",
+                metadata: [
+                    "user": .string(user.userID), "format": .string(result.format.rawValue),
+                    "imported": "\(summary.imported)",
+                    "updated": "\(summary.updated)", "unchanged": "\(summary.unchanged)", "copied": "\(summary.copied)",
+                    "skipped": "\(summary.skipped.count)",
+                ])
             return .json(summary.json(format: result.format))
         }
     }
@@ -167,27 +184,40 @@ struct ServerImport {
                         try await storeFile(attachment)
                         stored.append(reference.element)
                     } catch {
-                        summary.skip("\(item.source) \(attachment.name)", "the attachment was not stored: \(Self.describe(error))")
+                        summary.skip(
+                            "\(item.source) \(attachment.name)",
+                            "the attachment was not stored: \(Self.describe(error))")
                     }
                 }
                 fields["attachments"] = .array(stored.map(JSONValue.string))
-                let record = try await store.record(userID: userID, collection: CollectionSchema.notes.name, id: item.note.id)
+                let record = try await store.record(
+                    userID: userID, collection: CollectionSchema.notes.name, id: item.note.id)
                 if let record, record.deleted {
                     summary.skip(item.source, "deleted on the server")
                     continue
                 }
                 let current = record.map { CollectionSchema.notes.completed($0.fields) }
-                var changed = fields.filter { name, value in current.map { !Self.same($0[name] ?? .null, value) } ?? true }
+                var changed = fields.filter { name, value in
+                    current.map { !Self.same($0[name] ?? .null, value) } ?? true
+                }
                 guard !changed.isEmpty else {
                     summary.unchanged += 1
                     continue
                 }
-                var target = (id: item.note.id, baseRev: record?.rev ?? 0, outcome: record == nil ? Outcome.created : .updated)
+                var target = (
+                    id: item.note.id, baseRev: record?.rev ?? 0, outcome: record == nil ? Outcome.created : .updated
+                )
                 if record != nil && !replace {
                     // Kept as it is; the imported version beside it, once.
                     let copyID = Importer.copyID(of: item.note)
-                    if let copy = try await store.record(userID: userID, collection: CollectionSchema.notes.name, id: copyID) {
-                        if copy.deleted { summary.skip(item.source, "deleted on the server") } else { summary.unchanged += 1 }
+                    if let copy = try await store.record(
+                        userID: userID, collection: CollectionSchema.notes.name, id: copyID)
+                    {
+                        if copy.deleted {
+                            summary.skip(item.source, "deleted on the server")
+                        } else {
+                            summary.unchanged += 1
+                        }
                         continue
                     }
                     target = (copyID, 0, .copied)
@@ -201,7 +231,8 @@ struct ServerImport {
                 sources.append((item.source, target.outcome))
             }
             guard !changes.isEmpty else { continue }
-            let replies = try await sync.push(changes: changes, userID: userID, device: nil, session: nil, rid: nil, logger: logger)
+            let replies = try await sync.push(
+                changes: changes, userID: userID, device: nil, session: nil, rid: nil, logger: logger)
             for (reply, source) in zip(replies, sources) {
                 if reply["type"] == "ack" {
                     switch source.outcome {
@@ -221,15 +252,19 @@ struct ServerImport {
     func storeFile(_ attachment: PortableAttachment) async throws {
         if try await store.storedBlob(userID: userID, sha256: attachment.sha256) != nil { return }
         guard attachment.data.count <= maxBlobBytes else {
-            throw APIError(.contentTooLarge, "too_large", "\(attachment.data.count) bytes, more than this server takes (\(maxBlobBytes))")
+            throw APIError(
+                .contentTooLarge, "too_large",
+                "\(attachment.data.count) bytes, more than this server takes (\(maxBlobBytes))")
         }
         let length = Int64(attachment.data.count)
-        let upload = try await store.beginBlobUpload(userID: userID, sha256: attachment.sha256, length: length, type: attachment.type, quota: quota, now: Date())
+        let upload = try await store.beginBlobUpload(
+            userID: userID, sha256: attachment.sha256, length: length, type: attachment.type, quota: quota, now: Date())
         var offset = upload.offset
         while offset < length {
             let end = min(Int(length), Int(offset) + Routes.blobPieceBytes)
-            offset = try await store.appendBlobUpload(userID: userID, sha256: attachment.sha256, offset: offset,
-                                                      bytes: ByteBuffer(bytes: attachment.data[Int(offset)..<end]), now: Date())
+            offset = try await store.appendBlobUpload(
+                userID: userID, sha256: attachment.sha256, offset: offset,
+                bytes: ByteBuffer(bytes: attachment.data[Int(offset)..<end]), now: Date())
         }
         try await store.syncBlobUpload(userID: userID, sha256: attachment.sha256)
         _ = try await store.finishBlobUpload(userID: userID, sha256: attachment.sha256, now: Date())
@@ -250,16 +285,23 @@ struct ServerImport {
         let tags = note.tags.filter { seen.insert($0).inserted }
         var fields: [String: JSONValue] = [
             "title": .string(note.title), "body": .string(note.body), "tags": .array(tags.map(JSONValue.string)),
-            "folder": note.folder.map(JSONValue.string) ?? .null, "pinned": .bool(note.pinned), "trashed": .bool(note.trashed),
+            "folder": note.folder.map(JSONValue.string) ?? .null, "pinned": .bool(note.pinned),
+            "trashed": .bool(note.trashed),
         ]
-        if let created = note.created { fields["created"] = .int(Int64((created.timeIntervalSince1970 * 1000).rounded(.down))) }
-        if let updated = note.updated { fields["modified"] = .int(Int64((updated.timeIntervalSince1970 * 1000).rounded(.down))) }
+        if let created = note.created {
+            fields["created"] = .int(Int64((created.timeIntervalSince1970 * 1000).rounded(.down)))
+        }
+        if let updated = note.updated {
+            fields["modified"] = .int(Int64((updated.timeIntervalSince1970 * 1000).rounded(.down)))
+        }
         return fields
     }
 
     /// Equal as the schema compares: tags as a set, numbers by value.
     static func same(_ a: JSONValue, _ b: JSONValue) -> Bool {
-        if let x = a.arrayValue, let y = b.arrayValue { return Set(x.compactMap(\.stringValue)) == Set(y.compactMap(\.stringValue)) && x.count == y.count }
+        if let x = a.arrayValue, let y = b.arrayValue {
+            return Set(x.compactMap(\.stringValue)) == Set(y.compactMap(\.stringValue)) && x.count == y.count
+        }
         return a.sameValue(as: b)
     }
 }

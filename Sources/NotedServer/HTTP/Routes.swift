@@ -3,9 +3,9 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import NIOPosix
 import NotedCore
 import NotedPorting
-import NIOPosix
 
 /// The HTTP routes and the sync WebSocket route.
 struct Routes: Sendable {
@@ -37,13 +37,20 @@ struct Routes: Sendable {
         router.get("/metrics") { request, context -> Response in
             // Counts of users' activity are not for everyone: loopback (a scraper on the same
             // machine), or the operator's token from anywhere (docs/security.md).
-            let bearer = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
-            let tokenOK = configuration.metricsToken.map { expected in bearer.map { constantTimeEqual($0, expected) } ?? false } ?? false
-            guard tokenOK || Self.isLoopback(context.remoteAddress) else {
-                return .json(["error": "forbidden", "message": "metrics are served on loopback, or with --metrics-token"], status: .forbidden)
+            let bearer = request.headers[.authorization].flatMap {
+                $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil
             }
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
+            let tokenOK =
+                configuration.metricsToken.map { expected in bearer.map { constantTimeEqual($0, expected) } ?? false }
+                ?? false
+            guard tokenOK || Self.isLoopback(context.remoteAddress) else {
+                return .json(
+                    ["error": "forbidden", "message": "metrics are served on loopback, or with --metrics-token"],
+                    status: .forbidden)
+            }
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))
         }
         router.get("/.well-known/jwks.json") { _, _ in Response.json(tokens.jwks) }
         router.get("/.well-known/openid-configuration") { _, _ -> Response in
@@ -66,7 +73,8 @@ struct Routes: Sendable {
                 throw APIError(.badRequest, "bad_request", "username and password must be strings")
             }
             do {
-                let user = try await accounts.register(username: username, password: password, address: accounts.addresses.key(request, context))
+                let user = try await accounts.register(
+                    username: username, password: password, address: accounts.addresses.key(request, context))
                 context.logger.info("account created", metadata: ["user": .string(user.id)])
                 return .json(["user": ["id": .string(user.id), "username": .string(user.username)]], status: .created)
             } catch let error as AuthError {
@@ -83,10 +91,15 @@ struct Routes: Sendable {
                 throw APIError(.badRequest, "bad_request", "device must be a lower-case UUID")
             }
             let otp = body["otp"]?.stringValue
-            guard body["otp"] == nil || otp != nil else { throw APIError(.badRequest, "bad_request", "otp must be a string") }
+            guard body["otp"] == nil || otp != nil else {
+                throw APIError(.badRequest, "bad_request", "otp must be a string")
+            }
             do {
-                return .json(try await accounts.signIn(
-                    username: username, password: password, otp: otp, device: device, address: accounts.addresses.key(request, context)).json)
+                return .json(
+                    try await accounts.signIn(
+                        username: username, password: password, otp: otp, device: device,
+                        address: accounts.addresses.key(request, context)
+                    ).json)
             } catch let error as AuthError {
                 throw APIError(error)
             }
@@ -102,7 +115,9 @@ struct Routes: Sendable {
                 if let name = FormDecoding.duplicate(in: String(buffer: buffer)) {
                     throw AuthError(kind: .invalidRequest("\(name) is given more than once"))
                 }
-                guard let grant = form["grant_type"] else { throw AuthError(kind: .invalidRequest("grant_type is missing")) }
+                guard let grant = form["grant_type"] else {
+                    throw AuthError(kind: .invalidRequest("grant_type is missing"))
+                }
                 if grant == "authorization_code" {
                     do {
                         var response = Response.json(try await authorization.exchange(form: form).json)
@@ -127,18 +142,22 @@ struct Routes: Sendable {
         router.get("/v1/changes") { request, context -> Response in
             let user = try await authenticate(request)
             let query = request.uri.queryParameters
-            guard let since = query.get("since").flatMap(Int64.init), since >= 0, since <= ChangeParser.maxSafeInteger else {
+            guard let since = query.get("since").flatMap(Int64.init), since >= 0, since <= ChangeParser.maxSafeInteger
+            else {
                 throw APIError(.badRequest, "bad_request", "since must be an integer from 0 to 2^53-1")
             }
             var limit = ClientMessage.defaultPullLimit
             if let text = query.get("limit") {
                 guard let value = Int(text), (1...ClientMessage.maxPullLimit).contains(value) else {
-                    throw APIError(.badRequest, "bad_request", "limit must be an integer from 1 to \(ClientMessage.maxPullLimit)")
+                    throw APIError(
+                        .badRequest, "bad_request", "limit must be an integer from 1 to \(ClientMessage.maxPullLimit)")
                 }
                 limit = value
             }
             let snapshot = query.get("snapshot") == "true"
-            var page = try await sync.pull(userID: user.userID, since: since, limit: limit, snapshot: snapshot, rid: nil).objectValue ?? [:]
+            var page =
+                try await sync.pull(userID: user.userID, since: since, limit: limit, snapshot: snapshot, rid: nil)
+                .objectValue ?? [:]
             page["type"] = nil
             return .json(.object(page))
         }
@@ -161,11 +180,17 @@ struct Routes: Sendable {
                 throw APIError(.badRequest, "bad_request", "the body needs a \"changes\" array")
             }
             guard changes.count <= configuration.limits.maxChangesPerPush else {
-                throw APIError(.contentTooLarge, "too_large", "a push holds at most \(configuration.limits.maxChangesPerPush) changes")
+                throw APIError(
+                    .contentTooLarge, "too_large",
+                    "a push holds at most \(configuration.limits.maxChangesPerPush) changes")
             }
-            let device = request.headers[HTTPField.Name("Noted-Device")!].flatMap { UUIDText.isCanonical($0) ? $0 : nil }
+            let device = request.headers[HTTPField.Name("Noted-Device")!].flatMap {
+                UUIDText.isCanonical($0) ? $0 : nil
+            }
             do {
-                let results = try await sync.push(changes: changes, userID: user.userID, device: device, session: nil, rid: nil, logger: context.logger)
+                let results = try await sync.push(
+                    changes: changes, userID: user.userID, device: device, session: nil, rid: nil,
+                    logger: context.logger)
                 return .json(["results": .array(results)])
             } catch is AccountDeleted {
                 throw APIError(.unauthorized, "unauthenticated", SessionHub.accountDeleted)
@@ -200,7 +225,10 @@ struct Routes: Sendable {
                 throw APIError(.badRequest, "bad_request", "rev must be a positive integer")
             }
             let conflict = request.uri.queryParameters.get("conflict") == "true"
-            guard let revision = try await store.revision(userID: user.userID, collection: collection, id: id, rev: rev, conflict: conflict) else {
+            guard
+                let revision = try await store.revision(
+                    userID: user.userID, collection: collection, id: id, rev: rev, conflict: conflict)
+            else {
                 throw APIError(.notFound, "not_found", "no such revision")
             }
             return .json(revision.fullJSON)
@@ -219,7 +247,8 @@ struct Routes: Sendable {
         router.ws("/v1/sync") { request, _ in
             originAllowed(request) ? .upgrade([:]) : .dontUpgrade
         } onUpgrade: { inbound, outbound, context in
-            let session = SyncSession(environment: environment, headerToken: bearerToken(context.request), logger: context.logger)
+            let session = SyncSession(
+                environment: environment, headerToken: bearerToken(context.request), logger: context.logger)
             let channel = context.requestContext.channel
             try await session.run(inbound: inbound, outbound: outbound) { channel.close(promise: nil) }
         }
@@ -242,27 +271,37 @@ struct Routes: Sendable {
     private func addAccountRoutes(to router: Router<NotedRequestContext>) {
         router.get("/v1/account") { request, _ -> Response in
             let token = try await authenticate(request)
-            guard let user = try await store.user(id: token.userID), let twoFactor = try await store.twoFactor(userID: token.userID) else {
+            guard let user = try await store.user(id: token.userID),
+                let twoFactor = try await store.twoFactor(userID: token.userID)
+            else {
                 throw APIError(.unauthorized, "unauthenticated", "invalid access token")
             }
             let usage = try await store.usage(userID: token.userID)
             let quota = configuration.quota
             return .json([
                 "id": .string(user.id), "username": .string(user.username),
-                "two_factor": ["enabled": .bool(user.twoFactor), "recovery_codes_left": .int(Int64(user.twoFactor ? twoFactor.recoveryCodesLeft : 0))],
+                "two_factor": [
+                    "enabled": .bool(user.twoFactor),
+                    "recovery_codes_left": .int(Int64(user.twoFactor ? twoFactor.recoveryCodesLeft : 0)),
+                ],
                 // What the account stores, as the quota counts it (docs/security.md, "Storage per account").
                 "usage": [
-                    "bytes": .int(usage.bytes + usage.history), "history_bytes": .int(usage.history), "records": .int(usage.records),
-                    "quota_bytes": quota.bytes.map(JSONValue.int) ?? .null, "quota_records": quota.records.map(JSONValue.int) ?? .null,
+                    "bytes": .int(usage.bytes + usage.history), "history_bytes": .int(usage.history),
+                    "records": .int(usage.records),
+                    "quota_bytes": quota.bytes.map(JSONValue.int) ?? .null,
+                    "quota_records": quota.records.map(JSONValue.int) ?? .null,
                 ],
             ])
         }
         router.post("/v1/account/2fa/setup") { request, context -> Response in
             let user = try await authenticate(request)
             let body = try await jsonBody(request)
-            guard let password = body["password"]?.stringValue else { throw APIError(.badRequest, "bad_request", "password must be a string") }
+            guard let password = body["password"]?.stringValue else {
+                throw APIError(.badRequest, "bad_request", "password must be a string")
+            }
             let (secret, uri) = try await Self.passwordChecked {
-                try await accounts.beginTwoFactor(userID: user.userID, password: password, address: accounts.addresses.key(request, context))
+                try await accounts.beginTwoFactor(
+                    userID: user.userID, password: password, address: accounts.addresses.key(request, context))
             }
             var response = Response.json(["secret": .string(secret), "uri": .string(uri)])
             response.headers[.cacheControl] = "no-store"
@@ -271,9 +310,12 @@ struct Routes: Sendable {
         router.post("/v1/account/2fa/enable") { request, context -> Response in
             let user = try await authenticate(request)
             let body = try await jsonBody(request)
-            guard let code = body["code"]?.stringValue else { throw APIError(.badRequest, "bad_request", "code must be a string") }
+            guard let code = body["code"]?.stringValue else {
+                throw APIError(.badRequest, "bad_request", "code must be a string")
+            }
             let codes = try await Self.passwordChecked {
-                try await accounts.enableTwoFactor(userID: user.userID, code: code, address: accounts.addresses.key(request, context))
+                try await accounts.enableTwoFactor(
+                    userID: user.userID, code: code, address: accounts.addresses.key(request, context))
             }
             context.logger.info("two-factor sign-in turned on", metadata: ["user": .string(user.userID)])
             var response = Response.json(["recovery_codes": .array(codes.map(JSONValue.string))])
@@ -287,7 +329,9 @@ struct Routes: Sendable {
                 throw APIError(.badRequest, "bad_request", "password and code must be strings")
             }
             try await Self.passwordChecked {
-                try await accounts.disableTwoFactor(userID: user.userID, password: password, code: code, address: accounts.addresses.key(request, context))
+                try await accounts.disableTwoFactor(
+                    userID: user.userID, password: password, code: code,
+                    address: accounts.addresses.key(request, context))
             }
             context.logger.info("two-factor sign-in turned off", metadata: ["user": .string(user.userID)])
             return .json([:])
@@ -295,15 +339,18 @@ struct Routes: Sendable {
         router.post("/v1/account/password") { request, context -> Response in
             let user = try await authenticate(request)
             let body = try await jsonBody(request)
-            guard let current = body["current_password"]?.stringValue, let new = body["new_password"]?.stringValue else {
+            guard let current = body["current_password"]?.stringValue, let new = body["new_password"]?.stringValue
+            else {
                 throw APIError(.badRequest, "bad_request", "current_password and new_password must be strings")
             }
             let ended = try await Self.passwordChecked {
                 try await accounts.changePassword(
-                    userID: user.userID, current: current, code: body["code"]?.stringValue, new: new, keeping: user.sessionID,
+                    userID: user.userID, current: current, code: body["code"]?.stringValue, new: new,
+                    keeping: user.sessionID,
                     address: accounts.addresses.key(request, context))
             }
-            context.logger.info("password changed", metadata: ["user": .string(user.userID), "endedSessions": "\(ended)"])
+            context.logger.info(
+                "password changed", metadata: ["user": .string(user.userID), "endedSessions": "\(ended)"])
             return .json(["signed_out": .int(Int64(ended))])
         }
         router.get("/v1/account/devices") { request, _ -> Response in
@@ -331,8 +378,10 @@ struct Routes: Sendable {
                 throw APIError(.badRequest, "bad_request", "password must be a string")
             }
             try await Self.passwordChecked {
-                try await accounts.deleteAccount(userID: user.userID, password: password, code: body["code"]?.stringValue,
-                                                 address: accounts.addresses.key(request, context)) {
+                try await accounts.deleteAccount(
+                    userID: user.userID, password: password, code: body["code"]?.stringValue,
+                    address: accounts.addresses.key(request, context)
+                ) {
                     sync.hub.closeUser(user.userID, reason: SessionHub.accountDeleted)
                 }
             }
@@ -387,9 +436,11 @@ struct Routes: Sendable {
     private func jsonBody(_ request: Request) async throws -> JSONValue {
         // JSON only as JSON: a cross-site form can post text/plain that parses as JSON, but it
         // cannot send this content type without the browser asking the server first (CORS).
-        let mediaType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        let mediaType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces)
+            .lowercased()
         guard mediaType == "application/json" else {
-            throw APIError(.unsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
+            throw APIError(
+                .unsupportedMediaType, "unsupported_media_type", "send the body as Content-Type: application/json")
         }
         let buffer: ByteBuffer
         do {

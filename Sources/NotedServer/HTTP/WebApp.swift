@@ -9,7 +9,8 @@ enum WebApp {
     /// The policy of the app's pages: everything from this origin only, WebSockets included;
     /// images also from `blob:` (object URLs the app makes of attachments it fetched with its
     /// token: the token never goes into an image URL).
-    static let policy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    static let policy =
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
         + "connect-src 'self'; worker-src 'self'; manifest-src 'self'; object-src 'none'; "
         + "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
@@ -27,15 +28,19 @@ enum WebApp {
 
     static func add(to router: Router<NotedRequestContext>, root: String, logger: Logger) {
         router.add(middleware: HeadersMiddleware())
-        router.add(middleware: FileMiddleware(root, searchForIndexHtml: true, logger: logger)
-            .withAdditionalMediaType(MediaType(type: .application, subType: "manifest+json"), mappedToFileExtension: "webmanifest"))
+        router.add(
+            middleware: FileMiddleware(root, searchForIndexHtml: true, logger: logger)
+                .withAdditionalMediaType(
+                    MediaType(type: .application, subType: "manifest+json"), mappedToFileExtension: "webmanifest"))
     }
 
     /// Adds the policy and caching headers to the app's files (not to the API's answers).
     struct HeadersMiddleware: RouterMiddleware {
         typealias Context = NotedRequestContext
 
-        func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+            async throws -> Response
+        {
             var response = try await next(request, context)
             let path = request.uri.path
             let api = ["/v1/", "/oauth/", "/.well-known/", "/metrics", "/health"].contains { path.hasPrefix($0) }

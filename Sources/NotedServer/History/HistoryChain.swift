@@ -20,16 +20,21 @@ struct StoredRevision: Sendable, Hashable {
 
     /// A row whose fields were not read: its place, kind and storage only. A plan that needs its
     /// fields throws ``HistoryChain/Unloaded``.
-    static func stub(rev: Int64, conflict: Bool, seq: Int64, updatedAt: Date, device: String?, ccid: String?,
-                     whole: Bool, size: Int64) -> StoredRevision {
-        StoredRevision(rev: rev, conflict: conflict, seq: seq, updatedAt: updatedAt, device: device, ccid: ccid,
-                       fields: [:], delta: whole ? nil : RevisionDelta(), size: size, loaded: false)
+    static func stub(
+        rev: Int64, conflict: Bool, seq: Int64, updatedAt: Date, device: String?, ccid: String?,
+        whole: Bool, size: Int64
+    ) -> StoredRevision {
+        StoredRevision(
+            rev: rev, conflict: conflict, seq: seq, updatedAt: updatedAt, device: device, ccid: ccid,
+            fields: [:], delta: whole ? nil : RevisionDelta(), size: size, loaded: false)
     }
 
     var entry: HistoryPolicy.Entry { HistoryPolicy.Entry(rev: rev, at: updatedAt) }
 
     func info(fields: [String: JSONValue]) -> RevisionInfo {
-        RevisionInfo(rev: rev, seq: seq, updatedAt: updatedAt, device: device, ccid: ccid, conflict: conflict, fields: fields, size: size)
+        RevisionInfo(
+            rev: rev, seq: seq, updatedAt: updatedAt, device: device, ccid: ccid, conflict: conflict, fields: fields,
+            size: size)
     }
 }
 
@@ -53,7 +58,10 @@ enum HistoryChain {
         guard let topIndex = rows.lastIndex(of: top) else { return top.fields }
         var fields = top.fields
         for row in rows[..<topIndex].reversed() {
-            guard let delta = row.delta else { fields = row.fields; continue }
+            guard let delta = row.delta else {
+                fields = row.fields
+                continue
+            }
             fields = try delta.apply(to: fields)
         }
         return fields
@@ -79,7 +87,9 @@ enum HistoryChain {
     /// older kept ones as deltas from their newer kept neighbour, whole again every so often.
     /// Rows may be stubs (not ``StoredRevision/loaded``) where the plan needs no fields; it
     /// throws ``Unloaded`` if it needs those of one.
-    static func plan(_ rows: [StoredRevision], policy: HistoryPolicy, now: Date, diffTimeout: Duration = .seconds(1)) throws -> Rewrite {
+    static func plan(_ rows: [StoredRevision], policy: HistoryPolicy, now: Date, diffTimeout: Duration = .seconds(1))
+        throws -> Rewrite
+    {
         let ordinary = rows.filter { !$0.conflict }.sorted { $0.rev < $1.rev }
         let conflicts = rows.filter(\.conflict)
         var rewrite = Rewrite()
@@ -96,7 +106,9 @@ enum HistoryChain {
             var index = start
             while ordinary[index].delta != nil, materialized[ordinary[index].rev] == nil {
                 index += 1
-                guard index < ordinary.count else { throw StoreError.corrupt("the newest revision is stored as a delta") }
+                guard index < ordinary.count else {
+                    throw StoreError.corrupt("the newest revision is stored as a delta")
+                }
             }
             if materialized[ordinary[index].rev] == nil, !ordinary[index].loaded { throw Unloaded() }
             var current = materialized[ordinary[index].rev] ?? ordinary[index].fields
@@ -112,7 +124,9 @@ enum HistoryChain {
 
         // The stored row above each row before the rewrite, to know which deltas still hold.
         var storedAbove: [Int64: Int64] = [:]
-        for (index, row) in ordinary.enumerated() where index + 1 < ordinary.count { storedAbove[row.rev] = ordinary[index + 1].rev }
+        for (index, row) in ordinary.enumerated() where index + 1 < ordinary.count {
+            storedAbove[row.rev] = ordinary[index + 1].rev
+        }
 
         // Which kept rows are whole: the newest, and anchors chosen from the oldest end, so that
         // new saves at the top never move them: an existing whole row stays whole once at least
@@ -124,7 +138,9 @@ enum HistoryChain {
         var whole = Set<Int64>()
         var sinceAnchor = 0
         for (index, row) in keptRows.enumerated() {
-            if index == keptRows.count - 1 || (row.delta == nil && sinceAnchor >= 3 * maxRun / 4) || sinceAnchor + 1 >= maxRun {
+            if index == keptRows.count - 1 || (row.delta == nil && sinceAnchor >= 3 * maxRun / 4)
+                || sinceAnchor + 1 >= maxRun
+            {
                 whole.insert(row.rev)
                 sinceAnchor = 0
             } else {
@@ -138,14 +154,16 @@ enum HistoryChain {
             }
             let newer = keptRows[index + 1]
             if row.delta == nil || storedAbove[row.rev] != newer.rev {
-                let delta = RevisionDelta.make(from: try fields(of: newer.rev), to: try fields(of: row.rev), deadline: .now + diffTimeout)
+                let delta = RevisionDelta.make(
+                    from: try fields(of: newer.rev), to: try fields(of: row.rev), deadline: .now + diffTimeout)
                 rewrite.updates.append((row.rev, delta.values, delta))
             }
         }
         for row in ordinary where !kept.contains(row.rev) { rewrite.deletes.append((row.rev, false)) }
         let remaining = ordinary.filter { kept.contains($0.rev) }
-        rewrite.nextReview = policy.nextChange(ordinary: remaining.map(\.entry),
-                                               conflicts: conflicts.filter { keptConflicts.contains($0.rev) }.map(\.entry), now: now)
+        rewrite.nextReview = policy.nextChange(
+            ordinary: remaining.map(\.entry),
+            conflicts: conflicts.filter { keptConflicts.contains($0.rev) }.map(\.entry), now: now)
         return rewrite
     }
 }
@@ -219,8 +237,11 @@ extension HistoryThinning {
                     stored = try await read(record, false)
                     rewrite = try HistoryChain.plan(stored, policy: policy, now: now)
                 }
-                planned.append(PlannedThinning(record: record, shape: PlannedThinning.shape(stored.map { ($0.rev, $0.conflict, $0.delta == nil) }),
-                                               rewrite: rewrite, hadRows: !stored.isEmpty))
+                planned.append(
+                    PlannedThinning(
+                        record: record,
+                        shape: PlannedThinning.shape(stored.map { ($0.rev, $0.conflict, $0.delta == nil) }),
+                        rewrite: rewrite, hadRows: !stored.isEmpty))
                 bytes += stored.reduce(0) { $0 + ($1.loaded ? $1.size : 0) }
                 rows += rewrite.deletes.count + rewrite.updates.count
             } catch let error as StoreError {

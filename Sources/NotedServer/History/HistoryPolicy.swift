@@ -69,16 +69,18 @@ public struct HistoryPolicy: Sendable, Hashable {
         for (position, entry) in sorted.enumerated() {
             let age = now.timeIntervalSince(entry.at)
             if position == sorted.count - 1 {
-                kept.insert(entry.rev) // the record as it stands
+                kept.insert(entry.rev)  // the record as it stands
                 continue
             }
             let next = sorted[position + 1]
             if next.at.timeIntervalSince(entry.at) >= Self.quiet && now.timeIntervalSince(next.at) < period {
-                kept.insert(entry.rev) // the state before an editing session
+                kept.insert(entry.rev)  // the state before an editing session
                 continue
             }
             guard let length = stretch(age: age) else { continue }
-            if length == 0 || newestInStretch[StretchKey(length: length, index: Self.index(entry.at, length))] == entry.rev {
+            if length == 0
+                || newestInStretch[StretchKey(length: length, index: Self.index(entry.at, length))] == entry.rev
+            {
                 kept.insert(entry.rev)
             }
         }
@@ -107,13 +109,19 @@ public struct HistoryPolicy: Sendable, Hashable {
         }
         let newest = ordinary.max { $0.rev < $1.rev }
         for entry in ordinary where entry.rev != newest?.rev {
-            for offset in [Self.window, Self.day, 7 * Self.day, period] { consider(entry.at.addingTimeInterval(offset)) }
+            for offset in [Self.window, Self.day, 7 * Self.day, period] {
+                consider(entry.at.addingTimeInterval(offset))
+            }
         }
         if let newest, ordinary.count > 1 { consider(newest.at.addingTimeInterval(period)) }
         for entry in conflicts { consider(entry.at.addingTimeInterval(period)) }
         // Rounded up to whole 5 minutes: a burst of saves is reviewed once, not once per save
         // (a revision kept a little longer than needed is allowed).
-        return earliest.map { Date(timeIntervalSince1970: ($0.timeIntervalSince1970 / Self.reviewGranularity).rounded(.up) * Self.reviewGranularity) }
+        return earliest.map {
+            Date(
+                timeIntervalSince1970: ($0.timeIntervalSince1970 / Self.reviewGranularity).rounded(.up)
+                    * Self.reviewGranularity)
+        }
     }
 
     /// What ``nextChange(ordinary:conflicts:now:)`` rounds up to.

@@ -17,7 +17,9 @@ struct RevisionDelta: Sendable, Hashable {
 
     /// The difference that turns `newer` into `older`. Every text patch is checked by applying
     /// it; one that does not give `older`'s text exactly (or is no shorter) stores the text whole.
-    static func make(from newer: [String: JSONValue], to older: [String: JSONValue], deadline: ContinuousClock.Instant? = nil) -> RevisionDelta {
+    static func make(
+        from newer: [String: JSONValue], to older: [String: JSONValue], deadline: ContinuousClock.Instant? = nil
+    ) -> RevisionDelta {
         var delta = RevisionDelta()
         let dmp = DiffMatchPatch()
         // Compared as bytes: `JSONValue`'s `==` compares strings by canonical equivalence, and a
@@ -27,7 +29,9 @@ struct RevisionDelta: Sendable, Hashable {
                 let diffs = dmp.diff(newerText, text, checkLines: true, deadline: deadline)
                 let patches = dmp.patchMake(newerText, diffs)
                 let patchText = dmp.patchToText(patches)
-                if patchText.utf8.count < text.utf8.count, let applied = Self.applyPatch(patchText, to: newerText), applied.utf8.elementsEqual(text.utf8) {
+                if patchText.utf8.count < text.utf8.count, let applied = Self.applyPatch(patchText, to: newerText),
+                    applied.utf8.elementsEqual(text.utf8)
+                {
                     delta.patches[name] = patchText
                     continue
                 }

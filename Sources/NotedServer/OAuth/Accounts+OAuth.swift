@@ -13,8 +13,12 @@ extension Accounts {
         let keys = ["signin-address:\(address)", "signin-user:\(key)"]
         // Reserved before the awaits (the user's row, the hash): guesses sent at once count as
         // they are judged, so no more than the limit are ever judged per window.
-        var checked = try await limiter.reserving(keys: keys, isFailure: { if case .invalidCredentials = $0.kind { true } else { false } }) {
-            guard password.utf8.count <= 4096, PasswordHasher.problem(password) == nil else { throw AuthError(kind: .invalidCredentials) }
+        var checked = try await limiter.reserving(
+            keys: keys, isFailure: { if case .invalidCredentials = $0.kind { true } else { false } }
+        ) {
+            guard password.utf8.count <= 4096, PasswordHasher.problem(password) == nil else {
+                throw AuthError(kind: .invalidCredentials)
+            }
             let user = try await store.user(usernameKey: key)
             let storedHash = user?.passwordHash ?? dummyHash
             let result: (matches: Bool, upgrade: Bool)
@@ -55,14 +59,18 @@ extension Accounts {
     }
 
     /// Starts a refresh-token family for a user and client: the token response and the family id.
-    func issueTokens(userID: String, clientID: String, device: String?,
-                     familyID: String = UUID().uuidString.lowercased()) async throws -> (TokenResponse, familyID: String) {
+    func issueTokens(
+        userID: String, clientID: String, device: String?,
+        familyID: String = UUID().uuidString.lowercased()
+    ) async throws -> (TokenResponse, familyID: String) {
         let now = Date()
         let refresh = Self.newRefreshToken()
         let family = RefreshFamily(id: familyID, userID: userID, clientID: clientID, device: device)
-        try await store.createRefreshFamily(family, firstTokenHash: Self.hash(refresh), expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
+        try await store.createRefreshFamily(
+            family, firstTokenHash: Self.hash(refresh), expiresAt: now.addingTimeInterval(refreshLifetime), now: now)
         let access = try await tokens.issue(userID: userID, clientID: clientID, sessionID: family.id, now: now)
-        let response = TokenResponse(accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: refresh)
+        let response = TokenResponse(
+            accessToken: access.token, expiresIn: Int(tokens.lifetime.timeInterval.rounded(.up)), refreshToken: refresh)
         return (response, family.id)
     }
 }

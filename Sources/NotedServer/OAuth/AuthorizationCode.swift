@@ -11,7 +11,8 @@ public struct AuthorizationCode: Sendable, Hashable {
     public var userID: String
     public var expiresAt: Date
 
-    public init(hash: String, clientID: String, redirectURI: String, challenge: String, userID: String, expiresAt: Date) {
+    public init(hash: String, clientID: String, redirectURI: String, challenge: String, userID: String, expiresAt: Date)
+    {
         self.hash = hash
         self.clientID = clientID
         self.redirectURI = redirectURI
@@ -52,7 +53,8 @@ public protocol OAuthStore: Sendable {
     /// Starts a new refresh-token family with its first token.
     func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date) async throws
     /// Marks the token used and stores its replacement, or revokes the family of a reused token.
-    func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws -> RefreshRotation
+    func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws
+        -> RefreshRotation
     /// When a refresh-token family (a sign-in) began; nil if unknown.
     func refreshFamilyCreatedAt(id: String) async throws -> Date?
 }

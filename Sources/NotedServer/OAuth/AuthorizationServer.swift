@@ -45,7 +45,9 @@ struct AuthorizationServer: Sendable {
         }
         guard let redirectURI = parameters["redirect_uri"], client.allows(redirectURI: redirectURI) else {
             if client.id == OAuthClient.webClientID {
-                throw .page("The web app may only be used at this server's own address (its --issuer) or at an address its operator allowed (--allowed-origin).")
+                throw .page(
+                    "The web app may only be used at this server's own address (its --issuer) or at an address its operator allowed (--allowed-origin)."
+                )
             }
             throw .page("The redirect address is not one registered for \(client.name).")
         }
@@ -69,10 +71,13 @@ struct AuthorizationServer: Sendable {
     }
 
     /// Signs the user in and issues a code; returns where to send the browser.
-    func authorize(_ request: Request, username: String, password: String, address: String) async throws -> SignInOutcome {
+    func authorize(_ request: Request, username: String, password: String, address: String) async throws
+        -> SignInOutcome
+    {
         let user = try await accounts.verifyPassword(username: username, password: password, address: address)
         if user.twoFactor {
-            return .secondFactor(step: try await accounts.tokens.issueSecondFactorStep(userID: user.id, passwordHash: user.passwordHash))
+            return .secondFactor(
+                step: try await accounts.tokens.issueSecondFactorStep(userID: user.id, passwordHash: user.passwordHash))
         }
         return .redirect(try await issueCode(request, userID: user.id))
     }
@@ -89,8 +94,9 @@ struct AuthorizationServer: Sendable {
     func finishSecondFactor(_ request: Request, step: String, code: String, address: String) async throws -> String? {
         // Still the password that was checked, and still an account that asks a code: a
         // password reset (or two-factor turned off by the operator) since ends this sign-in.
-        guard let (userID, mark) = await accounts.tokens.verifySecondFactorStep(step), let user = try await store.user(id: userID), !user.disabled,
-              user.twoFactor, constantTimeEqual(mark, AccessTokens.passwordMark(user.passwordHash))
+        guard let (userID, mark) = await accounts.tokens.verifySecondFactorStep(step),
+            let user = try await store.user(id: userID), !user.disabled,
+            user.twoFactor, constantTimeEqual(mark, AccessTokens.passwordMark(user.passwordHash))
         else {
             return nil
         }
@@ -123,7 +129,9 @@ struct AuthorizationServer: Sendable {
     func exchange(form: [String: String]) async throws -> TokenResponse {
         guard let code = form["code"], !code.isEmpty else { throw OAuthError.invalidRequest("code is missing") }
         guard let redirectURI = form["redirect_uri"] else { throw OAuthError.invalidRequest("redirect_uri is missing") }
-        guard let clientID = form["client_id"], !clientID.isEmpty else { throw OAuthError.invalidRequest("client_id is missing") }
+        guard let clientID = form["client_id"], !clientID.isEmpty else {
+            throw OAuthError.invalidRequest("client_id is missing")
+        }
         guard let verifier = form["code_verifier"] else { throw OAuthError.invalidRequest("code_verifier is missing") }
         guard clients[clientID] != nil else { throw OAuthError.invalidClient }
         let now = Date()
@@ -152,7 +160,9 @@ struct AuthorizationServer: Sendable {
             guard let user = try await store.user(id: stored.userID), !user.disabled else {
                 throw OAuthError.invalidGrant("the account is disabled")
             }
-            return try await accounts.issueTokens(userID: stored.userID, clientID: clientID, device: nil, familyID: familyID).0
+            return try await accounts.issueTokens(
+                userID: stored.userID, clientID: clientID, device: nil, familyID: familyID
+            ).0
         }
     }
 
@@ -171,7 +181,8 @@ struct AuthorizationServer: Sendable {
     }
 
     static func formEncode(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
+        var allowed = CharacterSet.alphanumerics.intersection(
+            CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
         allowed.insert(charactersIn: "-._~")
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
     }

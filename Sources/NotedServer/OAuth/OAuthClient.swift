@@ -70,7 +70,7 @@ public struct OAuthClient: Sendable, Hashable {
             let afterColon = candidate.dropFirst(host.count + 1)
             let digits = afterColon.prefix { $0.isASCII && $0.isNumber }
             guard (1...5).contains(digits.count), let port = Int(digits), (1...65535).contains(port),
-                  !digits.hasPrefix("0")
+                !digits.hasPrefix("0")
             else { return false }
             return afterColon.dropFirst(digits.count) == rest
         }
@@ -97,8 +97,8 @@ public struct OAuthClients: Sendable {
         let uris = argument[argument.index(after: equals)...].split(separator: ",").map(String.init)
         let parts = head.split(separator: ":", maxSplits: 1).map(String.init)
         guard let id = parts.first, !id.isEmpty, id.count <= 100, !uris.isEmpty,
-              id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }),
-              uris.allSatisfy({ URL(string: $0)?.scheme != nil && !$0.contains("#") })
+            id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.".contains($0)) }),
+            uris.allSatisfy({ URL(string: $0)?.scheme != nil && !$0.contains("#") })
         else { return nil }
         return OAuthClient(id: id, name: parts.count > 1 ? parts[1] : id, redirectURIs: uris)
     }

@@ -23,7 +23,11 @@ struct OAuthRoutes: Sendable {
         for (name, value) in request.uri.queryParameters {
             let key = String(name)
             guard parameters[key] == nil else {
-                return .failure(RequestRefused(response: page(SignInPage.error("The parameter \(key.prefix(40)) appears more than once."), status: .badRequest)))
+                return .failure(
+                    RequestRefused(
+                        response: page(
+                            SignInPage.error("The parameter \(key.prefix(40)) appears more than once."),
+                            status: .badRequest)))
             }
             parameters[key] = String(value)
         }
@@ -66,29 +70,38 @@ struct OAuthRoutes: Sendable {
             let username = form["username"] ?? ""
             let cookie = Self.cookie(csrfCookieName, in: request)
             guard let cookie, let field = form["csrf"], constantTimeEqual(cookie, field) else {
-                return register(authorization, username: username, error: "Your form expired. Please try again.", status: .badRequest)
+                return register(
+                    authorization, username: username, error: "Your form expired. Please try again.",
+                    status: .badRequest)
             }
             guard server.accounts.registrationOpen else { return register(authorization, status: .forbidden) }
             let password = form["password"] ?? ""
             guard password == form["confirm"] ?? "" else {
-                return register(authorization, username: username, error: "The passwords do not match.", status: .badRequest)
+                return register(
+                    authorization, username: username, error: "The passwords do not match.", status: .badRequest)
             }
             do {
                 let location = try await server.register(
-                    authorization, username: username, password: password, address: server.accounts.addresses.key(request, context))
+                    authorization, username: username, password: password,
+                    address: server.accounts.addresses.key(request, context))
                 return Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
             } catch let error as AuthError {
                 switch error.kind {
                 case .rateLimited(let retryAfter):
-                    var response = register(authorization, username: username, error: "Too many attempts. Try again in \(retryAfter) seconds.", status: .tooManyRequests)
+                    var response = register(
+                        authorization, username: username,
+                        error: "Too many attempts. Try again in \(retryAfter) seconds.", status: .tooManyRequests)
                     response.headers[.retryAfter] = String(retryAfter)
                     return response
                 case .usernameTaken:
-                    return register(authorization, username: username, error: "That username is taken. Choose another, or sign in.", status: .conflict)
+                    return register(
+                        authorization, username: username, error: "That username is taken. Choose another, or sign in.",
+                        status: .conflict)
                 case .registrationClosed:
                     return register(authorization, status: .forbidden)
                 case .invalidRequest(let message):
-                    return register(authorization, username: username, error: Self.sentence(message), status: .badRequest)
+                    return register(
+                        authorization, username: username, error: Self.sentence(message), status: .badRequest)
                 default:
                     return register(authorization, username: username, error: error.description, status: .badRequest)
                 }
@@ -108,7 +121,8 @@ struct OAuthRoutes: Sendable {
             }
             let cookie = Self.cookie(csrfCookieName, in: request)
             guard let cookie, let field = form["csrf"], constantTimeEqual(cookie, field) else {
-                return signIn(authorization, error: "Your sign-in form expired. Please sign in again.", status: .badRequest)
+                return signIn(
+                    authorization, error: "Your sign-in form expired. Please sign in again.", status: .badRequest)
             }
             let username = form["username"] ?? ""
             let address = server.accounts.addresses.key(request, context)
@@ -116,7 +130,9 @@ struct OAuthRoutes: Sendable {
                 return try await secondFactor(authorization, step: step, code: form["otp"] ?? "", address: address)
             }
             do {
-                switch try await server.authorize(authorization, username: username, password: form["password"] ?? "", address: address) {
+                switch try await server.authorize(
+                    authorization, username: username, password: form["password"] ?? "", address: address)
+                {
                 case .redirect(let location):
                     return Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
                 case .secondFactor(let step):
@@ -125,13 +141,17 @@ struct OAuthRoutes: Sendable {
             } catch let error as AuthError {
                 switch error.kind {
                 case .rateLimited(let retryAfter):
-                    var response = signIn(authorization, username: username, error: "Too many attempts. Try again in \(retryAfter) seconds.", status: .tooManyRequests)
+                    var response = signIn(
+                        authorization, username: username,
+                        error: "Too many attempts. Try again in \(retryAfter) seconds.", status: .tooManyRequests)
                     response.headers[.retryAfter] = String(retryAfter)
                     return response
                 case .accountDisabled:
-                    return signIn(authorization, username: username, error: Self.sentence(error.description), status: .forbidden)
+                    return signIn(
+                        authorization, username: username, error: Self.sentence(error.description), status: .forbidden)
                 default:
-                    return signIn(authorization, username: username, error: "Wrong username or password.", status: .unauthorized)
+                    return signIn(
+                        authorization, username: username, error: "Wrong username or password.", status: .unauthorized)
                 }
             }
         }
@@ -151,28 +171,42 @@ struct OAuthRoutes: Sendable {
 
     /// The code form's answer: signed in, the form again with what was wrong, or the sign-in
     /// page when the step expired.
-    private func secondFactor(_ authorization: AuthorizationServer.Request, step: String, code: String, address: String) async throws -> Response {
+    private func secondFactor(_ authorization: AuthorizationServer.Request, step: String, code: String, address: String)
+        async throws -> Response
+    {
         do {
-            guard let location = try await server.finishSecondFactor(authorization, step: step, code: code, address: address) else {
+            guard
+                let location = try await server.finishSecondFactor(
+                    authorization, step: step, code: code, address: address)
+            else {
                 return signIn(authorization, error: "Your sign-in expired. Please sign in again.", status: .badRequest)
             }
             return Response(status: .seeOther, headers: [.location: location, .cacheControl: "no-store"])
         } catch let error as AuthError {
             switch error.kind {
             case .rateLimited(let retryAfter):
-                var response = codeForm(authorization, step: step, error: "Too many attempts. Try again in \(retryAfter) seconds.", status: .tooManyRequests)
+                var response = codeForm(
+                    authorization, step: step, error: "Too many attempts. Try again in \(retryAfter) seconds.",
+                    status: .tooManyRequests)
                 response.headers[.retryAfter] = String(retryAfter)
                 return response
             default:
-                return codeForm(authorization, step: step, error: "That code is not right, or was used already. Enter the current code from your authenticator app, or a recovery code.", status: .unauthorized)
+                return codeForm(
+                    authorization, step: step,
+                    error:
+                        "That code is not right, or was used already. Enter the current code from your authenticator app, or a recovery code.",
+                    status: .unauthorized)
             }
         }
     }
 
     /// The second step of a sign-in: the code form, with a fresh CSRF token.
-    func codeForm(_ request: AuthorizationServer.Request, step: String, error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
+    func codeForm(
+        _ request: AuthorizationServer.Request, step: String, error: String? = nil, status: HTTPResponse.Status = .ok
+    ) -> Response {
         let csrf = Accounts.newRefreshToken()
-        var response = Self.page(SignInPage.secondFactor(request: request, csrf: csrf, step: step, error: error), status: status)
+        var response = Self.page(
+            SignInPage.secondFactor(request: request, csrf: csrf, step: step, error: error), status: status)
         response.headers[.setCookie] = csrfCookie(csrf)
         return response
     }
@@ -186,18 +220,27 @@ struct OAuthRoutes: Sendable {
     }
 
     /// The sign-in page with a fresh CSRF token in a cookie and in the form (double submit).
-    func signIn(_ request: AuthorizationServer.Request, username: String = "", error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
+    func signIn(
+        _ request: AuthorizationServer.Request, username: String = "", error: String? = nil,
+        status: HTTPResponse.Status = .ok
+    ) -> Response {
         let csrf = Accounts.newRefreshToken()
-        var response = Self.page(SignInPage.render(request: request, csrf: csrf, username: username, error: error), status: status)
+        var response = Self.page(
+            SignInPage.render(request: request, csrf: csrf, username: username, error: error), status: status)
         response.headers[.setCookie] = csrfCookie(csrf)
         return response
     }
 
     /// The registration page, with a fresh CSRF token as on the sign-in page.
-    func register(_ request: AuthorizationServer.Request, username: String = "", error: String? = nil, status: HTTPResponse.Status = .ok) -> Response {
+    func register(
+        _ request: AuthorizationServer.Request, username: String = "", error: String? = nil,
+        status: HTTPResponse.Status = .ok
+    ) -> Response {
         let csrf = Accounts.newRefreshToken()
         var response = Self.page(
-            SignInPage.register(request: request, csrf: csrf, open: server.accounts.registrationOpen, username: username, error: error), status: status)
+            SignInPage.register(
+                request: request, csrf: csrf, open: server.accounts.registrationOpen, username: username, error: error),
+            status: status)
         response.headers[.setCookie] = csrfCookie(csrf)
         return response
     }
@@ -222,7 +265,9 @@ struct OAuthRoutes: Sendable {
         case .redirect(let uri, let code, let description, let state):
             var items = [("error", code), ("error_description", description)]
             if let state { items.append(("state", state)) }
-            return Response(status: .seeOther, headers: [.location: AuthorizationServer.appending(items, to: uri), .cacheControl: "no-store"])
+            return Response(
+                status: .seeOther,
+                headers: [.location: AuthorizationServer.appending(items, to: uri), .cacheControl: "no-store"])
         }
     }
 

@@ -1,90 +1,109 @@
 /// The small, accessible sign-in page of `/oauth/authorize`.
 enum SignInPage {
-    static func render(request: AuthorizationServer.Request, csrf: String, username: String = "", error: String? = nil) -> String {
+    static func render(request: AuthorizationServer.Request, csrf: String, username: String = "", error: String? = nil)
+        -> String
+    {
         let (hidden, alert, described) = formParts(request, error: error)
-        return page(title: "Sign in to Noted", body: """
-            <main>
-              <h1>Sign in to Noted</h1>
-              <p><strong>\(escape(request.client.name))</strong> asks to read and change your notes.</p>
-              \(alert)
-              <form method="post" action="/oauth/authorize">
-                \(hidden)
-                <input type="hidden" name="csrf" value="\(escape(csrf))">
-                <label for="username">Username</label>
-                <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="\(escape(username))"\(described)>
-                <label for="password">Password</label>
-                <input id="password" name="password" type="password" autocomplete="current-password" required\(described)>
-                <button type="submit">Sign in</button>
-              </form>
-              <p class="other">New here? <a href="\(escape(link("/oauth/register", request)))">Create account</a></p>
-            </main>
-            """)
+        return page(
+            title: "Sign in to Noted",
+            body: """
+                <main>
+                  <h1>Sign in to Noted</h1>
+                  <p><strong>\(escape(request.client.name))</strong> asks to read and change your notes.</p>
+                  \(alert)
+                  <form method="post" action="/oauth/authorize">
+                    \(hidden)
+                    <input type="hidden" name="csrf" value="\(escape(csrf))">
+                    <label for="username">Username</label>
+                    <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required value="\(escape(username))"\(described)>
+                    <label for="password">Password</label>
+                    <input id="password" name="password" type="password" autocomplete="current-password" required\(described)>
+                    <button type="submit">Sign in</button>
+                  </form>
+                  <p class="other">New here? <a href="\(escape(link("/oauth/register", request)))">Create account</a></p>
+                </main>
+                """)
     }
 
     /// The second step for an account with two-factor sign-in: a code from the authenticator
     /// app, or a recovery code.
-    static func secondFactor(request: AuthorizationServer.Request, csrf: String, step: String, error: String? = nil) -> String {
+    static func secondFactor(request: AuthorizationServer.Request, csrf: String, step: String, error: String? = nil)
+        -> String
+    {
         let (hidden, alert, described) = formParts(request, error: error)
-        return page(title: "Two-factor sign-in", body: """
-            <main>
-              <h1>Two-factor sign-in</h1>
-              <p>Enter the 6-digit code your authenticator app shows for Noted, or one of your recovery codes.</p>
-              \(alert)
-              <form method="post" action="/oauth/authorize">
-                \(hidden)
-                <input type="hidden" name="csrf" value="\(escape(csrf))">
-                <input type="hidden" name="second_factor" value="\(escape(step))">
-                <label for="otp">Authentication code</label>
-                <input id="otp" name="otp" type="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" required maxlength="64" autofocus\(described)>
-                <button type="submit">Verify</button>
-              </form>
-              <p class="other"><a href="\(escape(link("/oauth/authorize", request)))">Sign in as someone else</a></p>
-            </main>
-            """)
+        return page(
+            title: "Two-factor sign-in",
+            body: """
+                <main>
+                  <h1>Two-factor sign-in</h1>
+                  <p>Enter the 6-digit code your authenticator app shows for Noted, or one of your recovery codes.</p>
+                  \(alert)
+                  <form method="post" action="/oauth/authorize">
+                    \(hidden)
+                    <input type="hidden" name="csrf" value="\(escape(csrf))">
+                    <input type="hidden" name="second_factor" value="\(escape(step))">
+                    <label for="otp">Authentication code</label>
+                    <input id="otp" name="otp" type="text" autocomplete="one-time-code" autocapitalize="none" spellcheck="false" required maxlength="64" autofocus\(described)>
+                    <button type="submit">Verify</button>
+                  </form>
+                  <p class="other"><a href="\(escape(link("/oauth/authorize", request)))">Sign in as someone else</a></p>
+                </main>
+                """)
     }
 
     /// The registration form: the same authorization request, continued signed in as the new
     /// account. With registration switched off, a page saying so instead of the form.
-    static func register(request: AuthorizationServer.Request, csrf: String, open: Bool, username: String = "", error: String? = nil) -> String {
-        let signIn = "<p class=\"other\">Have an account? <a href=\"\(escape(link("/oauth/authorize", request)))\">Sign in</a></p>"
+    static func register(
+        request: AuthorizationServer.Request, csrf: String, open: Bool, username: String = "", error: String? = nil
+    ) -> String {
+        let signIn =
+            "<p class=\"other\">Have an account? <a href=\"\(escape(link("/oauth/authorize", request)))\">Sign in</a></p>"
         guard open else {
-            return page(title: "Create a Noted account", body: """
+            return page(
+                title: "Create a Noted account",
+                body: """
+                    <main>
+                      <h1>Create a Noted account</h1>
+                      <p role="alert" class="error">This server does not take new accounts: its operator switched registration off. Ask them for an account.</p>
+                      \(signIn)
+                    </main>
+                    """)
+        }
+        let (hidden, alert, described) = formParts(request, error: error)
+        return page(
+            title: "Create a Noted account",
+            body: """
                 <main>
                   <h1>Create a Noted account</h1>
-                  <p role="alert" class="error">This server does not take new accounts: its operator switched registration off. Ask them for an account.</p>
+                  <p>Then <strong>\(escape(request.client.name))</strong> goes on, signed in.</p>
+                  \(alert)
+                  <form method="post" action="/oauth/register">
+                    \(hidden)
+                    <input type="hidden" name="csrf" value="\(escape(csrf))">
+                    <label for="username">Username</label>
+                    <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="64" value="\(escape(username))" aria-describedby="username-rules\(error == nil ? "" : " error")"\(error == nil ? "" : " aria-invalid=\"true\"")>
+                    <p class="hint" id="username-rules">Letters, digits, '.', '_', '-' or '@'; up to 64.</p>
+                    <label for="password">Password</label>
+                    <input id="password" name="password" type="password" autocomplete="new-password" required minlength="8" aria-describedby="password-rules\(error == nil ? "" : " error")"\(error == nil ? "" : " aria-invalid=\"true\"")>
+                    <p class="hint" id="password-rules">At least 8 characters; not a common password.</p>
+                    <label for="confirm">Confirm password</label>
+                    <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="8"\(described)>
+                    <button type="submit">Create account</button>
+                  </form>
                   \(signIn)
                 </main>
                 """)
-        }
-        let (hidden, alert, described) = formParts(request, error: error)
-        return page(title: "Create a Noted account", body: """
-            <main>
-              <h1>Create a Noted account</h1>
-              <p>Then <strong>\(escape(request.client.name))</strong> goes on, signed in.</p>
-              \(alert)
-              <form method="post" action="/oauth/register">
-                \(hidden)
-                <input type="hidden" name="csrf" value="\(escape(csrf))">
-                <label for="username">Username</label>
-                <input id="username" name="username" type="text" autocomplete="username" autocapitalize="none" spellcheck="false" required maxlength="64" value="\(escape(username))" aria-describedby="username-rules\(error == nil ? "" : " error")"\(error == nil ? "" : " aria-invalid=\"true\"")>
-                <p class="hint" id="username-rules">Letters, digits, '.', '_', '-' or '@'; up to 64.</p>
-                <label for="password">Password</label>
-                <input id="password" name="password" type="password" autocomplete="new-password" required minlength="8" aria-describedby="password-rules\(error == nil ? "" : " error")"\(error == nil ? "" : " aria-invalid=\"true\"")>
-                <p class="hint" id="password-rules">At least 8 characters; not a common password.</p>
-                <label for="confirm">Confirm password</label>
-                <input id="confirm" name="confirm" type="password" autocomplete="new-password" required minlength="8"\(described)>
-                <button type="submit">Create account</button>
-              </form>
-              \(signIn)
-            </main>
-            """)
     }
 
     /// A form's hidden authorization parameters, its alert, and the attributes tying an input
     /// to that alert.
-    private static func formParts(_ request: AuthorizationServer.Request, error: String?) -> (hidden: String, alert: String, described: String) {
-        let hidden = request.hiddenFields.map { "<input type=\"hidden\" name=\"\(escape($0.0))\" value=\"\(escape($0.1))\">" }
-            .joined(separator: "\n      ")
+    private static func formParts(_ request: AuthorizationServer.Request, error: String?) -> (
+        hidden: String, alert: String, described: String
+    ) {
+        let hidden = request.hiddenFields.map {
+            "<input type=\"hidden\" name=\"\(escape($0.0))\" value=\"\(escape($0.1))\">"
+        }
+        .joined(separator: "\n      ")
         let alert = error.map { "<p class=\"error\" role=\"alert\" id=\"error\">\(escape($0))</p>" } ?? ""
         let described = error == nil ? "" : " aria-describedby=\"error\" aria-invalid=\"true\""
         return (hidden, alert, described)
@@ -96,12 +115,14 @@ enum SignInPage {
     }
 
     static func error(_ message: String) -> String {
-        page(title: "Cannot sign in", body: """
-            <main>
-              <h1>Cannot sign in</h1>
-              <p role="alert">\(escape(message))</p>
-            </main>
-            """)
+        page(
+            title: "Cannot sign in",
+            body: """
+                <main>
+                  <h1>Cannot sign in</h1>
+                  <p role="alert">\(escape(message))</p>
+                </main>
+                """)
     }
 
     private static func page(title: String, body: String) -> String {

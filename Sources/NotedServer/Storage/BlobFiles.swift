@@ -5,11 +5,11 @@ import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)
-import Glibc
-private let systemRead = Glibc.read
+    import Glibc
+    private let systemRead = Glibc.read
 #elseif canImport(Darwin)
-import Darwin
-private let systemRead = Darwin.read
+    import Darwin
+    private let systemRead = Darwin.read
 #endif
 
 /// Blob bytes as files (the SQLite backend's): `blobs/<user>/<sha256>` in the data directory,
@@ -24,7 +24,9 @@ struct BlobFiles: Sendable {
     /// name can never climb out of `root`.
     static func isSafe(_ component: String) -> Bool {
         !component.isEmpty && component.utf8.count <= 128
-            && component.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x41 && $0 <= 0x5A) || $0 == 0x2D }
+            && component.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x41 && $0 <= 0x5A) || $0 == 0x2D
+            }
     }
 
     func userDirectory(_ userID: String) throws -> String {
@@ -39,7 +41,8 @@ struct BlobFiles: Sendable {
 
     func uploadPath(userID: String, sha256: String) throws -> String {
         guard Self.isSafe(sha256) else { throw StoreError.corrupt("a hash unfit for a file name") }
-        return ((try userDirectory(userID) as NSString).appendingPathComponent("uploads") as NSString).appendingPathComponent(sha256)
+        return ((try userDirectory(userID) as NSString).appendingPathComponent("uploads") as NSString)
+            .appendingPathComponent(sha256)
     }
 
     /// The size of an upload's file (0 when there is none).
@@ -167,7 +170,9 @@ struct BlobFiles: Sendable {
                     var buffer = ByteBufferAllocator().buffer(capacity: count)
                     var result = 0
                     repeat {
-                        result = buffer.withUnsafeMutableWritableBytes { raw in pread(file.fd, raw.baseAddress!, count, off_t(at)) }
+                        result = buffer.withUnsafeMutableWritableBytes { raw in
+                            pread(file.fd, raw.baseAddress!, count, off_t(at))
+                        }
                     } while result < 0 && errno == EINTR
                     guard result > 0 else { throw Self.failure("read", path) }
                     buffer.moveWriterIndex(forwardBy: result)
@@ -189,8 +194,11 @@ struct BlobFiles: Sendable {
     private static func makeDirectories(for path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue { return }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue {
+            return
+        }
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
     private static func syncDirectory(_ path: String) throws {

@@ -98,9 +98,11 @@ public protocol BlobStore {
     /// Begins an upload of `length` bytes, or finds the one under way (whose `length` must
     /// match). Refuses `quotaExceeded` when the user's stored bytes, the lengths of their other
     /// uploads under way and this one would be more than `quota`.
-    func beginBlobUpload(userID: String, sha256: String, length: Int64, type: String, quota: Int64?, now: Date) async throws -> BlobUploadState
+    func beginBlobUpload(userID: String, sha256: String, length: Int64, type: String, quota: Int64?, now: Date)
+        async throws -> BlobUploadState
     /// Writes `bytes` at `offset` (which must be the upload's offset) and answers the new one.
-    func appendBlobUpload(userID: String, sha256: String, offset: Int64, bytes: ByteBuffer, now: Date) async throws -> Int64
+    func appendBlobUpload(userID: String, sha256: String, offset: Int64, bytes: ByteBuffer, now: Date) async throws
+        -> Int64
     /// Makes what was written so far durable (an interrupted upload resumes from it).
     func syncBlobUpload(userID: String, sha256: String) async throws
     /// Checks the complete upload's SHA-256 and stores the blob (durably, counted in the

@@ -41,7 +41,8 @@ struct ChangesQuery {
         if reset {
             return ChangesPage(records: [], cursor: 0, more: true, reset: true)
         }
-        var count = 0, bytes = 0
+        var count = 0
+        var bytes = 0
         while count < min(records.count, limit) {
             bytes += records[count].fields.approximateSize + 200
             if count > 0 && bytes > Self.maxPageBytes { break }

@@ -13,9 +13,11 @@ enum DataDirectory {
         let files = FileManager.default
         if !files.fileExists(atPath: directory) {
             do {
-                try files.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try files.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
-                throw StoreError.unusable("cannot create the data directory \(directory): \(error.localizedDescription)")
+                throw StoreError.unusable(
+                    "cannot create the data directory \(directory): \(error.localizedDescription)")
             }
         }
         tighten(directory, to: 0o700, logger: logger)
@@ -38,11 +40,19 @@ enum DataDirectory {
         let current = Int(info.st_mode) & 0o777
         guard current & 0o077 != 0 else { return }
         if chmod(path, mode_t(mode)) == 0 {
-            logger.warning("file permissions were looser than the server needs: set", metadata: [
-                "path": .string(path), "was": .string(String(current, radix: 8)), "now": .string(String(mode, radix: 8))])
+            logger.warning(
+                "file permissions were looser than the server needs: set",
+                metadata: [
+                    "path": .string(path), "was": .string(String(current, radix: 8)),
+                    "now": .string(String(mode, radix: 8)),
+                ])
         } else {
-            logger.error("cannot tighten file permissions: other local users may read the server's keys and data", metadata: [
-                "path": .string(path), "mode": .string(String(current, radix: 8)), "error": .string(String(cString: strerror(errno)))])
+            logger.error(
+                "cannot tighten file permissions: other local users may read the server's keys and data",
+                metadata: [
+                    "path": .string(path), "mode": .string(String(current, radix: 8)),
+                    "error": .string(String(cString: strerror(errno))),
+                ])
         }
     }
 }

@@ -17,7 +17,10 @@ func withDeadline<T: Sendable>(
     return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
         let timer = Task {
             guard (try? await Task.sleep(for: limit)) != nil else { return }
-            if settled.withLockedValue({ done in defer { done = true }; return !done }) {
+            if settled.withLockedValue({ done in
+                defer { done = true }
+                return !done
+            }) {
                 work.withLockedValue { $0?.cancel() }
                 continuation.resume(throwing: StoreError.unreachable("\(what) did not answer within \(limit)"))
             }
@@ -27,7 +30,10 @@ func withDeadline<T: Sendable>(
                 let result: Result<T, Error>
                 do { result = .success(try await operation()) } catch { result = .failure(error) }
                 timer.cancel()
-                if settled.withLockedValue({ done in defer { done = true }; return !done }) {
+                if settled.withLockedValue({ done in
+                    defer { done = true }
+                    return !done
+                }) {
                     continuation.resume(with: result)
                 }
             }

@@ -8,7 +8,9 @@ import NotedCore
 /// ``TwoFactorStore`` and ``OAuthStore``, access tokens a ``SigningKeyStore``, attachments a
 /// ``BlobStore``, the background services a ``HousekeepingStore``. A `NotedStore` is all of
 /// them, opened and closed as one database.
-public protocol NotedStore: RecordStore, AccountStore, TwoFactorStore, OAuthStore, SigningKeyStore, BlobStore, HousekeepingStore {
+public protocol NotedStore: RecordStore, AccountStore, TwoFactorStore, OAuthStore, SigningKeyStore, BlobStore,
+    HousekeepingStore
+{
     /// Creates or upgrades the schema.
     func migrate() async throws
     /// Throws when the database cannot be reached.
@@ -33,7 +35,8 @@ public protocol RecordStore: Sendable {
     func record(userID: String, collection: String, id: String) async throws -> Record?
     /// The revision list of a record; nil when the user has no such record.
     func revisions(userID: String, collection: String, id: String) async throws -> [RevisionInfo]?
-    func revision(userID: String, collection: String, id: String, rev: Int64, conflict: Bool) async throws -> RevisionInfo?
+    func revision(userID: String, collection: String, id: String, rev: Int64, conflict: Bool) async throws
+        -> RevisionInfo?
     /// Applies one validated change in one transaction and returns the answer and what to broadcast.
     func push(_ change: Change, context: PushContext) async throws -> PushResult
     /// The changes of one push message of one user, each answered as `push(_:context:)` would,
@@ -51,7 +54,8 @@ public protocol RecordStore: Sendable {
     /// `check` has accepted them given the stored ones and the collections that hold live
     /// records; `check` throws to refuse, and then nothing is written.
     func serveCollections(
-        _ documents: [String: String], check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
+        _ documents: [String: String],
+        check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
     ) async throws
 }
 
@@ -157,7 +161,10 @@ public struct CommitNotice: Sendable, Hashable {
     /// A user whose account the operator disabled (then `seq` is 0).
     public var disabledUser: String?
 
-    public init(userID: String, seq: Int64, fromThisNode: Bool, revokedFamily: String? = nil, deletedUser: String? = nil, disabledUser: String? = nil) {
+    public init(
+        userID: String, seq: Int64, fromThisNode: Bool, revokedFamily: String? = nil, deletedUser: String? = nil,
+        disabledUser: String? = nil
+    ) {
         self.userID = userID
         self.seq = seq
         self.fromThisNode = fromThisNode
@@ -205,7 +212,10 @@ public struct UserAccount: Sendable, Hashable {
     /// Two-factor sign-in is on: a password alone does not sign in.
     public var twoFactor: Bool
 
-    public init(id: String, username: String, usernameKey: String, passwordHash: String, disabled: Bool = false, twoFactor: Bool = false) {
+    public init(
+        id: String, username: String, usernameKey: String, passwordHash: String, disabled: Bool = false,
+        twoFactor: Bool = false
+    ) {
         self.id = id
         self.username = username
         self.usernameKey = usernameKey
@@ -275,7 +285,6 @@ public enum RefreshRotation: Sendable, Hashable {
     /// Unknown, expired or revoked.
     case invalid
 }
-
 
 /// What one pass of ``NotedStore/thinHistory(now:policy:limit:)`` did.
 public struct HistoryThinning: Sendable, Hashable {

@@ -111,11 +111,13 @@ actor PostgresGroupCommit {
             Task {
                 let result: Result<[Outcome], any Error>
                 do {
-                    result = .success(try await withDeadline(PostgresStore.pushDeadline, "PostgreSQL") {
-                        try await client.withTransaction(logger: logger) { connection in
-                            try await Self.commit(jobs, algorithm: algorithm, nodeID: nodeID, connection: connection, logger: logger)
-                        }
-                    })
+                    result = .success(
+                        try await withDeadline(PostgresStore.pushDeadline, "PostgreSQL") {
+                            try await client.withTransaction(logger: logger) { connection in
+                                try await Self.commit(
+                                    jobs, algorithm: algorithm, nodeID: nodeID, connection: connection, logger: logger)
+                            }
+                        })
                 } catch {
                     result = .failure(error)
                 }
@@ -130,11 +132,15 @@ actor PostgresGroupCommit {
         switch result {
         case .failure(let error):
             if batch.count > 1, Self.sqlState(error) != nil {
-                logger.notice("a batch of changes failed as a whole; trying each alone", metadata: [
-                    "changes": "\(batch.count)", "error": .string(String(describing: error)),
-                ])
+                logger.notice(
+                    "a batch of changes failed as a whole; trying each alone",
+                    metadata: [
+                        "changes": "\(batch.count)", "error": .string(String(describing: error)),
+                    ])
                 for item in batch { item.alone = true }
-            } else if let item = batch.first, batch.count == 1, ["40P01", "40001"].contains(Self.sqlState(error)), item.retries < 3 {
+            } else if let item = batch.first, batch.count == 1, ["40P01", "40001"].contains(Self.sqlState(error)),
+                item.retries < 3
+            {
                 // A deadlock or serialization victim (another transaction's locks, not the
                 // change): tried again.
                 item.retries += 1
@@ -175,7 +181,9 @@ actor PostgresGroupCommit {
             guard !closed.contains(user) else { continue }
             let record = [user, item.change.collection, item.change.id]
             let ccid = [user, item.change.ccid]
-            if item.preparing || item.inFlight || records.contains(record) || ccids.contains(ccid) || (item.alone && !batch.isEmpty) {
+            if item.preparing || item.inFlight || records.contains(record) || ccids.contains(ccid)
+                || (item.alone && !batch.isEmpty)
+            {
                 closed.insert(user)
                 continue
             }
@@ -253,7 +261,8 @@ extension PostgresGroupCommit {
     static func commit(
         _ jobs: [Job], algorithm: PushAlgorithm, nodeID: String, connection: PostgresConnection, logger: Logger
     ) async throws -> [Outcome] {
-        var state = try await BatchReads.read(jobs, schemas: algorithm.processor.schemas, connection: connection, logger: logger)
+        var state = try await BatchReads.read(
+            jobs, schemas: algorithm.processor.schemas, connection: connection, logger: logger)
         var outcomes: [Outcome] = []
         var writes = BatchWrites()
         var closed = Set<String>()
@@ -273,7 +282,8 @@ extension PostgresGroupCommit {
                 continue
             }
             do {
-                let (result, list) = try algorithm.run(job.change, context: job.context, reads: &reads, prepared: job.prepared)
+                let (result, list) = try algorithm.run(
+                    job.change, context: job.context, reads: &reads, prepared: job.prepared)
                 for write in list {
                     state.apply(write, user: user)
                     writes.add(write, user: user, nodeID: nodeID)
@@ -325,23 +335,29 @@ struct BatchReads: Sendable {
         }
     }
 
-    static func read(_ jobs: [PostgresGroupCommit.Job], schemas: SchemaRegistry, connection: PostgresConnection, logger: Logger) async throws -> BatchReads {
+    static func read(
+        _ jobs: [PostgresGroupCommit.Job], schemas: SchemaRegistry, connection: PostgresConnection, logger: Logger
+    ) async throws -> BatchReads {
         var state = BatchReads()
         let users = Array(Set(jobs.map(\.context.userID))).sorted()
         // Locked in one order on every node, so that two batches never wait for each other.
-        for try await (user, seq, bytes, records, history) in try await connection.query("""
+        for try await (user, seq, bytes, records, history) in try await connection.query(
+            """
             SELECT user_id, seq, stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = ANY(\(users)) ORDER BY user_id FOR UPDATE
-            """, logger: logger).decode((String, Int64, Int64, Int64, Int64).self) {
+            """, logger: logger
+        ).decode((String, Int64, Int64, Int64, Int64).self) {
             state.seqs[user] = seq
             state.usage[user] = StorageUsage(bytes: bytes, records: records, history: history)
         }
         let jobUsers = jobs.map(\.context.userID)
         let ccids = jobs.map(\.change.ccid)
-        for try await (index, hash, reply) in try await connection.query("""
+        for try await (index, hash, reply) in try await connection.query(
+            """
             SELECT v.i, a.body_hash, a.reply
             FROM unnest(\(jobUsers)::text[], \(ccids)::text[]) WITH ORDINALITY AS v(user_id, ccid, i)
             JOIN applied_changes a ON a.user_id = v.user_id AND a.ccid = v.ccid
-            """, logger: logger).decode((Int64, String, String).self) {
+            """, logger: logger
+        ).decode((Int64, String, String).self) {
             state.applied[Int(index) - 1] = (hash, reply)
         }
         try await readRecords(jobs, into: &state, connection: connection, logger: logger)
@@ -354,10 +370,12 @@ struct BatchReads: Sendable {
             }
         }
         if !blobHashes.isEmpty {
-            for try await (user, hash, size) in try await connection.query("""
+            for try await (user, hash, size) in try await connection.query(
+                """
                 SELECT DISTINCT b.user_id, b.sha256, b.size FROM unnest(\(blobUsers)::text[], \(blobHashes)::text[]) AS v(user_id, sha256)
                 JOIN blobs b ON b.user_id = v.user_id AND b.sha256 = v.sha256
-                """, logger: logger).decode((String, String, Int64).self) {
+                """, logger: logger
+            ).decode((String, String, Int64).self) {
                 state.blobs[user, default: [:]][hash] = size
             }
         }
@@ -366,13 +384,16 @@ struct BatchReads: Sendable {
 
     /// The records the changes name, with the revision at each update's `baseRev` when it is not
     /// the current one (the merge's base).
-    private static func readRecords(_ jobs: [PostgresGroupCommit.Job], into state: inout BatchReads, connection: PostgresConnection, logger: Logger) async throws {
+    private static func readRecords(
+        _ jobs: [PostgresGroupCommit.Job], into state: inout BatchReads, connection: PostgresConnection, logger: Logger
+    ) async throws {
         let jobUsers = jobs.map(\.context.userID)
         let collections = jobs.map(\.change.collection)
         let ids = jobs.map(\.change.id)
         // The base revision only matters for an update made against an older revision.
         let baseRevs = jobs.map { $0.change.op == .upsert ? $0.change.baseRev : -1 }
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             SELECT v.i, r.rev, r.seq, r.deleted, r.fields, r.created_at, r.updated_at, b.fields, b.delta
             FROM unnest(\(jobUsers)::text[], \(collections)::text[], \(ids)::text[], \(baseRevs)::bigint[])
                  WITH ORDINALITY AS v(user_id, collection, id, base_rev, i)
@@ -388,17 +409,24 @@ struct BatchReads: Sendable {
             let index = Int(position) - 1
             let change = jobs[index].change
             state.sizes[index] = fields.utf8.count
-            state.records[index] = Record(collection: change.collection, id: change.id, rev: rev, seq: seq, deleted: deleted,
-                                          fields: try FieldsCoding.decode(fields), createdAt: Date(millis: created), updatedAt: Date(millis: updated))
+            state.records[index] = Record(
+                collection: change.collection, id: change.id, rev: rev, seq: seq, deleted: deleted,
+                fields: try FieldsCoding.decode(fields), createdAt: Date(millis: created),
+                updatedAt: Date(millis: updated))
             if let base {
-                if delta == nil { state.bases[index] = (baseRevs[index], try FieldsCoding.decode(base)) } else { baseIsDelta.append(index) }
+                if delta == nil {
+                    state.bases[index] = (baseRevs[index], try FieldsCoding.decode(base))
+                } else {
+                    baseIsDelta.append(index)
+                }
             }
         }
         for index in baseIsDelta {
             // Stored as a delta (the history is compacted): read its chain up to a whole revision.
             let change = jobs[index].change
-            let chain = try await PostgresStore.revisionChain(connection, userID: jobUsers[index], collection: change.collection, id: change.id,
-                                                              rev: baseRevs[index], logger: logger)
+            let chain = try await PostgresStore.revisionChain(
+                connection, userID: jobUsers[index], collection: change.collection, id: change.id,
+                rev: baseRevs[index], logger: logger)
             if !chain.isEmpty { state.bases[index] = (baseRevs[index], try HistoryChain.materialize(chain)) }
         }
     }
@@ -452,11 +480,13 @@ struct BatchWrites {
         try await connection.run(writeStatement(state, revisions: purged.isEmpty), logger: logger)
         if !purged.isEmpty {
             let (u, c, i) = (purged.map(\.user), purged.map(\.collection), purged.map(\.id))
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM revisions r USING unnest(\(u)::text[], \(c)::text[], \(i)::text[]) AS v(user_id, collection, id)
                 WHERE r.user_id = v.user_id AND r.collection = v.collection AND r.record_id = v.id
                 """, logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM history_due h USING unnest(\(u)::text[], \(c)::text[], \(i)::text[]) AS v(user_id, collection, id)
                 WHERE h.user_id = v.user_id AND h.collection = v.collection AND h.record_id = v.id
                 """, logger: logger)
@@ -467,7 +497,8 @@ struct BatchWrites {
             }
         }
         if !due.isEmpty {
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO history_due (user_id, collection, record_id, due_at)
                 SELECT * FROM unnest(\(due.map(\.user))::text[], \(due.map(\.collection))::text[], \(due.map(\.id))::text[],
                                      \(due.map(\.at.millis))::bigint[])
@@ -475,7 +506,8 @@ struct BatchWrites {
                 """, logger: logger)
         }
         for prune in pruned {
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM revisions WHERE user_id = \(prune.user) AND collection = \(prune.collection) AND record_id = \(prune.id) AND conflict
                 AND rev NOT IN (SELECT rev FROM revisions WHERE user_id = \(prune.user) AND collection = \(prune.collection) AND record_id = \(prune.id)
                                 AND conflict ORDER BY rev DESC LIMIT \(prune.keeping))
@@ -490,7 +522,8 @@ struct BatchWrites {
         var sql = SQL()
         var clauses: [String] = []
         let users = state.written
-        clauses.append("""
+        clauses.append(
+            """
             seqs AS (UPDATE user_seq u SET seq = v.seq, stored_bytes = v.bytes, stored_records = v.records
                 FROM unnest(\(sql.bind(users))::text[], \(sql.bind(users.map { state.seqs[$0] ?? 0 }))::bigint[],
                             \(sql.bind(users.map { state.usage[$0]?.bytes ?? 0 }))::bigint[],
@@ -499,7 +532,8 @@ struct BatchWrites {
             """)
         if !records.isEmpty {
             let all = records.map(\.record)
-            clauses.append("""
+            clauses.append(
+                """
                 upserted AS (INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
                     SELECT * FROM unnest(\(sql.bind(records.map(\.user)))::text[], \(sql.bind(all.map(\.collection)))::text[],
                                          \(sql.bind(all.map(\.id)))::text[], \(sql.bind(all.map(\.rev)))::bigint[], \(sql.bind(all.map(\.seq)))::bigint[],
@@ -514,7 +548,8 @@ struct BatchWrites {
             clauses.append("revised AS (\(insertRevisions(&sql)))")
         }
         if !applied.isEmpty {
-            clauses.append("""
+            clauses.append(
+                """
                 applied AS (INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at)
                     SELECT * FROM unnest(\(sql.bind(applied.map(\.user)))::text[], \(sql.bind(applied.map(\.ccid)))::text[],
                                          \(sql.bind(applied.map(\.bodyHash)))::text[], \(sql.bind(applied.map(\.reply)))::text[],
@@ -523,7 +558,9 @@ struct BatchWrites {
         }
         let channel = sql.bind(PostgresStore.commitChannel)
         let payloads = sql.bind(announced)
-        sql.text = "WITH " + clauses.joined(separator: ",\n") + "\nSELECT pg_notify(\(channel), p) FROM unnest(\(payloads)::text[]) AS t(p)"
+        sql.text =
+            "WITH " + clauses.joined(separator: ",\n")
+            + "\nSELECT pg_notify(\(channel), p) FROM unnest(\(payloads)::text[]) AS t(p)"
         return PostgresQuery(unsafeSQL: sql.text, binds: sql.binds)
     }
 

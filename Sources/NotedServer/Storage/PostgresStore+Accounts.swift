@@ -21,7 +21,8 @@ extension PostgresStore {
                 families.append(family)
             }
             try await connection.query(
-                "DELETE FROM refresh_tokens WHERE family_id IN (SELECT id FROM refresh_families WHERE user_id = \(id))", logger: logger)
+                "DELETE FROM refresh_tokens WHERE family_id IN (SELECT id FROM refresh_families WHERE user_id = \(id))",
+                logger: logger)
             try await connection.query("DELETE FROM refresh_families WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM oauth_codes WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM recovery_codes WHERE user_id = \(id)", logger: logger)
@@ -43,7 +44,8 @@ extension PostgresStore {
 
     public func signInSessions(userID: String, now: Date) async throws -> [SignInSession] {
         var sessions: [SignInSession] = []
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT f.id, f.client_id, f.device, f.created_at, MAX(t.created_at)
             FROM refresh_families f JOIN refresh_tokens t ON t.family_id = f.id
             WHERE f.user_id = \(userID) AND f.revoked_at IS NULL
@@ -51,29 +53,38 @@ extension PostgresStore {
             HAVING MAX(t.expires_at) > \(now.millis)
             ORDER BY f.created_at, f.id
             """, logger: logger)
-        for try await (id, client, device, created, lastSeen) in rows.decode((String, String, String?, Int64, Int64).self) {
-            sessions.append(SignInSession(id: id, clientID: client, device: device, signedInAt: Date(millis: created), lastSeen: Date(millis: lastSeen)))
+        for try await (id, client, device, created, lastSeen) in rows.decode(
+            (String, String, String?, Int64, Int64).self)
+        {
+            sessions.append(
+                SignInSession(
+                    id: id, clientID: client, device: device, signedInAt: Date(millis: created),
+                    lastSeen: Date(millis: lastSeen)))
         }
         return sessions
     }
 
-    public func revokeSignInSessions(userID: String, only: String?, except: String?, now: Date) async throws -> [String] {
+    public func revokeSignInSessions(userID: String, only: String?, except: String?, now: Date) async throws -> [String]
+    {
         let rows: PostgresRowSequence
         switch (only, except) {
         case (let only?, _):
-            rows = try await client.query("""
+            rows = try await client.query(
+                """
                 UPDATE refresh_families SET revoked_at = \(now.millis)
                 WHERE user_id = \(userID) AND revoked_at IS NULL AND id = \(only) AND id <> \(except ?? "")
                 RETURNING id
                 """, logger: logger)
         case (nil, let except?):
-            rows = try await client.query("""
+            rows = try await client.query(
+                """
                 UPDATE refresh_families SET revoked_at = \(now.millis)
                 WHERE user_id = \(userID) AND revoked_at IS NULL AND id <> \(except)
                 RETURNING id
                 """, logger: logger)
         case (nil, nil):
-            rows = try await client.query("""
+            rows = try await client.query(
+                """
                 UPDATE refresh_families SET revoked_at = \(now.millis)
                 WHERE user_id = \(userID) AND revoked_at IS NULL
                 RETURNING id
@@ -85,6 +96,7 @@ extension PostgresStore {
     }
 
     public func announceAccountDeletion(userID: String) async throws {
-        try await client.run("SELECT pg_notify(\(Self.commitChannel), \(nodeID + " deleted " + userID))", logger: logger)
+        try await client.run(
+            "SELECT pg_notify(\(Self.commitChannel), \(nodeID + " deleted " + userID))", logger: logger)
     }
 }

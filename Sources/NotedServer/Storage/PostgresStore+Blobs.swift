@@ -10,29 +10,33 @@ import PostgresNIO
 /// upload begun on one node resumes on another. Each piece commits on its own: what an upload
 /// wrote survives a crash of the node or the connection.
 extension PostgresStore: BlobStore {
-    static let blobsMigration: (String, [PostgresQuery]) = ("blobs", [
-        """
-        CREATE TABLE blobs (
-            user_id TEXT NOT NULL, sha256 TEXT NOT NULL, size BIGINT NOT NULL, type TEXT NOT NULL, created_at BIGINT NOT NULL,
-            PRIMARY KEY (user_id, sha256))
-        """,
-        "CREATE INDEX blobs_by_age ON blobs(created_at)",
-        """
-        CREATE TABLE blob_uploads (
-            user_id TEXT NOT NULL, sha256 TEXT NOT NULL, length BIGINT NOT NULL, received BIGINT NOT NULL DEFAULT 0,
-            type TEXT NOT NULL, updated_at BIGINT NOT NULL,
-            PRIMARY KEY (user_id, sha256))
-        """,
-        """
-        CREATE TABLE blob_chunks (
-            user_id TEXT NOT NULL, sha256 TEXT NOT NULL, position BIGINT NOT NULL, data BYTEA NOT NULL,
-            PRIMARY KEY (user_id, sha256, position))
-        """,
-    ])
+    static let blobsMigration: (String, [PostgresQuery]) = (
+        "blobs",
+        [
+            """
+            CREATE TABLE blobs (
+                user_id TEXT NOT NULL, sha256 TEXT NOT NULL, size BIGINT NOT NULL, type TEXT NOT NULL, created_at BIGINT NOT NULL,
+                PRIMARY KEY (user_id, sha256))
+            """,
+            "CREATE INDEX blobs_by_age ON blobs(created_at)",
+            """
+            CREATE TABLE blob_uploads (
+                user_id TEXT NOT NULL, sha256 TEXT NOT NULL, length BIGINT NOT NULL, received BIGINT NOT NULL DEFAULT 0,
+                type TEXT NOT NULL, updated_at BIGINT NOT NULL,
+                PRIMARY KEY (user_id, sha256))
+            """,
+            """
+            CREATE TABLE blob_chunks (
+                user_id TEXT NOT NULL, sha256 TEXT NOT NULL, position BIGINT NOT NULL, data BYTEA NOT NULL,
+                PRIMARY KEY (user_id, sha256, position))
+            """,
+        ]
+    )
 
     public func storedBlob(userID: String, sha256: String) async throws -> StoredBlob? {
         let rows = try await client.query(
-            "SELECT sha256, size, type, created_at FROM blobs WHERE user_id = \(userID) AND sha256 = \(sha256)", logger: logger)
+            "SELECT sha256, size, type, created_at FROM blobs WHERE user_id = \(userID) AND sha256 = \(sha256)",
+            logger: logger)
         for try await (hash, size, type, created) in rows.decode((String, Int64, String, Int64).self) {
             return StoredBlob(sha256: hash, size: size, type: type, createdAt: Date(millis: created))
         }
@@ -40,7 +44,8 @@ extension PostgresStore: BlobStore {
     }
 
     public func storedBlobs(userID: String, after: String?, limit: Int) async throws -> [StoredBlob] {
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT sha256, size, type, created_at FROM blobs WHERE user_id = \(userID) AND sha256 > \(after ?? "")
             ORDER BY sha256 LIMIT \(Int64(min(limit, Int(Int32.max))))
             """, logger: logger)
@@ -52,7 +57,8 @@ extension PostgresStore: BlobStore {
     }
 
     public func blobCount(userID: String) async throws -> Int {
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT (SELECT COUNT(*) FROM blobs WHERE user_id = \(userID)) + (SELECT COUNT(*) FROM blob_uploads WHERE user_id = \(userID))
             """, logger: logger)
         for try await count in rows.decode(Int64.self) { return Int(count) }
@@ -60,23 +66,30 @@ extension PostgresStore: BlobStore {
     }
 
     /// Blobs stored before charges counted their size; from now on ``BlobCharge``.
-    static let blobChargeMigration: (String, [PostgresQuery]) = ("blob-charge", [
-        PostgresQuery(unsafeSQL: """
-            UPDATE user_seq SET stored_bytes = stored_bytes + (
-                SELECT COALESCE(SUM(\(BlobCharge.sql("b.size")) - b.size), 0) FROM blobs b WHERE b.user_id = user_seq.user_id)
-            """),
-    ])
+    static let blobChargeMigration: (String, [PostgresQuery]) = (
+        "blob-charge",
+        [
+            PostgresQuery(
+                unsafeSQL: """
+                    UPDATE user_seq SET stored_bytes = stored_bytes + (
+                        SELECT COALESCE(SUM(\(BlobCharge.sql("b.size")) - b.size), 0) FROM blobs b WHERE b.user_id = user_seq.user_id)
+                    """)
+        ]
+    )
 
     public func blobUpload(userID: String, sha256: String) async throws -> BlobUploadState? {
         let rows = try await client.query(
-            "SELECT received, length, type FROM blob_uploads WHERE user_id = \(userID) AND sha256 = \(sha256)", logger: logger)
+            "SELECT received, length, type FROM blob_uploads WHERE user_id = \(userID) AND sha256 = \(sha256)",
+            logger: logger)
         for try await (received, length, type) in rows.decode((Int64, Int64, String).self) {
             return BlobUploadState(offset: received, length: length, type: type)
         }
         return nil
     }
 
-    public func beginBlobUpload(userID: String, sha256: String, length: Int64, type: String, quota: Int64?, now: Date) async throws -> BlobUploadState {
+    public func beginBlobUpload(userID: String, sha256: String, length: Int64, type: String, quota: Int64?, now: Date)
+        async throws -> BlobUploadState
+    {
         let logger = self.logger
         return try await blobTransaction { connection in
             // The user's row, locked as pushes and the collector lock it.
@@ -88,28 +101,35 @@ extension PostgresStore: BlobStore {
             }
             guard let stored else { throw AccountDeleted() }
             for try await (received, existing, kept) in try await connection.query(
-                "SELECT received, length, type FROM blob_uploads WHERE user_id = \(userID) AND sha256 = \(sha256)", logger: logger
+                "SELECT received, length, type FROM blob_uploads WHERE user_id = \(userID) AND sha256 = \(sha256)",
+                logger: logger
             ).decode((Int64, Int64, String).self) {
                 guard existing == length else { throw BlobError.lengthMismatch(expected: existing) }
                 try await connection.query(
-                    "UPDATE blob_uploads SET updated_at = \(now.millis) WHERE user_id = \(userID) AND sha256 = \(sha256)", logger: logger)
+                    "UPDATE blob_uploads SET updated_at = \(now.millis) WHERE user_id = \(userID) AND sha256 = \(sha256)",
+                    logger: logger)
                 return BlobUploadState(offset: received, length: length, type: kept)
             }
             if let quota {
                 var pending: Int64 = 0
                 for try await sum in try await connection.query(
-                    "SELECT COALESCE(SUM(\(unescaped: BlobCharge.sql("length"))), 0)::BIGINT FROM blob_uploads WHERE user_id = \(userID)", logger: logger
+                    "SELECT COALESCE(SUM(\(unescaped: BlobCharge.sql("length"))), 0)::BIGINT FROM blob_uploads WHERE user_id = \(userID)",
+                    logger: logger
                 ).decode(Int64.self) {
                     pending = sum
                 }
-                if stored + pending + BlobCharge.of(length) > quota { throw BlobError.quotaExceeded(quota: quota, stored: stored + pending) }
+                if stored + pending + BlobCharge.of(length) > quota {
+                    throw BlobError.quotaExceeded(quota: quota, stored: stored + pending)
+                }
             }
             // Pieces left by an upload that was collected start over.
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM blob_chunks WHERE user_id = \(userID) AND sha256 = \(sha256)
                   AND NOT EXISTS (SELECT 1 FROM blobs WHERE user_id = \(userID) AND sha256 = \(sha256))
                 """, logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO blob_uploads (user_id, sha256, length, received, type, updated_at)
                 VALUES (\(userID), \(sha256), \(length), 0, \(type), \(now.millis))
                 """, logger: logger)
@@ -117,13 +137,16 @@ extension PostgresStore: BlobStore {
         }
     }
 
-    public func appendBlobUpload(userID: String, sha256: String, offset: Int64, bytes: ByteBuffer, now: Date) async throws -> Int64 {
+    public func appendBlobUpload(userID: String, sha256: String, offset: Int64, bytes: ByteBuffer, now: Date)
+        async throws -> Int64
+    {
         let logger = self.logger
         return try await blobTransaction { connection in
             var received: Int64?
             var length: Int64 = 0
             for try await (at, total) in try await connection.query(
-                "SELECT received, length FROM blob_uploads WHERE user_id = \(userID) AND sha256 = \(sha256) FOR UPDATE", logger: logger
+                "SELECT received, length FROM blob_uploads WHERE user_id = \(userID) AND sha256 = \(sha256) FOR UPDATE",
+                logger: logger
             ).decode((Int64, Int64).self) {
                 received = at
                 length = total
@@ -132,10 +155,12 @@ extension PostgresStore: BlobStore {
             guard received == offset else { throw BlobError.offsetMismatch(expected: received) }
             let end = offset + Int64(bytes.readableBytes)
             guard end <= length else { throw BlobError.beyondLength }
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO blob_chunks (user_id, sha256, position, data) VALUES (\(userID), \(sha256), \(offset), \(bytes))
                 """, logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE blob_uploads SET received = \(end), updated_at = \(now.millis) WHERE user_id = \(userID) AND sha256 = \(sha256)
                 """, logger: logger)
             return end
@@ -153,7 +178,8 @@ extension PostgresStore: BlobStore {
         var hasher = SHA256()
         var counted: Int64 = 0
         let rows = try await client.query(
-            "SELECT data FROM blob_chunks WHERE user_id = \(userID) AND sha256 = \(sha256) ORDER BY position", logger: logger)
+            "SELECT data FROM blob_chunks WHERE user_id = \(userID) AND sha256 = \(sha256) ORDER BY position",
+            logger: logger)
         for try await data in rows.decode(ByteBuffer.self) {
             data.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
             counted += Int64(data.readableBytes)
@@ -163,8 +189,10 @@ extension PostgresStore: BlobStore {
         let size = counted
         guard hex == sha256, size == upload.length else {
             try await blobTransaction { connection in
-                try await connection.query("DELETE FROM blob_uploads WHERE user_id = \(userID) AND sha256 = \(sha256)", logger: logger)
-                try await connection.query("""
+                try await connection.query(
+                    "DELETE FROM blob_uploads WHERE user_id = \(userID) AND sha256 = \(sha256)", logger: logger)
+                try await connection.query(
+                    """
                     DELETE FROM blob_chunks WHERE user_id = \(userID) AND sha256 = \(sha256)
                       AND NOT EXISTS (SELECT 1 FROM blobs WHERE user_id = \(userID) AND sha256 = \(sha256))
                     """, logger: logger)
@@ -179,9 +207,11 @@ extension PostgresStore: BlobStore {
                 exists = true
             }
             guard exists else { throw AccountDeleted() }
-            try await connection.query("DELETE FROM blob_uploads WHERE user_id = \(userID) AND sha256 = \(sha256)", logger: logger)
+            try await connection.query(
+                "DELETE FROM blob_uploads WHERE user_id = \(userID) AND sha256 = \(sha256)", logger: logger)
             for try await (hash, size, type, created) in try await connection.query(
-                "SELECT sha256, size, type, created_at FROM blobs WHERE user_id = \(userID) AND sha256 = \(sha256)", logger: logger
+                "SELECT sha256, size, type, created_at FROM blobs WHERE user_id = \(userID) AND sha256 = \(sha256)",
+                logger: logger
             ).decode((String, Int64, String, Int64).self) {
                 return StoredBlob(sha256: hash, size: size, type: type, createdAt: Date(millis: created))
             }
@@ -193,10 +223,13 @@ extension PostgresStore: BlobStore {
                     throw BlobError.quotaExceeded(quota: quota, stored: stored)
                 }
             }
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO blobs (user_id, sha256, size, type, created_at) VALUES (\(userID), \(sha256), \(size), \(upload.type), \(now.millis))
                 """, logger: logger)
-            try await connection.query("UPDATE user_seq SET stored_bytes = stored_bytes + \(BlobCharge.of(size)) WHERE user_id = \(userID)", logger: logger)
+            try await connection.query(
+                "UPDATE user_seq SET stored_bytes = stored_bytes + \(BlobCharge.of(size)) WHERE user_id = \(userID)",
+                logger: logger)
             return StoredBlob(sha256: sha256, size: size, type: upload.type, createdAt: now)
         }
     }
@@ -212,11 +245,13 @@ extension PostgresStore: BlobStore {
                 let at = position.withLockedValue { $0 }
                 guard at < range.upperBound else { return nil }
                 var found: (Int64, ByteBuffer)?
-                for try await (start, data) in try await client.query("""
+                for try await (start, data) in try await client.query(
+                    """
                     SELECT position, data FROM blob_chunks
                     WHERE user_id = \(userID) AND sha256 = \(sha256) AND position <= \(at)
                     ORDER BY position DESC LIMIT 1
-                    """, logger: logger).decode((Int64, ByteBuffer).self) {
+                    """, logger: logger
+                ).decode((Int64, ByteBuffer).self) {
                     found = (start, data)
                 }
                 guard let (start, data) = found, start + Int64(data.readableBytes) > at else {
@@ -224,7 +259,9 @@ extension PostgresStore: BlobStore {
                 }
                 let from = Int(at - start)
                 let count = Int(min(Int64(data.readableBytes - from), range.upperBound - at))
-                guard let slice = data.getSlice(at: data.readerIndex + from, length: count) else { throw StoreError.corrupt("blob piece") }
+                guard let slice = data.getSlice(at: data.readerIndex + from, length: count) else {
+                    throw StoreError.corrupt("blob piece")
+                }
                 position.withLockedValue { $0 = at + Int64(count) }
                 return slice
             }
@@ -255,11 +292,15 @@ extension PostgresStore: BlobStore {
         let fields = processor.schemas.attachmentFields
         let logger = self.logger
         var latest: Int64 = 0
-        for try await value in try await client.query("SELECT seq FROM user_seq WHERE user_id = \(userID)", logger: logger).decode(Int64.self) {
+        for try await value in try await client.query(
+            "SELECT seq FROM user_seq WHERE user_id = \(userID)", logger: logger
+        ).decode(Int64.self) {
             latest = value
         }
         let seq = latest
-        let referenced = try await Self.referencedBlobs(userID: userID, fields: fields, afterSeq: nil) { try await client.query($0, logger: logger) }
+        let referenced = try await Self.referencedBlobs(userID: userID, fields: fields, afterSeq: nil) {
+            try await client.query($0, logger: logger)
+        }
         let unreferenced = blobs.filter { !referenced.contains($0.sha256) }
         guard !unreferenced.isEmpty else { return (0, 0) }
         return try await blobTransaction { connection -> (count: Int, bytes: Int64) in
@@ -272,14 +313,18 @@ extension PostgresStore: BlobStore {
                 locked = true
             }
             guard locked else { return (0, 0) }
-            let recent = try await Self.referencedBlobs(userID: userID, fields: fields, afterSeq: seq) { try await connection.query($0, logger: logger) }
+            let recent = try await Self.referencedBlobs(userID: userID, fields: fields, afterSeq: seq) {
+                try await connection.query($0, logger: logger)
+            }
             var count = 0
             var bytes: Int64 = 0
             var charged: Int64 = 0
             for blob in unreferenced where !recent.contains(blob.sha256) {
-                for try await size in try await connection.query("""
+                for try await size in try await connection.query(
+                    """
                     DELETE FROM blobs WHERE user_id = \(userID) AND sha256 = \(blob.sha256) AND created_at < \(storedBefore.millis) RETURNING size
-                    """, logger: logger).decode(Int64.self) {
+                    """, logger: logger
+                ).decode(Int64.self) {
                     count += 1
                     bytes += size
                     charged += BlobCharge.of(size)
@@ -288,7 +333,8 @@ extension PostgresStore: BlobStore {
                 }
             }
             try await connection.query(
-                "UPDATE user_seq SET stored_bytes = GREATEST(0, stored_bytes - \(charged)) WHERE user_id = \(userID)", logger: logger)
+                "UPDATE user_seq SET stored_bytes = GREATEST(0, stored_bytes - \(charged)) WHERE user_id = \(userID)",
+                logger: logger)
             return (count, bytes)
         }
     }
@@ -304,7 +350,8 @@ extension PostgresStore: BlobStore {
                 stale.append(row)
             }
             for (userID, hash) in stale {
-                try await connection.query("""
+                try await connection.query(
+                    """
                     DELETE FROM blob_chunks WHERE user_id = \(userID) AND sha256 = \(hash)
                       AND NOT EXISTS (SELECT 1 FROM blobs WHERE user_id = \(userID) AND sha256 = \(hash))
                     """, logger: logger)
@@ -326,7 +373,9 @@ extension PostgresStore: BlobStore {
         }
     }
 
-    private static func referencedQuery(userID: String, collection: String, marker: String, afterSeq: Int64?) -> [PostgresQuery] {
+    private static func referencedQuery(userID: String, collection: String, marker: String, afterSeq: Int64?)
+        -> [PostgresQuery]
+    {
         guard let afterSeq else {
             return [
                 "SELECT fields FROM records WHERE user_id = \(userID) AND collection = \(collection) AND NOT deleted AND strpos(fields, \(marker)) > 0",
@@ -356,7 +405,9 @@ extension PostgresStore: BlobStore {
     ) async throws -> Set<String> {
         var result = Set<String>()
         for (collection, field) in fields {
-            for query in referencedQuery(userID: userID, collection: collection, marker: AttachmentScan.marker(field), afterSeq: afterSeq) {
+            for query in referencedQuery(
+                userID: userID, collection: collection, marker: AttachmentScan.marker(field), afterSeq: afterSeq)
+            {
                 for try await text in try await rows(query).decode(String.self) {
                     AttachmentScan.hashes(in: text, fields: [field], into: &result)
                 }

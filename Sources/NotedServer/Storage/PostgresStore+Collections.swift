@@ -1,12 +1,16 @@
 import PostgresNIO
 
 extension PostgresStore {
-    static let collectionsMigration: (String, [PostgresQuery]) = ("collections", [
-        "CREATE TABLE collection_schemas (name TEXT PRIMARY KEY, document TEXT NOT NULL)",
-    ])
+    static let collectionsMigration: (String, [PostgresQuery]) = (
+        "collections",
+        [
+            "CREATE TABLE collection_schemas (name TEXT PRIMARY KEY, document TEXT NOT NULL)"
+        ]
+    )
 
     public func serveCollections(
-        _ documents: [String: String], check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
+        _ documents: [String: String],
+        check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
     ) async throws {
         do {
             try await write(documents, check: check)
@@ -17,7 +21,8 @@ extension PostgresStore {
     }
 
     private func write(
-        _ documents: [String: String], check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
+        _ documents: [String: String],
+        check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
     ) async throws {
         try await client.withTransaction(logger: logger) { connection in
             // Nodes starting together check and write one after the other.
@@ -28,14 +33,16 @@ extension PostgresStore {
                 stored[name] = document
             }
             var holding = Set<String>()
-            let collections = try await connection.query("SELECT DISTINCT collection FROM records WHERE NOT deleted", logger: logger)
+            let collections = try await connection.query(
+                "SELECT DISTINCT collection FROM records WHERE NOT deleted", logger: logger)
             for try await name in collections.decode(String.self) {
                 holding.insert(name)
             }
             try check(stored, holding)
             try await connection.query("DELETE FROM collection_schemas", logger: logger)
             for (name, document) in documents.sorted(by: { $0.key < $1.key }) {
-                try await connection.query("INSERT INTO collection_schemas (name, document) VALUES (\(name), \(document))", logger: logger)
+                try await connection.query(
+                    "INSERT INTO collection_schemas (name, document) VALUES (\(name), \(document))", logger: logger)
             }
         }
     }

@@ -30,7 +30,10 @@ public struct PostgresStore: NotedStore {
     static let pushDeadline: Duration = .seconds(10)
 
     /// Connects a pool to `url` (`postgres://USER[:PASSWORD]@HOST[:PORT]/DB`).
-    public init(url: String, schemas: SchemaRegistry = .v1, limits: Limits, conflictRevisionsKept: Int = 1000, quota: StorageQuota = .unlimited, logger: Logger) throws {
+    public init(
+        url: String, schemas: SchemaRegistry = .v1, limits: Limits, conflictRevisionsKept: Int = 1000,
+        quota: StorageQuota = .unlimited, logger: Logger
+    ) throws {
         let (configuration, tlsMode) = try Self.configurationAndTLS(from: url)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
@@ -38,11 +41,14 @@ public struct PostgresStore: NotedStore {
         self.tlsMode = tlsMode
         self.runTask = Task { await client.run() }
         self.logger = logger
-        let processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), conflictRevisionsKept: conflictRevisionsKept, quota: quota)
+        let processor = ChangeProcessor(
+            schemas: schemas, merger: FieldMerger(limits: limits), conflictRevisionsKept: conflictRevisionsKept,
+            quota: quota)
         self.processor = processor
         let nodeID = UUID().uuidString.lowercased()
         self.nodeID = nodeID
-        self.commits = PostgresGroupCommit(client: client, algorithm: PushAlgorithm(processor: processor), nodeID: nodeID, logger: logger)
+        self.commits = PostgresGroupCommit(
+            client: client, algorithm: PushAlgorithm(processor: processor), nodeID: nodeID, logger: logger)
     }
 
     /// One direct connection (10 s connect timeout) before the pool is used: an unreachable
@@ -51,11 +57,12 @@ public struct PostgresStore: NotedStore {
     private func probe() async throws {
         let pool = self.configuration
         guard let host = pool.host, let port = pool.port else { return }
-        let tls: PostgresConnection.Configuration.TLS = switch tlsMode {
-        case .disable: .disable
-        case .prefer(let tls): .prefer(try NIOSSLContext(configuration: tls))
-        case .require(let tls): .require(try NIOSSLContext(configuration: tls))
-        }
+        let tls: PostgresConnection.Configuration.TLS =
+            switch tlsMode {
+            case .disable: .disable
+            case .prefer(let tls): .prefer(try NIOSSLContext(configuration: tls))
+            case .require(let tls): .require(try NIOSSLContext(configuration: tls))
+            }
         let configuration = PostgresConnection.Configuration(
             host: host, port: port, username: pool.username, password: pool.password, database: pool.database, tls: tls)
         var quiet = logger
@@ -64,7 +71,8 @@ public struct PostgresStore: NotedStore {
             let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: quiet)
             try await connection.close()
         } catch let error as PSQLError {
-            let reason = error.serverInfo?[.message] ?? error.underlying.map { String(describing: $0) } ?? "\(error.code)"
+            let reason =
+                error.serverInfo?[.message] ?? error.underlying.map { String(describing: $0) } ?? "\(error.code)"
             throw StoreError.unreachable("PostgreSQL at \(host):\(port): \(reason)")
         }
     }
@@ -88,14 +96,16 @@ public struct PostgresStore: NotedStore {
     /// to a trusted root), `verify-full` (and name the host: use this for any database not on
     /// this machine). `sslrootcert` is a PEM file of the roots to trust (default: the system's).
     static func configurationAndTLS(from url: String) throws -> (PostgresClient.Configuration, TLSMode) {
-        guard let components = URLComponents(string: url), components.scheme == "postgres" || components.scheme == "postgresql",
-              let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty
+        guard let components = URLComponents(string: url),
+            components.scheme == "postgres" || components.scheme == "postgresql",
+            let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty
         else { throw StoreError.unsupportedURL("expected postgres://USER@HOST:PORT/DB") }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         var parameters: [String: String] = [:]
         for item in components.queryItems ?? [] {
             guard ["sslmode", "sslrootcert"].contains(item.name) else {
-                throw StoreError.unsupportedURL("unknown parameter \(item.name.prefix(40)) (known: sslmode, sslrootcert)")
+                throw StoreError.unsupportedURL(
+                    "unknown parameter \(item.name.prefix(40)) (known: sslmode, sslrootcert)")
             }
             guard parameters[item.name] == nil, let value = item.value, !value.isEmpty else {
                 throw StoreError.unsupportedURL("\(item.name) must be given once, with a value")
@@ -127,13 +137,15 @@ public struct PostgresStore: NotedStore {
             tls.certificateVerification = .fullVerification
             mode = .require(tls)
         case let other:
-            throw StoreError.unsupportedURL("sslmode \(other.prefix(40)) is not one of disable, allow, prefer, require, verify-ca, verify-full")
+            throw StoreError.unsupportedURL(
+                "sslmode \(other.prefix(40)) is not one of disable, allow, prefer, require, verify-ca, verify-full")
         }
-        let poolTLS: PostgresClient.Configuration.TLS = switch mode {
-        case .disable: .disable
-        case .prefer(let tls): .prefer(tls)
-        case .require(let tls): .require(tls)
-        }
+        let poolTLS: PostgresClient.Configuration.TLS =
+            switch mode {
+            case .disable: .disable
+            case .prefer(let tls): .prefer(tls)
+            case .require(let tls): .require(tls)
+            }
         var configuration = PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user, password: components.password,
             database: database.isEmpty ? nil : database, tls: poolTLS)
@@ -152,61 +164,67 @@ public struct PostgresStore: NotedStore {
     }
 
     private static let migrations: [(String, [PostgresQuery])] = [
-        ("v1", [
-            """
-            CREATE TABLE users (
-                id TEXT PRIMARY KEY, username TEXT NOT NULL, username_key TEXT NOT NULL UNIQUE,
-                password_hash TEXT NOT NULL, created_at BIGINT NOT NULL)
-            """,
-            """
-            CREATE TABLE user_seq (
-                user_id TEXT PRIMARY KEY REFERENCES users(id), seq BIGINT NOT NULL DEFAULT 0,
-                purged_seq BIGINT NOT NULL DEFAULT 0)
-            """,
-            """
-            CREATE TABLE records (
-                user_id TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, rev BIGINT NOT NULL,
-                seq BIGINT NOT NULL, deleted BOOLEAN NOT NULL, fields TEXT NOT NULL,
-                created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, PRIMARY KEY (user_id, collection, id))
-            """,
-            "CREATE INDEX records_by_seq ON records(user_id, seq)",
-            """
-            CREATE TABLE revisions (
-                user_id TEXT NOT NULL, collection TEXT NOT NULL, record_id TEXT NOT NULL, rev BIGINT NOT NULL,
-                conflict BOOLEAN NOT NULL, seq BIGINT NOT NULL, fields TEXT NOT NULL, device TEXT, ccid TEXT,
-                updated_at BIGINT NOT NULL, PRIMARY KEY (user_id, collection, record_id, rev, conflict))
-            """,
-            """
-            CREATE TABLE applied_changes (
-                user_id TEXT NOT NULL, ccid TEXT NOT NULL, body_hash TEXT NOT NULL, reply TEXT NOT NULL,
-                created_at BIGINT NOT NULL, PRIMARY KEY (user_id, ccid))
-            """,
-            "CREATE INDEX applied_changes_by_age ON applied_changes(created_at)",
-            """
-            CREATE TABLE refresh_families (
-                id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id), client_id TEXT NOT NULL,
-                device TEXT, created_at BIGINT NOT NULL, revoked_at BIGINT)
-            """,
-            """
-            CREATE TABLE refresh_tokens (
-                hash TEXT PRIMARY KEY, family_id TEXT NOT NULL REFERENCES refresh_families(id),
-                created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT)
-            """,
-            "CREATE TABLE signing_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT NULL, created_at BIGINT NOT NULL)",
-        ]),
+        (
+            "v1",
+            [
+                """
+                CREATE TABLE users (
+                    id TEXT PRIMARY KEY, username TEXT NOT NULL, username_key TEXT NOT NULL UNIQUE,
+                    password_hash TEXT NOT NULL, created_at BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE user_seq (
+                    user_id TEXT PRIMARY KEY REFERENCES users(id), seq BIGINT NOT NULL DEFAULT 0,
+                    purged_seq BIGINT NOT NULL DEFAULT 0)
+                """,
+                """
+                CREATE TABLE records (
+                    user_id TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, rev BIGINT NOT NULL,
+                    seq BIGINT NOT NULL, deleted BOOLEAN NOT NULL, fields TEXT NOT NULL,
+                    created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, PRIMARY KEY (user_id, collection, id))
+                """,
+                "CREATE INDEX records_by_seq ON records(user_id, seq)",
+                """
+                CREATE TABLE revisions (
+                    user_id TEXT NOT NULL, collection TEXT NOT NULL, record_id TEXT NOT NULL, rev BIGINT NOT NULL,
+                    conflict BOOLEAN NOT NULL, seq BIGINT NOT NULL, fields TEXT NOT NULL, device TEXT, ccid TEXT,
+                    updated_at BIGINT NOT NULL, PRIMARY KEY (user_id, collection, record_id, rev, conflict))
+                """,
+                """
+                CREATE TABLE applied_changes (
+                    user_id TEXT NOT NULL, ccid TEXT NOT NULL, body_hash TEXT NOT NULL, reply TEXT NOT NULL,
+                    created_at BIGINT NOT NULL, PRIMARY KEY (user_id, ccid))
+                """,
+                "CREATE INDEX applied_changes_by_age ON applied_changes(created_at)",
+                """
+                CREATE TABLE refresh_families (
+                    id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id), client_id TEXT NOT NULL,
+                    device TEXT, created_at BIGINT NOT NULL, revoked_at BIGINT)
+                """,
+                """
+                CREATE TABLE refresh_tokens (
+                    hash TEXT PRIMARY KEY, family_id TEXT NOT NULL REFERENCES refresh_families(id),
+                    created_at BIGINT NOT NULL, expires_at BIGINT NOT NULL, used_at BIGINT)
+                """,
+                "CREATE TABLE signing_keys (kid TEXT PRIMARY KEY, private_pem TEXT NOT NULL, created_at BIGINT NOT NULL)",
+            ]
+        )
     ]
 
     /// Storage quotas: what each user stores, kept up to date by every push from now on.
-    static let quotaMigration: (String, [PostgresQuery]) = ("quota", [
-        "ALTER TABLE user_seq ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0",
-        "ALTER TABLE user_seq ADD COLUMN stored_records BIGINT NOT NULL DEFAULT 0",
-        """
-        UPDATE user_seq SET
-            stored_bytes = (SELECT COALESCE(SUM(octet_length(fields)), 0) FROM records r
-                            WHERE r.user_id = user_seq.user_id AND NOT r.deleted),
-            stored_records = (SELECT COUNT(*) FROM records r WHERE r.user_id = user_seq.user_id AND NOT r.deleted)
-        """,
-    ])
+    static let quotaMigration: (String, [PostgresQuery]) = (
+        "quota",
+        [
+            "ALTER TABLE user_seq ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0",
+            "ALTER TABLE user_seq ADD COLUMN stored_records BIGINT NOT NULL DEFAULT 0",
+            """
+            UPDATE user_seq SET
+                stored_bytes = (SELECT COALESCE(SUM(octet_length(fields)), 0) FROM records r
+                                WHERE r.user_id = user_seq.user_id AND NOT r.deleted),
+                stored_records = (SELECT COUNT(*) FROM records r WHERE r.user_id = user_seq.user_id AND NOT r.deleted)
+            """,
+        ]
+    )
 
     public func migrate() async throws {
         try await migrate(upTo: nil)
@@ -221,12 +239,19 @@ public struct PostgresStore: NotedStore {
         try await client.withTransaction(logger: logger) { connection in
             // One node migrates at a time.
             try await connection.run("SELECT pg_advisory_xact_lock(7361626)", logger: logger)
-            try await connection.query("CREATE TABLE IF NOT EXISTS noted_migrations (name TEXT PRIMARY KEY)", logger: logger)
+            try await connection.query(
+                "CREATE TABLE IF NOT EXISTS noted_migrations (name TEXT PRIMARY KEY)", logger: logger)
             var done = Set<String>()
-            for try await name in try await connection.query("SELECT name FROM noted_migrations", logger: logger).decode(String.self) {
+            for try await name in try await connection.query("SELECT name FROM noted_migrations", logger: logger)
+                .decode(String.self)
+            {
                 done.insert(name)
             }
-            var all = Self.migrations + [Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration, Self.accountAdminMigration, Self.blobsMigration, Self.historyMigration, Self.historyBytesMigration, Self.blobChargeMigration]
+            var all =
+                Self.migrations + [
+                    Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration, Self.accountAdminMigration,
+                    Self.blobsMigration, Self.historyMigration, Self.historyBytesMigration, Self.blobChargeMigration,
+                ]
             if let last, let index = all.firstIndex(where: { $0.0 == last }) { all = Array(all[...index]) }
             for (name, statements) in all where !done.contains(name) {
                 for statement in statements {
@@ -250,7 +275,8 @@ public struct PostgresStore: NotedStore {
 
     public func createUser(_ user: UserAccount, now: Date) async throws -> Bool {
         try await client.withTransaction(logger: logger) { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 INSERT INTO users (id, username, username_key, password_hash, created_at)
                 VALUES (\(user.id), \(user.username), \(user.usernameKey), \(user.passwordHash), \(now.millis))
                 ON CONFLICT (username_key) DO NOTHING RETURNING id
@@ -258,30 +284,42 @@ public struct PostgresStore: NotedStore {
             var inserted = false
             for try await _ in rows.decode(String.self) { inserted = true }
             if inserted {
-                try await connection.query("INSERT INTO user_seq (user_id, seq, purged_seq) VALUES (\(user.id), 0, 0)", logger: logger)
+                try await connection.query(
+                    "INSERT INTO user_seq (user_id, seq, purged_seq) VALUES (\(user.id), 0, 0)", logger: logger)
             }
             return inserted
         }
     }
 
     public func user(usernameKey: String) async throws -> UserAccount? {
-        try await firstUser(client.query(
-            "SELECT id, username, username_key, password_hash, disabled_at IS NOT NULL, totp_secret IS NOT NULL FROM users WHERE username_key = \(usernameKey)", logger: logger))
+        try await firstUser(
+            client.query(
+                "SELECT id, username, username_key, password_hash, disabled_at IS NOT NULL, totp_secret IS NOT NULL FROM users WHERE username_key = \(usernameKey)",
+                logger: logger))
     }
 
     public func user(id: String) async throws -> UserAccount? {
-        try await firstUser(client.query(
-            "SELECT id, username, username_key, password_hash, disabled_at IS NOT NULL, totp_secret IS NOT NULL FROM users WHERE id = \(id)", logger: logger))
+        try await firstUser(
+            client.query(
+                "SELECT id, username, username_key, password_hash, disabled_at IS NOT NULL, totp_secret IS NOT NULL FROM users WHERE id = \(id)",
+                logger: logger))
     }
 
     public func userAndSeq(id: String) async throws -> (user: UserAccount, seq: Int64)? {
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT u.id, u.username, u.username_key, u.password_hash, u.disabled_at IS NOT NULL, u.totp_secret IS NOT NULL,
                    COALESCE(s.seq, 0)
             FROM users u LEFT JOIN user_seq s ON s.user_id = u.id WHERE u.id = \(id)
             """, logger: logger)
-        for try await (id, username, key, hash, disabled, twoFactor, seq) in rows.decode((String, String, String, String, Bool, Bool, Int64).self) {
-            return (UserAccount(id: id, username: username, usernameKey: key, passwordHash: hash, disabled: disabled, twoFactor: twoFactor), seq)
+        for try await (id, username, key, hash, disabled, twoFactor, seq) in rows.decode(
+            (String, String, String, String, Bool, Bool, Int64).self)
+        {
+            return (
+                UserAccount(
+                    id: id, username: username, usernameKey: key, passwordHash: hash, disabled: disabled,
+                    twoFactor: twoFactor), seq
+            )
         }
         return nil
     }
@@ -291,12 +329,17 @@ public struct PostgresStore: NotedStore {
     }
 
     public func upgradePasswordHash(userID: String, from old: String, to new: String) async throws {
-        try await client.query("UPDATE users SET password_hash = \(new) WHERE id = \(userID) AND password_hash = \(old)", logger: logger)
+        try await client.query(
+            "UPDATE users SET password_hash = \(new) WHERE id = \(userID) AND password_hash = \(old)", logger: logger)
     }
 
     private func firstUser(_ rows: PostgresRowSequence) async throws -> UserAccount? {
-        for try await (id, username, key, hash, disabled, twoFactor) in rows.decode((String, String, String, String, Bool, Bool).self) {
-            return UserAccount(id: id, username: username, usernameKey: key, passwordHash: hash, disabled: disabled, twoFactor: twoFactor)
+        for try await (id, username, key, hash, disabled, twoFactor) in rows.decode(
+            (String, String, String, String, Bool, Bool).self)
+        {
+            return UserAccount(
+                id: id, username: username, usernameKey: key, passwordHash: hash, disabled: disabled,
+                twoFactor: twoFactor)
         }
         return nil
     }
@@ -305,7 +348,8 @@ public struct PostgresStore: NotedStore {
 
     public func signingKeys() async throws -> [SigningKeyRecord] {
         var keys: [SigningKeyRecord] = []
-        let rows = try await client.query("SELECT kid, private_pem, created_at FROM signing_keys ORDER BY created_at, kid", logger: logger)
+        let rows = try await client.query(
+            "SELECT kid, private_pem, created_at FROM signing_keys ORDER BY created_at, kid", logger: logger)
         for try await (kid, pem, created) in rows.decode((String, String, Int64).self) {
             keys.append(SigningKeyRecord(kid: kid, privateKeyPEM: pem, createdAt: Date(millis: created)))
         }
@@ -313,7 +357,8 @@ public struct PostgresStore: NotedStore {
     }
 
     public func addSigningKey(_ key: SigningKeyRecord) async throws {
-        try await client.query("""
+        try await client.query(
+            """
             INSERT INTO signing_keys (kid, private_pem, created_at) VALUES (\(key.kid), \(key.privateKeyPEM), \(key.createdAt.millis))
             ON CONFLICT (kid) DO NOTHING
             """, logger: logger)
@@ -325,22 +370,29 @@ public struct PostgresStore: NotedStore {
 
     // MARK: Refresh tokens
 
-    public func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date) async throws {
+    public func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date)
+        async throws
+    {
         try await client.withTransaction(logger: logger) { connection in
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO refresh_families (id, user_id, client_id, device, created_at)
                 VALUES (\(family.id), \(family.userID), \(family.clientID), \(family.device), \(now.millis))
                 """, logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO refresh_tokens (hash, family_id, created_at, expires_at)
                 VALUES (\(firstTokenHash), \(family.id), \(now.millis), \(expiresAt.millis))
                 """, logger: logger)
         }
     }
 
-    public func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws -> RefreshRotation {
+    public func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws
+        -> RefreshRotation
+    {
         try await client.withTransaction(logger: logger) { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT t.family_id, t.expires_at, t.used_at, f.user_id, f.client_id, f.device, f.revoked_at
                 FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id WHERE t.hash = \(hash)
                 FOR UPDATE
@@ -349,15 +401,20 @@ public struct PostgresStore: NotedStore {
             for try await row in rows.decode((String, Int64, Int64?, String, String, String?, Int64?).self) {
                 found = row
             }
-            guard let (familyID, tokenExpiry, usedAt, userID, clientID, device, revokedAt) = found else { return .invalid }
+            guard let (familyID, tokenExpiry, usedAt, userID, clientID, device, revokedAt) = found else {
+                return .invalid
+            }
             if revokedAt != nil { return .invalid }
             if usedAt != nil {
-                try await connection.query("UPDATE refresh_families SET revoked_at = \(now.millis) WHERE id = \(familyID)", logger: logger)
+                try await connection.query(
+                    "UPDATE refresh_families SET revoked_at = \(now.millis) WHERE id = \(familyID)", logger: logger)
                 return .reused(familyID: familyID)
             }
             if tokenExpiry <= now.millis { return .invalid }
-            try await connection.query("UPDATE refresh_tokens SET used_at = \(now.millis) WHERE hash = \(hash)", logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                "UPDATE refresh_tokens SET used_at = \(now.millis) WHERE hash = \(hash)", logger: logger)
+            try await connection.query(
+                """
                 INSERT INTO refresh_tokens (hash, family_id, created_at, expires_at)
                 VALUES (\(replacementHash), \(familyID), \(now.millis), \(expiresAt.millis))
                 """, logger: logger)
@@ -374,7 +431,9 @@ public struct PostgresStore: NotedStore {
     }
 
     public func usage(userID: String) async throws -> StorageUsage {
-        let rows = try await client.query("SELECT stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = \(userID)", logger: logger)
+        let rows = try await client.query(
+            "SELECT stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = \(userID)", logger: logger
+        )
         for try await (bytes, records, history) in rows.decode((Int64, Int64, Int64).self) {
             return StorageUsage(bytes: bytes, records: records, history: history)
         }
@@ -387,13 +446,15 @@ public struct PostgresStore: NotedStore {
             try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: logger)
             var latest: Int64 = 0
             var purged: Int64 = 0
-            let seqRows = try await connection.query("SELECT seq, purged_seq FROM user_seq WHERE user_id = \(userID)", logger: logger)
+            let seqRows = try await connection.query(
+                "SELECT seq, purged_seq FROM user_seq WHERE user_id = \(userID)", logger: logger)
             for try await (seq, purgedSeq) in seqRows.decode((Int64, Int64).self) {
                 latest = seq
                 purged = purgedSeq
             }
             let query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged, snapshot: snapshot)
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT collection, id, rev, seq, deleted, fields, created_at, updated_at FROM records
                 WHERE user_id = \(userID) AND seq > \(query.lowerBound) AND seq <= \(query.upperBound)
                 AND (NOT deleted OR \(query.includeTombstones))
@@ -411,30 +472,41 @@ public struct PostgresStore: NotedStore {
 
     public func revisions(userID: String, collection: String, id: String) async throws -> [RevisionInfo]? {
         try await client.withConnection { connection in
-            guard try await Self.fetchRecord(connection, userID: userID, collection: collection, id: id, logger: logger) != nil
+            guard
+                try await Self.fetchRecord(connection, userID: userID, collection: collection, id: id, logger: logger)
+                    != nil
             else { return nil }
             var result: [RevisionInfo] = []
-            for try await (rev, conflict, seq, device, ccid, updated, size) in try await connection.query("""
+            for try await (rev, conflict, seq, device, ccid, updated, size) in try await connection.query(
+                """
                 SELECT rev, conflict, seq, device, ccid, updated_at, size FROM revisions
                 WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id) ORDER BY rev, conflict
-                """, logger: logger).decode((Int64, Bool, Int64, String?, String?, Int64, Int64?).self) {
-                result.append(RevisionInfo(rev: rev, seq: seq, updatedAt: Date(millis: updated), device: device, ccid: ccid,
-                                           conflict: conflict, fields: [:], size: size))
+                """, logger: logger
+            ).decode((Int64, Bool, Int64, String?, String?, Int64, Int64?).self) {
+                result.append(
+                    RevisionInfo(
+                        rev: rev, seq: seq, updatedAt: Date(millis: updated), device: device, ccid: ccid,
+                        conflict: conflict, fields: [:], size: size))
             }
             return result
         }
     }
 
-    public func revision(userID: String, collection: String, id: String, rev: Int64, conflict: Bool) async throws -> RevisionInfo? {
+    public func revision(userID: String, collection: String, id: String, rev: Int64, conflict: Bool) async throws
+        -> RevisionInfo?
+    {
         try await client.withConnection { connection in
             if conflict {
-                let rows = try await Self.storedRevisions(connection.query("""
-                    SELECT rev, conflict, seq, fields, delta, size, device, ccid, updated_at FROM revisions
-                    WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id) AND rev = \(rev) AND conflict
-                    """, logger: logger))
+                let rows = try await Self.storedRevisions(
+                    connection.query(
+                        """
+                        SELECT rev, conflict, seq, fields, delta, size, device, ccid, updated_at FROM revisions
+                        WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id) AND rev = \(rev) AND conflict
+                        """, logger: logger))
                 return rows.first.map { $0.info(fields: $0.fields) }
             }
-            let chain = try await Self.revisionChain(connection, userID: userID, collection: collection, id: id, rev: rev, logger: logger)
+            let chain = try await Self.revisionChain(
+                connection, userID: userID, collection: collection, id: id, rev: rev, logger: logger)
             guard let first = chain.first else { return nil }
             return first.info(fields: try HistoryChain.materialize(chain))
         }
@@ -449,20 +521,24 @@ public struct PostgresStore: NotedStore {
 
     /// The changes of one push message, in order, through group commit: one transaction (one
     /// WAL flush) for them and the other users' changes waiting with them.
-    public func push(_ changes: [(change: Change, context: PushContext)]) async throws -> [Result<PushResult, any Error>] {
+    public func push(_ changes: [(change: Change, context: PushContext)]) async throws -> [Result<
+        PushResult, any Error
+    >] {
         await commits.run(changes)
     }
 
     public func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws {
         try await client.withTransaction(logger: logger) { connection in
             // One statement, one snapshot: every tombstone deleted raises its user's purge point.
-            try await connection.query("""
+            try await connection.query(
+                """
                 WITH purged AS (
                     DELETE FROM records WHERE deleted AND updated_at < \(tombstonesBefore.millis) RETURNING user_id, seq),
                 maxes AS (SELECT user_id, MAX(seq) AS max_seq FROM purged GROUP BY user_id)
                 UPDATE user_seq u SET purged_seq = GREATEST(u.purged_seq, m.max_seq) FROM maxes m WHERE u.user_id = m.user_id
                 """, logger: logger)
-            try await connection.query("DELETE FROM applied_changes WHERE created_at < \(appliedChangesBefore.millis)", logger: logger)
+            try await connection.query(
+                "DELETE FROM applied_changes WHERE created_at < \(appliedChangesBefore.millis)", logger: logger)
         }
     }
 
@@ -488,19 +564,29 @@ public struct PostgresStore: NotedStore {
                         for try await notification in notifications {
                             let parts = notification.payload.split(separator: " ")
                             if parts.count == 3, parts[1] == "revoke" {
-                                await handler(CommitNotice(userID: "", seq: 0, fromThisNode: parts[0] == nodeID, revokedFamily: String(parts[2])))
+                                await handler(
+                                    CommitNotice(
+                                        userID: "", seq: 0, fromThisNode: parts[0] == nodeID,
+                                        revokedFamily: String(parts[2])))
                                 continue
                             }
                             if parts.count == 3, parts[1] == "deleted" {
-                                await handler(CommitNotice(userID: "", seq: 0, fromThisNode: parts[0] == nodeID, deletedUser: String(parts[2])))
+                                await handler(
+                                    CommitNotice(
+                                        userID: "", seq: 0, fromThisNode: parts[0] == nodeID,
+                                        deletedUser: String(parts[2])))
                                 continue
                             }
                             if parts.count == 3, parts[1] == "disabled" {
-                                await handler(CommitNotice(userID: "", seq: 0, fromThisNode: parts[0] == nodeID, disabledUser: String(parts[2])))
+                                await handler(
+                                    CommitNotice(
+                                        userID: "", seq: 0, fromThisNode: parts[0] == nodeID,
+                                        disabledUser: String(parts[2])))
                                 continue
                             }
                             guard parts.count == 3, let seq = Int64(parts[2]) else { continue }
-                            await handler(CommitNotice(userID: String(parts[1]), seq: seq, fromThisNode: parts[0] == nodeID))
+                            await handler(
+                                CommitNotice(userID: String(parts[1]), seq: seq, fromThisNode: parts[0] == nodeID))
                         }
                     }
                 }
@@ -508,12 +594,17 @@ public struct PostgresStore: NotedStore {
                 throw PostgresStoreError.listenerEnded
             } catch {
                 if Task.isCancelled { return }
-                let failed = failures.withLockedValue { $0 += 1; return $0 }
+                let failed = failures.withLockedValue {
+                    $0 += 1
+                    return $0
+                }
                 // 0.25 s, 0.5 s, 1 s … at most 8 s between attempts.
                 let delay = Duration.milliseconds(250 * (1 << min(failed - 1, 5)))
-                logger.warning("listening for other nodes' commits failed; retrying", metadata: [
-                    "error": .string(String(describing: error)), "retryIn": .stringConvertible(delay),
-                ])
+                logger.warning(
+                    "listening for other nodes' commits failed; retrying",
+                    metadata: [
+                        "error": .string(String(describing: error)), "retryIn": .stringConvertible(delay),
+                    ])
                 try? await Task.sleep(for: delay)
             }
         }
@@ -524,7 +615,8 @@ public struct PostgresStore: NotedStore {
     private static func fetchRecord(
         _ connection: PostgresConnection, userID: String, collection: String, id: String, logger: Logger
     ) async throws -> Record? {
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             SELECT collection, id, rev, seq, deleted, fields, created_at, updated_at FROM records
             WHERE user_id = \(userID) AND collection = \(collection) AND id = \(id)
             """, logger: logger)
@@ -536,9 +628,11 @@ public struct PostgresStore: NotedStore {
         for try await (collection, id, rev, seq, deleted, fields, created, updated)
             in rows.decode((String, String, Int64, Int64, Bool, String, Int64, Int64).self)
         {
-            result.append(Record(
-                collection: collection, id: id, rev: rev, seq: seq, deleted: deleted, fields: try FieldsCoding.decode(fields),
-                createdAt: Date(millis: created), updatedAt: Date(millis: updated)))
+            result.append(
+                Record(
+                    collection: collection, id: id, rev: rev, seq: seq, deleted: deleted,
+                    fields: try FieldsCoding.decode(fields),
+                    createdAt: Date(millis: created), updatedAt: Date(millis: updated)))
         }
         return result
     }

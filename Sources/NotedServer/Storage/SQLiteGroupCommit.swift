@@ -36,12 +36,19 @@ actor SQLiteGroupCommit {
             let results = NIOLockedValueBox([Result<PushResult, any Error>?](repeating: nil, count: works.count))
             let remaining = NIOLockedValueBox(works.count)
             for (index, work) in works.enumerated() {
-                waiting.append((work, { result in
-                    results.withLockedValue { $0[index] = result }
-                    if remaining.withLockedValue({ $0 -= 1; return $0 }) == 0 {
-                        continuation.resume(returning: results.withLockedValue { $0.map { $0! } })
-                    }
-                }))
+                waiting.append(
+                    (
+                        work,
+                        { result in
+                            results.withLockedValue { $0[index] = result }
+                            if remaining.withLockedValue({
+                                $0 -= 1
+                                return $0
+                            }) == 0 {
+                                continuation.resume(returning: results.withLockedValue { $0.map { $0! } })
+                            }
+                        }
+                    ))
             }
             if !committing {
                 committing = true
@@ -95,7 +102,10 @@ actor SQLiteGroupCommit {
     /// value too big), rather than the database as a whole (a full disk, an I/O error, a
     /// damaged file), which would fail every change alike.
     private static func mayBeOneChanges(_ error: DatabaseError) -> Bool {
-        ![.SQLITE_FULL, .SQLITE_IOERR, .SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_READONLY, .SQLITE_NOMEM, .SQLITE_CANTOPEN, .SQLITE_BUSY]
-            .contains(error.resultCode)
+        ![
+            .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_CORRUPT, .SQLITE_NOTADB, .SQLITE_READONLY, .SQLITE_NOMEM,
+            .SQLITE_CANTOPEN, .SQLITE_BUSY,
+        ]
+        .contains(error.resultCode)
     }
 }

@@ -8,7 +8,8 @@ extension SQLiteStore {
     }
 
     public func serveCollections(
-        _ documents: [String: String], check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
+        _ documents: [String: String],
+        check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
     ) async throws {
         try await pool.write { db in
             var stored: [String: String] = [:]
@@ -19,7 +20,8 @@ extension SQLiteStore {
             try check(stored, holding)
             try db.execute(sql: "DELETE FROM collection_schemas")
             for (name, document) in documents.sorted(by: { $0.key < $1.key }) {
-                try db.execute(sql: "INSERT INTO collection_schemas (name, document) VALUES (?, ?)", arguments: [name, document])
+                try db.execute(
+                    sql: "INSERT INTO collection_schemas (name, document) VALUES (?, ?)", arguments: [name, document])
             }
         }
     }

@@ -14,7 +14,10 @@ public struct SQLiteStore: NotedStore {
     let blobLocks = KeyedAsyncLock()
 
     /// Opens (creating when needed) the database file at `path`.
-    public init(path: String, schemas: SchemaRegistry = .v1, limits: Limits, conflictRevisionsKept: Int = 1000, quota: StorageQuota = .unlimited) throws {
+    public init(
+        path: String, schemas: SchemaRegistry = .v1, limits: Limits, conflictRevisionsKept: Int = 1000,
+        quota: StorageQuota = .unlimited
+    ) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
@@ -25,9 +28,12 @@ public struct SQLiteStore: NotedStore {
         // GRDB switches a pool's writer to `synchronous = NORMAL` after `prepareDatabase` when it
         // enables WAL: set FULL again on the writer, or commits (acks) are not fsynced.
         try pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
-        self.processor = ChangeProcessor(schemas: schemas, merger: FieldMerger(limits: limits), conflictRevisionsKept: conflictRevisionsKept, quota: quota)
+        self.processor = ChangeProcessor(
+            schemas: schemas, merger: FieldMerger(limits: limits), conflictRevisionsKept: conflictRevisionsKept,
+            quota: quota)
         self.commits = SQLiteGroupCommit(pool: pool)
-        self.blobFiles = BlobFiles(root: ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("blobs"))
+        self.blobFiles = BlobFiles(
+            root: ((path as NSString).deletingLastPathComponent as NSString).appendingPathComponent("blobs"))
     }
 
     public func migrate() async throws {
@@ -63,86 +69,87 @@ public struct SQLiteStore: NotedStore {
     }
 
     static let initialSchema = """
-    CREATE TABLE users (
-        id TEXT PRIMARY KEY,
-        username TEXT NOT NULL,
-        username_key TEXT NOT NULL UNIQUE,
-        password_hash TEXT NOT NULL,
-        created_at INTEGER NOT NULL
-    );
-    CREATE TABLE user_seq (
-        user_id TEXT PRIMARY KEY REFERENCES users(id),
-        seq INTEGER NOT NULL DEFAULT 0,
-        purged_seq INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE TABLE records (
-        user_id TEXT NOT NULL,
-        collection TEXT NOT NULL,
-        id TEXT NOT NULL,
-        rev INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
-        deleted INTEGER NOT NULL,
-        fields TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL,
-        PRIMARY KEY (user_id, collection, id)
-    );
-    CREATE INDEX records_by_seq ON records(user_id, seq);
-    CREATE TABLE revisions (
-        user_id TEXT NOT NULL,
-        collection TEXT NOT NULL,
-        record_id TEXT NOT NULL,
-        rev INTEGER NOT NULL,
-        conflict INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
-        fields TEXT NOT NULL,
-        device TEXT,
-        ccid TEXT,
-        updated_at INTEGER NOT NULL,
-        PRIMARY KEY (user_id, collection, record_id, rev, conflict)
-    );
-    CREATE TABLE applied_changes (
-        user_id TEXT NOT NULL,
-        ccid TEXT NOT NULL,
-        body_hash TEXT NOT NULL,
-        reply TEXT NOT NULL,
-        created_at INTEGER NOT NULL,
-        PRIMARY KEY (user_id, ccid)
-    );
-    CREATE INDEX applied_changes_by_age ON applied_changes(created_at);
-    CREATE TABLE refresh_families (
-        id TEXT PRIMARY KEY,
-        user_id TEXT NOT NULL REFERENCES users(id),
-        client_id TEXT NOT NULL,
-        device TEXT,
-        created_at INTEGER NOT NULL,
-        revoked_at INTEGER
-    );
-    CREATE TABLE refresh_tokens (
-        hash TEXT PRIMARY KEY,
-        family_id TEXT NOT NULL REFERENCES refresh_families(id),
-        created_at INTEGER NOT NULL,
-        expires_at INTEGER NOT NULL,
-        used_at INTEGER
-    );
-    CREATE TABLE signing_keys (
-        kid TEXT PRIMARY KEY,
-        private_pem TEXT NOT NULL,
-        created_at INTEGER NOT NULL
-    );
-    """
+        CREATE TABLE users (
+            id TEXT PRIMARY KEY,
+            username TEXT NOT NULL,
+            username_key TEXT NOT NULL UNIQUE,
+            password_hash TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        );
+        CREATE TABLE user_seq (
+            user_id TEXT PRIMARY KEY REFERENCES users(id),
+            seq INTEGER NOT NULL DEFAULT 0,
+            purged_seq INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE records (
+            user_id TEXT NOT NULL,
+            collection TEXT NOT NULL,
+            id TEXT NOT NULL,
+            rev INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            deleted INTEGER NOT NULL,
+            fields TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (user_id, collection, id)
+        );
+        CREATE INDEX records_by_seq ON records(user_id, seq);
+        CREATE TABLE revisions (
+            user_id TEXT NOT NULL,
+            collection TEXT NOT NULL,
+            record_id TEXT NOT NULL,
+            rev INTEGER NOT NULL,
+            conflict INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            fields TEXT NOT NULL,
+            device TEXT,
+            ccid TEXT,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (user_id, collection, record_id, rev, conflict)
+        );
+        CREATE TABLE applied_changes (
+            user_id TEXT NOT NULL,
+            ccid TEXT NOT NULL,
+            body_hash TEXT NOT NULL,
+            reply TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (user_id, ccid)
+        );
+        CREATE INDEX applied_changes_by_age ON applied_changes(created_at);
+        CREATE TABLE refresh_families (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL REFERENCES users(id),
+            client_id TEXT NOT NULL,
+            device TEXT,
+            created_at INTEGER NOT NULL,
+            revoked_at INTEGER
+        );
+        CREATE TABLE refresh_tokens (
+            hash TEXT PRIMARY KEY,
+            family_id TEXT NOT NULL REFERENCES refresh_families(id),
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            used_at INTEGER
+        );
+        CREATE TABLE signing_keys (
+            kid TEXT PRIMARY KEY,
+            private_pem TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        );
+        """
 
     static func registerQuotaMigration(_ migrator: inout DatabaseMigrator) {
         // Storage quotas: what each user stores, kept up to date by every push from now on.
         migrator.registerMigration("quota") { db in
-            try db.execute(sql: """
-                ALTER TABLE user_seq ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE user_seq ADD COLUMN stored_records INTEGER NOT NULL DEFAULT 0;
-                UPDATE user_seq SET
-                    stored_bytes = (SELECT COALESCE(SUM(length(CAST(fields AS BLOB))), 0) FROM records r
-                                    WHERE r.user_id = user_seq.user_id AND r.deleted = 0),
-                    stored_records = (SELECT COUNT(*) FROM records r WHERE r.user_id = user_seq.user_id AND r.deleted = 0);
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE user_seq ADD COLUMN stored_bytes INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE user_seq ADD COLUMN stored_records INTEGER NOT NULL DEFAULT 0;
+                    UPDATE user_seq SET
+                        stored_bytes = (SELECT COALESCE(SUM(length(CAST(fields AS BLOB))), 0) FROM records r
+                                        WHERE r.user_id = user_seq.user_id AND r.deleted = 0),
+                        stored_records = (SELECT COUNT(*) FROM records r WHERE r.user_id = user_seq.user_id AND r.deleted = 0);
+                    """)
         }
     }
 
@@ -170,21 +177,26 @@ public struct SQLiteStore: NotedStore {
 
     public func createUser(_ user: UserAccount, now: Date) async throws -> Bool {
         try await pool.write { db in
-            if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE username_key = ?", arguments: [user.usernameKey]) != nil {
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE username_key = ?", arguments: [user.usernameKey])
+                != nil
+            {
                 return false
             }
             try db.execute(
                 sql: "INSERT INTO users (id, username, username_key, password_hash, created_at) VALUES (?, ?, ?, ?, ?)",
                 arguments: [user.id, user.username, user.usernameKey, user.passwordHash, now.millis])
-            try db.execute(sql: "INSERT INTO user_seq (user_id, seq, purged_seq) VALUES (?, 0, 0)", arguments: [user.id])
+            try db.execute(
+                sql: "INSERT INTO user_seq (user_id, seq, purged_seq) VALUES (?, 0, 0)", arguments: [user.id])
             return true
         }
     }
 
     public func user(usernameKey: String) async throws -> UserAccount? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Self.userColumns) FROM users WHERE username_key = ?", arguments: [usernameKey])
-                .map(Self.user(from:))
+            try Row.fetchOne(
+                db, sql: "SELECT \(Self.userColumns) FROM users WHERE username_key = ?", arguments: [usernameKey]
+            )
+            .map(Self.user(from:))
         }
     }
 
@@ -196,7 +208,9 @@ public struct SQLiteStore: NotedStore {
 
     public func upgradePasswordHash(userID: String, from old: String, to new: String) async throws {
         try await pool.write { db in
-            try db.execute(sql: "UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?", arguments: [new, userID, old])
+            try db.execute(
+                sql: "UPDATE users SET password_hash = ? WHERE id = ? AND password_hash = ?",
+                arguments: [new, userID, old])
         }
     }
 
@@ -207,27 +221,33 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
-    private static let userColumns = "id, username, username_key, password_hash, disabled_at IS NOT NULL AS disabled, totp_secret IS NOT NULL AS two_factor"
+    private static let userColumns =
+        "id, username, username_key, password_hash, disabled_at IS NOT NULL AS disabled, totp_secret IS NOT NULL AS two_factor"
 
     private static func user(from row: Row) -> UserAccount {
-        UserAccount(id: row["id"], username: row["username"], usernameKey: row["username_key"], passwordHash: row["password_hash"],
-                    disabled: row["disabled"], twoFactor: row["two_factor"])
+        UserAccount(
+            id: row["id"], username: row["username"], usernameKey: row["username_key"],
+            passwordHash: row["password_hash"],
+            disabled: row["disabled"], twoFactor: row["two_factor"])
     }
 
     // MARK: Signing keys
 
     public func signingKeys() async throws -> [SigningKeyRecord] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT kid, private_pem, created_at FROM signing_keys ORDER BY created_at, kid").map {
-                SigningKeyRecord(kid: $0["kid"], privateKeyPEM: $0["private_pem"], createdAt: Date(millis: $0["created_at"]))
-            }
+            try Row.fetchAll(db, sql: "SELECT kid, private_pem, created_at FROM signing_keys ORDER BY created_at, kid")
+                .map {
+                    SigningKeyRecord(
+                        kid: $0["kid"], privateKeyPEM: $0["private_pem"], createdAt: Date(millis: $0["created_at"]))
+                }
         }
     }
 
     public func addSigningKey(_ key: SigningKeyRecord) async throws {
         try await pool.write { db in
             try db.execute(
-                sql: "INSERT INTO signing_keys (kid, private_pem, created_at) VALUES (?, ?, ?) ON CONFLICT (kid) DO NOTHING",
+                sql:
+                    "INSERT INTO signing_keys (kid, private_pem, created_at) VALUES (?, ?, ?) ON CONFLICT (kid) DO NOTHING",
                 arguments: [key.kid, key.privateKeyPEM, key.createdAt.millis])
         }
     }
@@ -240,7 +260,9 @@ public struct SQLiteStore: NotedStore {
 
     // MARK: Refresh tokens
 
-    public func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date) async throws {
+    public func createRefreshFamily(_ family: RefreshFamily, firstTokenHash: String, expiresAt: Date, now: Date)
+        async throws
+    {
         try await pool.write { db in
             try db.execute(
                 sql: "INSERT INTO refresh_families (id, user_id, client_id, device, created_at) VALUES (?, ?, ?, ?, ?)",
@@ -251,17 +273,23 @@ public struct SQLiteStore: NotedStore {
         }
     }
 
-    public func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws -> RefreshRotation {
+    public func rotateRefreshToken(hash: String, replacementHash: String, expiresAt: Date, now: Date) async throws
+        -> RefreshRotation
+    {
         try await pool.write { db in
-            guard let row = try Row.fetchOne(db, sql: """
-                SELECT t.family_id, t.expires_at, t.used_at, f.user_id, f.client_id, f.device, f.revoked_at
-                FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id WHERE t.hash = ?
-                """, arguments: [hash])
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT t.family_id, t.expires_at, t.used_at, f.user_id, f.client_id, f.device, f.revoked_at
+                        FROM refresh_tokens t JOIN refresh_families f ON f.id = t.family_id WHERE t.hash = ?
+                        """, arguments: [hash])
             else { return .invalid }
             let familyID: String = row["family_id"]
             if (row["revoked_at"] as Int64?) != nil { return .invalid }
             if (row["used_at"] as Int64?) != nil {
-                try db.execute(sql: "UPDATE refresh_families SET revoked_at = ? WHERE id = ?", arguments: [now.millis, familyID])
+                try db.execute(
+                    sql: "UPDATE refresh_families SET revoked_at = ? WHERE id = ?", arguments: [now.millis, familyID])
                 return .reused(familyID: familyID)
             }
             if (row["expires_at"] as Int64) <= now.millis { return .invalid }
@@ -269,7 +297,8 @@ public struct SQLiteStore: NotedStore {
             try db.execute(
                 sql: "INSERT INTO refresh_tokens (hash, family_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
                 arguments: [replacementHash, familyID, now.millis, expiresAt.millis])
-            return .rotated(RefreshFamily(id: familyID, userID: row["user_id"], clientID: row["client_id"], device: row["device"]))
+            return .rotated(
+                RefreshFamily(id: familyID, userID: row["user_id"], clientID: row["client_id"], device: row["device"]))
         }
     }
 
@@ -277,28 +306,37 @@ public struct SQLiteStore: NotedStore {
 
     public func latestSeq(userID: String) async throws -> Int64 {
         try await pool.read { db in
-            try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM user_seq WHERE user_id = ?"), arguments: [userID]) ?? 0
+            try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT seq FROM user_seq WHERE user_id = ?"), arguments: [userID]) ?? 0
         }
     }
 
     public func usage(userID: String) async throws -> StorageUsage {
         try await pool.read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = ?"), arguments: [userID])
-                .map { StorageUsage(bytes: $0[0], records: $0[1], history: $0[2]) } ?? StorageUsage()
+            try Row.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = ?"),
+                arguments: [userID]
+            )
+            .map { StorageUsage(bytes: $0[0], records: $0[1], history: $0[2]) } ?? StorageUsage()
         }
     }
 
     public func changes(userID: String, since: Int64, limit: Int, snapshot: Bool) async throws -> ChangesPage {
         try await pool.read { db in
-            let seqRow = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, purged_seq FROM user_seq WHERE user_id = ?"), arguments: [userID])
+            let seqRow = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT seq, purged_seq FROM user_seq WHERE user_id = ?"), arguments: [userID])
             let latest: Int64 = seqRow?["seq"] ?? 0
             let purged: Int64 = seqRow?["purged_seq"] ?? 0
             let query = ChangesQuery(since: since, limit: limit, latest: latest, purgedSeq: purged, snapshot: snapshot)
-            let rows = try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT \(Self.recordColumns) FROM records
-                WHERE user_id = ? AND seq > ? AND seq <= ? AND (deleted = 0 OR ?)
-                ORDER BY seq LIMIT ?
-                """), arguments: [userID, query.lowerBound, query.upperBound, query.includeTombstones, query.fetchLimit])
+            let rows = try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT \(Self.recordColumns) FROM records
+                        WHERE user_id = ? AND seq > ? AND seq <= ? AND (deleted = 0 OR ?)
+                        ORDER BY seq LIMIT ?
+                        """),
+                arguments: [userID, query.lowerBound, query.upperBound, query.includeTombstones, query.fetchLimit])
             return try query.page(from: rows.map(Self.record(from:)))
         }
     }
@@ -312,23 +350,32 @@ public struct SQLiteStore: NotedStore {
     public func revisions(userID: String, collection: String, id: String) async throws -> [RevisionInfo]? {
         try await pool.read { db in
             guard try Self.fetchRecord(db, userID: userID, collection: collection, id: id) != nil else { return nil }
-            return try Row.fetchAll(db, sql: """
-                SELECT rev, conflict, seq, device, ccid, updated_at, size FROM revisions
-                WHERE user_id = ? AND collection = ? AND record_id = ? ORDER BY rev, conflict
-                """, arguments: [userID, collection, id]).map { row in
-                    RevisionInfo(rev: row["rev"], seq: row["seq"], updatedAt: Date(millis: row["updated_at"]), device: row["device"],
-                                 ccid: row["ccid"], conflict: row["conflict"], fields: [:], size: row["size"])
-                }
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT rev, conflict, seq, device, ccid, updated_at, size FROM revisions
+                    WHERE user_id = ? AND collection = ? AND record_id = ? ORDER BY rev, conflict
+                    """, arguments: [userID, collection, id]
+            ).map { row in
+                RevisionInfo(
+                    rev: row["rev"], seq: row["seq"], updatedAt: Date(millis: row["updated_at"]), device: row["device"],
+                    ccid: row["ccid"], conflict: row["conflict"], fields: [:], size: row["size"])
+            }
         }
     }
 
-    public func revision(userID: String, collection: String, id: String, rev: Int64, conflict: Bool) async throws -> RevisionInfo? {
+    public func revision(userID: String, collection: String, id: String, rev: Int64, conflict: Bool) async throws
+        -> RevisionInfo?
+    {
         try await pool.read { db in
             if conflict {
-                return try Row.fetchOne(db, sql: """
-                    SELECT \(Self.revisionColumns) FROM revisions
-                    WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 1
-                    """, arguments: [userID, collection, id, rev]).map { try Self.storedRevision(from: $0) }.map { $0.info(fields: $0.fields) }
+                return try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT \(Self.revisionColumns) FROM revisions
+                        WHERE user_id = ? AND collection = ? AND record_id = ? AND rev = ? AND conflict = 1
+                        """, arguments: [userID, collection, id, rev]
+                ).map { try Self.storedRevision(from: $0) }.map { $0.info(fields: $0.fields) }
             }
             let chain = try Self.revisionChain(db, userID: userID, collection: collection, id: id, rev: rev)
             guard let first = chain.first else { return nil }
@@ -350,7 +397,9 @@ public struct SQLiteStore: NotedStore {
     /// not: it and the push's later changes leave the transaction without writing anything, it
     /// is decided on a reader (``PushAlgorithm``), and they are queued again, in order, with
     /// that decision.
-    public func push(_ changes: [(change: Change, context: PushContext)]) async throws -> [Result<PushResult, any Error>] {
+    public func push(_ changes: [(change: Change, context: PushContext)]) async throws -> [Result<
+        PushResult, any Error
+    >] {
         let algorithm = PushAlgorithm(processor: processor)
         var results: [Result<PushResult, any Error>] = []
         // After a change left the transaction, the next round starts with it: decided on a
@@ -374,7 +423,8 @@ public struct SQLiteStore: NotedStore {
                     var reads = Reads(db: db, userID: context.userID, change: change)
                     let outcome: (result: PushResult, writes: [PushWrite])
                     do {
-                        outcome = try algorithm.run(change, context: context, reads: &reads, prepared: decided, mayDecide: mayDecide)
+                        outcome = try algorithm.run(
+                            change, context: context, reads: &reads, prepared: decided, mayDecide: mayDecide)
                     } catch let error as PushAlgorithm.DecideOutside {
                         deferred.withLockedValue { $0 = true }
                         throw error
@@ -422,16 +472,21 @@ public struct SQLiteStore: NotedStore {
         func lockedSeq() throws -> Int64 {
             // The write transaction holds SQLite's only writer: the seq cannot move under it.
             // No row: the account was deleted after this push was authenticated.
-            guard let seq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT seq FROM user_seq WHERE user_id = ?"), arguments: [userID]) else {
+            guard
+                let seq = try Int64.fetchOne(
+                    db.cachedStatement(sql: "SELECT seq FROM user_seq WHERE user_id = ?"), arguments: [userID])
+            else {
                 throw AccountDeleted()
             }
             return seq
         }
 
         func appliedResult() throws -> (bodyHash: String, reply: String)? {
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT body_hash, reply FROM applied_changes WHERE user_id = ? AND ccid = ?"),
-                             arguments: [userID, change.ccid])
-                .map { (bodyHash: $0[0] as String, reply: $0[1] as String) }
+            try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT body_hash, reply FROM applied_changes WHERE user_id = ? AND ccid = ?"),
+                arguments: [userID, change.ccid]
+            )
+            .map { (bodyHash: $0[0] as String, reply: $0[1] as String) }
         }
 
         func current() throws -> Record? {
@@ -443,14 +498,21 @@ public struct SQLiteStore: NotedStore {
         }
 
         func usage() throws -> StorageUsage {
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = ?"), arguments: [userID])
-                .map { StorageUsage(bytes: $0[0], records: $0[1], history: $0[2]) } ?? StorageUsage()
+            try Row.fetchOne(
+                db.cachedStatement(
+                    sql: "SELECT stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = ?"),
+                arguments: [userID]
+            )
+            .map { StorageUsage(bytes: $0[0], records: $0[1], history: $0[2]) } ?? StorageUsage()
         }
 
         func blobSizes(_ hashes: Set<String>) throws -> [String: Int64] {
             var sizes: [String: Int64] = [:]
             for hash in hashes {
-                if let size = try Int64.fetchOne(db.cachedStatement(sql: "SELECT size FROM blobs WHERE user_id = ? AND sha256 = ?"), arguments: [userID, hash]) {
+                if let size = try Int64.fetchOne(
+                    db.cachedStatement(sql: "SELECT size FROM blobs WHERE user_id = ? AND sha256 = ?"),
+                    arguments: [userID, hash])
+                {
                     sizes[hash] = size
                 }
             }
@@ -462,45 +524,63 @@ public struct SQLiteStore: NotedStore {
     private static func execute(_ write: PushWrite, userID: String, in db: Database) throws {
         switch write {
         case .setSeq(let seq):
-            try db.cachedStatement(sql: "UPDATE user_seq SET seq = ? WHERE user_id = ?").execute(arguments: [seq, userID])
+            try db.cachedStatement(sql: "UPDATE user_seq SET seq = ? WHERE user_id = ?").execute(arguments: [
+                seq, userID,
+            ])
         case .setUsage(let usage):
             try db.cachedStatement(sql: "UPDATE user_seq SET stored_bytes = ?, stored_records = ? WHERE user_id = ?")
                 .execute(arguments: [usage.bytes, usage.records, userID])
         case .upsertRecord(let record):
-            try db.cachedStatement(sql: """
-                INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (user_id, collection, id) DO UPDATE SET
-                    rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
-                    fields = excluded.fields, updated_at = excluded.updated_at
-                """).execute(arguments: [userID, record.collection, record.id, record.rev, record.seq, record.deleted,
-                                         FieldsCoding.encode(record.fields), record.createdAt.millis, record.updatedAt.millis])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (user_id, collection, id) DO UPDATE SET
+                        rev = excluded.rev, seq = excluded.seq, deleted = excluded.deleted,
+                        fields = excluded.fields, updated_at = excluded.updated_at
+                    """
+            ).execute(arguments: [
+                userID, record.collection, record.id, record.rev, record.seq, record.deleted,
+                FieldsCoding.encode(record.fields), record.createdAt.millis, record.updatedAt.millis,
+            ])
         case .deleteRevisions(let collection, let id):
             try db.cachedStatement(sql: "DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ?")
                 .execute(arguments: [userID, collection, id])
-            try db.cachedStatement(sql: "DELETE FROM history_due WHERE user_id = ? AND collection = ? AND record_id = ?")
-                .execute(arguments: [userID, collection, id])
+            try db.cachedStatement(
+                sql: "DELETE FROM history_due WHERE user_id = ? AND collection = ? AND record_id = ?"
+            )
+            .execute(arguments: [userID, collection, id])
         case .insertRevision(let collection, let id, let revision):
             let fields = FieldsCoding.encode(revision.fields)
-            try db.cachedStatement(sql: """
-                INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: [userID, collection, id, revision.rev, revision.conflict, revision.seq,
-                                         fields, revision.device, revision.ccid, revision.updatedAt.millis, fields.utf8.count])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                userID, collection, id, revision.rev, revision.conflict, revision.seq,
+                fields, revision.device, revision.ccid, revision.updatedAt.millis, fields.utf8.count,
+            ])
         case .historyDue(let collection, let id, let at):
-            try db.cachedStatement(sql: """
-                INSERT INTO history_due (user_id, collection, record_id, due_at) VALUES (?, ?, ?, ?)
-                ON CONFLICT (user_id, collection, record_id) DO UPDATE SET due_at = MIN(due_at, excluded.due_at)
-                """).execute(arguments: [userID, collection, id, at.millis])
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO history_due (user_id, collection, record_id, due_at) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (user_id, collection, record_id) DO UPDATE SET due_at = MIN(due_at, excluded.due_at)
+                    """
+            ).execute(arguments: [userID, collection, id, at.millis])
         case .pruneConflictRevisions(let collection, let id, let keeping):
-            try db.cachedStatement(sql: """
-                DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 1 AND rev NOT IN (
-                    SELECT rev FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 1
-                    ORDER BY rev DESC LIMIT ?)
-                """).execute(arguments: [userID, collection, id, userID, collection, id, keeping])
+            try db.cachedStatement(
+                sql: """
+                    DELETE FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 1 AND rev NOT IN (
+                        SELECT rev FROM revisions WHERE user_id = ? AND collection = ? AND record_id = ? AND conflict = 1
+                        ORDER BY rev DESC LIMIT ?)
+                    """
+            ).execute(arguments: [userID, collection, id, userID, collection, id, keeping])
         case .recordApplied(let ccid, let bodyHash, let reply, let at):
-            try db.cachedStatement(sql: "INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at) VALUES (?, ?, ?, ?, ?)")
-                .execute(arguments: [userID, ccid, bodyHash, reply, at.millis])
+            try db.cachedStatement(
+                sql: "INSERT INTO applied_changes (user_id, ccid, body_hash, reply, created_at) VALUES (?, ?, ?, ?, ?)"
+            )
+            .execute(arguments: [userID, ccid, bodyHash, reply, at.millis])
         case .announce:
             // One process serves a SQLite file: the session hub is the whole audience.
             break
@@ -509,13 +589,16 @@ public struct SQLiteStore: NotedStore {
 
     public func sweep(tombstonesBefore: Date, appliedChangesBefore: Date) async throws {
         try await pool.write { db in
-            try db.execute(sql: """
-                UPDATE user_seq SET purged_seq = MAX(purged_seq, (
-                    SELECT MAX(seq) FROM records r WHERE r.user_id = user_seq.user_id AND r.deleted = 1 AND r.updated_at < ?))
-                WHERE EXISTS (SELECT 1 FROM records r WHERE r.user_id = user_seq.user_id AND r.deleted = 1 AND r.updated_at < ?)
-                """, arguments: [tombstonesBefore.millis, tombstonesBefore.millis])
-            try db.execute(sql: "DELETE FROM records WHERE deleted = 1 AND updated_at < ?", arguments: [tombstonesBefore.millis])
-            try db.execute(sql: "DELETE FROM applied_changes WHERE created_at < ?", arguments: [appliedChangesBefore.millis])
+            try db.execute(
+                sql: """
+                    UPDATE user_seq SET purged_seq = MAX(purged_seq, (
+                        SELECT MAX(seq) FROM records r WHERE r.user_id = user_seq.user_id AND r.deleted = 1 AND r.updated_at < ?))
+                    WHERE EXISTS (SELECT 1 FROM records r WHERE r.user_id = user_seq.user_id AND r.deleted = 1 AND r.updated_at < ?)
+                    """, arguments: [tombstonesBefore.millis, tombstonesBefore.millis])
+            try db.execute(
+                sql: "DELETE FROM records WHERE deleted = 1 AND updated_at < ?", arguments: [tombstonesBefore.millis])
+            try db.execute(
+                sql: "DELETE FROM applied_changes WHERE created_at < ?", arguments: [appliedChangesBefore.millis])
         }
     }
 
@@ -530,11 +613,16 @@ public struct SQLiteStore: NotedStore {
 
     // MARK: Rows
 
-    fileprivate static func fetchRecord(_ db: Database, userID: String, collection: String, id: String) throws -> Record? {
-        try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT \(recordColumns) FROM records
-            WHERE user_id = ? AND collection = ? AND id = ?
-            """), arguments: [userID, collection, id]).map(record(from:))
+    fileprivate static func fetchRecord(_ db: Database, userID: String, collection: String, id: String) throws
+        -> Record?
+    {
+        try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT \(recordColumns) FROM records
+                    WHERE user_id = ? AND collection = ? AND id = ?
+                    """), arguments: [userID, collection, id]
+        ).map(record(from:))
     }
 
     /// The columns ``record(from:)`` reads, by position (a lookup by name costs a lowercased

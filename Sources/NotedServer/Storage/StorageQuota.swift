@@ -29,13 +29,20 @@ public struct StorageQuota: Sendable, Hashable {
     /// still stores a revision, so it is refused too.
     func refusal(from usage: StorageUsage, to after: StorageUsage) -> ProtocolError? {
         if let bytes, usage.bytes + usage.history > bytes, after.records >= usage.records {
-            return ProtocolError(.quotaExceeded, "this account may store at most \(bytes) bytes, and its notes, files and their history take \(usage.bytes + usage.history) (history \(usage.history)); delete something first (its history goes with it)")
+            return ProtocolError(
+                .quotaExceeded,
+                "this account may store at most \(bytes) bytes, and its notes, files and their history take \(usage.bytes + usage.history) (history \(usage.history)); delete something first (its history goes with it)"
+            )
         }
         if let bytes, after.bytes > usage.bytes, after.bytes + after.history > bytes {
-            return ProtocolError(.quotaExceeded, "this account may store at most \(bytes) bytes (it stores \(usage.bytes), and \(usage.history) of history); delete something first")
+            return ProtocolError(
+                .quotaExceeded,
+                "this account may store at most \(bytes) bytes (it stores \(usage.bytes), and \(usage.history) of history); delete something first"
+            )
         }
         if let records, after.records > usage.records, after.records > records {
-            return ProtocolError(.quotaExceeded, "this account may store at most \(records) records; delete something first")
+            return ProtocolError(
+                .quotaExceeded, "this account may store at most \(records) records; delete something first")
         }
         return nil
     }

@@ -54,7 +54,9 @@ struct ChangeProcessor: Sendable {
             guard applied.bodyHash == context.bodyHash else {
                 return reject(.ccidReused, "this ccid was already used for a different change")
             }
-            guard let stored = try? JSONValue.parse(applied.reply), case .ack(var original)? = try? ServerMessage.decode(stored) else {
+            guard let stored = try? JSONValue.parse(applied.reply),
+                case .ack(var original)? = try? ServerMessage.decode(stored)
+            else {
                 return reject(.ccidReused, "this ccid was already used")
             }
             original.status = .duplicate
@@ -78,12 +80,15 @@ struct ChangeProcessor: Sendable {
         if change.baseRev > current.rev {
             return reject(.invalidVersion, "baseRev is newer than the record", current: current)
         }
-        return update(current, with: change, baseFields: inputs.baseFields, schema: schema, context: context, identity: identity)
+        return update(
+            current, with: change, baseFields: inputs.baseFields, schema: schema, context: context, identity: identity)
     }
 
     /// A change to an existing record at `baseRev` ≤ its `rev`: applied, or merged when stale.
-    private func update(_ current: Record, with change: Change, baseFields: [String: JSONValue]?, schema: CollectionSchema,
-                        context: PushContext, identity: ChangeIdentity) -> Decision {
+    private func update(
+        _ current: Record, with change: Change, baseFields: [String: JSONValue]?, schema: CollectionSchema,
+        context: PushContext, identity: ChangeIdentity
+    ) -> Decision {
         let stale = change.baseRev < current.rev
         let newRev = current.rev + 1
         var result: MergeResult
@@ -95,8 +100,12 @@ struct ChangeProcessor: Sendable {
             if stale {
                 let needsText = change.fields.values.contains { if case .textDelta = $0 { true } else { false } }
                 if baseFields == nil && needsText {
-                    return .reply(.reject(Reject(ProtocolError(.baseUnavailable, "the server no longer holds revision \(change.baseRev)"),
-                                                 identity: identity, current: current)))
+                    return .reply(
+                        .reject(
+                            Reject(
+                                ProtocolError(
+                                    .baseUnavailable, "the server no longer holds revision \(change.baseRev)"),
+                                identity: identity, current: current)))
                 }
                 // Without the base, a stale whole-text set keeps whatever it replaces.
                 base = baseFields ?? [:]
@@ -104,7 +113,8 @@ struct ChangeProcessor: Sendable {
             do {
                 result = try merger.apply(change.fields, schema: schema, current: current.fields, base: base)
             } catch {
-                return .reply(.reject(Reject(error, identity: identity, current: error.code == .invalidDelta ? current : nil)))
+                return .reply(
+                    .reject(Reject(error, identity: identity, current: error.code == .invalidDelta ? current : nil)))
             }
         }
         let deleted = change.op == .delete
@@ -114,23 +124,35 @@ struct ChangeProcessor: Sendable {
         )
         var revisions: [RevisionInfo] = []
         if !deleted {
-            revisions.append(RevisionInfo(rev: newRev, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid, conflict: false, fields: result.fields))
+            revisions.append(
+                RevisionInfo(
+                    rev: newRev, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid,
+                    conflict: false, fields: result.fields))
             if let conflictFields = result.conflictFields {
-                revisions.append(RevisionInfo(rev: newRev, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid, conflict: true, fields: conflictFields))
+                revisions.append(
+                    RevisionInfo(
+                        rev: newRev, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid,
+                        conflict: true, fields: conflictFields))
             }
         }
-        let reply = Ack(ccid: change.ccid, collection: change.collection, id: change.id, rev: newRev, status: stale ? .merged : .applied,
-                        fields: stale ? result.fields : nil, conflicts: stale ? result.conflicts : nil)
+        let reply = Ack(
+            ccid: change.ccid, collection: change.collection, id: change.id, rev: newRev,
+            status: stale ? .merged : .applied,
+            fields: stale ? result.fields : nil, conflicts: stale ? result.conflicts : nil)
         let ops = deleted ? [:] : merger.ops(from: current.fields, to: result.fields, schema: schema)
-        let broadcast = Broadcast(collection: change.collection, id: change.id, rev: newRev, prevRev: current.rev, op: change.op,
-                                  fields: ops, updatedAt: context.now)
-        return .write(WritePlan(
-            record: record, prevRev: current.rev, prevFields: current.fields, revisions: revisions,
-            purgeHistory: deleted, reply: reply, broadcast: broadcast
-        ))
+        let broadcast = Broadcast(
+            collection: change.collection, id: change.id, rev: newRev, prevRev: current.rev, op: change.op,
+            fields: ops, updatedAt: context.now)
+        return .write(
+            WritePlan(
+                record: record, prevRev: current.rev, prevFields: current.fields, revisions: revisions,
+                purgeHistory: deleted, reply: reply, broadcast: broadcast
+            ))
     }
 
-    private func create(_ change: Change, schema: CollectionSchema, context: PushContext, identity: ChangeIdentity) -> Decision {
+    private func create(_ change: Change, schema: CollectionSchema, context: PushContext, identity: ChangeIdentity)
+        -> Decision
+    {
         let result: MergeResult
         do {
             result = try merger.apply(change.fields, schema: schema, current: [:], base: nil)
@@ -142,13 +164,19 @@ struct ChangeProcessor: Sendable {
             fields: result.fields, createdAt: context.now, updatedAt: context.now
         )
         let reply = Ack(ccid: change.ccid, collection: change.collection, id: change.id, rev: 1, status: .applied)
-        let broadcast = Broadcast(collection: change.collection, id: change.id, rev: 1, prevRev: 0, op: .upsert,
-                                  fields: result.fields.mapValues { ["set": $0] }, updatedAt: context.now)
-        return .write(WritePlan(
-            record: record, prevRev: 0, prevFields: [:],
-            revisions: [RevisionInfo(rev: 1, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid, conflict: false, fields: result.fields)],
-            purgeHistory: false, reply: reply, broadcast: broadcast
-        ))
+        let broadcast = Broadcast(
+            collection: change.collection, id: change.id, rev: 1, prevRev: 0, op: .upsert,
+            fields: result.fields.mapValues { ["set": $0] }, updatedAt: context.now)
+        return .write(
+            WritePlan(
+                record: record, prevRev: 0, prevFields: [:],
+                revisions: [
+                    RevisionInfo(
+                        rev: 1, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid,
+                        conflict: false, fields: result.fields)
+                ],
+                purgeHistory: false, reply: reply, broadcast: broadcast
+            ))
     }
 }
 
@@ -169,4 +197,3 @@ extension ChangeProcessor.WritePlan {
         return (record, revisions, reply, broadcast)
     }
 }
-

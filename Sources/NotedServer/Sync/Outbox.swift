@@ -80,8 +80,11 @@ final class Outbox: Sendable {
     ///   - write: writes one item (a `.text` or a `.close`; a `.message` is encoded when queued).
     ///   - onFinish: called once when the outbox takes no more items.
     ///   - closeConnection: closes the connection without a handshake.
-    init(limit: Int = .max, write: @escaping @Sendable (Outgoing) async throws -> Void, onFinish: @escaping @Sendable () -> Void = {},
-         closeConnection: @escaping @Sendable () -> Void = {}) {
+    init(
+        limit: Int = .max, write: @escaping @Sendable (Outgoing) async throws -> Void,
+        onFinish: @escaping @Sendable () -> Void = {},
+        closeConnection: @escaping @Sendable () -> Void = {}
+    ) {
         self.limit = limit
         self.sink = .writer(write)
         self.onFinish = onFinish

@@ -148,10 +148,12 @@ struct PushAlgorithm: Sendable {
     func prepare(_ change: Change, context: PushContext, reads: inout some PushReads) throws -> Prepared {
         let applied = try reads.appliedResult()
         let current = try reads.current()
-        let baseFields = ChangeProcessor.needsBase(change, current: current) ? try reads.baseFields(rev: change.baseRev) : nil
+        let baseFields =
+            ChangeProcessor.needsBase(change, current: current) ? try reads.baseFields(rev: change.baseRev) : nil
         let inputs = ChangeProcessor.Inputs(applied: applied, current: current, baseFields: baseFields)
-        return Prepared(applied: applied != nil, currentRev: current?.rev, currentSeq: current?.seq,
-                        decision: processor.decide(change, inputs: inputs, context: context))
+        return Prepared(
+            applied: applied != nil, currentRev: current?.rev, currentSeq: current?.seq,
+            decision: processor.decide(change, inputs: inputs, context: context))
     }
 
     /// Thrown by ``run(_:context:reads:prepared:mayDecide:)`` when the change is to be decided
@@ -172,11 +174,14 @@ struct PushAlgorithm: Sendable {
         let applied = try reads.appliedResult()
         let current = try reads.current()
         let decision: ChangeProcessor.Decision
-        if let prepared, prepared.applied == (applied != nil), prepared.currentRev == current?.rev, prepared.currentSeq == current?.seq {
+        if let prepared, prepared.applied == (applied != nil), prepared.currentRev == current?.rev,
+            prepared.currentSeq == current?.seq
+        {
             decision = prepared.decision
         } else {
             if let mayDecide, !mayDecide(current) { throw DecideOutside() }
-            let baseFields = ChangeProcessor.needsBase(change, current: current) ? try reads.baseFields(rev: change.baseRev) : nil
+            let baseFields =
+                ChangeProcessor.needsBase(change, current: current) ? try reads.baseFields(rev: change.baseRev) : nil
             let inputs = ChangeProcessor.Inputs(applied: applied, current: current, baseFields: baseFields)
             decision = processor.decide(change, inputs: inputs, context: context)
         }
@@ -189,16 +194,23 @@ struct PushAlgorithm: Sendable {
             let record = written.record
             if let refusal = try blobRefusal(record: record, current: current, reads: &reads) {
                 let identity = ChangeIdentity(ccid: change.ccid, collection: change.collection, id: change.id)
-                return (PushResult(reply: .reject(Reject(refusal, identity: identity)), broadcast: nil, committedSeq: nil), [])
+                return (
+                    PushResult(reply: .reject(Reject(refusal, identity: identity)), broadcast: nil, committedSeq: nil),
+                    []
+                )
             }
             let usage = try reads.usage()
             let before = StorageUsage.of(current)
             let now = StorageUsage.of(record)
-            let after = StorageUsage(bytes: usage.bytes - before.bytes + now.bytes, records: usage.records - before.records + now.records,
-                                     history: usage.history)
+            let after = StorageUsage(
+                bytes: usage.bytes - before.bytes + now.bytes, records: usage.records - before.records + now.records,
+                history: usage.history)
             if let refusal = processor.quota.refusal(from: usage, to: after) {
                 let identity = ChangeIdentity(ccid: change.ccid, collection: change.collection, id: change.id)
-                return (PushResult(reply: .reject(Reject(refusal, identity: identity)), broadcast: nil, committedSeq: nil), [])
+                return (
+                    PushResult(reply: .reject(Reject(refusal, identity: identity)), broadcast: nil, committedSeq: nil),
+                    []
+                )
             }
             var writes: [PushWrite] = [.setSeq(next), .upsertRecord(record)]
             if after != usage { writes.append(.setUsage(after)) }
@@ -213,12 +225,20 @@ struct PushAlgorithm: Sendable {
             // so that an import of 10,000 notes leaves the history service nothing to do.
             let firstSave = current == nil && written.revisions.count == 1 && !written.revisions[0].conflict
             if !written.revisions.isEmpty && !firstSave {
-                writes.append(.historyDue(collection: record.collection, id: record.id, at: context.now.addingTimeInterval(Self.compactionDelay)))
+                writes.append(
+                    .historyDue(
+                        collection: record.collection, id: record.id,
+                        at: context.now.addingTimeInterval(Self.compactionDelay)))
             }
             if written.revisions.contains(where: \.conflict) {
-                writes.append(.pruneConflictRevisions(collection: record.collection, id: record.id, keeping: processor.conflictRevisionsKept))
+                writes.append(
+                    .pruneConflictRevisions(
+                        collection: record.collection, id: record.id, keeping: processor.conflictRevisionsKept))
             }
-            writes.append(.recordApplied(ccid: change.ccid, bodyHash: context.bodyHash, reply: ServerMessage.ack(written.reply).json.jsonString, at: context.now))
+            writes.append(
+                .recordApplied(
+                    ccid: change.ccid, bodyHash: context.bodyHash,
+                    reply: ServerMessage.ack(written.reply).json.jsonString, at: context.now))
             writes.append(.announce(seq: next))
             return (PushResult(reply: .ack(written.reply), broadcast: written.broadcast, committedSeq: next), writes)
         }
@@ -232,9 +252,12 @@ extension PushAlgorithm {
         guard let schema, !record.deleted else { return [] }
         var added: [AttachmentReference] = []
         for (name, spec) in schema.fields where spec.attachments {
-            let before = Set(current.flatMap { $0.deleted ? nil : $0.fields[name]?.arrayValue }?.compactMap(\.stringValue) ?? [])
+            let before = Set(
+                current.flatMap { $0.deleted ? nil : $0.fields[name]?.arrayValue }?.compactMap(\.stringValue) ?? [])
             for element in record.fields[name]?.arrayValue ?? [] {
-                guard let text = element.stringValue, !before.contains(text), let reference = AttachmentReference(element: text) else { continue }
+                guard let text = element.stringValue, !before.contains(text),
+                    let reference = AttachmentReference(element: text)
+                else { continue }
                 added.append(reference)
             }
         }
@@ -253,7 +276,9 @@ extension PushAlgorithm {
             case .setAddRemove(let add, _): elements = add
             default: elements = []
             }
-            for element in elements { if let reference = AttachmentReference(element: element) { hashes.insert(reference.sha256) } }
+            for element in elements {
+                if let reference = AttachmentReference(element: element) { hashes.insert(reference.sha256) }
+            }
         }
         return hashes
     }
@@ -262,15 +287,21 @@ extension PushAlgorithm {
     /// stored (`missing_blob`: upload it and send the change again), or names a stored blob
     /// with another size (`invalid_field`).
     func blobRefusal(record: Record, current: Record?, reads: inout some PushReads) throws -> ProtocolError? {
-        let added = Self.addedAttachments(record: record, current: current, schema: processor.schemas[record.collection])
+        let added = Self.addedAttachments(
+            record: record, current: current, schema: processor.schemas[record.collection])
         guard !added.isEmpty else { return nil }
         let sizes = try reads.blobSizes(Set(added.map(\.sha256)))
         for reference in added {
             guard let size = sizes[reference.sha256] else {
-                return ProtocolError(.missingBlob, "the attachment \(reference.sha256) (\(reference.name)) is not on the server: upload it with PUT /v1/blobs/\(reference.sha256), then send the change again")
+                return ProtocolError(
+                    .missingBlob,
+                    "the attachment \(reference.sha256) (\(reference.name)) is not on the server: upload it with PUT /v1/blobs/\(reference.sha256), then send the change again"
+                )
             }
             guard size == reference.size else {
-                return ProtocolError(.invalidField, "the attachment \(reference.sha256) (\(reference.name)) is \(size) bytes, not \(reference.size)")
+                return ProtocolError(
+                    .invalidField,
+                    "the attachment \(reference.sha256) (\(reference.name)) is \(size) bytes, not \(reference.size)")
             }
         }
         return nil

@@ -102,7 +102,8 @@ final class SessionHub: Sendable {
         }
         let message = "the sign-in session was revoked"
         for continuation in targets {
-            continuation.yield(.message(ServerMessage.error(ServerError(ProtocolError(.unauthenticated, message))).json))
+            continuation.yield(
+                .message(ServerMessage.error(ServerError(ProtocolError(.unauthenticated, message))).json))
             continuation.yield(.close(code: 4001, reason: message))
         }
     }

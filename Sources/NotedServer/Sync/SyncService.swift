@@ -21,20 +21,29 @@ struct SyncService: Sendable {
 
     var limits: Limits { parser.limits }
 
-    func pull(userID: String, since: Int64, limit: Int, snapshot: Bool = false, rid: RequestID?) async throws -> JSONValue {
-        var page = try await pullTurns.run(userID) { try await store.changes(userID: userID, since: since, limit: limit, snapshot: snapshot) }
+    func pull(userID: String, since: Int64, limit: Int, snapshot: Bool = false, rid: RequestID?) async throws
+        -> JSONValue
+    {
+        var page = try await pullTurns.run(userID) {
+            try await store.changes(userID: userID, since: since, limit: limit, snapshot: snapshot)
+        }
         page.rid = rid
         return ServerMessage.changes(page).json
     }
 
     /// Answers each change in order; commits are broadcast to the user's other sessions.
-    func push(changes: [JSONValue], userID: String, device: String?, session: UUID?, rid: RequestID?, logger: Logger) async throws -> [JSONValue] {
+    func push(changes: [JSONValue], userID: String, device: String?, session: UUID?, rid: RequestID?, logger: Logger)
+        async throws -> [JSONValue]
+    {
         try await turns.run(userID) {
-            try await pushInTurn(changes: changes, userID: userID, device: device, session: session, rid: rid, logger: logger)
+            try await pushInTurn(
+                changes: changes, userID: userID, device: device, session: session, rid: rid, logger: logger)
         }
     }
 
-    private func pushInTurn(changes: [JSONValue], userID: String, device: String?, session: UUID?, rid: RequestID?, logger: Logger) async throws -> [JSONValue] {
+    private func pushInTurn(
+        changes: [JSONValue], userID: String, device: String?, session: UUID?, rid: RequestID?, logger: Logger
+    ) async throws -> [JSONValue] {
         let started = ContinuousClock.now
         // Parsed first; the valid ones go to the store together, in order (one transaction on
         // SQLite, usually: group commit), and every answer takes its place.
@@ -45,7 +54,9 @@ struct SyncService: Sendable {
             do {
                 let change = try parser.parse(raw)
                 let hash = SHA256.hash(data: Data(change.json.jsonString.utf8)).lowercaseHex
-                parsed.append((change: change, context: PushContext(userID: userID, device: device, now: clock(), bodyHash: hash)))
+                parsed.append(
+                    (change: change, context: PushContext(userID: userID, device: device, now: clock(), bodyHash: hash))
+                )
                 positions.append(replies.count)
                 replies.append(nil)
             } catch {
@@ -60,7 +71,8 @@ struct SyncService: Sendable {
             do {
                 result = try results[index].get()
             } catch let error as ProtocolError {
-                replies[positions[index]] = ServerMessage.reject(Reject(error, identity: ChangeParser.identity(of: change.json)))
+                replies[positions[index]] = ServerMessage.reject(
+                    Reject(error, identity: ChangeParser.identity(of: change.json)))
                 logger.debug("change rejected", metadata: ["code": .string(error.code.rawValue)])
                 continue
             }
@@ -68,9 +80,11 @@ struct SyncService: Sendable {
             if let broadcast = result.broadcast {
                 hub.publish(user: userID, message: ServerMessage.change(broadcast).json, except: session)
             }
-            logger.debug("change answered", metadata: [
-                "ccid": .string(change.ccid), "record": .string(change.id), "result": .string(result.status),
-            ])
+            logger.debug(
+                "change answered",
+                metadata: [
+                    "ccid": .string(change.ccid), "record": .string(change.id), "result": .string(result.status),
+                ])
         }
         let elapsed = ContinuousClock.now - started
         return replies.map { reply in

@@ -52,8 +52,13 @@ final class SyncSession: Sendable {
         self.connectionLogger = logger
     }
 
-    convenience init(sync: SyncService, tokens: AccessTokens, configuration: ServerConfiguration, headerToken: String?, logger: Logger) {
-        self.init(environment: Environment(sync: sync, tokens: tokens, configuration: configuration), headerToken: headerToken, logger: logger)
+    convenience init(
+        sync: SyncService, tokens: AccessTokens, configuration: ServerConfiguration, headerToken: String?,
+        logger: Logger
+    ) {
+        self.init(
+            environment: Environment(sync: sync, tokens: tokens, configuration: configuration),
+            headerToken: headerToken, logger: logger)
     }
 
     /// The session's deadline (``SessionDeadlines`` enforces it): the hello deadline, then
@@ -71,24 +76,30 @@ final class SyncSession: Sendable {
     /// hub; issue 18, docs/benchmarks.md "Idle connections").
     /// - Parameter close: closes the connection without a handshake (on shutdown, for a client
     ///   that does not answer the 1001 close in time).
-    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, close: @escaping @Sendable () -> Void) async throws {
+    func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, close: @escaping @Sendable () -> Void)
+        async throws
+    {
         let metrics = sync.metrics
-        let continuation = Outbox(limit: environment.configuration.maxQueuedBytesPerSession, write: { item in
-            switch item {
-            case .message(let message):
-                metrics.messagesOut.increment()
-                try await outbound.write(.text(message.jsonString))
-            case .text(let text):
-                metrics.messagesOut.increment()
-                try await outbound.write(.text(text))
-            case .close(let code, let reason):
-                try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
-            case .heartbeat:
-                try await outbound.write(.pong)
-            }
-        }, closeConnection: close)
-        let shared = NIOLockedValueBox(Shared(
-            deadline: Date().addingTimeInterval(environment.configuration.helloTimeout.timeInterval), deadlineCode: .unauthenticated))
+        let continuation = Outbox(
+            limit: environment.configuration.maxQueuedBytesPerSession,
+            write: { item in
+                switch item {
+                case .message(let message):
+                    metrics.messagesOut.increment()
+                    try await outbound.write(.text(message.jsonString))
+                case .text(let text):
+                    metrics.messagesOut.increment()
+                    try await outbound.write(.text(text))
+                case .close(let code, let reason):
+                    try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
+                case .heartbeat:
+                    try await outbound.write(.pong)
+                }
+            }, closeConnection: close)
+        let shared = NIOLockedValueBox(
+            Shared(
+                deadline: Date().addingTimeInterval(environment.configuration.helloTimeout.timeInterval),
+                deadlineCode: .unauthenticated))
         sync.hub.track(session: id, continuation: continuation)
         sync.metrics.connections.increment()
         defer {
@@ -99,7 +110,9 @@ final class SyncSession: Sendable {
         try await serve(inbound: inbound, continuation: continuation, shared: shared)
     }
 
-    private func serve(inbound: WebSocketInboundStream, continuation: Outbox, shared: NIOLockedValueBox<Shared>) async throws {
+    private func serve(inbound: WebSocketInboundStream, continuation: Outbox, shared: NIOLockedValueBox<Shared>)
+        async throws
+    {
         armTimer(shared, continuation)
         defer { environment.deadlines.unwatch(id) }
         var state = State()
@@ -125,7 +138,8 @@ final class SyncSession: Sendable {
         let (keepGoing, after) = try await withThrowingTaskGroup(of: (Bool, State).self) { group in
             group.addTask {
                 var state = before
-                let keepGoing = try await self.handle(message, state: &state, shared: shared, continuation: continuation)
+                let keepGoing = try await self.handle(
+                    message, state: &state, shared: shared, continuation: continuation)
                 return (keepGoing, state)
             }
             return try await group.next()!
@@ -189,9 +203,11 @@ final class SyncSession: Sendable {
         _ message: WebSocketMessage, state: inout State, shared: NIOLockedValueBox<Shared>,
         continuation: Outbox
     ) async throws -> Bool {
-        let replies = Replies(continuation: continuation, maxErrorsPerMinute: environment.configuration.maxErrorsPerMinute, session: self)
+        let replies = Replies(
+            continuation: continuation, maxErrorsPerMinute: environment.configuration.maxErrorsPerMinute, session: self)
         guard case .text(let text) = message else {
-            return replies.fail(ProtocolError(.badRequest, "binary frames are not supported; send JSON text frames"), &state)
+            return replies.fail(
+                ProtocolError(.badRequest, "binary frames are not supported; send JSON text frames"), &state)
         }
         let value: JSONValue
         do {
@@ -213,7 +229,8 @@ final class SyncSession: Sendable {
         case .hello:
             return replies.fail(ProtocolError(.badRequest, "already authenticated"), rid: rid, &state)
         case .reauth(let token):
-            return try await reauth(token: token, userID: userID, rid: rid, state: &state, shared: shared, replies: replies)
+            return try await reauth(
+                token: token, userID: userID, rid: rid, state: &state, shared: shared, replies: replies)
         case .pull(let since, let limit, let snapshot):
             replies.send(try await sync.pull(userID: userID, since: since, limit: limit, snapshot: snapshot, rid: rid))
             return true
@@ -229,7 +246,8 @@ final class SyncSession: Sendable {
 
     /// The first message must be a valid `hello`: the session is then authenticated.
     private func hello(
-        _ message: ClientMessage, rid: RequestID?, state: inout State, shared: NIOLockedValueBox<Shared>, replies: Replies
+        _ message: ClientMessage, rid: RequestID?, state: inout State, shared: NIOLockedValueBox<Shared>,
+        replies: Replies
     ) async throws -> Bool {
         guard case .hello(let version, let token, let device, _) = message else {
             return replies.fail(ProtocolError(.unauthenticated, "send hello first"), rid: rid, &state)
@@ -244,16 +262,19 @@ final class SyncSession: Sendable {
         do {
             verified = try await tokens.verify(token)
         } catch {
-            return replies.close(error.isExpired ? .tokenExpired : .unauthenticated,
-                                 error.isExpired ? "the access token expired" : "invalid access token", closeCode: 4001)
+            return replies.close(
+                error.isExpired ? .tokenExpired : .unauthenticated,
+                error.isExpired ? "the access token expired" : "invalid access token", closeCode: 4001)
         }
         guard let (user, seq) = try await sync.store.userAndSeq(id: verified.userID), !user.disabled else {
             return replies.close(.unauthenticated, "invalid access token", closeCode: 4001)
         }
         // One account cannot hold every connection: the newest beyond the cap is refused.
         guard sync.hub.sessionCount(user: verified.userID) < environment.configuration.maxSessionsPerUser else {
-            return replies.close(.rateLimited, "too many sync connections for this user (at most \(environment.configuration.maxSessionsPerUser)); close another first",
-                                 closeCode: 4029)
+            return replies.close(
+                .rateLimited,
+                "too many sync connections for this user (at most \(environment.configuration.maxSessionsPerUser)); close another first",
+                closeCode: 4029)
         }
         state.userID = verified.userID
         state.device = device
@@ -266,20 +287,25 @@ final class SyncSession: Sendable {
         // reading the seq (with the user, above) and joining is not broadcast to us, but the
         // client pulls after welcome and finds it there.
         replies.send(welcome(verified, seq: seq, rid: rid))
-        sync.hub.join(user: verified.userID, session: id, continuation: replies.continuation, seenSeq: seq, signInSession: verified.sessionID)
+        sync.hub.join(
+            user: verified.userID, session: id, continuation: replies.continuation, seenSeq: seq,
+            signInSession: verified.sessionID)
         logger.info("session authenticated", metadata: ["user": .string(verified.userID)])
         return true
     }
 
     /// A new token for the same user keeps the session open past the old token's expiry.
     private func reauth(
-        token: String, userID: String, rid: RequestID?, state: inout State, shared: NIOLockedValueBox<Shared>, replies: Replies
+        token: String, userID: String, rid: RequestID?, state: inout State, shared: NIOLockedValueBox<Shared>,
+        replies: Replies
     ) async throws -> Bool {
         let verified: VerifiedToken
         do {
             verified = try await tokens.verify(token)
         } catch {
-            return replies.fail(ProtocolError(error.isExpired ? .tokenExpired : .unauthenticated, "the new token is not valid"), rid: rid, &state)
+            return replies.fail(
+                ProtocolError(error.isExpired ? .tokenExpired : .unauthenticated, "the new token is not valid"),
+                rid: rid, &state)
         }
         guard verified.userID == userID else {
             return replies.close(.unauthenticated, "the token belongs to another user", closeCode: 4001)
@@ -292,19 +318,28 @@ final class SyncSession: Sendable {
     }
 
     /// Answers every change of a push, in order, unless the push is too large or too frequent.
-    private func push(_ changes: [JSONValue], userID: String, rid: RequestID?, state: inout State, replies: Replies) async throws -> Bool {
+    private func push(_ changes: [JSONValue], userID: String, rid: RequestID?, state: inout State, replies: Replies)
+        async throws -> Bool
+    {
         guard changes.count <= environment.configuration.limits.maxChangesPerPush else {
-            return replies.fail(ProtocolError(.tooLarge, "a push holds at most \(environment.configuration.limits.maxChangesPerPush) changes"), rid: rid, &state)
+            return replies.fail(
+                ProtocolError(
+                    .tooLarge, "a push holds at most \(environment.configuration.limits.maxChangesPerPush) changes"),
+                rid: rid, &state)
         }
         let now = Date()
         state.pushes = state.pushes.filter { now.timeIntervalSince($0) < 1 } + [now]
         if state.pushes.count > environment.configuration.maxPushesPerSecond {
-            for reply in sync.rejectAll(changes: changes, error: ProtocolError(.rateLimited, "too many pushes; slow down"), rid: rid) {
+            for reply in sync.rejectAll(
+                changes: changes, error: ProtocolError(.rateLimited, "too many pushes; slow down"), rid: rid)
+            {
                 replies.send(reply)
             }
             return replies.countError(&state)
         }
-        for reply in try await sync.push(changes: changes, userID: userID, device: state.device, session: id, rid: rid, logger: logger) {
+        for reply in try await sync.push(
+            changes: changes, userID: userID, device: state.device, session: id, rid: rid, logger: logger)
+        {
             replies.send(reply)
         }
         return true
@@ -312,6 +347,9 @@ final class SyncSession: Sendable {
 
     /// The `welcome` message, reporting the user's latest `seq`.
     private func welcome(_ token: VerifiedToken, seq: Int64, rid: RequestID?) -> ServerMessage {
-        .welcome(Welcome(user: token.userID, seq: seq, expiresAt: token.expiresAt, limits: environment.configuration.limits, rid: rid))
+        .welcome(
+            Welcome(
+                user: token.userID, seq: seq, expiresAt: token.expiresAt, limits: environment.configuration.limits,
+                rid: rid))
     }
 }

@@ -24,16 +24,21 @@ enum RandomText {
         var isBMPOnly: Bool { self != .emoji }
     }
 
-    static let asciiAlphabet: [Unicode.Scalar] = Array("abcdefghijklmnopqrstuvwxyz ABCXYZ0123456789 .,;:!?-_'\"()[]{}%+=/\\#&*<>~`@$^|\t\n".unicodeScalars)
+    static let asciiAlphabet: [Unicode.Scalar] = Array(
+        "abcdefghijklmnopqrstuvwxyz ABCXYZ0123456789 .,;:!?-_'\"()[]{}%+=/\\#&*<>~`@$^|\t\n".unicodeScalars)
 
-    static let bmpAlphabet: [Unicode.Scalar] = Array("aeiou xyz.é ñ ü ß Ω λ д ж 中 文 字 日 本 € ‰ → ∑ \u{00A0}\u{0301}\u{200D}\u{2028}\u{FEFF}\u{0000}\u{0001}\u{007F}\u{E000}\u{FFFF}\n".unicodeScalars)
+    static let bmpAlphabet: [Unicode.Scalar] = Array(
+        "aeiou xyz.é ñ ü ß Ω λ д ж 中 文 字 日 本 € ‰ → ∑ \u{00A0}\u{0301}\u{200D}\u{2028}\u{FEFF}\u{0000}\u{0001}\u{007F}\u{E000}\u{FFFF}\n"
+            .unicodeScalars)
 
     /// Astral characters chosen to share surrogates: U+1F600…U+1F602 share their high
     /// surrogate, U+1F200/U+1F600/U+1D600 share their low surrogate.
     static let emojiAlphabet: [Unicode.Scalar] = Array("ab c\n😀😁😂🈀𝘀🙂👍🏽🇫🇷🇫🇮\u{200D}👨👩𝒜𠀋\u{10FFFF}\u{10000}é".unicodeScalars)
 
-    static let words = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "note", "sync", "edit", "merge",
-                        "- [ ] todo", "# Heading", "", "  indented", "café", "naïve", "日本語"]
+    static let words = [
+        "the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "note", "sync", "edit", "merge",
+        "- [ ] todo", "# Heading", "", "  indented", "café", "naïve", "日本語",
+    ]
 
     static func alphabet(for kind: Kind) -> [Unicode.Scalar] {
         switch kind {
@@ -117,6 +122,6 @@ enum RandomText {
     }
 }
 
-private extension String {
-    var trimmingNewlines: String { replacingOccurrences(of: "\n", with: " ") }
+extension String {
+    fileprivate var trimmingNewlines: String { replacingOccurrences(of: "\n", with: " ") }
 }

@@ -52,7 +52,9 @@ func roundTripProblems(_ dmp: DiffMatchPatch, _ a: String, _ b: String) -> [Stri
     let patches = dmp.patchMake(a, b)
     let patchText = dmp.patchToText(patches)
     problems += patchSurrogateProblems(patches, patchText: patchText, text1: a, text2: b).map { "patchMake: \($0)" }
-    check(dmp.patchToText(dmp.patchMake(diffs)) == dmp.patchToText(dmp.patchMake(a, diffs)), "patchMake(diffs) and patchMake(a, diffs) differ")
+    check(
+        dmp.patchToText(dmp.patchMake(diffs)) == dmp.patchToText(dmp.patchMake(a, diffs)),
+        "patchMake(diffs) and patchMake(a, diffs) differ")
     do {
         let parsed = try dmp.patchFromText(patchText)
         check(parsed == patches, "patchFromText(patchToText) differs from the patches")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import DiffMatchPatch
 
 /// An equality, in the short form the tables below read best with.

@@ -1,6 +1,6 @@
 import Foundation
-import TestSupport
 import NotedCore
+import TestSupport
 import Testing
 
 struct E2EFailure: Error, CustomStringConvertible {
@@ -11,7 +11,8 @@ struct E2EFailure: Error, CustomStringConvertible {
 /// Where `swift build` put the executables: `NOTED_BIN_DIR`, else `.build/debug` of this package.
 let binDirectory: URL = {
     if let dir = ProcessInfo.processInfo.environment["NOTED_BIN_DIR"] { return URL(fileURLWithPath: dir) }
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent()
     return root.appendingPathComponent(".build/debug")
 }()
 
@@ -22,7 +23,10 @@ struct ProcessResult {
 }
 
 /// Runs a program to completion (with a time limit) and captures its output.
-func run(_ program: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:], timeout: Duration = .seconds(60)) async throws -> ProcessResult {
+func run(
+    _ program: String, _ arguments: [String], stdin: String? = nil, environment: [String: String] = [:],
+    timeout: Duration = .seconds(60)
+) async throws -> ProcessResult {
     // One of this package's executables, or an absolute path.
     let path = program.hasPrefix("/") ? program : binDirectory.appendingPathComponent(program).path
     var env = ProcessInfo.processInfo.environment
@@ -120,7 +124,8 @@ struct Home {
             guard var object = note.objectValue, let id = object["id"]?.stringValue else { continue }
             object["updatedAt"] = nil
             object["createdAt"] = nil
-            object["tags"] = .array((object["tags"]?.arrayValue ?? []).sorted { ($0.stringValue ?? "") < ($1.stringValue ?? "") })
+            object["tags"] = .array(
+                (object["tags"]?.arrayValue ?? []).sorted { ($0.stringValue ?? "") < ($1.stringValue ?? "") })
             result[id] = .object(object)
         }
         return result

@@ -23,7 +23,10 @@ struct LiveServer: Sendable {
         directory: String? = nil, port: Int = 0, configure: @Sendable (inout ServerConfiguration) -> Void = { _ in },
         _ body: @Sendable (LiveServer) async throws -> Void
     ) async throws {
-        let directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("noted-client-test-\(UUID().uuidString)").path
+        let directory =
+            directory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("noted-client-test-\(UUID().uuidString)")
+            .path
         let owned = directory.contains("noted-client-test-")
         defer { if owned { try? FileManager.default.removeItem(atPath: directory) } }
         try await run(directory: directory, port: port, configure: configure, body)
@@ -50,7 +53,8 @@ struct LiveServer: Sendable {
         configure(&configuration)
         return try await LiveNode.run(configuration, logger: LiveNode.logger("noted-client-test-server")) { client in
             guard let actualPort = client.port else { throw TestFailure("the server did not start") }
-            return try await body(LiveServer(url: URL(string: "http://127.0.0.1:\(actualPort)")!, port: actualPort, directory: directory))
+            return try await body(
+                LiveServer(url: URL(string: "http://127.0.0.1:\(actualPort)")!, port: actualPort, directory: directory))
         }
     }
 
@@ -59,7 +63,9 @@ struct LiveServer: Sendable {
         var configuration = NotedClient.Configuration()
         configuration.sync.initialBackoff = .milliseconds(100)
         configuration.sync.maxBackoff = .milliseconds(500)
-        return try NotedClient(databasePath: path, server: URL(string: "http://127.0.0.1:\(port)")!, credentials: credentials, configuration: configuration)
+        return try NotedClient(
+            databasePath: path, server: URL(string: "http://127.0.0.1:\(port)")!, credentials: credentials,
+            configuration: configuration)
     }
 
     /// Registers a user and signs in; the credentials a client needs.
@@ -70,22 +76,32 @@ struct LiveServer: Sendable {
         return try await signIn(name, userID: id, password: password)
     }
 
-    func signIn(_ name: String, userID: String, password: String = "correct horse battery") async throws -> Credentials {
-        let tokens = try await NotedAPI(server: url).signIn(username: name, password: password, device: UUID().uuidString.lowercased())
-        return Credentials(server: url.absoluteString, username: name, userID: userID, accessToken: tokens.accessToken,
-                           refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt)
+    func signIn(_ name: String, userID: String, password: String = "correct horse battery") async throws -> Credentials
+    {
+        let tokens = try await NotedAPI(server: url).signIn(
+            username: name, password: password, device: UUID().uuidString.lowercased())
+        return Credentials(
+            server: url.absoluteString, username: name, userID: userID, accessToken: tokens.accessToken,
+            refreshToken: tokens.refreshToken, expiresAt: tokens.expiresAt)
     }
 
     /// A client with its own database file, for `credentials`.
-    func client(_ credentials: Credentials, path: String? = nil, collections: [CollectionSchema] = [],
-                configure: (inout NotedClient.Configuration) -> Void = { _ in }) throws -> NotedClient {
+    func client(
+        _ credentials: Credentials, path: String? = nil, collections: [CollectionSchema] = [],
+        configure: (inout NotedClient.Configuration) -> Void = { _ in }
+    ) throws -> NotedClient {
         var configuration = NotedClient.Configuration()
         configuration.sync.debounce = .milliseconds(20)
         configuration.sync.initialBackoff = .milliseconds(100)
         configuration.sync.maxBackoff = .milliseconds(500)
         configure(&configuration)
-        let path = path ?? FileManager.default.temporaryDirectory.appendingPathComponent("noted-client-\(UUID().uuidString).sqlite").path
-        return try NotedClient(databasePath: path, collections: collections, server: url, credentials: credentials, configuration: configuration)
+        let path =
+            path
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("noted-client-\(UUID().uuidString).sqlite")
+            .path
+        return try NotedClient(
+            databasePath: path, collections: collections, server: url, credentials: credentials,
+            configuration: configuration)
     }
 }
 
@@ -93,18 +109,23 @@ struct LiveServer: Sendable {
 /// (``NotedClient/events()``: a record stored, acknowledged or refused, a change of sync status);
 /// fails the test after `timeout`. The subscriptions begin before the first look, so no event
 /// between a look and the wait goes unseen.
-func eventually(_ what: String, on clients: [NotedClient], timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws {
+func eventually(
+    _ what: String, on clients: [NotedClient], timeout: Duration = .seconds(30), _ condition: () async throws -> Bool
+) async throws {
     let deadline = ContinuousClock.now + timeout
     let (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-    var watchers: [Task<Void, Never>] = [Task {
-        try? await Task.sleep(until: deadline)
-        wake.yield()
-    }]
+    var watchers: [Task<Void, Never>] = [
+        Task {
+            try? await Task.sleep(until: deadline)
+            wake.yield()
+        }
+    ]
     for client in clients {
         let events = await client.events()
-        watchers.append(Task {
-            for await _ in events { wake.yield() }
-        })
+        watchers.append(
+            Task {
+                for await _ in events { wake.yield() }
+            })
     }
     defer {
         for watcher in watchers { watcher.cancel() }
@@ -135,7 +156,8 @@ func snapshot(_ client: NotedClient) async throws -> [String: String] {
     var result: [String: String] = [:]
     for trashed in [false, true] {
         for note in try await client.list(NoteFilter(trashed: trashed)) {
-            result[note.id] = "\(note.title)|\(note.body)|\(note.tags.sorted())|\(note.folder ?? "-")|\(note.pinned)|\(note.trashed)|\(note.rev)"
+            result[note.id] =
+                "\(note.title)|\(note.body)|\(note.tags.sorted())|\(note.folder ?? "-")|\(note.pinned)|\(note.trashed)|\(note.rev)"
         }
     }
     return result

@@ -1,6 +1,7 @@
 import Foundation
 import NotedCore
 import Testing
+
 @testable import NotedClient
 
 /// A server message as a test writes it, JSON, read by the client's one decoder.

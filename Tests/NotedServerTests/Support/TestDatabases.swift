@@ -4,6 +4,7 @@ import Logging
 import NotedCore
 import PostgresNIO
 import Testing
+
 @testable import NotedServer
 
 /// The storage backends the tests run against.
@@ -24,7 +25,9 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     }
 
     private static let noticeOnce: Void = {
-        print("NOTICE: NOTED_TEST_POSTGRES_URL is not set: PostgreSQL tests are skipped (scripts/test starts a throwaway server)")
+        print(
+            "NOTICE: NOTED_TEST_POSTGRES_URL is not set: PostgreSQL tests are skipped (scripts/test starts a throwaway server)"
+        )
     }()
 
     private static func notice() { _ = noticeOnce }
@@ -89,15 +92,19 @@ func listenerCount(_ location: DatabaseLocation) async throws -> Int {
 
 private func listenerQuery(_ location: DatabaseLocation, terminate: Bool) async throws -> Int {
     guard case .postgres(let url) = location, let admin = Backend.postgresURL,
-          let path = URLComponents(string: url)?.path, path.count > 1
+        let path = URLComponents(string: url)?.path, path.count > 1
     else { throw TestSetupError("not a PostgreSQL test database") }
     let name = String(path.dropFirst())
     let logger = Logger(label: "test-admin")
     let client = PostgresClient(configuration: try PostgresStore.configuration(from: admin), backgroundLogger: logger)
     return try await withThrowingTaskGroup(of: Int.self) { group in
-        group.addTask { await client.run(); return 0 }
+        group.addTask {
+            await client.run()
+            return 0
+        }
         try await Task.sleep(for: .milliseconds(20))
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT CASE WHEN \(terminate) THEN pg_terminate_backend(pid) ELSE true END FROM pg_stat_activity
             WHERE datname = \(name) AND query ILIKE 'LISTEN%' AND pid <> pg_backend_pid()
             """, logger: logger)
@@ -110,13 +117,19 @@ private func listenerQuery(_ location: DatabaseLocation, terminate: Bool) async 
 
 /// Opens a migrated store on a fresh database.
 func withStore<T>(
-    _ backend: Backend, limits: Limits = Limits(), conflictRevisionsKept: Int = 1000, _ body: (any NotedStore) async throws -> T
+    _ backend: Backend, limits: Limits = Limits(), conflictRevisionsKept: Int = 1000,
+    _ body: (any NotedStore) async throws -> T
 ) async throws -> T {
     try await withDatabase(backend) { location in
-        let store: any NotedStore = switch location {
-        case .sqlite(let path): try SQLiteStore(path: path, limits: limits, conflictRevisionsKept: conflictRevisionsKept)
-        case .postgres(let url): try PostgresStore(url: url, limits: limits, conflictRevisionsKept: conflictRevisionsKept, logger: Logger(label: "test"))
-        }
+        let store: any NotedStore =
+            switch location {
+            case .sqlite(let path):
+                try SQLiteStore(path: path, limits: limits, conflictRevisionsKept: conflictRevisionsKept)
+            case .postgres(let url):
+                try PostgresStore(
+                    url: url, limits: limits, conflictRevisionsKept: conflictRevisionsKept,
+                    logger: Logger(label: "test"))
+            }
         try await store.migrate()
         do {
             let result = try await body(store)
@@ -141,15 +154,18 @@ func executeRaw(_ store: any NotedStore, _ statements: [(String, [any Sendable])
     case let sqlite as SQLiteStore:
         try await sqlite.pool.write { db in
             for (sql, values) in statements {
-                let arguments = StatementArguments(values.map { value -> (any DatabaseValueConvertible)? in
-                    switch value {
-                    case let text as String: text
-                    case let number as Int64: number
-                    case let flag as Bool: flag
-                    default: nil
-                    }
-                })
-                try db.execute(sql: sql.replacingOccurrences(of: #"\$\d+"#, with: "?", options: .regularExpression), arguments: arguments)
+                let arguments = StatementArguments(
+                    values.map { value -> (any DatabaseValueConvertible)? in
+                        switch value {
+                        case let text as String: text
+                        case let number as Int64: number
+                        case let flag as Bool: flag
+                        default: nil
+                        }
+                    })
+                try db.execute(
+                    sql: sql.replacingOccurrences(of: #"\$\d+"#, with: "?", options: .regularExpression),
+                    arguments: arguments)
             }
         }
     case let postgres as PostgresStore:

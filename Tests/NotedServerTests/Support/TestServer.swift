@@ -10,8 +10,9 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOWebSocket
 import NotedCore
-import Testing
 import TestSupport
+import Testing
+
 @testable import NotedServer
 
 /// A live server on a free port over a fresh database, for one test.
@@ -64,7 +65,8 @@ struct TestServer: Sendable {
         }
         let response = try await client.execute(uri: path, method: method, headers: headers, body: buffer)
         let value = (try? JSONValue.parse(response.body.readableBytesView)) ?? .null
-        return HTTPResult(status: response.status, headers: response.headers, json: value, text: String(buffer: response.body))
+        return HTTPResult(
+            status: response.status, headers: response.headers, json: value, text: String(buffer: response.body))
     }
 
     /// A signed-in user.
@@ -78,18 +80,23 @@ struct TestServer: Sendable {
 
     func makeUser(_ name: String = "user-\(UUID().uuidString.prefix(8).lowercased())") async throws -> User {
         let password = "correct horse battery"
-        let created = try await request(.post, "/v1/accounts", json: ["username": .string(name), "password": .string(password)])
+        let created = try await request(
+            .post, "/v1/accounts", json: ["username": .string(name), "password": .string(password)])
         #expect(created.status == .created)
-        let signIn = try await request(.post, "/v1/sessions", json: ["username": .string(name), "password": .string(password)])
+        let signIn = try await request(
+            .post, "/v1/sessions", json: ["username": .string(name), "password": .string(password)])
         #expect(signIn.status == .ok)
         return User(
             id: created.json["user"]?["id"]?.stringValue ?? "", username: name, password: password,
-            accessToken: signIn.json["access_token"]?.stringValue ?? "", refreshToken: signIn.json["refresh_token"]?.stringValue ?? "")
+            accessToken: signIn.json["access_token"]?.stringValue ?? "",
+            refreshToken: signIn.json["refresh_token"]?.stringValue ?? "")
     }
 
     /// Another sign-in of `user` (another refresh-token family), with `password` if given.
     func signIn(_ user: User, password: String? = nil, device: String? = nil) async throws -> User {
-        var body: [String: JSONValue] = ["username": .string(user.username), "password": .string(password ?? user.password)]
+        var body: [String: JSONValue] = [
+            "username": .string(user.username), "password": .string(password ?? user.password),
+        ]
         body["device"] = device.map(JSONValue.string)
         let signIn = try await request(.post, "/v1/sessions", json: .object(body))
         #expect(signIn.status == .ok, "\(signIn.json)")
@@ -105,8 +112,10 @@ struct TestServer: Sendable {
     func connect(_ user: User? = nil, headers: HTTPFields = [:]) async throws -> SyncConnection {
         let connection = try await SyncConnection.open(port: port, headers: headers)
         if let user {
-            try await connection.send(["type": "hello", "protocol": 1, "token": .string(user.accessToken),
-                                       "device": .string(UUID().uuidString.lowercased()), "client": "tests/1"])
+            try await connection.send([
+                "type": "hello", "protocol": 1, "token": .string(user.accessToken),
+                "device": .string(UUID().uuidString.lowercased()), "client": "tests/1",
+            ])
             let welcome = try await connection.receive()
             #expect(welcome["type"] == "welcome")
         }
@@ -149,7 +158,10 @@ final class SyncConnection: Sendable {
     private let writer: NIOLockedValueBox<WebSocketOutboundWriter?>
     private let task: Task<WebSocketCloseFrame?, any Error>
 
-    private init(mailbox: Mailbox, writer: NIOLockedValueBox<WebSocketOutboundWriter?>, task: Task<WebSocketCloseFrame?, any Error>) {
+    private init(
+        mailbox: Mailbox, writer: NIOLockedValueBox<WebSocketOutboundWriter?>,
+        task: Task<WebSocketCloseFrame?, any Error>
+    ) {
         self.mailbox = mailbox
         self.writer = writer
         self.task = task
@@ -166,13 +178,15 @@ final class SyncConnection: Sendable {
         let task = Task {
             do {
                 let frame = try await WebSocketClient.connect(
-                    url: "ws://127.0.0.1:\(port)/v1/sync", configuration: configuration, logger: Logger(label: "test-ws")
+                    url: "ws://127.0.0.1:\(port)/v1/sync", configuration: configuration,
+                    logger: Logger(label: "test-ws")
                 ) { inbound, outbound, _ in
                     writer.withLockedValue { $0 = outbound }
                     readyContinuation.yield(true)
                     for try await message in inbound.messages(maxSize: 1 << 24) {
                         switch message {
-                        case .text(let text): await mailbox.put((try? JSONValue.parse(text)) ?? ["unparsable": .string(text)])
+                        case .text(let text):
+                            await mailbox.put((try? JSONValue.parse(text)) ?? ["unparsable": .string(text)])
                         case .binary: await mailbox.put(["binary": true])
                         }
                     }
@@ -271,8 +285,13 @@ extension UInt16 {
 func uuid() -> String { UUID().uuidString.lowercased() }
 
 /// A change as sent in a push.
-func change(_ id: String, baseRev: Int64, op: String = "upsert", ccid: String = uuid(), _ fields: JSONValue = [:]) -> JSONValue {
-    ["ccid": .string(ccid), "collection": "notes", "id": .string(id), "baseRev": .int(baseRev), "op": .string(op), "fields": fields]
+func change(_ id: String, baseRev: Int64, op: String = "upsert", ccid: String = uuid(), _ fields: JSONValue = [:])
+    -> JSONValue
+{
+    [
+        "ccid": .string(ccid), "collection": "notes", "id": .string(id), "baseRev": .int(baseRev), "op": .string(op),
+        "fields": fields,
+    ]
 }
 
 extension SyncConnection {
@@ -318,13 +337,17 @@ extension SyncConnection {
 
 extension TestServer {
     /// Two live server nodes sharing one fresh database.
-    static func withTwoNodes(_ backend: Backend, _ body: @escaping @Sendable (TestServer, TestServer) async throws -> Void) async throws {
+    static func withTwoNodes(
+        _ backend: Backend, _ body: @escaping @Sendable (TestServer, TestServer) async throws -> Void
+    ) async throws {
         try await withDatabase(backend) { location in
             let first = try await makeNode(location)
             let second = try await makeNode(location)
             try await LiveNode.run(first) { firstClient in
                 try await LiveNode.run(second) { secondClient in
-                    guard let firstPort = firstClient.port, let secondPort = secondClient.port else { throw TestSetupError("no port") }
+                    guard let firstPort = firstClient.port, let secondPort = secondClient.port else {
+                        throw TestSetupError("no port")
+                    }
                     try await body(
                         TestServer(port: firstPort, client: firstClient, database: location),
                         TestServer(port: secondPort, client: secondClient, database: location))
