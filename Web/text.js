@@ -74,9 +74,10 @@ export function mergeText(base, mine, theirs) {
 
 /**
  * Whether two texts are equal as Swift's `String ==` sees them (canonical equivalence): the
- * Swift client leaves a field whose text only changed normalization alone, and so does this.
+ * Swift client leaves a field whose text only changed normalization alone, and so does this
+ * (and Web/record-state.js compares field values so).
  */
-function sameText(a, b) {
+export function sameText(a, b) {
   return a === b || a.normalize("NFC") === b.normalize("NFC");
 }
 
