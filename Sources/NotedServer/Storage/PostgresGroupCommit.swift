@@ -631,20 +631,3 @@ extension PostgresClient {
         for try await _ in try await self.query(query, logger: logger) {}
     }
 }
-
-extension Change {
-    /// About how many bytes the change's ops carry (its texts and set elements).
-    var estimatedBytes: Int {
-        var bytes = 64
-        for (name, op) in fields {
-            bytes += name.utf8.count
-            switch op {
-            case .textSet(let text), .textDelta(let text): bytes += text.utf8.count
-            case .setReplace(let values): bytes += values.reduce(0) { $0 + $1.utf8.count }
-            case .setAddRemove(let add, let remove): bytes += (add + remove).reduce(0) { $0 + $1.utf8.count }
-            case .scalarSet: bytes += 16
-            }
-        }
-        return bytes
-    }
-}

@@ -1,6 +1,23 @@
 import Foundation
 import NotedCore
 
+/// What one pass of ``NotedStore/thinHistory(now:policy:limit:)`` did.
+public struct HistoryThinning: Sendable, Hashable {
+    /// Records whose history was brought to the policy.
+    public var records = 0
+    /// Revisions deleted.
+    public var deleted = 0
+    /// Revisions stored anew (whole or as a delta).
+    public var rewritten = 0
+    /// Records left due because a save came while they were thinned.
+    public var retried = 0
+    /// Records whose history could not be read or rewritten (set aside for a day, so that the
+    /// others go on): how many, and the last error.
+    public var failed = 0
+    public var lastFailure: String?
+    public init() {}
+}
+
 /// One row of the revisions table as stored: whole fields, or (``delta`` set) the difference
 /// from the next newer ordinary revision's fields.
 struct StoredRevision: Sendable, Hashable {
