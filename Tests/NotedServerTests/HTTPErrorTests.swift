@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import NotedCore
 import Testing
 
@@ -30,6 +31,25 @@ import Testing
                     == "unknown_collection")
             #expect(try await server.request(.get, "/v1/records/notes/NOT-A-UUID", token: token).status == .badRequest)
             #expect(try await server.request(.get, "/v1/changes?since=0", token: "garbage").status == .unauthorized)
+            // Every signed-in route is behind the one authenticator: no token is 401 before the
+            // handler reads anything (a bad path or query included), and the scheme's case and
+            // the spaces around the token do not matter (RFC 9110 section 11.1).
+            for (method, path) in [
+                (HTTPRequest.Method.get, "/v1/changes?since=-1"), (.post, "/v1/push"), (.get, "/v1/collections"),
+                (.get, "/v1/records/notes/NOT-A-UUID"), (.get, "/v1/account"), (.get, "/v1/account/devices"),
+                (.get, "/v1/blobs"), (.put, "/v1/blobs/nothex"), (.post, "/v1/import"), (.get, "/v1/export"),
+            ] {
+                let answer = try await server.request(method, path)
+                #expect(answer.status == .unauthorized && answer.json["error"] == "unauthenticated", "\(path)")
+            }
+            for header in ["bearer \(token)", "BEARER   \(token)  ", "Bearer \(token)"] {
+                let answer = try await server.request(.get, "/v1/collections", headers: [.authorization: header])
+                #expect(answer.status == .ok, "\(header.prefix(9))")
+            }
+            for header in ["Bearer", "Bearer  ", "Basic \(token)", "Bearer\(token)"] {
+                let answer = try await server.request(.get, "/v1/collections", headers: [.authorization: header])
+                #expect(answer.status == .unauthorized, "\(header.prefix(9))")
+            }
             let changes = try await server.request(.get, "/v1/changes?since=0", token: token)
             #expect(changes.json["records"] == [] && changes.json["cursor"] == 0)
 

@@ -23,7 +23,7 @@ extension Routes {
         "video/mp4", "video/webm", "video/ogg", "video/quicktime",
     ]
 
-    func addBlobRoutes(to router: Router<NotedRequestContext>) {
+    func addBlobRoutes(to router: some RouterMethods<NotedRequestContext>) {
         router.put("/v1/blobs/:sha256") { request, context -> Response in
             let (user, sha256) = try await blobRequest(request, context)
             guard let declared = request.headers[.contentLength].flatMap({ Int64($0) }), declared >= 0 else {
@@ -162,8 +162,8 @@ extension Routes {
 
         // A page of the user's files by hash (`after`, `limit` up to 1,000); `limit=0` answers
         // the limits alone (the web app's check before an upload).
-        router.get("/v1/blobs") { request, _ -> Response in
-            let user = try await authenticate(request)
+        router.get("/v1/blobs") { request, context -> Response in
+            let user = try context.requireIdentity()
             let query = request.uri.queryParameters
             var limit = 1000
             if let text = query.get("limit") {
@@ -211,7 +211,7 @@ extension Routes {
 
     private func blobRequest(_ request: Request, _ context: NotedRequestContext) async throws -> (VerifiedToken, String)
     {
-        let user = try await authenticate(request)
+        let user = try context.requireIdentity()
         let sha256 = try context.parameters.require("sha256")
         guard AttachmentReference.isSHA256(sha256) else {
             throw APIError(.badRequest, "bad_request", "a blob is named by its SHA-256: 64 lower-case hex digits")

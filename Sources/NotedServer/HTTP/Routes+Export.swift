@@ -20,11 +20,11 @@ extension Routes {
     /// Bytes gathered before they are written (fewer, larger writes).
     static let exportChunkBytes = 256 * 1024
 
-    func addExportRoute(to router: Router<NotedRequestContext>) {
+    func addExportRoute(to router: some RouterMethods<NotedRequestContext>) {
         let limiter = RateLimiter(limit: 10, window: 60)
         let slots = UserSlots(perUser: 1, inAll: Self.exportsAtOnce)
         router.get("/v1/export") { request, context -> Response in
-            let user = try await authenticate(request)
+            let user = try context.requireIdentity()
             guard let format = Exporter.Format(rawValue: request.uri.queryParameters.get("format") ?? "markdown") else {
                 throw APIError(.badRequest, "bad_request", "format is markdown or json")
             }

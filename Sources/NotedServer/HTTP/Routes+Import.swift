@@ -24,13 +24,13 @@ extension Routes {
     /// The longest an import may spend reading its export (docs/security.md).
     static let importSeconds: Double = 300
 
-    func addImportRoute(to router: Router<NotedRequestContext>) {
+    func addImportRoute(to router: some RouterMethods<NotedRequestContext>) {
         let limiter = RateLimiter(limit: 10, window: 60)
         let running = NIOLockedValueBox(Set<String>())
         let reading = NIOLockedValueBox(0)
         let atOnce = Self.importsAtOnce
         router.post("/v1/import") { request, context -> Response in
-            let user = try await authenticate(request)
+            let user = try context.requireIdentity()
             let query = request.uri.queryParameters
             let name = query.get("name").map { String($0) } ?? "upload"
             guard (1...255).contains(name.utf8.count), !name.contains("/"), !name.contains("\0") else {

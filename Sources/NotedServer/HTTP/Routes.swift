@@ -37,9 +37,7 @@ struct Routes: Sendable {
         router.get("/metrics") { request, context -> Response in
             // Counts of users' activity are not for everyone: loopback (a scraper on the same
             // machine), or the operator's token from anywhere (docs/security.md).
-            let bearer = request.headers[.authorization].flatMap {
-                $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil
-            }
+            let bearer = BearerToken.of(request.headers)
             let tokenOK =
                 configuration.metricsToken.map { expected in bearer.map { constantTimeEqual($0, expected) } ?? false }
                 ?? false
@@ -104,10 +102,13 @@ struct Routes: Sendable {
                 throw APIError(error)
             }
         }
-        addAccountRoutes(to: router)
-        addImportRoute(to: router)
-        addExportRoute(to: router)
-        addBlobRoutes(to: router)
+        // Everything of an account's own: signed in by the middleware, before any handler runs.
+        let signedIn = router.group().add(middleware: SignedIn(tokens: tokens, store: store))
+        addRecordRoutes(to: signedIn)
+        addAccountRoutes(to: signedIn)
+        addImportRoute(to: signedIn)
+        addExportRoute(to: signedIn)
+        addBlobRoutes(to: signedIn)
         router.post("/oauth/token") { request, _ -> Response in
             let buffer = try await request.body.collect(upTo: 64 * 1024)
             let form = FormDecoding.decode(String(buffer: buffer))
@@ -139,100 +140,6 @@ struct Routes: Sendable {
                 throw APIError(error, oauth: true)
             }
         }
-        router.get("/v1/changes") { request, context -> Response in
-            let user = try await authenticate(request)
-            let query = request.uri.queryParameters
-            guard let since = query.get("since").flatMap(Int64.init), since >= 0, since <= ChangeParser.maxSafeInteger
-            else {
-                throw APIError(.badRequest, "bad_request", "since must be an integer from 0 to 2^53-1")
-            }
-            var limit = ClientMessage.defaultPullLimit
-            if let text = query.get("limit") {
-                guard let value = Int(text), (1...ClientMessage.maxPullLimit).contains(value) else {
-                    throw APIError(
-                        .badRequest, "bad_request", "limit must be an integer from 1 to \(ClientMessage.maxPullLimit)")
-                }
-                limit = value
-            }
-            let snapshot = query.get("snapshot") == "true"
-            var page =
-                try await sync.pull(userID: user.userID, since: since, limit: limit, snapshot: snapshot, rid: nil)
-                .objectValue ?? [:]
-            page["type"] = nil
-            return .json(.object(page))
-        }
-        // The WebSocket's per-connection push limit, per user over HTTP (no connection to count on).
-        let pushLimiter = RateLimiter(limit: configuration.maxPushesPerSecond, window: 1)
-        router.post("/v1/push") { request, context -> Response in
-            let user = try await authenticate(request)
-            do throws(AuthError) {
-                try pushLimiter.check(keys: ["push:\(user.userID)"])
-            } catch {
-                if case .rateLimited(let retryAfter) = error.kind {
-                    var limited = APIError(.tooManyRequests, "rate_limited", "too many pushes; slow down")
-                    limited.headers[.retryAfter] = String(retryAfter)
-                    throw limited
-                }
-                throw APIError(error)
-            }
-            let body = try await jsonBody(request)
-            guard let changes = body["changes"]?.arrayValue else {
-                throw APIError(.badRequest, "bad_request", "the body needs a \"changes\" array")
-            }
-            guard changes.count <= configuration.limits.maxChangesPerPush else {
-                throw APIError(
-                    .contentTooLarge, "too_large",
-                    "a push holds at most \(configuration.limits.maxChangesPerPush) changes")
-            }
-            let device = request.headers[HTTPField.Name("Noted-Device")!].flatMap {
-                UUIDText.isCanonical($0) ? $0 : nil
-            }
-            do {
-                let results = try await sync.push(
-                    changes: changes, userID: user.userID, device: device, session: nil, rid: nil,
-                    logger: context.logger)
-                return .json(["results": .array(results)])
-            } catch is AccountDeleted {
-                throw APIError(.unauthorized, "unauthenticated", SessionHub.accountDeleted)
-            }
-        }
-        router.get("/v1/collections") { request, _ -> Response in
-            _ = try await authenticate(request)
-            let schemas = sync.parser.schemas.schemas.values.sorted { $0.name < $1.name }
-            return .json(["collections": .array(schemas.map(\.json))])
-        }
-        router.get("/v1/records/:collection/:id") { request, context -> Response in
-            let user = try await authenticate(request)
-            let (collection, id) = try recordPath(context)
-            guard let record = try await store.record(userID: user.userID, collection: collection, id: id) else {
-                throw APIError(.notFound, "not_found", "no such record")
-            }
-            if record.deleted { throw APIError(.gone, "gone", "the record was purged") }
-            return .json(record.json)
-        }
-        router.get("/v1/records/:collection/:id/revisions") { request, context -> Response in
-            let user = try await authenticate(request)
-            let (collection, id) = try recordPath(context)
-            guard let revisions = try await store.revisions(userID: user.userID, collection: collection, id: id) else {
-                throw APIError(.notFound, "not_found", "no such record")
-            }
-            return .json(["revisions": .array(revisions.map(\.summaryJSON))])
-        }
-        router.get("/v1/records/:collection/:id/revisions/:rev") { request, context -> Response in
-            let user = try await authenticate(request)
-            let (collection, id) = try recordPath(context)
-            guard let rev = context.parameters.get("rev").flatMap(Int64.init), rev >= 1 else {
-                throw APIError(.badRequest, "bad_request", "rev must be a positive integer")
-            }
-            let conflict = request.uri.queryParameters.get("conflict") == "true"
-            guard
-                let revision = try await store.revision(
-                    userID: user.userID, collection: collection, id: id, rev: rev, conflict: conflict)
-            else {
-                throw APIError(.notFound, "not_found", "no such revision")
-            }
-            return .json(revision.fullJSON)
-        }
         // Reached only when the WebSocket upgrade did not happen.
         router.get("/v1/sync") { request, _ -> Response in
             guard originAllowed(request) else {
@@ -248,7 +155,7 @@ struct Routes: Sendable {
             originAllowed(request) ? .upgrade([:]) : .dontUpgrade
         } onUpgrade: { inbound, outbound, context in
             let session = SyncSession(
-                environment: environment, headerToken: bearerToken(context.request), logger: context.logger)
+                environment: environment, headerToken: BearerToken.of(context.request.headers), logger: context.logger)
             let channel = context.requestContext.channel
             try await session.run(inbound: inbound, outbound: outbound) { channel.close(promise: nil) }
         }
@@ -260,168 +167,7 @@ struct Routes: Sendable {
             origins: request.headers[values: .origin], authority: request.head.authority)
     }
 
-    private func bearerToken(_ request: Request) -> String? {
-        guard let header = request.headers[.authorization] else { return nil }
-        let prefix = "Bearer "
-        guard header.count > prefix.count, header.lowercased().hasPrefix(prefix.lowercased()) else { return nil }
-        return String(header.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
-    }
-
-    /// The signed-in user's own account (docs/protocol.md, "Accounts").
-    private func addAccountRoutes(to router: Router<NotedRequestContext>) {
-        router.get("/v1/account") { request, _ -> Response in
-            let token = try await authenticate(request)
-            guard let user = try await store.user(id: token.userID),
-                let twoFactor = try await store.twoFactor(userID: token.userID)
-            else {
-                throw APIError(.unauthorized, "unauthenticated", "invalid access token")
-            }
-            let usage = try await store.usage(userID: token.userID)
-            let quota = configuration.quota
-            return .json([
-                "id": .string(user.id), "username": .string(user.username),
-                "two_factor": [
-                    "enabled": .bool(user.twoFactor),
-                    "recovery_codes_left": .int(Int64(user.twoFactor ? twoFactor.recoveryCodesLeft : 0)),
-                ],
-                // What the account stores, as the quota counts it (docs/security.md, "Storage per account").
-                "usage": [
-                    "bytes": .int(usage.bytes + usage.history), "history_bytes": .int(usage.history),
-                    "records": .int(usage.records),
-                    "quota_bytes": quota.bytes.map(JSONValue.int) ?? .null,
-                    "quota_records": quota.records.map(JSONValue.int) ?? .null,
-                ],
-            ])
-        }
-        router.post("/v1/account/2fa/setup") { request, context -> Response in
-            let user = try await authenticate(request)
-            let body = try await jsonBody(request)
-            guard let password = body["password"]?.stringValue else {
-                throw APIError(.badRequest, "bad_request", "password must be a string")
-            }
-            let (secret, uri) = try await Self.passwordChecked {
-                try await accounts.beginTwoFactor(
-                    userID: user.userID, password: password, address: accounts.addresses.key(request, context))
-            }
-            var response = Response.json(["secret": .string(secret), "uri": .string(uri)])
-            response.headers[.cacheControl] = "no-store"
-            return response
-        }
-        router.post("/v1/account/2fa/enable") { request, context -> Response in
-            let user = try await authenticate(request)
-            let body = try await jsonBody(request)
-            guard let code = body["code"]?.stringValue else {
-                throw APIError(.badRequest, "bad_request", "code must be a string")
-            }
-            let codes = try await Self.passwordChecked {
-                try await accounts.enableTwoFactor(
-                    userID: user.userID, code: code, address: accounts.addresses.key(request, context))
-            }
-            context.logger.info("two-factor sign-in turned on", metadata: ["user": .string(user.userID)])
-            var response = Response.json(["recovery_codes": .array(codes.map(JSONValue.string))])
-            response.headers[.cacheControl] = "no-store"
-            return response
-        }
-        router.post("/v1/account/2fa/disable") { request, context -> Response in
-            let user = try await authenticate(request)
-            let body = try await jsonBody(request)
-            guard let password = body["password"]?.stringValue, let code = body["code"]?.stringValue else {
-                throw APIError(.badRequest, "bad_request", "password and code must be strings")
-            }
-            try await Self.passwordChecked {
-                try await accounts.disableTwoFactor(
-                    userID: user.userID, password: password, code: code,
-                    address: accounts.addresses.key(request, context))
-            }
-            context.logger.info("two-factor sign-in turned off", metadata: ["user": .string(user.userID)])
-            return .json([:])
-        }
-        router.post("/v1/account/password") { request, context -> Response in
-            let user = try await authenticate(request)
-            let body = try await jsonBody(request)
-            guard let current = body["current_password"]?.stringValue, let new = body["new_password"]?.stringValue
-            else {
-                throw APIError(.badRequest, "bad_request", "current_password and new_password must be strings")
-            }
-            let ended = try await Self.passwordChecked {
-                try await accounts.changePassword(
-                    userID: user.userID, current: current, code: body["code"]?.stringValue, new: new,
-                    keeping: user.sessionID,
-                    address: accounts.addresses.key(request, context))
-            }
-            context.logger.info(
-                "password changed", metadata: ["user": .string(user.userID), "endedSessions": "\(ended)"])
-            return .json(["signed_out": .int(Int64(ended))])
-        }
-        router.get("/v1/account/devices") { request, _ -> Response in
-            let user = try await authenticate(request)
-            let sessions = try await store.signInSessions(userID: user.userID, now: Date())
-            return .json(["devices": .array(sessions.map { $0.json(current: user.sessionID) })])
-        }
-        router.delete("/v1/account/devices/:id") { request, context -> Response in
-            let user = try await authenticate(request)
-            let id = try context.parameters.require("id")
-            guard try await !accounts.signOut(userID: user.userID, only: id).isEmpty else {
-                throw APIError(.notFound, "not_found", "no such signed-in device")
-            }
-            return Response(status: .noContent)
-        }
-        router.delete("/v1/account/devices") { request, _ -> Response in
-            let user = try await authenticate(request)
-            let ended = try await accounts.signOut(userID: user.userID, only: nil)
-            return .json(["signed_out": .int(Int64(ended.count))])
-        }
-        router.delete("/v1/account") { request, context -> Response in
-            let user = try await authenticate(request)
-            let body = try await jsonBody(request)
-            guard let password = body["password"]?.stringValue else {
-                throw APIError(.badRequest, "bad_request", "password must be a string")
-            }
-            try await Self.passwordChecked {
-                try await accounts.deleteAccount(
-                    userID: user.userID, password: password, code: body["code"]?.stringValue,
-                    address: accounts.addresses.key(request, context)
-                ) {
-                    sync.hub.closeUser(user.userID, reason: SessionHub.accountDeleted)
-                }
-            }
-            context.logger.info("account deleted", metadata: ["user": .string(user.userID)])
-            return Response(status: .noContent)
-        }
-    }
-
-    /// Runs an account operation that checks the user's password. A wrong password is 403,
-    /// not 401: the access token is fine, and a client must not take the answer for a reason
-    /// to refresh it or sign in again.
-    private static func passwordChecked<T>(_ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error as AuthError {
-            if case .invalidCredentials = error.kind {
-                throw APIError(.forbidden, "invalid_credentials", "the password is not right")
-            }
-            throw APIError(error)
-        }
-    }
-
-    func authenticate(_ request: Request) async throws -> VerifiedToken {
-        guard let token = bearerToken(request) else {
-            throw APIError(.unauthorized, "unauthenticated", "an Authorization: Bearer access token is required")
-        }
-        do {
-            let verified = try await tokens.verify(token)
-            guard let user = try await store.user(id: verified.userID), !user.disabled else {
-                throw APIError(.unauthorized, "unauthenticated", "invalid access token")
-            }
-            return verified
-        } catch let error as TokenError {
-            throw error.isExpired
-                ? APIError(.unauthorized, "token_expired", "the access token expired")
-                : APIError(.unauthorized, "unauthenticated", "invalid access token")
-        }
-    }
-
-    private func recordPath(_ context: NotedRequestContext) throws -> (String, String) {
+    func recordPath(_ context: NotedRequestContext) throws -> (String, String) {
         let collection = try context.parameters.require("collection")
         let id = try context.parameters.require("id")
         guard sync.parser.schemas[collection] != nil else {
@@ -433,7 +179,7 @@ struct Routes: Sendable {
         return (collection, id)
     }
 
-    private func jsonBody(_ request: Request) async throws -> JSONValue {
+    func jsonBody(_ request: Request) async throws -> JSONValue {
         // JSON only as JSON: a cross-site form can post text/plain that parses as JSON, but it
         // cannot send this content type without the browser asking the server first (CORS).
         let mediaType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces)
