@@ -241,9 +241,10 @@ class RecordTransition {
   }
 
   /**
-   * A snapshot pull ending at `cursor` did not name the record: it was purged on the server.
-   * Without local edits it goes; with unsent text edits the text is kept as a new note. A
-   * record with a change in flight (a create too) waits for the answer (see `ack`).
+   * A snapshot pull ending at `cursor` did not name the record: it was purged on the server,
+   * as if its tombstone had arrived (text edited here, refused too, is kept as a new note). A
+   * record with a change in flight (a create too) waits for the answer (see `ack`); one the
+   * server never had stays.
    */
   absentFromSnapshot(cursor, out) {
     if (!out.record) return;
@@ -251,10 +252,9 @@ class RecordTransition {
     if (row.state.inflight) {
       row.state = SyncState.absentFromSnapshot(row.state, cursor);
       out.record = row;
-    } else if (SyncState.pending(row.state)) {
+    } else if (row.rev > 0) {
+      // As if its tombstone had arrived; a record the server never had stays.
       this.removeOrFork(row, out);
-    } else {
-      bury(row, out);
     }
   }
 
@@ -283,8 +283,10 @@ class RecordTransition {
     }
     let stash = null;
     if (change.newest && change.newest.rev > ack.rev) {
-      // Purged after our change: nothing newer than the purge.
+      // Purged after our change: nothing newer than the purge. As if the ack and then the
+      // tombstone had arrived: only text edited after the send is kept.
       if (change.newest.fields === null) {
+        row.shadow = acknowledged;
         this.removeOrFork(row, out);
         return;
       }

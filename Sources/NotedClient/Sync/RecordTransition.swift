@@ -105,21 +105,19 @@ struct RecordTransition {
     }
 
     /// A snapshot pull (`since: 0`, or `reset`) ending at `cursor` did not name the record: it
-    /// was purged on the server, as if its tombstone had arrived. Without local edits it goes;
-    /// with unsent text edits the text is kept as a new note. A record with a change in flight
-    /// (a create too) waits for the answer: an ack with a `seq` up to `cursor` means the change
-    /// was applied before the snapshot, so the record has been purged since (see `ack`).
+    /// was purged on the server, as if its tombstone had arrived (`removeOrFork`: without local
+    /// text edits it goes; with text edits not on the server, refused ones too, the text is
+    /// kept as a new note). A record with a change in flight (a create too) waits for the
+    /// answer: an ack with a `seq` up to `cursor` means the change was applied before the
+    /// snapshot, so the record has been purged since (see `ack`). A record the server never
+    /// had (made here, not yet sent) is not absent from anything: it stays.
     func absentFromSnapshot(at cursor: Int64, into out: inout Outcome) {
         guard var row = out.record else { return }
         if row.hasInflight {
             row.state.absentFromSnapshot(at: cursor)
             out.record = row
-        } else if row.pending {
+        } else if row.rev > 0 {
             removeOrFork(row, into: &out)
-        } else {
-            out.record = nil
-            out.buried = row.id
-            out.effect.remove(row.id, in: row.collection)
         }
     }
 
@@ -151,7 +149,10 @@ struct RecordTransition {
         var stash: (fields: [String: JSONValue], rev: Int64, updatedAt: Date)?
         if let newest = change.newest, newest.rev > ack.rev {
             guard let fields = newest.fields else {
-                // Purged after our change: nothing newer than the purge.
+                // Purged after our change: nothing newer than the purge. As if the ack and
+                // then the tombstone had arrived: only text edited after the send is kept (the
+                // change itself was on the server when it was purged).
+                row.shadowFields = acknowledged
                 removeOrFork(row, into: &out)
                 return
             }
