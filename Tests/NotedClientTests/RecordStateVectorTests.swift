@@ -199,7 +199,10 @@ import Testing
         case 2:
             let sent = row.state.inflight?.sent ?? row.localFields
             let status = pick([Ack.Status.applied, .merged, .duplicate], &random)
-            let rev = row.state.heldRev(shadowRev: row.rev) + (chance(&random, 70) ? 1 : 0)
+            // Mostly the revision after the newest held; sometimes after the shadow's only, so
+            // that a newer state seen meanwhile is newer than the ack.
+            let after = chance(&random, 30) ? row.rev : row.state.heldRev(shadowRev: row.rev)
+            let rev = after + (chance(&random, 70) ? 1 : 0)
             let merged = status == .merged ? edited(sent, &random) : nil
             let seq: Int64? = chance(&random, 70) ? 8 + Int64(random.next() % 16) : nil
             return .ack(
