@@ -316,20 +316,7 @@ import Testing
     }
 
     @Test func theCheckedInVectorsAreWhatThisClientComputes() throws {
-        let generated = Self.generate()
-        if ProcessInfo.processInfo.environment["NOTED_WRITE_VECTORS"] == "1" {
-            try generated.write(toFile: Self.path, atomically: true, encoding: .utf8)
-        }
-        let stored = try String(contentsOfFile: Self.path, encoding: .utf8)
-        let (a, b) = (stored.split(separator: "\n"), generated.split(separator: "\n"))
-        let first = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }?.offset
-        #expect(
-            stored == generated,
-            """
-            the Swift client no longer computes Tests/web/vectors/record-state.json (first difference on line \
-            \((first ?? min(a.count, b.count)) + 1)); if that change is meant, regenerate with \
-            NOTED_WRITE_VECTORS=1 swift test --filter RecordStateVectorTests and make Web/records.js follow
-            """)
+        try SharedVectorTests.checkVectors(Self.generate(), at: Self.path, suite: "RecordStateVectorTests")
     }
 
     /// Every kind of event, and every outcome that matters, is in the file many times.

@@ -103,23 +103,30 @@ import Testing
             + rebases.joined(separator: ",\n") + "\n]}\n"
     }
 
-    @Test func theCheckedInVectorsAreWhatThisClientComputes() throws {
-        let generated = Self.generate()
+    /// `generated` is the checked-in file at `path` (written there first with
+    /// NOTED_WRITE_VECTORS=1); else an issue naming the first line that differs and how to
+    /// regenerate it (`suite`, the test to filter on).
+    static func checkVectors(_ generated: String, at path: String, suite: String) throws {
         if ProcessInfo.processInfo.environment["NOTED_WRITE_VECTORS"] == "1" {
             try FileManager.default.createDirectory(
-                atPath: (Self.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-            try generated.write(toFile: Self.path, atomically: true, encoding: .utf8)
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try generated.write(toFile: path, atomically: true, encoding: .utf8)
         }
-        let stored = try String(contentsOfFile: Self.path, encoding: .utf8)
+        let stored = try String(contentsOfFile: path, encoding: .utf8)
         let (a, b) = (stored.split(separator: "\n"), generated.split(separator: "\n"))
         let first = zip(a, b).enumerated().first { $0.element.0 != $0.element.1 }?.offset
         #expect(
             stored == generated,
             """
-            the Swift client no longer computes Tests/web/vectors/record-math.json (first difference on line \
-            \((first ?? min(a.count, b.count)) + 1)); if that change is meant, regenerate with \
-            NOTED_WRITE_VECTORS=1 swift test --filter SharedVectorTests and make the web app follow
+            the Swift client no longer computes Tests/web/vectors/\((path as NSString).lastPathComponent) (first \
+            difference on line \((first ?? min(a.count, b.count)) + 1)); if that change is meant, regenerate with \
+            NOTED_WRITE_VECTORS=1 swift test --filter \(suite) and make the web app follow
             """)
+    }
+
+    @Test func theCheckedInVectorsAreWhatThisClientComputes() throws {
+        let generated = Self.generate()
+        try Self.checkVectors(generated, at: Self.path, suite: "SharedVectorTests")
         // The cases are not all trivial: some rebases conflict, most do not.
         let conflicts = generated.components(separatedBy: "\"clean\":false").count - 1
         #expect(
