@@ -5,14 +5,21 @@ import Testing
 
 /// The real `noted-server` and `noted` executables as processes: two homes of one user.
 @Suite(.serialized) struct EndToEndTests {
+    /// Two homes on `server`, the first registered as `username` (the second not signed in).
+    static func homes(_ dir: String, on server: ServerProcess, registering username: String) async throws -> (
+        Home, Home
+    ) {
+        let a = Home(path: dir + "/a", server: server.url)
+        let b = Home(path: dir + "/b", server: server.url)
+        try await a.noted("register", "--username", username, "--password-stdin", stdin: "correct horse battery\n")
+        return (a, b)
+    }
+
     @Test func loginOnANewHomePullsTheNotes() async throws {
         try await withTemporaryDirectory { dir in
             let server = try await ServerProcess(directory: dir + "/server")
             defer { server.stop() }
-            let a = Home(path: dir + "/a", server: server.url)
-            let b = Home(path: dir + "/b", server: server.url)
-            try await a.noted(
-                "register", "--username", "first-pull", "--password-stdin", stdin: "correct horse battery\n")
+            let (a, b) = try await Self.homes(dir, on: server, registering: "first-pull")
             for i in 0..<3 { try await a.noted("new", "--offline", "--title", "Note \(i)", "--body", "body \(i)") }
             try await a.noted("sync")
             // Before, `noted list` on a second device showed nothing until `noted sync`.
@@ -30,10 +37,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             var server = try await ServerProcess(directory: dir + "/server")
             let port = server.port
-            let a = Home(path: dir + "/a", server: server.url)
-            let b = Home(path: dir + "/b", server: server.url)
-            try await a.noted(
-                "register", "--username", "e2e-user", "--password-stdin", stdin: "correct horse battery\n")
+            let (a, b) = try await Self.homes(dir, on: server, registering: "e2e-user")
             try await b.noted("login", "--username", "e2e-user", "--password-stdin", stdin: "correct horse battery\n")
             #expect(try await b.noted("whoami").contains("e2e-user"))
             let shared = try await a.noted("new", "--title", "Shared", "--body", "one\ntwo\nthree", "--tag", "t1")
@@ -75,10 +79,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let server = try await ServerProcess(directory: dir + "/server")
             defer { server.stop() }
-            let a = Home(path: dir + "/a", server: server.url)
-            let b = Home(path: dir + "/b", server: server.url)
-            try await a.noted(
-                "register", "--username", "e2e-overlap", "--password-stdin", stdin: "correct horse battery\n")
+            let (a, b) = try await Self.homes(dir, on: server, registering: "e2e-overlap")
             try await b.noted(
                 "login", "--username", "e2e-overlap", "--password-stdin", stdin: "correct horse battery\n")
             let id = try await a.noted("new", "--title", "T", "--body", "the quick brown fox")
@@ -129,10 +130,7 @@ import Testing
                 server.signal(SIGCONT)
                 server.stop()
             }
-            let a = Home(path: dir + "/a", server: server.url)
-            let b = Home(path: dir + "/b", server: server.url)
-            try await a.noted(
-                "register", "--username", "e2e-kill", "--password-stdin", stdin: "correct horse battery\n")
+            let (a, b) = try await Self.homes(dir, on: server, registering: "e2e-kill")
             try await b.noted("login", "--username", "e2e-kill", "--password-stdin", stdin: "correct horse battery\n")
             let id = try await a.noted("new", "--title", "K", "--body", "start")
             try await a.noted("edit", id, "--append", "appended once", "--no-sync")
@@ -159,10 +157,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let server = try await ServerProcess(directory: dir + "/server")
             defer { server.stop() }
-            let a = Home(path: dir + "/a", server: server.url)
-            let b = Home(path: dir + "/b", server: server.url)
-            try await a.noted(
-                "register", "--username", "e2e-watch", "--password-stdin", stdin: "correct horse battery\n")
+            let (a, b) = try await Self.homes(dir, on: server, registering: "e2e-watch")
             try await b.noted("login", "--username", "e2e-watch", "--password-stdin", stdin: "correct horse battery\n")
             let watch = try await RunningChild.start(
                 binDirectory.appendingPathComponent("noted").path, ["--home", a.path, "--server", server.url, "watch"])
@@ -234,10 +229,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             var server = try await ServerProcess(directory: dir + "/server")
             let port = server.port
-            let a = Home(path: dir + "/a", server: server.url)
-            let b = Home(path: dir + "/b", server: server.url)
-            try await a.noted(
-                "register", "--username", "e2e-restart", "--password-stdin", stdin: "correct horse battery\n")
+            let (a, b) = try await Self.homes(dir, on: server, registering: "e2e-restart")
             try await b.noted(
                 "login", "--username", "e2e-restart", "--password-stdin", stdin: "correct horse battery\n")
             let watch = try await LineReader(["--home", a.path, "--server", server.url, "watch"])
