@@ -28,52 +28,25 @@ struct StoreOptions: ParsableArguments {
     )
     var config: String?
 
-    @Option(help: "Data directory of the embedded SQLite database [NOTED_DATA].")
-    var data: String?
-
-    @Option(help: "sqlite:PATH or postgres://USER@HOST:PORT/DB [NOTED_DATABASE].")
-    var database: String?
-
-    @Option(
-        name: .customLong("access-token-lifetime"),
-        help: "Access-token lifetime in seconds [NOTED_ACCESS_TOKEN_LIFETIME].")
+    @Option(name: ServerSetting.data.long, help: ServerSetting.data.help) var data: String?
+    @Option(name: ServerSetting.database.long, help: ServerSetting.database.help) var database: String?
+    @Option(name: ServerSetting.accessTokenLifetime.long, help: ServerSetting.accessTokenLifetime.help)
     var accessTokenLifetime: Int?
-
-    /// The flags given, by setting name.
-    var flags: [String: ConfigContent] {
-        var flags: [String: ConfigContent] = [:]
-        flags["data"] = data.map(ConfigContent.string)
-        flags["database"] = database.map(ConfigContent.string)
-        flags["access-token-lifetime"] = accessTokenLifetime.map(ConfigContent.int)
-        return flags
-    }
 
     /// The settings of these flags (with `more`), the environment and the config file.
     func settings(
         more: [String: ConfigContent] = [:], environment: [String: String] = ProcessInfo.processInfo.environment
     ) async throws -> Settings {
         try await Settings.load(
-            flags: flags.merging(more) { flag, _ in flag }, configFlag: config, environment: environment)
-    }
-
-    static func apply(_ settings: Settings, to configuration: inout ServerConfiguration) throws {
-        configuration.dataDirectory = try settings.string("data") ?? configuration.dataDirectory
-        if let location = try settings.parsed(
-            "database", "takes sqlite:PATH or postgres://USER@HOST:PORT/DB", DatabaseLocation.init(argument:))
-        {
-            configuration.database = location
-        }
-        if let seconds = try settings.int(
-            "access-token-lifetime", "the access-token lifetime is a number of seconds >= 1", { $0 >= 1 })
-        {
-            configuration.accessTokenLifetime = .seconds(seconds)
-        }
+            flags: ServerSetting.given(in: self).merging(more) { flag, _ in flag }, configFlag: config,
+            environment: environment)
     }
 
     /// The configuration of the store alone (the operators' commands).
     func storeConfiguration() async throws -> ServerConfiguration {
         var configuration = ServerConfiguration()
-        try Self.apply(try await settings(), to: &configuration)
+        let settings = try await settings()
+        for setting in ServerSetting.store { try setting.apply?(settings, &configuration) }
         return configuration
     }
 }
@@ -286,293 +259,56 @@ struct Serve: AsyncParsableCommand {
             "Every option also reads an environment variable (shown in brackets) and a setting of the same name in the --config file; a flag wins over the environment, which wins over the file."
     )
 
-    @Option(help: "Address to listen on [NOTED_HOST].")
-    var host: String?
-
-    @Option(help: "Port to listen on; 0 picks a free port [NOTED_PORT].")
-    var port: Int?
-
+    @Option(name: ServerSetting.host.long, help: ServerSetting.host.help) var host: String?
+    @Option(name: ServerSetting.port.long, help: ServerSetting.port.help) var port: Int?
     @OptionGroup var store: StoreOptions
-
-    @Option(
-        name: .customLong("allowed-origin"),
-        help: "A browser origin allowed to connect; repeatable [NOTED_ALLOWED_ORIGINS, comma-separated].")
-    var allowedOrigins: [String] = []
-
-    @Flag(name: .customLong("no-registration"), help: "Switch off POST /v1/accounts [NOTED_NO_REGISTRATION=1].")
-    var noRegistration = false
-
-    @Option(
-        help:
-            "Issuer (iss) of access tokens; give every node sharing a database the same one [NOTED_ISSUER]. Default: http://HOST:PORT."
-    )
-    var issuer: String?
-
-    @Option(help: "Log level: trace, debug, info, notice, warning, error [NOTED_LOG_LEVEL].")
-    var logLevel: String?
-
-    @Option(
-        name: .customLong("web-root"),
-        help:
-            "Folder of the web app served at / [NOTED_WEB_ROOT]; default: Web in the working directory or the source checkout."
-    )
-    var webRoot: String?
-
-    @Option(
-        name: .customLong("oauth-client"),
-        help:
-            "A third-party OAuth client, ID[:Name]=REDIRECT_URI[,REDIRECT_URI…]; repeatable [NOTED_OAUTH_CLIENTS, separated by spaces]."
-    )
-    var oauthClients: [String] = []
-
-    @Option(
-        name: .customLong("trust-issuer"),
-        help:
-            "Accept access tokens of an external OpenID issuer: issuer=URL,jwks=URL|discovery=URL,audience=AUD[,claim=sub][,refetch=60]; repeatable [NOTED_TRUSTED_ISSUERS, separated by spaces]."
-    )
-    var trustedIssuers: [String] = []
-
-    @Option(
-        name: .customLong("auth-attempts-per-minute"),
-        help:
-            "Sign-in and registration attempts per minute, per address and per username [NOTED_AUTH_ATTEMPTS_PER_MINUTE]; default 10."
-    )
+    @Option(name: ServerSetting.allowedOrigins.long, help: ServerSetting.allowedOrigins.help) var allowedOrigins:
+        [String] = []
+    @Flag(name: ServerSetting.noRegistration.long, help: ServerSetting.noRegistration.help) var noRegistration: Bool =
+        false
+    @Option(name: ServerSetting.issuer.long, help: ServerSetting.issuer.help) var issuer: String?
+    @Option(name: ServerSetting.logLevel.long, help: ServerSetting.logLevel.help) var logLevel: String?
+    @Option(name: ServerSetting.webRoot.long, help: ServerSetting.webRoot.help) var webRoot: String?
+    @Option(name: ServerSetting.oauthClients.long, help: ServerSetting.oauthClients.help) var oauthClients: [String] =
+        []
+    @Option(name: ServerSetting.trustedIssuers.long, help: ServerSetting.trustedIssuers.help) var trustedIssuers:
+        [String] = []
+    @Option(name: ServerSetting.authAttemptsPerMinute.long, help: ServerSetting.authAttemptsPerMinute.help)
     var authAttemptsPerMinute: Int?
-
-    @Option(
-        name: .customLong("max-pushes-per-second"),
-        help:
-            "Push messages per second and connection; more are rejected rate_limited [NOTED_MAX_PUSHES_PER_SECOND]; default 20."
-    )
+    @Option(name: ServerSetting.maxPushesPerSecond.long, help: ServerSetting.maxPushesPerSecond.help)
     var maxPushesPerSecond: Int?
-
-    @Option(
-        name: .customLong("heartbeat-seconds"),
-        help:
-            "Seconds between the heartbeats (unsolicited pong frames) every sync connection is sent [NOTED_HEARTBEAT_SECONDS]; default 30."
-    )
-    var heartbeatSeconds: Int?
-
-    @Option(
-        name: .customLong("trusted-proxy"),
-        help:
-            "A reverse proxy (address or CIDR) whose X-Forwarded-For is believed for the sign-in limits; repeatable [NOTED_TRUSTED_PROXIES, comma-separated]."
-    )
-    var trustedProxies: [String] = []
-
-    @Option(
-        name: .customLong("metrics-token"),
-        help: "Bearer token that lets /metrics be read from other machines (loopback may always) [NOTED_METRICS_TOKEN]."
-    )
-    var metricsToken: String?
-
-    @Option(
-        name: .customLong("max-sessions-per-user"),
-        help:
-            "Sync connections of one user on this node; a hello beyond is refused (close 4029) [NOTED_MAX_SESSIONS_PER_USER]; default 50."
-    )
+    @Option(name: ServerSetting.heartbeatSeconds.long, help: ServerSetting.heartbeatSeconds.help) var heartbeatSeconds:
+        Int?
+    @Option(name: ServerSetting.trustedProxies.long, help: ServerSetting.trustedProxies.help) var trustedProxies:
+        [String] = []
+    @Option(name: ServerSetting.metricsToken.long, help: ServerSetting.metricsToken.help) var metricsToken: String?
+    @Option(name: ServerSetting.maxSessionsPerUser.long, help: ServerSetting.maxSessionsPerUser.help)
     var maxSessionsPerUser: Int?
-
-    @Option(
-        name: .customLong("max-connections"),
-        help:
-            "Open connections (HTTP and WebSocket) of this node; one beyond is answered 503 and closed [NOTED_MAX_CONNECTIONS]; default 16384."
-    )
-    var maxConnections: Int?
-
-    @Option(
-        name: .customLong("max-blobs"),
-        help: "Files (attachments) one user may hold; 0 for no limit [NOTED_MAX_BLOBS]; default 100000.")
-    var maxBlobs: Int?
-
-    @Option(
-        name: .customLong("max-connections-per-address"),
-        help:
-            "Open connections from one address (IPv6: one /64; a trusted proxy's are not counted) [NOTED_MAX_CONNECTIONS_PER_ADDRESS]; default 256."
-    )
+    @Option(name: ServerSetting.maxConnections.long, help: ServerSetting.maxConnections.help) var maxConnections: Int?
+    @Option(name: ServerSetting.maxBlobs.long, help: ServerSetting.maxBlobs.help) var maxBlobs: Int?
+    @Option(name: ServerSetting.maxConnectionsPerAddress.long, help: ServerSetting.maxConnectionsPerAddress.help)
     var maxConnectionsPerAddress: Int?
-
-    @Option(
-        name: .customLong("quota-bytes"),
-        help: "Bytes of records one user may store; 0 for no limit [NOTED_QUOTA_BYTES]; default 1073741824 (1 GiB).")
-    var quotaBytes: Int64?
-
-    @Option(
-        name: .customLong("quota-records"),
-        help: "Records one user may store; 0 for no limit [NOTED_QUOTA_RECORDS]; default 1000000.")
-    var quotaRecords: Int64?
-
-    @Option(
-        name: .customLong("max-import-bytes"),
-        help:
-            "The largest export the web app may upload to import, in bytes [NOTED_MAX_IMPORT_BYTES]; default 268435456 (256 MiB)."
-    )
-    var maxImportBytes: Int?
-
-    @Option(
-        name: .customLong("max-blob-bytes"),
-        help: "The largest attachment a user may upload, in bytes [NOTED_MAX_BLOB_BYTES]; default 26214400 (25 MiB).")
-    var maxBlobBytes: Int?
-
-    @Option(
-        name: .customLong("blob-retention-hours"),
-        help:
-            "Hours an attachment no note references is kept after its upload, and an unfinished upload after its last write [NOTED_BLOB_RETENTION_HOURS]; default 24."
-    )
+    @Option(name: ServerSetting.quotaBytes.long, help: ServerSetting.quotaBytes.help) var quotaBytes: Int64?
+    @Option(name: ServerSetting.quotaRecords.long, help: ServerSetting.quotaRecords.help) var quotaRecords: Int64?
+    @Option(name: ServerSetting.maxImportBytes.long, help: ServerSetting.maxImportBytes.help) var maxImportBytes: Int?
+    @Option(name: ServerSetting.maxBlobBytes.long, help: ServerSetting.maxBlobBytes.help) var maxBlobBytes: Int?
+    @Option(name: ServerSetting.blobRetentionHours.long, help: ServerSetting.blobRetentionHours.help)
     var blobRetentionHours: Int?
+    @Option(name: ServerSetting.historyDays.long, help: ServerSetting.historyDays.help) var historyDays: Int?
+    @Option(name: ServerSetting.collections.long, help: ServerSetting.collections.help) var collections: String?
 
-    @Option(
-        name: .customLong("history-days"),
-        help:
-            "Days a note's revision history reaches back (every save for 10 minutes, then one per 10 minutes of the last day, per hour of the last week, per day after); 0 keeps every revision [NOTED_HISTORY_DAYS]; default 90."
-    )
-    var historyDays: Int?
-
-    @Option(
-        help:
-            "Folder of collection schema documents (*.json, docs/collections.md) served besides notes [NOTED_COLLECTIONS]."
-    )
-    var collections: String?
-
-    /// The flags given, by setting name (a repeatable flag's setting is the plural list).
-    var flags: [String: ConfigContent] {
-        var flags: [String: ConfigContent] = [:]
-        flags["host"] = host.map(ConfigContent.string)
-        flags["port"] = port.map(ConfigContent.int)
-        flags["allowed-origins"] = allowedOrigins.isEmpty ? nil : .stringArray(allowedOrigins)
-        flags["no-registration"] = noRegistration ? .bool(true) : nil
-        flags["issuer"] = issuer.map(ConfigContent.string)
-        flags["log-level"] = logLevel.map(ConfigContent.string)
-        flags["web-root"] = webRoot.map(ConfigContent.string)
-        flags["oauth-clients"] = oauthClients.isEmpty ? nil : .stringArray(oauthClients)
-        flags["trusted-issuers"] = trustedIssuers.isEmpty ? nil : .stringArray(trustedIssuers)
-        flags["trusted-proxies"] = trustedProxies.isEmpty ? nil : .stringArray(trustedProxies)
-        flags["metrics-token"] = metricsToken.map(ConfigContent.string)
-        flags["collections"] = collections.map(ConfigContent.string)
-        let numbers: [(String, Int?)] = [
-            ("auth-attempts-per-minute", authAttemptsPerMinute), ("max-pushes-per-second", maxPushesPerSecond),
-            ("heartbeat-seconds", heartbeatSeconds), ("max-sessions-per-user", maxSessionsPerUser),
-            ("max-connections", maxConnections), ("max-connections-per-address", maxConnectionsPerAddress),
-            ("max-blobs", maxBlobs),
-            ("quota-bytes", quotaBytes.map { Int($0) }),
-            ("quota-records", quotaRecords.map { Int($0) }), ("max-import-bytes", maxImportBytes),
-            ("max-blob-bytes", maxBlobBytes), ("blob-retention-hours", blobRetentionHours),
-            ("history-days", historyDays),
-        ]
-        for (name, value) in numbers { flags[name] = value.map(ConfigContent.int) }
-        return flags
-    }
-
+    /// The configuration the settings give (flags, then environment, then the config file).
     static func configuration(_ settings: Settings) throws -> ServerConfiguration {
         var configuration = ServerConfiguration()
-        configuration.host = try settings.string("host") ?? configuration.host
-        configuration.port =
-            try settings.int("port", "the port is a number from 0 to 65535", { (0...65535).contains($0) })
-            ?? configuration.port
-        try StoreOptions.apply(settings, to: &configuration)
-        configuration.allowedOrigins = try settings.list("allowed-origins")
-        if try settings.bool("no-registration") == true { configuration.registrationOpen = false }
-        if let value = try settings.string("issuer") {
-            guard !value.isEmpty else { throw settings.refuse("issuer", "the issuer must not be empty") }
-            configuration.issuer = value
-        }
-        configuration.webRoot = try settings.string("web-root")
-        if let root = configuration.webRoot, !FileManager.default.fileExists(atPath: root + "/index.html") {
-            throw settings.refuse("web-root", "\(root) has no index.html")
-        }
-        try oauthClients(settings, into: &configuration)
-        try limits(settings, into: &configuration)
-        configuration.trustedProxies = try settings.list("trusted-proxies").map { text in
-            guard let range = ClientAddresses.Range(text) else {
-                throw settings.refuse("trusted-proxies", "takes addresses or CIDR ranges, not \"\(text)\"")
-            }
-            return range
-        }
-        if let token = try settings.string("metrics-token") {
-            guard token.utf8.count >= 16 else {
-                throw settings.refuse("metrics-token", "the metrics token must be at least 16 characters")
-            }
-            configuration.metricsToken = token
-        }
+        for setting in ServerSetting.all { try setting.apply?(settings, &configuration) }
         return configuration
-    }
-
-    /// Third-party OAuth clients and the external issuers whose tokens are accepted.
-    private static func oauthClients(_ settings: Settings, into configuration: inout ServerConfiguration) throws {
-        for argument in try settings.list("oauth-clients") {
-            guard let client = OAuthClients.parse(argument) else {
-                throw settings.refuse(
-                    "oauth-clients", "an OAuth client is ID[:Name]=REDIRECT_URI[,REDIRECT_URI…], not \(argument)")
-            }
-            guard !["noted-cli", OAuthClient.webClientID, "noted"].contains(client.id) else {
-                throw settings.refuse("oauth-clients", "\(client.id) is a built-in client")
-            }
-            configuration.oauthClients.append(client)
-        }
-        for argument in try settings.list("trusted-issuers") {
-            switch TrustedIssuer.parse(argument) {
-            case .success(let trusted):
-                guard !configuration.trustedIssuers.contains(where: { $0.issuer == trusted.issuer }) else {
-                    throw settings.refuse("trusted-issuers", "\(trusted.issuer) is given twice")
-                }
-                configuration.trustedIssuers.append(trusted)
-            case .failure(let error):
-                throw settings.refuse(
-                    "trusted-issuers",
-                    "a trusted issuer is issuer=URL,jwks=URL|discovery=URL,audience=AUD[,claim=NAME][,refetch=SECONDS]: \(error)"
-                )
-            }
-        }
-    }
-
-    /// The numbers: rates, quotas, sizes and retention.
-    private static func limits(_ settings: Settings, into configuration: inout ServerConfiguration) throws {
-        if let value = try settings.int("auth-attempts-per-minute", "a number >= 1", { $0 >= 1 }) {
-            configuration.authAttemptsPerWindow = value
-            configuration.authWindow = .seconds(60)
-        }
-        configuration.maxPushesPerSecond =
-            try settings.int("max-pushes-per-second", "a number >= 1", { $0 >= 1 }) ?? configuration.maxPushesPerSecond
-        if let value = try settings.int("heartbeat-seconds", "a number from 1 to 3600", { (1...3600).contains($0) }) {
-            configuration.heartbeatInterval = .seconds(value)
-        }
-        configuration.maxSessionsPerUser =
-            try settings.int("max-sessions-per-user", "a number >= 1", { $0 >= 1 }) ?? configuration.maxSessionsPerUser
-        configuration.maxConnections =
-            try settings.int("max-connections", "a number >= 1", { $0 >= 1 }) ?? configuration.maxConnections
-        configuration.maxConnectionsPerAddress =
-            try settings.int("max-connections-per-address", "a number >= 1", { $0 >= 1 })
-            ?? configuration.maxConnectionsPerAddress
-        if let value = try settings.int("max-blobs", "a number >= 0 (0: no limit)", { $0 >= 0 }) {
-            configuration.maxBlobs = value == 0 ? nil : value
-        }
-        if let value = try settings.int("quota-bytes", "a number of bytes >= 0 (0: no limit)", { $0 >= 0 }) {
-            configuration.quota.bytes = value == 0 ? nil : Int64(value)
-        }
-        if let value = try settings.int("quota-records", "a number >= 0 (0: no limit)", { $0 >= 0 }) {
-            configuration.quota.records = value == 0 ? nil : Int64(value)
-        }
-        configuration.maxImportBytes =
-            try settings.int("max-import-bytes", "a number of bytes >= 1", { $0 >= 1 }) ?? configuration.maxImportBytes
-        configuration.maxBlobBytes =
-            try settings.int("max-blob-bytes", "a number of bytes >= 1", { $0 >= 1 }) ?? configuration.maxBlobBytes
-        if let value = try settings.int(
-            "blob-retention-hours", "a number of hours from 1 to 87600", { (1...87_600).contains($0) })
-        {
-            configuration.blobRetention = .seconds(value * 3600)
-        }
-        if let value = try settings.int(
-            "history-days", "a number of days from 0 (keep everything) to 36500", { (0...36_500).contains($0) })
-        {
-            configuration.history = HistoryPolicy(days: value)
-        }
     }
 
     func run() async throws {
         // Whatever the server creates (the data directory, the database and its -wal and -shm
         // files) is its own user's only: they hold the signing keys and every note.
         umask(0o077)
-        let settings = try await store.settings(more: flags)
+        let settings = try await store.settings(more: ServerSetting.given(in: self))
         var configuration = try Self.configuration(settings)
         let level =
             try settings.parsed(

@@ -15,24 +15,14 @@ import SystemPackage
 /// nothing starts.
 struct Settings: Sendable {
     /// Every setting a config file may hold (each value's type is checked as it is read).
-    static let known: Set<String> = [
-        "host", "port", "data", "database", "access-token-lifetime", "allowed-origins", "no-registration", "issuer",
-        "log-level", "web-root", "oauth-clients", "trusted-issuers", "auth-attempts-per-minute",
-        "max-pushes-per-second",
-        "heartbeat-seconds", "trusted-proxies", "metrics-token", "max-sessions-per-user", "max-connections",
-        "max-connections-per-address", "max-blobs", "quota-bytes",
-        "quota-records", "max-import-bytes", "max-blob-bytes", "blob-retention-hours", "history-days", "collections",
-    ]
+    static let known = Set(ServerSetting.all.map(\.name))
     /// Lists whose items hold commas (an OAuth client's redirect URIs, a trusted issuer's
     /// parts): their environment variables separate items by spaces, the others by commas.
-    static let spaceSeparated: Set<String> = ["oauth-clients", "trusted-issuers"]
-    /// The flags of the list settings, where their names differ (a flag is given once per item).
-    static let flagNames = [
-        "allowed-origins": "allowed-origin", "oauth-clients": "oauth-client",
-        "trusted-issuers": "trust-issuer", "trusted-proxies": "trusted-proxy",
-    ]
+    static let spaceSeparated = Set(ServerSetting.all.filter { $0.kind == .list(separator: " ") }.map(\.name))
+    /// The flags, by setting name (a list's flag is given once per item).
+    static let flagNames = Dictionary(uniqueKeysWithValues: ServerSetting.all.map { ($0.name, $0.flag) })
     /// Read as secrets: never printed by swift-configuration's access logging.
-    static let secret: Set<String> = ["metrics-token", "database"]
+    static let secret = Set(ServerSetting.all.filter(\.isSecret).map(\.name))
 
     private let reader: ConfigReader
     private let spacedReader: ConfigReader
@@ -66,7 +56,7 @@ struct Settings: Sendable {
             let flagProvider = InMemoryProvider(name: "flags", values: values)
             let environmentProvider = EnvironmentVariablesProvider(
                 environmentVariables: environment,
-                secretsSpecifier: .specific(Set(secret.map { "NOTED_" + variableSuffix($0) })),
+                secretsSpecifier: .specific(Set(ServerSetting.all.filter(\.isSecret).map(\.variable))),
                 arraySeparator: separator
             ).prefixKeys(with: "noted")
             return [flagProvider, environmentProvider] + (fileProvider.map { [$0] } ?? [])
@@ -76,11 +66,6 @@ struct Settings: Sendable {
             reader: ConfigReader(providers: providers(separator: ","), accessReporter: events),
             spacedReader: ConfigReader(providers: providers(separator: " "), accessReporter: events),
             events: events, file: file)
-    }
-
-    /// `max-pushes-per-second` → `MAX_PUSHES_PER_SECOND`, as the environment provider spells it.
-    static func variableSuffix(_ name: String) -> String {
-        String(name.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" })
     }
 
     /// A config file must be a JSON object of known settings; each value's type is checked as
@@ -112,7 +97,7 @@ struct Settings: Sendable {
     private func source(of key: String) -> String {
         switch events.lastProvider(of: key) {
         case 0: return "--" + (Self.flagNames[key] ?? key)
-        case 1: return "NOTED_" + Self.variableSuffix(key)
+        case 1: return ServerSetting.all.first { $0.name == key }?.variable ?? key
         default: return "\"\(key)\" in \(file ?? "the config file")"
         }
     }
