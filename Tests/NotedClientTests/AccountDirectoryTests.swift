@@ -110,7 +110,7 @@ import Testing
         // Edited: the refusal is over and the edit goes out against rev 2.
         try await store.update(id) { $0.body = "one two 3" }
         let (resend, _) = try await store.outbox(excluding: [], limit: 10)
-        #expect(resend.count == 1 && resend[0].body["baseRev"] == 2)
+        #expect(resend.count == 1 && resend[0].sent["baseRev"] == 2)
         #expect(try await store.note(id)?.refusal == nil)
     }
 }

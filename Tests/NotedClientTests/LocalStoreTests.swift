@@ -63,9 +63,9 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         #expect(note.pending)
         let (first, _) = try await store.outbox(excluding: [], limit: 10)
         #expect(first.count == 1)
-        #expect(first[0].body["baseRev"] == 0)
-        #expect(first[0].body["fields"]?["title"] == ["set": "T"])
-        #expect(first[0].body["fields"]?["tags"] == ["set": ["x"]])
+        #expect(first[0].sent["baseRev"] == 0)
+        #expect(first[0].sent["fields"]?["title"] == ["set": "T"])
+        #expect(first[0].sent["fields"]?["tags"] == ["set": ["x"]])
         // An edit while in flight does not change the in-flight body: the resend is identical.
         try await store.update(note.id) { $0.body = "B2" }
         let (again, _) = try await store.outbox(excluding: [], limit: 10)
@@ -88,8 +88,8 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         #expect(after.body == "hello world")
         #expect(after.pending)
         let (next, _) = try await store.outbox(excluding: [], limit: 10)
-        #expect(next[0].body["baseRev"] == 1)
-        #expect(next[0].body["fields"] == ["body": ["delta": "=5\t+ world"]])
+        #expect(next[0].sent["baseRev"] == 1)
+        #expect(next[0].sent["fields"] == ["body": ["delta": "=5\t+ world"]])
     }
 
     @Test func squashedEditsBecomeOneDeltaAgainstTheShadow() async throws {
@@ -99,7 +99,7 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         try await store.update(id) { $0.title = "t" }
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
         #expect(changes.count == 1)
-        #expect(changes[0].body["fields"] == ["body": ["delta": "-3\t+abcde"], "title": ["delta": "+t"]])
+        #expect(changes[0].sent["fields"] == ["body": ["delta": "-3\t+abcde"], "title": ["delta": "+t"]])
     }
 
     @Test func editsThatCancelOutSendNothing() async throws {
@@ -125,7 +125,7 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         #expect(note.rev == 2)
         #expect(try await store.cursor() == 2)
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
-        #expect(changes[0].body["baseRev"] == 2)
+        #expect(changes[0].sent["baseRev"] == 2)
     }
 
     @Test func anOlderOrEqualServerStateIsIgnored() async throws {
@@ -181,8 +181,8 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
             reject("base_unavailable", changes[0], current: server(id, rev: 5, NoteFields(title: "new", body: "abc"))))
         let (retry, _) = try await store.outbox(excluding: [], limit: 10)
         #expect(retry[0].ccid != changes[0].ccid)
-        #expect(retry[0].body["baseRev"] == 5)
-        #expect(retry[0].body["fields"] == ["body": ["set": "abcd"]])
+        #expect(retry[0].sent["baseRev"] == 5)
+        #expect(retry[0].sent["fields"] == ["body": ["set": "abcd"]])
         #expect(try await store.note(id)?.title == "new")
     }
 
@@ -207,7 +207,7 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let (store, id) = try await syncedStore(NoteFields(title: "[17]", body: "[19]"))
         try await store.update(id) { $0.trashed = true }
         let (inflight, _) = try await store.outbox(excluding: [], limit: 10)
-        #expect(inflight[0].body["baseRev"] == 1)
+        #expect(inflight[0].sent["baseRev"] == 1)
         try await store.update(id) { $0.body = "[57]" }
         _ = try await store.applyAck([
             "type": "ack", "ccid": .string(inflight[0].ccid), "id": .string(id), "collection": "notes", "rev": 3,
@@ -217,8 +217,8 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let note = try #require(try await store.note(id))
         #expect(note.body == "[57]" && note.rev == 3)
         let (next, _) = try await store.outbox(excluding: [], limit: 10)
-        #expect(next[0].body["baseRev"] == 1)
-        #expect(next[0].body["fields"]?["body"] == ["set": "[57]"])
+        #expect(next[0].sent["baseRev"] == 1)
+        #expect(next[0].sent["fields"]?["body"] == ["set": "[57]"])
     }
 
     @Test(arguments: ["pin", "tag", "trash"])
@@ -251,7 +251,7 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         let note = try #require(try await store.note(id))
         #expect(note.body == "zero one two three")
         let (retry, _) = try await store.outbox(excluding: [], limit: 10)
-        #expect(retry[0].body["baseRev"] == 4)
+        #expect(retry[0].sent["baseRev"] == 4)
     }
 
     @Test func versionRejectWithoutCurrentAsksForAPull() async throws {
@@ -327,8 +327,8 @@ func syncedStore(_ fields: NoteFields) async throws -> (LocalStore, String) {
         try await store.purge(id)
         #expect(try await store.note(id) == nil)
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
-        #expect(changes[0].body["op"] == "delete")
-        #expect(changes[0].body["baseRev"] == 1)
+        #expect(changes[0].sent["op"] == "delete")
+        #expect(changes[0].sent["baseRev"] == 1)
         _ = try await store.applyAck([
             "type": "ack", "ccid": .string(changes[0].ccid), "id": .string(id), "collection": "notes", "rev": 2,
             "status": "applied",

@@ -230,7 +230,8 @@ import Testing
         let prevRev = chance(&random, 70) ? held : max(0, held + Int64(random.next() % 3) - 1)
         let base = row.map { row in row.state.inflight?.newest.map { $0.fields ?? [:] } ?? row.shadowFields } ?? [:]
         let completed = CollectionSchema.notes.completed(base)
-        var ops = math.ops(from: completed, to: edited(completed, &random), textAsSet: chance(&random, 20))
+        var ops = math.ops(from: completed, to: edited(completed, &random), textAsSet: chance(&random, 20)).mapValues(
+            \.json)
         if chance(&random, 5) { ops["body"] = ["delta": "=9999"] }
         let purge = chance(&random, 12)
         return Broadcast(

@@ -174,7 +174,7 @@ import Testing
         #expect(try await store.search("juniper").map(\.id) == ["00000000-0000-4000-8000-000000000004"])
         #expect(try await store.pendingCount() == 2)
         let (changes, _) = try await store.outbox(excluding: [], limit: 10)
-        let bodies = Dictionary(uniqueKeysWithValues: changes.map { ($0.recordID, $0.body) })
+        let bodies = Dictionary(uniqueKeysWithValues: try changes.map { ($0.recordID, try JSONValue.parse($0.body)) })
         #expect(bodies["00000000-0000-4000-8000-000000000003"]?["baseRev"] == 0)
         #expect(bodies["00000000-0000-4000-8000-000000000003"]?["fields"]?["body"] == ["set": "ginger"])
         #expect(bodies["00000000-0000-4000-8000-000000000004"]?["baseRev"] == 1)

@@ -83,7 +83,7 @@ import Testing
             let old = text(&random, words: 4 + Int(random.next() % 30))
             let new = edit(old, &random)
             let ops = math.ops(from: ["body": .string(old)], to: ["body": .string(new)], textAsSet: false)
-            let delta = ops["body"]?["delta"] ?? .null
+            let delta = ops["body"]?.json["delta"] ?? .null
             deltas.append(JSONValue.object(["old": .string(old), "new": .string(new), "delta": delta]).jsonString)
         }
         for _ in 0..<count {

@@ -58,17 +58,25 @@ struct MachineHarness {
     }
 }
 
+/// The messages `actions` send, as the server reads them.
 func sentMessages(_ actions: [Machine.Action]) -> [JSONValue] {
-    actions.compactMap { if case .send(let message, let rid) = $0 { message.json(rid: .int(rid)) } else { nil } }
+    actions.compactMap {
+        switch $0 {
+        case .send(let message, let rid): message.json(rid: .int(rid))
+        case .push(let changes, let rid):
+            try? JSONValue.parse(ClientMessage.pushText(changes: changes.map(\.body), rid: .int(rid)))
+        default: nil
+        }
+    }
 }
 
 func change(_ id: String, ccid: String) -> OutboxChange {
     OutboxChange(
         recordID: id, ccid: ccid,
-        body: [
+        body: JSONValue.object([
             "ccid": .string(ccid), "collection": "notes", "id": .string(id), "baseRev": 0, "op": "upsert",
             "fields": [:],
-        ])
+        ]).jsonString)
 }
 
 @Suite struct SyncStateMachineTests {
@@ -443,10 +451,10 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         func sized(_ id: String, _ size: Int) -> OutboxChange {
             OutboxChange(
                 recordID: id, ccid: "c-" + id,
-                body: [
+                body: JSONValue.object([
                     "ccid": .string("c-" + id), "id": .string(id),
                     "fields": ["body": ["set": .string(String(repeating: "x", count: size))]],
-                ])
+                ]).jsonString)
         }
         let actions = harness.machine.composed(
             [sized("a", 200), sized("b", 200), sized("c", 200), sized("huge", 1000)], now: harness.now)

@@ -114,6 +114,25 @@ import Testing
         #expect(ClientMessage.requestID(of: parsed) == rid, "\(name)")
     }
 
+    /// A client sends each change as the text it encoded once, spliced into the push.
+    @Test func aPushOfEncodedChangesIsThePushOfThoseChanges() throws {
+        let change = Change(
+            ccid: Self.ccid, collection: "notes", id: Self.id, baseRev: 3, op: .upsert,
+            fields: ["body": .textDelta("=4\t+ and eggs"), "tags": .setAddRemove(add: ["a"], remove: [])])
+        let deletion = Change(ccid: Self.ccid, collection: "notes", id: Self.id, baseRev: 4, op: .delete, fields: [:])
+        for rid in [RequestID.int(2), .string("p\"q"), nil] {
+            let text = ClientMessage.pushText(changes: [change.json.jsonString, deletion.json.jsonString], rid: rid)
+            let parsed = try JSONValue.parse(text)
+            #expect(parsed == ClientMessage.push(changes: [change.json, deletion.json]).json(rid: rid))
+            guard case .push(let changes) = try ClientMessage.parse(parsed) else {
+                Issue.record("not a push: \(text)")
+                continue
+            }
+            #expect(try changes.map { try ChangeParser().parse($0) } == [change, deletion])
+        }
+        #expect(try JSONValue.parse(ClientMessage.pushText(changes: [], rid: nil)) == ["type": "push", "changes": []])
+    }
+
     @Test func unknownServerMessagesAreIgnoredAndMalformedOnesRefused() throws {
         #expect(try ServerMessage.decode(JSONValue.parse(#"{"type":"presence","who":"x"}"#)) == nil)
         #expect(throws: ProtocolError.self) { try ServerMessage.decode(JSONValue.parse(#"{"type":"ack","ccid":"c"}"#)) }

@@ -147,12 +147,11 @@ extension LocalStore {
         case refused(String)
     }
 
-    static func uploadGate(_ db: Database, ops: [String: JSONValue], schema: CollectionSchema?) throws -> UploadGate? {
+    static func uploadGate(_ db: Database, ops: [String: FieldOp], schema: CollectionSchema?) throws -> UploadGate? {
         guard let schema else { return nil }
         var gate: UploadGate?
         for (name, op) in ops where schema.fields[name]?.attachments == true {
-            let added = (op["add"]?.arrayValue ?? op["set"]?.arrayValue ?? []).compactMap(\.stringValue)
-            for element in added {
+            for element in op.addedElements {
                 guard let reference = AttachmentReference(element: element),
                     let row = try Row.fetchOne(
                         db, sql: "SELECT pending, refusal FROM blob WHERE sha256 = ?", arguments: [reference.sha256])

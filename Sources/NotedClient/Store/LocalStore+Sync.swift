@@ -6,8 +6,15 @@ import NotedCore
 public struct OutboxChange: Sendable, Hashable {
     public var recordID: String
     public var ccid: String
-    /// The exact change object; a resend carries the identical body.
-    public var body: JSONValue
+    /// The change object as sent, encoded once when the change was made (a `Change`'s `json`)
+    /// and stored with the record: a resend carries the identical text.
+    public var body: String
+
+    public init(recordID: String, ccid: String, body: String) {
+        self.recordID = recordID
+        self.ccid = ccid
+        self.body = body
+    }
 }
 
 /// What a sync step did to the local notes, for the event stream.
@@ -280,12 +287,14 @@ extension LocalStore {
         for row in rows where result.count < limit {
             guard let change = row.state.inflight, let value = try? JSONValue.parse(change.body) else { continue }
             // A change refused `missing_blob` waits for its files to go up again.
-            if let ops = value["fields"]?.objectValue,
-                try Self.uploadGate(db, ops: ops, schema: schemas[row.collection]) == .waiting
+            if let schema = schemas[row.collection], let raw = value["fields"]?.objectValue,
+                let ops = try? ChangeParser(schemas: SchemaRegistry([schema]), limits: .unbounded).parse(
+                    fields: raw, of: schema),
+                try Self.uploadGate(db, ops: ops, schema: schema) == .waiting
             {
                 continue
             }
-            result.append(OutboxChange(recordID: row.id, ccid: change.ccid, body: value))
+            result.append(OutboxChange(recordID: row.id, ccid: change.ccid, body: change.body))
         }
         return result
     }
@@ -300,10 +309,8 @@ extension LocalStore {
         var row = row
         let ccid = ChangeID.next()
         let baseRev = row.state.nextBaseRev(shadowRev: row.rev)
-        var change: [String: JSONValue] = [
-            "ccid": .string(ccid), "collection": .string(row.collection), "id": .string(row.id),
-            "baseRev": .int(baseRev),
-        ]
+        var change = Change(
+            ccid: ccid, collection: row.collection, id: row.id, baseRev: baseRev, op: .upsert, fields: [:])
         var sentFields: [String: JSONValue]?
         if row.state.purging {
             if row.rev == 0 {
@@ -311,8 +318,7 @@ extension LocalStore {
                 effect.remove(row.id, in: row.collection)
                 return nil
             }
-            change["op"] = "delete"
-            change["fields"] = .object([:])
+            change.op = .delete
         } else {
             let math = recordMath(row.collection)
             let ops = math.ops(
@@ -336,12 +342,11 @@ extension LocalStore {
             case nil:
                 break
             }
-            change["op"] = "upsert"
-            change["fields"] = .object(ops)
+            change.fields = ops
             sentFields = math.applyExactly(ops: ops, to: row.shadowFields)
         }
-        let body = JSONValue.object(change)
-        row.state.send(SyncState.Inflight(ccid: ccid, baseRev: baseRev, body: body.jsonString, sent: sentFields))
+        let body = change.json.jsonString
+        row.state.send(SyncState.Inflight(ccid: ccid, baseRev: baseRev, body: body, sent: sentFields))
         try row.update(db)
         return OutboxChange(recordID: row.id, ccid: ccid, body: body)
     }

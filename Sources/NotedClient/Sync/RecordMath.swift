@@ -17,11 +17,11 @@ public struct RecordMath: Sendable {
     /// them with concurrent edits), or `set` when `textAsSet` (a create, or a resend after
     /// `base_unavailable`). Set fields become `add`/`remove`, scalars `set`.
     public func ops(from shadow: [String: JSONValue], to local: [String: JSONValue], textAsSet: Bool) -> [String:
-        JSONValue]
+        FieldOp]
     {
         let shadow = schema.completed(shadow)
         let local = schema.completed(local)
-        var result: [String: JSONValue] = [:]
+        var result: [String: FieldOp] = [:]
         for name in schema.fields.keys.sorted() {
             guard let spec = schema.fields[name], let new = local[name], let old = shadow[name], new != old else {
                 continue
@@ -30,9 +30,9 @@ public struct RecordMath: Sendable {
             case .text:
                 let newText = new.stringValue ?? ""
                 if textAsSet {
-                    result[name] = ["set": .string(newText)]
+                    result[name] = .textSet(newText)
                 } else {
-                    result[name] = ["delta": .string(dmp.toDelta(editDiffs(old.stringValue ?? "", newText)))]
+                    result[name] = .textDelta(dmp.toDelta(editDiffs(old.stringValue ?? "", newText)))
                 }
             case .set:
                 let oldValues = strings(old)
@@ -42,14 +42,12 @@ public struct RecordMath: Sendable {
                 let add = newValues.filter { !oldSet.contains($0) }
                 let remove = oldValues.filter { !newSet.contains($0) }
                 if textAsSet {
-                    result[name] = ["set": .array(newValues.map(JSONValue.string))]
+                    result[name] = .setReplace(newValues)
                 } else if !add.isEmpty || !remove.isEmpty {
-                    result[name] = [
-                        "add": .array(add.map(JSONValue.string)), "remove": .array(remove.map(JSONValue.string)),
-                    ]
+                    result[name] = .setAddRemove(add: add, remove: remove)
                 }
             case .scalar:
-                result[name] = ["set": new]
+                result[name] = .scalarSet(new)
             }
         }
         return result
@@ -112,20 +110,13 @@ public struct RecordMath: Sendable {
         -> [String: JSONValue]
     {
         // The parser validates the ops exactly as the server does.
-        let change: JSONValue = [
-            "ccid": "00000000-0000-0000-0000-000000000000", "collection": .string(schema.name),
-            "id": "00000000-0000-0000-0000-000000000000", "baseRev": 1, "op": "upsert", "fields": .object(ops),
-        ]
-        let parsed = try ChangeParser(schemas: SchemaRegistry([schema]), limits: limits).parse(change)
-        return try FieldMerger(limits: limits).apply(parsed.fields, schema: schema, current: fields, base: nil).fields
+        let parsed = try ChangeParser(schemas: SchemaRegistry([schema]), limits: limits).parse(fields: ops, of: schema)
+        return try FieldMerger(limits: limits).apply(parsed, schema: schema, current: fields, base: nil).fields
     }
 
     /// The result of sending `ops` against `shadow` when the server applies them exactly.
-    public func applyExactly(ops: [String: JSONValue], to shadow: [String: JSONValue]) -> [String: JSONValue] {
-        (try? apply(
-            ops: ops, to: shadow,
-            limits: Limits(
-                maxMessageBytes: .max, maxChangesPerPush: .max, maxTextLength: .max, maxTags: .max, maxTagLength: .max)))
+    public func applyExactly(ops: [String: FieldOp], to shadow: [String: JSONValue]) -> [String: JSONValue] {
+        (try? FieldMerger(limits: .unbounded).apply(ops, schema: schema, current: shadow, base: nil).fields)
             ?? schema.completed(shadow)
     }
 

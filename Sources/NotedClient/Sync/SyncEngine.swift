@@ -30,7 +30,8 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
     private struct Connection {
         var id: Int
         var value: any SyncConnection
-        var outgoing: AsyncStream<JSONValue>.Continuation
+        /// Text frames to send, in order.
+        var outgoing: AsyncStream<String>.Continuation
     }
 
     private var machine: SyncStateMachine<C.Instant>
@@ -122,7 +123,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
             await value.close()
             return
         }
-        let (outgoing, continuation) = AsyncStream.makeStream(of: JSONValue.self)
+        let (outgoing, continuation) = AsyncStream.makeStream(of: String.self)
         connection = Connection(id: id, value: value, outgoing: continuation)
         tasks["writer"] = Task { [weak self] in
             var failed = false
@@ -130,7 +131,7 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
                 // After a failed send the rest is dropped, but still counted as done.
                 if !failed {
                     do {
-                        try await value.send(message)
+                        try await value.send(text: message)
                     } catch {
                         failed = true
                         await value.close()
@@ -226,14 +227,21 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         stepWaiters.removeValue(forKey: id)?.resume()
     }
 
+    /// Queues a text frame on the open connection (counted as work until it is written).
+    private func send(_ text: String) {
+        if let connection, case .enqueued = connection.outgoing.yield(text) {
+            work.busy += 1
+        }
+    }
+
     private func perform(_ action: SyncStateMachine<C.Instant>.Action) async {
         switch action {
         case .connect(let id):
             connect(id: id)
         case .send(let message, let rid):
-            if let connection, case .enqueued = connection.outgoing.yield(message.json(rid: .int(rid))) {
-                work.busy += 1
-            }
+            send(message.json(rid: .int(rid)).jsonString)
+        case .push(let changes, let rid):
+            send(ClientMessage.pushText(changes: changes.map(\.body), rid: .int(rid)))
         case .close:
             if let connection {
                 connection.outgoing.finish()

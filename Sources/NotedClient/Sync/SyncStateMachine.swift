@@ -32,6 +32,9 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         case connect(id: Int)
         /// Send a message on the open connection.
         case send(ClientMessage, rid: Int64)
+        /// Send a `push` of these changes, each as the text it was encoded to when made
+        /// (`ClientMessage.pushText`).
+        case push([OutboxChange], rid: Int64)
         /// Close the open connection (it is considered dead or the engine stops).
         case close
         /// Store a `changes` page and its cursor durably, then report `pageStored`.
@@ -281,7 +284,7 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         let budget = limits.maxMessageBytes - 64
         var remaining: [(change: OutboxChange, bytes: Int)] = []
         for change in changes where requests.inFlight[change.recordID] == nil {
-            let bytes = change.body.jsonString.utf8.count + 1
+            let bytes = change.body.utf8.count + 1
             if bytes > budget {
                 actions.append(
                     .refuse(
@@ -304,7 +307,7 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
             let rid = request(.push, now: now)
             requests.pushAnswers[rid] = Set(batch.map(\.ccid))
             for change in batch { requests.inFlight[change.recordID] = change.ccid }
-            actions.append(.send(.push(changes: batch.map(\.body)), rid: rid))
+            actions.append(.push(batch, rid: rid))
         }
         if again {
             actions += compose()

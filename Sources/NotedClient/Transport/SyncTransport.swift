@@ -15,8 +15,17 @@ public protocol SyncConnection: Sendable {
     var messages: AsyncStream<JSONValue> { get }
     /// Sends one message as a JSON text frame.
     func send(_ message: JSONValue) async throws
+    /// Sends a text frame of JSON encoded already (the sync engine's messages: a change is
+    /// encoded once, when it is made). By default, decoded and sent as `send(_:)` does.
+    func send(text: String) async throws
     /// Closes the connection; `messages` then finishes.
     func close() async
+}
+
+extension SyncConnection {
+    public func send(text: String) async throws {
+        try await send(JSONValue.parse(text))
+    }
 }
 
 /// The WebSocket URL of a server's sync endpoint.

@@ -81,7 +81,11 @@ import NotedCore
         let task: Task<Void, Never>
 
         func send(_ message: JSONValue) async throws {
-            try await writer.write(.text(message.jsonString))
+            try await send(text: message.jsonString)
+        }
+
+        func send(text: String) async throws {
+            try await writer.write(.text(text))
         }
 
         func close() async {
@@ -151,7 +155,11 @@ struct URLSessionConnection: SyncConnection, @unchecked Sendable {
     let reader: Task<Void, Never>
 
     func send(_ message: JSONValue) async throws {
-        try await task.send(.string(message.jsonString))
+        try await send(text: message.jsonString)
+    }
+
+    func send(text: String) async throws {
+        try await task.send(.string(text))
     }
 
     func close() async {

@@ -22,6 +22,25 @@ public enum FieldOp: Sendable, Hashable {
         case .scalarSet(let value): ["set": value]
         }
     }
+
+    /// The op that replaces a field of `kind` with `value` (not checked against the schema's
+    /// rules: a parser does that).
+    public static func replacing(with value: JSONValue, kind: FieldKind) -> FieldOp {
+        switch kind {
+        case .text: .textSet(value.stringValue ?? "")
+        case .set: .setReplace(value.arrayValue?.compactMap(\.stringValue) ?? [])
+        case .scalar: .scalarSet(value)
+        }
+    }
+
+    /// The elements a set op adds: those of a replacement, or of an `add`.
+    public var addedElements: [String] {
+        switch self {
+        case .setReplace(let values): values
+        case .setAddRemove(let add, _): add
+        case .textSet, .textDelta, .scalarSet: []
+        }
+    }
 }
 
 /// A validated change from a client's push.

@@ -60,16 +60,25 @@ public struct ChangeParser: Sendable {
                 throw ProtocolError(.badRequest, "a delete needs the baseRev of an existing record")
             }
         case .upsert:
-            for name in rawFields.keys.sorted() {
-                guard let spec = schema.fields[name] else {
-                    throw ProtocolError(.invalidField, "unknown field \"\(name)\"")
-                }
-                // Cannot be nil: the key comes from the dictionary.
-                let raw = rawFields[name] ?? .null
-                fields[name] = try parseOp(raw, field: name, spec: spec)
-            }
+            fields = try parse(fields: rawFields, of: schema)
         }
         return Change(ccid: ccid, collection: collection, id: id, baseRev: baseRev, op: op, fields: fields)
+    }
+
+    /// Validates the ops of an upsert (or of a `change` broadcast) on a record of `schema`.
+    public func parse(fields rawFields: [String: JSONValue], of schema: CollectionSchema) throws(ProtocolError)
+        -> [String: FieldOp]
+    {
+        var fields: [String: FieldOp] = [:]
+        for name in rawFields.keys.sorted() {
+            guard let spec = schema.fields[name] else {
+                throw ProtocolError(.invalidField, "unknown field \"\(name)\"")
+            }
+            // Cannot be nil: the key comes from the dictionary.
+            let raw = rawFields[name] ?? .null
+            fields[name] = try parseOp(raw, field: name, spec: spec)
+        }
+        return fields
     }
 
     private func parseOp(_ raw: JSONValue, field: String, spec: FieldSpec) throws(ProtocolError) -> FieldOp {

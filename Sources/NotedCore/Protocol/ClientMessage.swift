@@ -46,6 +46,14 @@ public enum ClientMessage: Sendable, Hashable {
         return .object(object)
     }
 
+    /// The text of a `push` of changes encoded already (each a change object's JSON text, as a
+    /// client stores it when it makes the change): spliced in, not decoded and encoded again.
+    public static func pushText(changes: [String], rid: RequestID?) -> String {
+        var text = #"{"type":"push","changes":["# + changes.joined(separator: ",") + "]"
+        if let rid { text += #","rid":"# + rid.json.jsonString }
+        return text + "}"
+    }
+
     /// Reads the request id of a message, if it has a valid one.
     public static func requestID(of value: JSONValue) -> RequestID? {
         switch value["rid"] {

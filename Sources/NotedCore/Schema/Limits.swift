@@ -25,6 +25,10 @@ public struct Limits: Sendable, Hashable {
         self.maxTagLength = maxTagLength
     }
 
+    /// No limit at all: what a client applies its own, already checked, ops under.
+    public static let unbounded = Limits(
+        maxMessageBytes: .max, maxChangesPerPush: .max, maxTextLength: .max, maxTags: .max, maxTagLength: .max)
+
     /// Reads the `limits` object of `welcome`: a limit that is missing, not a positive integer,
     /// or not an object at all is the protocol's default.
     public init(json value: JSONValue) {

@@ -223,25 +223,32 @@ struct ServerImport {
                     target = (copyID, 0, .copied)
                     changed = fields
                 }
-                let ops = JSONValue.object(changed.mapValues { ["set": $0] })
-                changes.append([
-                    "ccid": .string(UUID().uuidString.lowercased()), "collection": .string(CollectionSchema.notes.name),
-                    "id": .string(target.id), "baseRev": .int(target.baseRev), "op": "upsert", "fields": ops,
-                ])
+                let schema = CollectionSchema.notes
+                let ops = changed.reduce(into: [String: FieldOp]()) { ops, field in
+                    ops[field.key] = FieldOp.replacing(
+                        with: field.value, kind: schema.fields[field.key]?.kind ?? .scalar)
+                }
+                let change = Change(
+                    ccid: UUID().uuidString.lowercased(), collection: schema.name, id: target.id,
+                    baseRev: target.baseRev, op: .upsert, fields: ops)
+                changes.append(change.json)
                 sources.append((item.source, target.outcome))
             }
             guard !changes.isEmpty else { continue }
             let replies = try await sync.push(
                 changes: changes, userID: userID, device: nil, session: nil, rid: nil, logger: logger)
             for (reply, source) in zip(replies, sources) {
-                if reply["type"] == "ack" {
+                switch reply {
+                case .ack:
                     switch source.outcome {
                     case .created: summary.imported += 1
                     case .updated: summary.updated += 1
                     case .copied: summary.copied += 1
                     }
-                } else {
-                    summary.skip(source.source, reply["message"]?.stringValue ?? "refused by the server")
+                case .reject(let reject):
+                    summary.skip(source.source, reject.message)
+                default:
+                    summary.skip(source.source, "refused by the server")
                 }
             }
         }

@@ -22,9 +22,9 @@ extension Routes {
                 limit = value
             }
             let snapshot = query.get("snapshot") == "true"
-            var page =
-                try await sync.pull(userID: user.userID, since: since, limit: limit, snapshot: snapshot, rid: nil)
-                .objectValue ?? [:]
+            let changes = try await sync.pull(
+                userID: user.userID, since: since, limit: limit, snapshot: snapshot, rid: nil)
+            var page = ServerMessage.changes(changes).json.objectValue ?? [:]
             page["type"] = nil
             return .json(.object(page))
         }
@@ -58,7 +58,7 @@ extension Routes {
                 let results = try await sync.push(
                     changes: changes, userID: user.userID, device: device, session: nil, rid: nil,
                     logger: context.logger)
-                return .json(["results": .array(results)])
+                return .json(["results": .array(results.map(\.json))])
             } catch is AccountDeleted {
                 throw APIError(.unauthorized, "unauthenticated", SessionHub.accountDeleted)
             }

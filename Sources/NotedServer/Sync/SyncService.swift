@@ -22,18 +22,18 @@ struct SyncService: Sendable {
     var limits: Limits { parser.limits }
 
     func pull(userID: String, since: Int64, limit: Int, snapshot: Bool = false, rid: RequestID?) async throws
-        -> JSONValue
+        -> ChangesPage
     {
         var page = try await pullTurns.run(userID) {
             try await store.changes(userID: userID, since: since, limit: limit, snapshot: snapshot)
         }
         page.rid = rid
-        return ServerMessage.changes(page).json
+        return page
     }
 
     /// Answers each change in order; commits are broadcast to the user's other sessions.
     func push(changes: [JSONValue], userID: String, device: String?, session: UUID?, rid: RequestID?, logger: Logger)
-        async throws -> [JSONValue]
+        async throws -> [ServerMessage]
     {
         try await turns.run(userID) {
             try await pushInTurn(
@@ -43,7 +43,7 @@ struct SyncService: Sendable {
 
     private func pushInTurn(
         changes: [JSONValue], userID: String, device: String?, session: UUID?, rid: RequestID?, logger: Logger
-    ) async throws -> [JSONValue] {
+    ) async throws -> [ServerMessage] {
         let started = ContinuousClock.now
         // Parsed first; the valid ones go to the store together, in order (one transaction on
         // SQLite, usually: group commit), and every answer takes its place.
@@ -91,16 +91,16 @@ struct SyncService: Sendable {
             let reply = reply!
             metrics.countResult(reply)
             metrics.pushToAck.record(elapsed)
-            return reply.with(rid: rid).json
+            return reply.with(rid: rid)
         }
     }
 
     /// Rejects every change of a push with the same error (rate limiting).
-    func rejectAll(changes: [JSONValue], error: ProtocolError, rid: RequestID?) -> [JSONValue] {
+    func rejectAll(changes: [JSONValue], error: ProtocolError, rid: RequestID?) -> [ServerMessage] {
         changes.map { raw in
             let reply = ServerMessage.reject(Reject(error, identity: ChangeParser.identity(of: raw), rid: rid))
             metrics.countResult(reply)
-            return reply.json
+            return reply
         }
     }
 }

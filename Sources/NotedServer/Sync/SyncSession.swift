@@ -169,8 +169,6 @@ final class SyncSession: Sendable {
 
         func send(_ message: ServerMessage) { continuation.yield(.message(message.json)) }
 
-        func send(_ value: JSONValue) { continuation.yield(.message(value)) }
-
         /// Counts an error toward the abuse limit; false (and a 1008 close) when it is reached.
         func countError(_ state: inout State) -> Bool {
             let now = Date()
@@ -232,7 +230,8 @@ final class SyncSession: Sendable {
             return try await reauth(
                 token: token, userID: userID, rid: rid, state: &state, shared: shared, replies: replies)
         case .pull(let since, let limit, let snapshot):
-            replies.send(try await sync.pull(userID: userID, since: since, limit: limit, snapshot: snapshot, rid: rid))
+            replies.send(
+                .changes(try await sync.pull(userID: userID, since: since, limit: limit, snapshot: snapshot, rid: rid)))
             return true
         case .push(let changes):
             do {

@@ -53,3 +53,8 @@ extension SyncStateMachine {
         received(decoded(json), now: now, date: date)
     }
 }
+
+extension OutboxChange {
+    /// The change as the server reads it (`body` is its text, encoded once).
+    var sent: JSONValue { (try? JSONValue.parse(body)) ?? .null }
+}
