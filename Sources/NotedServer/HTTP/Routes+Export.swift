@@ -34,22 +34,7 @@ extension Routes {
                 throw APIError(error)
             }
             // Held until the answer is sent, fails, or is dropped unsent (its body is released).
-            let slot: UserSlots.Slot
-            do throws(UserSlots.Refusal) {
-                slot = try slots.take(user.userID)
-            } catch {
-                switch error {
-                case .user:
-                    throw APIError(
-                        .conflict, "export_running", "an export of this account is being sent; wait for it to end")
-                case .node:
-                    var busy = APIError(
-                        .serviceUnavailable, "export_busy", "the server is sending other exports; try again in a minute"
-                    )
-                    busy.headers[.retryAfter] = "30"
-                    throw busy
-                }
-            }
+            let slot = try Self.exportSlot(slots, for: user.userID)
             // For Markdown, first the names: each note's file, from a pass over the notes that
             // keeps no bodies, so files are named as `noted export` names them.
             var paths: [String: String] = [:]
@@ -59,9 +44,7 @@ extension Routes {
                 paths = Exporter.markdownPaths(names)
             }
             let day = String(Timestamp.format(Date()).prefix(10))
-            let store = self.store
-            let userID = user.userID
-            let names = paths
+            let export = ExportStream(routes: self, userID: user.userID, format: format, names: paths)
             let logger = context.logger
             return Response(
                 status: .ok,
@@ -71,88 +54,40 @@ extension Routes {
                 ],
                 body: ResponseBody { writer in
                     defer { withExtendedLifetime(slot) {} }
-                    var out = ExportWriter()
-                    var zip = ZipStream()
-                    var written = Set<String>()
-                    var used = Set(names.values.map { $0.lowercased() })
-                    // The notes' files, gathered as the notes are written, written after them.
-                    var attachments: [String: AttachmentReference] = [:]
-                    func gather(_ record: Record) -> [PortableAttachment] {
-                        let references = Self.references(record)
-                        for reference in references where attachments[reference.sha256] == nil {
-                            attachments[reference.sha256] = reference
-                        }
-                        return references.map(Self.portable)
-                    }
+                    var export = export
                     do {
-                        switch format {
-                        case .markdown:
-                            try await eachNote(of: userID) { record, note in
-                                guard written.insert(note.id).inserted else { return }
-                                var note = note
-                                note.attachments = gather(record)
-                                let path =
-                                    names[note.id]
-                                    ?? Exporter.markdownPath(
-                                        id: note.id, folder: note.folder, title: note.title, used: &used)
-                                try await out.write(
-                                    try zip.entry(path, Data(Exporter.markdownText(note).utf8), deflate: true),
-                                    to: &writer)
-                            }
-                        case .json:
-                            // One notes.json, deflated as it is written (its size is not known
-                            // before: a streamed, ZIP64 entry).
-                            try await out.write(zip.beginEntry("notes.json", deflated: true), to: &writer)
-                            var entry = try DeflatedEntry()
-                            try await entry.add(Exporter.jsonStart(), to: &out, &writer)
-                            try await eachNote(of: userID) { record, note in
-                                guard written.insert(note.id).inserted else { return }
-                                var note = note
-                                note.attachments = gather(record)
-                                try await entry.add(
-                                    (written.count > 1 ? "," : "") + Exporter.jsonNote(note).jsonString, to: &out,
-                                    &writer)
-                            }
-                            try await entry.add(Exporter.jsonEnd, to: &out, &writer)
-                            try await entry.end(in: &zip, to: &out, &writer)
-                        }
-                        // Each file once, straight from the blob store.
-                        for reference in attachments.values.sorted(by: { $0.sha256 < $1.sha256 }) {
-                            guard
-                                let pieces = try await store.readBlob(
-                                    userID: userID, sha256: reference.sha256, range: 0..<reference.size)
-                            else {
-                                continue  // named but not stored (collected): the note keeps its link
-                            }
-                            try await out.write(
-                                zip.beginEntry(Exporter.attachmentPath(Self.portable(reference)), deflated: false),
-                                to: &writer)
-                            var crc: UInt32 = 0
-                            var size: UInt64 = 0
-                            for try await piece in pieces {
-                                let data = Data(piece.readableBytesView)
-                                crc = ZipStream.crc32(data, continuing: crc)
-                                size += UInt64(data.count)
-                                try await out.write(data, to: &writer)
-                            }
-                            try await out.write(zip.endEntry(crc32: crc, compressedSize: size, size: size), to: &writer)
-                        }
-                        try await out.write(zip.finish(), to: &writer)
-                        try await out.flush(to: &writer)
-                        try await writer.finish(nil)
+                        try await export.write(to: &writer)
                     } catch {
                         logger.info(
                             "export ended early",
-                            metadata: ["user": .string(userID), "error": .string(String(describing: error))])
+                            metadata: ["user": .string(export.userID), "error": .string(String(describing: error))])
                         throw error
                     }
                 })
         }
     }
 
+    /// The user's export slot, or the refusal: one export per user, `exportsAtOnce` per node.
+    private static func exportSlot(_ slots: UserSlots, for userID: String) throws -> UserSlots.Slot {
+        do throws(UserSlots.Refusal) {
+            return try slots.take(userID)
+        } catch {
+            switch error {
+            case .user:
+                throw APIError(
+                    .conflict, "export_running", "an export of this account is being sent; wait for it to end")
+            case .node:
+                var busy = APIError(
+                    .serviceUnavailable, "export_busy", "the server is sending other exports; try again in a minute")
+                busy.headers[.retryAfter] = "30"
+                throw busy
+            }
+        }
+    }
+
     /// Calls `body` with each live note of the user, a page of 1,000 at a time, as a pull from 0
     /// reads them (a note changed meanwhile may come again in a later page).
-    private func eachNote(of userID: String, _ body: (Record, PortableNote) async throws -> Void) async throws {
+    func eachNote(of userID: String, _ body: (Record, PortableNote) async throws -> Void) async throws {
         var since: Int64 = 0
         while true {
             let page = try await store.changes(userID: userID, since: since, limit: 1000, snapshot: true)
@@ -168,16 +103,112 @@ extension Routes {
         }
     }
 
-    private static func references(_ record: Record) -> [AttachmentReference] {
+    static func references(_ record: Record) -> [AttachmentReference] {
         (record.fields["attachments"]?.arrayValue ?? []).compactMap {
             $0.stringValue.flatMap(AttachmentReference.init(element:))
         }
     }
 
-    private static func portable(_ reference: AttachmentReference) -> PortableAttachment {
+    static func portable(_ reference: AttachmentReference) -> PortableAttachment {
         PortableAttachment(
             name: reference.name, type: reference.type, sha256: reference.sha256, size: reference.size,
             source: URL(fileURLWithPath: "/"))
+    }
+}
+
+/// One export's zip, written as the notes are read: the notes (Markdown files, or one
+/// `notes.json`), then each file they name once, straight from the blob store.
+struct ExportStream: Sendable {
+    let routes: Routes
+    let userID: String
+    let format: Exporter.Format
+    /// Markdown: each note's file (by id), named before the first note is written.
+    let names: [String: String]
+
+    private var out = ExportWriter()
+    private var zip = ZipStream()
+    private var written = Set<String>()
+    /// The notes' files, gathered as the notes are written, written after them.
+    private var attachments: [String: AttachmentReference] = [:]
+
+    init(routes: Routes, userID: String, format: Exporter.Format, names: [String: String]) {
+        self.routes = routes
+        self.userID = userID
+        self.format = format
+        self.names = names
+    }
+
+    mutating func write(to writer: inout any ResponseBodyWriter) async throws {
+        switch format {
+        case .markdown: try await writeMarkdown(to: &writer)
+        case .json: try await writeJSON(to: &writer)
+        }
+        try await writeAttachments(to: &writer)
+        try await out.write(zip.finish(), to: &writer)
+        try await out.flush(to: &writer)
+        try await writer.finish(nil)
+    }
+
+    /// The note as exported, its files gathered; nil when it was written already (a note
+    /// changed meanwhile may come again in a later page).
+    private mutating func take(_ record: Record, _ note: PortableNote) -> PortableNote? {
+        guard written.insert(note.id).inserted else { return nil }
+        let references = Routes.references(record)
+        for reference in references where attachments[reference.sha256] == nil {
+            attachments[reference.sha256] = reference
+        }
+        var note = note
+        note.attachments = references.map(Routes.portable)
+        return note
+    }
+
+    private mutating func writeMarkdown(to writer: inout any ResponseBodyWriter) async throws {
+        var used = Set(names.values.map { $0.lowercased() })
+        try await routes.eachNote(of: userID) { record, note in
+            guard let note = take(record, note) else { return }
+            let path =
+                names[note.id]
+                ?? Exporter.markdownPath(id: note.id, folder: note.folder, title: note.title, used: &used)
+            try await out.write(try zip.entry(path, Data(Exporter.markdownText(note).utf8), deflate: true), to: &writer)
+        }
+    }
+
+    /// One notes.json, deflated as it is written (its size is not known before: a streamed,
+    /// ZIP64 entry).
+    private mutating func writeJSON(to writer: inout any ResponseBodyWriter) async throws {
+        try await out.write(zip.beginEntry("notes.json", deflated: true), to: &writer)
+        var entry = try DeflatedEntry()
+        try await entry.add(Exporter.jsonStart(), to: &out, &writer)
+        try await routes.eachNote(of: userID) { record, note in
+            guard let note = take(record, note) else { return }
+            try await entry.add(
+                (written.count > 1 ? "," : "") + Exporter.jsonNote(note).jsonString, to: &out, &writer)
+        }
+        try await entry.add(Exporter.jsonEnd, to: &out, &writer)
+        try await entry.end(in: &zip, to: &out, &writer)
+    }
+
+    /// Each file once, straight from the blob store.
+    private mutating func writeAttachments(to writer: inout any ResponseBodyWriter) async throws {
+        for reference in attachments.values.sorted(by: { $0.sha256 < $1.sha256 }) {
+            guard
+                let pieces = try await routes.store.readBlob(
+                    userID: userID, sha256: reference.sha256, range: 0..<reference.size)
+            else {
+                continue  // named but not stored (collected): the note keeps its link
+            }
+            try await out.write(
+                zip.beginEntry(Exporter.attachmentPath(Routes.portable(reference)), deflated: false), to: &writer)
+            var crc: UInt32 = 0
+            var size: UInt64 = 0
+            for try await piece in pieces {
+                let data = Data(piece.readableBytesView)
+                crc = ZipStream.crc32(data, continuing: crc)
+                size += UInt64(data.count)
+                try await out.write(data, to: &writer)
+            }
+            try await out.write(zip.endEntry(crc32: crc, compressedSize: size, size: size), to: &writer)
+        }
     }
 }
 

@@ -31,27 +31,7 @@ extension Routes {
         let atOnce = Self.importsAtOnce
         router.post("/v1/import") { request, context -> Response in
             let user = try context.requireIdentity()
-            let query = request.uri.queryParameters
-            let name = query.get("name").map { String($0) } ?? "upload"
-            guard (1...255).contains(name.utf8.count), !name.contains("/"), !name.contains("\0") else {
-                throw APIError(.badRequest, "bad_request", "name is the uploaded file's name: 1 to 255 bytes, no '/'")
-            }
-            var format: Importer.Format?
-            var replace = false
-            if let text = query.get("replace") {
-                guard let value = Bool(String(text)) else {
-                    throw APIError(.badRequest, "bad_request", "replace is true or false")
-                }
-                replace = value
-            }
-            if let text = query.get("from") {
-                guard let known = Importer.Format(rawValue: String(text)) else {
-                    throw APIError(
-                        .badRequest, "bad_request",
-                        "from is one of \(Importer.Format.allCases.map(\.rawValue).joined(separator: ", "))")
-                }
-                format = known
-            }
+            let options = try ImportOptions(request.uri.queryParameters)
             do throws(AuthError) {
                 try limiter.check(keys: ["import:\(user.userID)"])
             } catch {
@@ -87,31 +67,11 @@ extension Routes {
             let result: Importer.Result
             do {
                 defer { reading.withLockedValue { $0 -= 1 } }
-                // The budget, whatever the archive says of itself: memory for the upload and all
-                // that is made of it (what it unpacks to, the parsed trees, the notes), 5 x
-                // --max-import-bytes; time; and a bounded list of skipped items. An archive may
-                // unpack to 4 x --max-import-bytes.
-                let unpacked = configuration.maxImportBytes * 4
-                let budget = ImportBudget(
-                    memoryBytes: unpacked + configuration.maxImportBytes, seconds: Self.importSeconds,
-                    maxSkipped: ServerImport.maxSkipped)
-                try budget.charge(body.readableBytes, origin: name)
-                let chosen = format
-                result = try await withTaskCancellationHandler {
-                    try await Self.importPool.runIfActive {
-                        try Importer.read(
-                            try ImportSource.load(
-                                Data(buffer: body), name: name, unpackedLimit: unpacked, budget: budget), as: chosen)
-                    }
-                } onCancel: {
-                    budget.cancel()
-                }
-            } catch let error as ImportError {
-                throw APIError(.badRequest, "bad_import", error.description)
+                result = try await read(body, options)
             }
             let summary = try await ServerImport(
                 sync: sync, store: store, userID: user.userID, logger: context.logger,
-                maxBlobBytes: configuration.maxBlobBytes, quota: configuration.quota.bytes, replace: replace
+                maxBlobBytes: configuration.maxBlobBytes, quota: configuration.quota.bytes, replace: options.replace
             ).write(result)
             context.logger.info(
                 "import",
@@ -122,6 +82,61 @@ extension Routes {
                     "skipped": "\(summary.skipped.count)",
                 ])
             return .json(summary.json(format: result.format))
+        }
+    }
+
+    /// Reads an uploaded export on the import pool, within its budget, whatever the archive says
+    /// of itself: memory for the upload and all that is made of it (what it unpacks to, the
+    /// parsed trees, the notes), 5 x --max-import-bytes; time; and a bounded list of skipped
+    /// items. An archive may unpack to 4 x --max-import-bytes.
+    private func read(_ body: ByteBuffer, _ options: ImportOptions) async throws -> Importer.Result {
+        do {
+            let unpacked = configuration.maxImportBytes * 4
+            let budget = ImportBudget(
+                memoryBytes: unpacked + configuration.maxImportBytes, seconds: Self.importSeconds,
+                maxSkipped: ServerImport.maxSkipped)
+            try budget.charge(body.readableBytes, origin: options.name)
+            return try await withTaskCancellationHandler {
+                try await Self.importPool.runIfActive {
+                    try Importer.read(
+                        try ImportSource.load(
+                            Data(buffer: body), name: options.name, unpackedLimit: unpacked, budget: budget),
+                        as: options.format)
+                }
+            } onCancel: {
+                budget.cancel()
+            }
+        } catch let error as ImportError {
+            throw APIError(.badRequest, "bad_import", error.description)
+        }
+    }
+}
+
+/// The query of `POST /v1/import`: the uploaded file's `name`, the format it is `from` (nil:
+/// recognised), and whether to `replace` notes of the same id (docs/protocol.md, "Import").
+struct ImportOptions: Sendable {
+    var name = "upload"
+    var format: Importer.Format?
+    var replace = false
+
+    init(_ query: Parameters) throws {
+        if let text = query.get("name") { name = String(text) }
+        guard (1...255).contains(name.utf8.count), !name.contains("/"), !name.contains("\0") else {
+            throw APIError(.badRequest, "bad_request", "name is the uploaded file's name: 1 to 255 bytes, no '/'")
+        }
+        if let text = query.get("replace") {
+            guard let value = Bool(String(text)) else {
+                throw APIError(.badRequest, "bad_request", "replace is true or false")
+            }
+            replace = value
+        }
+        if let text = query.get("from") {
+            guard let known = Importer.Format(rawValue: String(text)) else {
+                throw APIError(
+                    .badRequest, "bad_request",
+                    "from is one of \(Importer.Format.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            format = known
         }
     }
 }
