@@ -13,6 +13,7 @@
 // first account that signs in, as it would have before. Any other account gets its own.
 
 import { LocalStore, done, request } from "./db.js";
+import { refusalOf } from "./records.js";
 import { claims } from "./auth.js";
 
 const CURRENT = "noted.account"; // localStorage: the database opened at start
@@ -175,7 +176,7 @@ function forgetRemembered() {
 export async function unsyncedOf(store) {
   const records = await store.pendingRecords();
   const files = typeof store.pendingBlobCount === "function" ? await store.pendingBlobCount() : 0;
-  return { edits: records.length, refused: records.filter((r) => r.refusal).length, files };
+  return { edits: records.length, refused: records.filter((r) => refusalOf(r)).length, files };
 }
 
 /** "N edits [and M attached files] on this browser have not reached the server yet" ("" for none). */

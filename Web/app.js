@@ -8,11 +8,11 @@
 // (a Draft per note: what the store holds plus what is typed on top, merged with changes that
 // arrive meanwhile), and the list re-sorts after that write, not on every key.
 
-import { TEXT_FIELDS, isPending, newRecord, normalizeFields } from "./db.js";
+import { TEXT_FIELDS, isPurging, newRecord, noteFields, normalizeFields, onServer, refusalOf, withEdit, withPurge } from "./records.js";
 import { Auth } from "./auth.js";
 import { accountOf, openCurrent, openFor, ownerOf, removeAccountDatabase, removeLocalCopy, unsyncedOf, unsyncedSentence } from "./accounts.js";
 import { AccountPanel, deleteAccount as deleteServerAccount, saveFile, signOutEverywhere as endEverySignIn } from "./account.js";
-import { SyncEngine, sameFields } from "./sync.js";
+import { SyncEngine } from "./sync.js";
 import { browserTransport } from "./transport.js";
 import { hunk, mergeText, uuid } from "./text.js";
 import { NoteIndex, firstLine, summarize } from "./notes-index.js";
@@ -263,7 +263,7 @@ function noteChanged(id, record) {
     if (entry) search.set(entry.doc, null);
   } else {
     const entry = index.put(summarize(record));
-    if (entry) search.set(entry.doc, record.purged ? null : id);
+    if (entry) search.set(entry.doc, isPurging(record) ? null : id);
   }
   schedule("list");
 }
@@ -301,7 +301,8 @@ class Draft {
   constructor(record) {
     this.id = record.id;
     this.lv = record.lv || 0;
-    this.base = { title: record.local.title, body: record.local.body };
+    const f = noteFields(record);
+    this.base = { title: f.title, body: f.body };
     this.record = record;
     this.shown = false;
     this.text = null; // the text while the editor does not show it
@@ -382,14 +383,15 @@ async function save(d) {
   let written;
   try {
     written = await store.update(d.id, (current) => {
-      if (!current || current.purged) return undefined;
+      if (!current || isPurging(current)) return undefined;
+      const stored = noteFields(current);
       const local = { ...current.local };
       for (const name of TEXT) {
-        local[name] = (current.lv || 0) === lv ? value[name] : mergeText(base[name], value[name], current.local[name]);
+        local[name] = (current.lv || 0) === lv ? value[name] : mergeText(base[name], value[name], stored[name]);
       }
       // An imported note's modification date stands until its content is edited here.
-      if (local.title !== current.local.title || local.body !== current.local.body) local.modified = null;
-      return { ...current, local, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
+      if (local.title !== stored.title || local.body !== stored.body) local.modified = null;
+      return withEdit(current, local);
     });
   } catch (error) {
     d.writing = false;
@@ -401,10 +403,11 @@ async function save(d) {
   d.writing = false;
   d.writingValue = null;
   if (written) {
+    const f = noteFields(written);
     for (const name of TEXT) {
-      if (written.local[name] !== value[name]) d.setContent(name, mergeText(value[name], d.content()[name], written.local[name]));
+      if (f[name] !== value[name]) d.setContent(name, mergeText(value[name], d.content()[name], f[name]));
     }
-    d.base = { title: written.local.title, body: written.local.body };
+    d.base = { title: f.title, body: f.body };
     d.lv = written.lv;
     d.record = written;
     noteChanged(d.id, written);
@@ -436,19 +439,20 @@ function arrive(d, record) {
     }
     return;
   }
-  if (record === null || record.purged) {
+  if (record === null || isPurging(record)) {
     gone(d, record);
     return;
   }
   if ((record.lv || 0) <= d.lv) return;
+  const f = noteFields(record);
   for (const name of TEXT) {
-    const theirs = record.local[name];
+    const theirs = f[name];
     const base = d.base[name];
     if (theirs === base) continue;
     const mine = d.content()[name];
     d.setContent(name, mine === base ? theirs : mergeText(base, mine, theirs));
   }
-  d.base = { title: record.local.title, body: record.local.body };
+  d.base = { title: f.title, body: f.body };
   d.lv = record.lv || 0;
   d.record = record;
   if (d === draft) renderMeta();
@@ -461,7 +465,7 @@ function arrive(d, record) {
 /** A draft's note was deleted (elsewhere, or purged here): typing not yet written becomes a new note. */
 function gone(d, record) {
   const text = d.content() ? { ...d.content() } : null;
-  const unsaved = text && d.dirty && !(record && record.purged);
+  const unsaved = text && d.dirty && !(record && isPurging(record));
   clearTimeout(d.timer);
   d.timer = 0;
   if (drafts.get(d.id) === d) drafts.delete(d.id);
@@ -470,7 +474,7 @@ function gone(d, record) {
     closeEditor();
   }
   if (unsaved) {
-    createNote({ ...d.record.local, title: text.title, body: text.body });
+    createNote({ ...noteFields(d.record), title: text.title, body: text.body });
     toast("This note was deleted on another device; what you typed is kept as a new note.");
   }
 }
@@ -495,7 +499,7 @@ function keepUnsaved() {
   const unsaved = [];
   for (const d of drafts.values()) {
     if (!d.dirty) continue;
-    unsaved.push({ id: d.id, lv: d.lv, base: d.base, text: { ...d.content() }, writing: d.writingValue, local: d.record.local, synced: Boolean(d.record.shadow) });
+    unsaved.push({ id: d.id, lv: d.lv, base: d.base, text: { ...d.content() }, writing: d.writingValue, local: noteFields(d.record), synced: onServer(d.record) });
   }
   try {
     if (unsaved.length) sessionStorage.setItem(UNSAVED_KEY, JSON.stringify({ database: store.name, unsaved }));
@@ -541,16 +545,17 @@ async function restoreUnsaved(kept) {
         missing = true;
         return undefined;
       }
-      if (current.purged) return undefined;
-      const finished = u.writing && TEXT.every((name) => current.local[name] === u.writing[name]);
+      if (isPurging(current)) return undefined;
+      const stored = noteFields(current);
+      const finished = u.writing && TEXT.every((name) => stored[name] === u.writing[name]);
       const base = finished ? u.writing : u.base;
       const local = { ...current.local };
       for (const name of TEXT) {
-        local[name] = (current.lv || 0) === u.lv || finished ? text[name] : mergeText(base[name], text[name], current.local[name]);
+        local[name] = (current.lv || 0) === u.lv || finished ? text[name] : mergeText(base[name], text[name], stored[name]);
       }
-      if (TEXT.every((name) => local[name] === current.local[name])) return undefined;
+      if (TEXT.every((name) => local[name] === stored[name])) return undefined;
       local.modified = null;
-      return { ...current, local, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
+      return withEdit(current, local);
     });
     if (missing) {
       const id = u.synced ? uuid() : u.id;
@@ -560,7 +565,7 @@ async function restoreUnsaved(kept) {
 }
 
 function renderMeta() {
-  const f = draft.record.local;
+  const f = noteFields(draft.record);
   if (document.activeElement !== ui.folder) ui.folder.value = f.folder || "";
   if (document.activeElement !== ui.tags) ui.tags.value = f.tags.join(", ");
   ui.pin.textContent = f.pinned ? "Unpin" : "Pin";
@@ -570,11 +575,11 @@ function renderMeta() {
   ui.purge.hidden = !f.trashed;
   if (attachmentsEditor) attachmentsEditor.render(draft.id, f.attachments);
   if (previewing && (f.attachments || []).join("\n") !== previewFiles) renderPreview(); // a file came or went
-  const refusal = draft.record.refusal;
+  const refusal = refusalOf(draft.record);
   ui.refusal.hidden = !refusal;
   if (refusal) {
     const detail = refusal.message ? `${refusal.code}: ${refusal.message}` : refusal.code;
-    const after = draft.record.shadow ? "the server's version returns" : "the note is removed: the server never had it";
+    const after = onServer(draft.record) ? "the server's version returns" : "the note is removed: the server never had it";
     ui.refusalText.textContent = `Not synced: the server refused this version, ${refusalReason(refusal)} (${detail}). ` +
       `It stays in this browser and is not sent again until you edit it. Discard it and ${after}.`;
   }
@@ -660,7 +665,7 @@ function renderPreview() {
   const scroll = ui.preview.scrollTop;
   // Files are shown when the note lists them in its attachments field (docs/protocol.md): read
   // from this browser, else fetched from the server and kept for offline use.
-  const elements = (draft && draft.record.local.attachments) || [];
+  const elements = (draft && noteFields(draft.record).attachments) || [];
   previewFiles = elements.join("\n");
   const listed = new Set(elements.map(shaOf));
   const fragment = renderMarkdown(ui.body.value, {
@@ -709,7 +714,7 @@ async function select(id, record = null) {
   if (!next) {
     const stored = record || (await store.get(id));
     if (token !== selecting) return;
-    next = drafts.get(id) || (stored && !stored.purged ? new Draft(stored) : null);
+    next = drafts.get(id) || (stored && !isPurging(stored) ? new Draft(stored) : null);
   }
   open(next);
 }
@@ -730,10 +735,11 @@ function onType() {
 async function edit(id, change) {
   if (!id) return undefined;
   const written = await store.update(id, (current) => {
-    if (!current) return undefined;
-    const local = normalizeFields(change({ ...current.local, tags: [...current.local.tags] }));
-    if (local.folder !== current.local.folder || local.tags.join("\u0001") !== current.local.tags.join("\u0001")) local.modified = null;
-    return { ...current, local, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
+    if (!current || isPurging(current)) return undefined;
+    const before = noteFields(current);
+    const local = { ...current.local, ...normalizeFields(change({ ...before, tags: [...before.tags] })) };
+    if (local.folder !== before.folder || local.tags.join("\u0001") !== before.tags.join("\u0001")) local.modified = null;
+    return withEdit(current, local);
   });
   if (written) {
     noteChanged(id, written);
@@ -770,11 +776,7 @@ async function purge() {
   const d = draft;
   clearTimeout(d.timer);
   d.timer = 0;
-  const written = await store.update(d.id, (current) => {
-    if (!current) return undefined;
-    if (!current.shadow && !current.inflight) return null; // never reached the server
-    return { ...current, purged: true, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
-  });
+  const written = await store.update(d.id, (current) => (current && !isPurging(current) ? withPurge(current) : undefined));
   if (written !== undefined) noteChanged(d.id, written);
   if (drafts.get(d.id) === d) drafts.delete(d.id);
   if (draft === d) {
@@ -796,13 +798,7 @@ async function discard() {
   clearTimeout(d.timer);
   d.timer = 0;
   while (d.writing) await new Promise((resolve) => setTimeout(resolve, 20));
-  const written = await store.update(d.id, (current) => {
-    if (!current || !current.refusal || current.inflight) return undefined;
-    if (!current.shadow) return null;
-    const { refusal, ...rest } = current;
-    const fields = current.shadow.fields;
-    return { ...rest, local: { ...fields, tags: [...fields.tags] }, dirty: false, purged: false };
-  });
+  const written = await engine.discard(d.id);
   if (written === undefined) return;
   noteChanged(d.id, written);
   if (written === null) {
@@ -816,8 +812,9 @@ async function discard() {
     toast("Discarded: the note was only in this browser.");
     return;
   }
-  for (const name of TEXT) d.setContent(name, written.local[name]);
-  d.base = { title: written.local.title, body: written.local.body };
+  const f = noteFields(written);
+  for (const name of TEXT) d.setContent(name, f[name]);
+  d.base = { title: f.title, body: f.body };
   d.lv = written.lv;
   d.record = written;
   if (d === draft) renderMeta();
@@ -1054,7 +1051,7 @@ async function settleUnsynced(ms = 8000) {
   const deadline = Date.now() + ms;
   for (;;) {
     const records = await store.pendingRecords();
-    const waiting = records.filter((r) => !r.refusal).length;
+    const waiting = records.filter((r) => !refusalOf(r)).length;
     if (waiting === 0 || !navigator.onLine || Date.now() >= deadline) return records.length;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -1183,8 +1180,8 @@ function offerRemoval(options) {
 async function exportUnsynced() {
   const records = await store.pendingRecords();
   const notes = records.map((r) => ({
-    id: r.id, ...r.local, createdAt: r.createdAt, updatedAt: r.updatedAt,
-    onServer: Boolean(r.shadow), deletedHere: Boolean(r.purged), refusal: r.refusal || null,
+    id: r.id, ...noteFields(r), createdAt: new Date(r.createdAt).toISOString(), updatedAt: new Date(r.updatedAt).toISOString(),
+    onServer: onServer(r), deletedHere: isPurging(r), refusal: refusalOf(r),
   }));
   const file = `noted-unsynced-${new Date().toISOString().slice(0, 10)}.json`;
   saveFile(new Blob([JSON.stringify({ exportedAt: new Date().toISOString(), notes }, null, 2)], { type: "application/json" }), file);
@@ -1368,7 +1365,7 @@ async function main() {
   attachments.addEventListener("error", (e) => toast(e.detail.message));
   attachmentsEditor = new AttachmentsEditor(attachments, {
     ui: { body: ui.body, input: $("attach-input"), list: $("attachment-list"), error: $("attach-error") },
-    note: () => draft && { id: draft.id, attachments: draft.record.local.attachments },
+    note: () => draft && { id: draft.id, attachments: noteFields(draft.record).attachments },
     edit,
     saveFile,
   });
@@ -1377,46 +1374,14 @@ async function main() {
   window.noted = { store, auth, engine, index, attachments }; // for tests and the curious
   await restoreUnsaved(unsaved).catch((error) => toast(`Could not restore the typing of before the reload: ${error.message}`));
   engine.start();
-  // The one read of every record (the search worker reads the texts itself).
-  const oldRefusals = [];
-  const leftovers = [];
+  // The one read of every record (the search worker reads the texts itself). Records of an
+  // older version were put in the stored form by the database's upgrade (Web/db.js), refusals
+  // of a version before that and purges it kept for ever included.
   await store.scan((batch) => {
-    for (const record of batch) {
-      noteChanged(record.id, record);
-      if (record.refused) oldRefusals.push(record.id);
-      if (isLeftover(record)) leftovers.push(record.id);
-    }
+    for (const record of batch) noteChanged(record.id, record);
   });
-  for (const id of oldRefusals) markOldRefusal(id);
-  for (const id of leftovers) removeLeftover(id);
   loaded = true;
   schedule("list");
-}
-
-/**
- * A version before kept a refused change as `refused: code`, not pending, so that the note
- * looked synced: if its text still differs from the server's, it is marked refused now.
- */
-function markOldRefusal(id) {
-  store.update(id, (current) => {
-    if (!current || !current.refused) return undefined;
-    const { refused, ...rest } = current;
-    const held = !current.dirty && !current.inflight && !current.purged && (!current.shadow || !sameFields(current.local, current.shadow.fields));
-    return held ? { ...rest, refusal: { code: String(refused), message: "" } } : rest;
-  }).then((written) => written && noteChanged(id, written), () => {});
-}
-
-/**
- * A note purged here that a version before kept for ever: purged on the server too, it lost its
- * shadow and had nothing left to send (Web/sync.js now removes it). Seen in no view.
- */
-function isLeftover(record) {
-  return Boolean(record.purged && !record.shadow && !isPending(record));
-}
-
-function removeLeftover(id) {
-  store.update(id, (current) => (current && isLeftover(current) ? null : undefined))
-    .then((written) => written === null && noteChanged(id, null), () => {});
 }
 
 main().catch((error) => {

@@ -1,23 +1,28 @@
-// The local store: IndexedDB holds the notes (local state, shadow, dirty mark, in-flight
-// change), the sync cursor and the session. Every local edit and its outbox state are written
-// in one transaction.
+// The local store: IndexedDB holds the notes (Web/records.js's stored form: the Swift client's,
+// its sync state included), the tombstones (ids of records purged on the server, never taken
+// in again), the sync cursor and the session. Every local edit and its outbox state are written
+// in one transaction, and so is every outcome of a record's `transition` (the record, its
+// tombstone, a new note keeping its text).
 //
 // Every write of a record goes through `stamp`: it numbers the record's versions (`lv`, +1 per
 // write, so a reader can tell a newer state of a note from an older one whatever order
 // events arrive in) and keeps `pend` (1 while the record has edits the server has not
 // acknowledged, including edits it refused: see `isUnsynced`) for the `pending` index, so that
 // the sync engine finds its outbox, and sign-out what it would leave behind, without reading
-// every record. A synced note's shadow (the server's fields) is most often its local
-// fields again: then it is stored as `{ rev, same: true }` and filled in when read, which
-// halves what a pulled page costs to write and start-up costs to read.
+// every record. A synced note's shadow (the server's fields) is most often its local fields
+// again: it is then written as the same object, which IndexedDB's structured clone stores once
+// (as the Swift client stores it as "="), halving what a pulled page costs to write and
+// start-up costs to read.
 
-import { EMPTY_FIELDS, SCALAR_FIELDS, TEXT_FIELDS, isPending, isReplacement, isUnsynced, newRecord, normalizeFields, stamp } from "./records.js";
+import { EMPTY_FIELDS, SCALAR_FIELDS, TEXT_FIELDS, fromVersion3, isPending, isUnsynced, marked, newRecord, normalizeFields, stamp, unchanged } from "./records.js";
 
 // The records' pure functions live in Web/records.js (the engine and the in-memory store use them too).
 export { EMPTY_FIELDS, SCALAR_FIELDS, TEXT_FIELDS, isPending, isUnsynced, newRecord, normalizeFields, stamp };
 
 const DB_NAME = "noted"; // the one database of the versions before one database per account (accounts.js)
-const DB_VERSION = 3; // 3: the object store `blobs` (Web/attachments.js)
+// 3: the object store `blobs` (Web/attachments.js); 4: records in the Swift client's stored
+// form, and the object store `tombstones`.
+const DB_VERSION = 4;
 const CHUNK = 1000;
 
 /** An IndexedDB request as a promise (also for Web/attachments.js). */
@@ -37,36 +42,62 @@ export function done(tx) {
   });
 }
 
-function sameFields(a, b) {
-  return a.title === b.title && a.body === b.body && a.folder === b.folder && a.pinned === b.pinned &&
-    a.trashed === b.trashed && a.tags.length === b.tags.length && a.tags.every((t, i) => t === b.tags[i]) &&
-    sameList(a.attachments, b.attachments);
-}
-
-function sameList(a = [], b = []) {
-  return a.length === b.length && a.every((t, i) => t === b[i]);
-}
-
-/** The record as written to IndexedDB (a shadow equal to the local fields left out). */
+/** The record as written to IndexedDB: a shadow equal to the local fields is the same object (stored once). */
 function pack(record) {
-  const shadow = record.shadow;
-  if (!shadow || !shadow.fields || !record.local || !sameFields(record.local, shadow.fields)) return record;
-  return { ...record, shadow: { rev: shadow.rev, same: true } };
+  const { local, shadow } = record;
+  if (!shadow || shadow === local || JSON.stringify(shadow) !== JSON.stringify(local)) return record;
+  return { ...record, shadow: local };
 }
 
-/** The record as read from IndexedDB (its shadow filled in again). */
-export function unpack(record) {
+/**
+ * A record as version 3 and before wrote it (its shadow, when equal to the local fields, as
+ * `{ rev, same: true }`), its shadow filled in again: what `fromVersion3` takes.
+ */
+function unpackVersion3(record) {
   if (!record || !record.shadow || !record.shadow.same) return record;
-  const local = record.local;
-  return { ...record, shadow: { rev: record.shadow.rev, fields: { ...local, tags: [...local.tags], ...(local.attachments ? { attachments: [...local.attachments] } : {}) } } };
+  return { ...record, shadow: { rev: record.shadow.rev, fields: record.local } };
 }
 
-/** A `replacement` in a transaction's records store: `id` deleted, the new record added; returns it (stamped). */
-function replace(store, id, { replacedBy }) {
-  store.delete(id);
-  const added = stamp(replacedBy, undefined);
-  store.put(pack(added));
-  return added;
+/**
+ * Version 4's upgrade, in the upgrade's transaction: every record of an older version in the
+ * stored form (Web/records.js's `fromVersion3`: unsent edits, changes in flight and refusals
+ * kept), with its outbox mark; a record nothing needs any more goes.
+ */
+function upgradeRecords(records) {
+  records.openCursor().onsuccess = (event) => {
+    const cursor = event.target.result;
+    if (!cursor) return;
+    const record = fromVersion3(unpackVersion3(cursor.value));
+    if (record === null) {
+      cursor.delete();
+    } else {
+      cursor.update(pack(marked(record)));
+    }
+    cursor.continue();
+  };
+}
+
+/**
+ * Writes a transition's outcome (`decide(current, buried)`'s, see Web/memory-store.js) into a
+ * transaction's `records` and `tombstones`, noting in `written` what changed.
+ */
+function writeOutcome(stores, id, current, outcome, written) {
+  if (!outcome) return;
+  const { record, buried, fork } = outcome;
+  if (record && !unchanged(record, current)) {
+    const out = stamp(record, current);
+    stores.records.put(pack(out));
+    written.set(id, out);
+  } else if (!record && current) {
+    stores.records.delete(id);
+    written.set(id, null);
+  }
+  if (buried) stores.tombstones.put(true, buried);
+  if (fork) {
+    const added = stamp(fork, undefined);
+    stores.records.put(pack(added));
+    written.set(added.id, added);
+  }
 }
 
 export class LocalStore {
@@ -85,23 +116,15 @@ export class LocalStore {
           : db.createObjectStore("records", { keyPath: "id" });
         if (!db.objectStoreNames.contains("meta")) db.createObjectStore("meta");
         // Version 3: attachments' blobs, added here or read from the server (Web/attachments.js).
-        // Only a new store: every record, the outbox and the session stay as they are.
         if (!db.objectStoreNames.contains("blobs")) {
           const blobs = db.createObjectStore("blobs", { keyPath: "sha" });
           blobs.createIndex("pending", "pend");
         }
-        if (!records.indexNames.contains("pending")) {
-          records.createIndex("pending", "pend");
-          // Version 1 kept no outbox mark: set it on the pending records once.
-          if (event.oldVersion >= 1) {
-            records.openCursor().onsuccess = (e) => {
-              const cursor = e.target.result;
-              if (!cursor) return;
-              if (isPending(cursor.value)) cursor.update({ ...cursor.value, pend: 1 });
-              cursor.continue();
-            };
-          }
-        }
+        // Version 4: the ids of records purged on the server (out-of-line keys, value true).
+        if (!db.objectStoreNames.contains("tombstones")) db.createObjectStore("tombstones");
+        if (!records.indexNames.contains("pending")) records.createIndex("pending", "pend");
+        // Every record of an older version in the stored form (version 1's get their outbox mark too).
+        if (event.oldVersion >= 1 && event.oldVersion < 4) upgradeRecords(records);
       };
       req.onblocked = () => onBlocked && onBlocked();
       req.onsuccess = () => resolve(req.result);
@@ -175,7 +198,7 @@ export class LocalStore {
 
   async get(id) {
     const tx = this.db.transaction("records", "readonly");
-    return unpack(await request(tx.objectStore("records").get(id)));
+    return request(tx.objectStore("records").get(id));
   }
 
   /** Several records read in one transaction: a Map from id to the record (undefined if absent). */
@@ -186,7 +209,7 @@ export class LocalStore {
     const store = tx.objectStore("records");
     for (const id of ids) {
       const req = store.get(id);
-      req.onsuccess = () => out.set(id, unpack(req.result));
+      req.onsuccess = () => out.set(id, req.result);
     }
     await done(tx);
     return out;
@@ -201,7 +224,7 @@ export class LocalStore {
   /** The records with edits the server has not acknowledged (dirty, in flight or refused), from the index. */
   async pendingRecords() {
     const tx = this.db.transaction("records", "readonly");
-    return (await request(tx.objectStore("records").index("pending").getAll())).map(unpack);
+    return request(tx.objectStore("records").index("pending").getAll());
   }
 
   /** How many attachments' blobs wait for their upload (the `pending` index of `blobs`, Web/attachments.js). */
@@ -223,27 +246,22 @@ export class LocalStore {
       const batch = await request(tx.objectStore("records").getAll(range, chunk));
       if (batch.length === 0) return;
       after = batch[batch.length - 1].id;
-      await visit(batch.map(unpack));
+      await visit(batch);
       if (batch.length < chunk) return;
     }
   }
 
   /**
-   * Reads a record and writes what `change(record)` returns, in one transaction; returns what
-   * was stored (undefined: nothing written, null: deleted).
-   * `change` gets undefined for a missing record and may return null to delete it, or a
-   * `replacement` (Web/records.js) to delete it and add a new record in the same transaction
-   * (then null is returned).
+   * A local write: reads a record and writes what `change(record)` returns, in one transaction;
+   * returns what was stored (undefined: nothing written, null: deleted). `change` gets
+   * undefined for a missing record and may return null to delete it.
    */
   async update(id, change) {
     const tx = this.db.transaction("records", "readwrite");
     const store = tx.objectStore("records");
-    const current = unpack(await request(store.get(id)));
+    const current = await request(store.get(id));
     let next = change(current);
-    if (isReplacement(next)) {
-      replace(store, id, next);
-      next = null;
-    } else if (next === null) {
+    if (next === null) {
       store.delete(id);
     } else if (next !== undefined) {
       store.put(pack((next = stamp(next, current))));
@@ -253,70 +271,83 @@ export class LocalStore {
   }
 
   /**
+   * Writes a record's `transition` (Web/memory-store.js, the interface): the record read, with
+   * whether its id is buried when none is held, and `decide`'s outcome written, in one
+   * transaction. Returns a Map from id to what was stored (null: deleted).
+   */
+  async commit(id, decide) {
+    const tx = this.db.transaction(["records", "tombstones"], "readwrite");
+    const stores = { records: tx.objectStore("records"), tombstones: tx.objectStore("tombstones") };
+    const written = new Map();
+    const current = await request(stores.records.get(id));
+    const buried = current === undefined && (await request(stores.tombstones.count(id))) > 0;
+    writeOutcome(stores, id, current, decide(current, buried), written);
+    await done(tx);
+    return written;
+  }
+
+  /**
    * Stores pulled records and the new cursor together (the cursor moves only with them), in
-   * one transaction without a read per record: a record new to this store is added at once;
-   * only where the add finds the id taken (or the change needs the current record, as a
-   * tombstone does) is the record read and merged. The requests are pipelined, never awaited
-   * one by one. `apply` holds [id, change] pairs, `change` a pure function as for `update`.
-   * Returns a Map from id to what was stored (null: deleted) for the records that changed (a
-   * `replacement`'s new record under its own id).
+   * one transaction without a read per record: the page's ids that are buried are read with one
+   * request; a record new to this store is then added at once; only where the add finds the id
+   * taken (or the outcome needs the record held, as a tombstone's does) is the record read and
+   * decided again. The requests are pipelined, never awaited one by one. `apply` holds
+   * [id, decide] pairs as for `commit`. Returns a Map from id to what was stored (null:
+   * deleted) for the records that changed (a fork under its own id).
    * With `since`, the page is stored only if the stored cursor is still `since` (the one it
    * was pulled from); otherwise nothing is written and the promise rejects.
    */
   async storePage(apply, cursor, since) {
-    const tx = this.db.transaction(["records", "meta"], "readwrite");
-    const store = tx.objectStore("records");
+    const tx = this.db.transaction(["records", "meta", "tombstones"], "readwrite");
+    const stores = { records: tx.objectStore("records"), tombstones: tx.objectStore("tombstones") };
     const meta = tx.objectStore("meta");
     const written = new Map();
     const finished = done(tx);
-    const merge = (id, change) => {
-      const req = store.get(id);
+    const merge = (id, decide) => {
+      const req = stores.records.get(id);
       req.onsuccess = () => {
-        const current = unpack(req.result);
-        const next = change(current);
-        if (isReplacement(next)) {
-          const added = replace(store, id, next);
-          if (current) written.set(id, null);
-          written.set(added.id, added);
-        } else if (next === null) {
-          if (current) {
-            store.delete(id);
-            written.set(id, null);
-          }
-        } else if (next !== undefined) {
-          const out = stamp(next, current);
-          store.put(pack(out));
-          written.set(id, out);
+        const current = req.result;
+        if (current !== undefined) {
+          writeOutcome(stores, id, current, decide(current, false), written);
+          return;
         }
+        const buried = stores.tombstones.count(id);
+        buried.onsuccess = () => writeOutcome(stores, id, undefined, decide(undefined, buried.result > 0), written);
       };
     };
-    const write = () => {
-      for (const [id, change] of apply) {
-        const fresh = change(undefined);
-        if (!fresh || isReplacement(fresh)) {
-          merge(id, change);
+    const write = (buried) => {
+      for (const [id, decide] of apply) {
+        const fresh = decide(undefined, buried.has(id));
+        if (!fresh || !fresh.record || fresh.buried || fresh.fork) {
+          merge(id, decide);
           continue;
         }
-        const out = stamp(fresh, undefined);
-        const req = store.add(pack(out));
+        const out = stamp(fresh.record, undefined);
+        const req = stores.records.add(pack(out));
         req.onsuccess = () => written.set(id, out);
         req.onerror = (event) => {
-          // The id is taken (another tab, or a record this page updates): merge with it instead.
+          // The id is taken (another tab, or a record this page updates): decided on the one held.
           event.preventDefault();
           event.stopPropagation();
-          merge(id, change);
+          merge(id, decide);
         };
       }
       meta.put(cursor, "cursor");
     };
+    const readBuried = () => {
+      if (apply.length === 0) return write(new Set());
+      const ids = apply.map(([id]) => id).sort();
+      const req = stores.tombstones.getAllKeys(IDBKeyRange.bound(ids[0], ids[ids.length - 1]));
+      req.onsuccess = () => write(new Set(req.result));
+    };
     let outOfOrder = false;
     if (since === undefined) {
-      write();
+      readBuried();
     } else {
       const check = meta.get("cursor");
       check.onsuccess = () => {
         if ((check.result || 0) === since) {
-          write();
+          readBuried();
         } else {
           outOfOrder = true;
           tx.abort();

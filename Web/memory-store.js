@@ -5,31 +5,39 @@
 // The storage interface the engine needs (both stores implement it; every method async):
 // - getMeta(key), setMeta(key, value), deleteMeta(key): the cursor ("cursor"), the device id
 //   ("device") and the like;
-// - get(id), getMany(ids), keys(), scan(visit): the records;
-// - pendingRecords(): the outbox (records dirty, in flight or refused: `pend` set by `stamp`);
-// - update(id, change): `change(current)` (undefined for a missing record) returns the next
-//   record, null to delete it, undefined to leave it, or a `replacement` (Web/records.js: it
-//   is deleted and a new record added under the new one's id); written atomically, returns
-//   what was stored (stamped) or null (deleted, replaced too) or undefined;
-// - storePage(apply, cursor, since): the pulled records (`apply`: [id, change] pairs, `change`
-//   as for `update`) and the new cursor written together, only if the stored cursor is still
-//   `since` (else nothing is written and it rejects); returns a Map from id to what was stored
-//   (null: deleted; a replacement's new record under its own id).
+// - get(id), getMany(ids), keys(), scan(visit): the records (Web/records.js's stored form);
+// - pendingRecords(): the outbox (records pending or refused: `pend` set by `stamp`);
+// - update(id, change): a local write: `change(current)` (undefined for a missing record)
+//   returns the next record, null to delete it, or undefined to leave it; written atomically,
+//   returns what was stored (stamped), null (deleted) or undefined;
+// - commit(id, decide): what `transition` (Web/records.js) decided, written atomically:
+//   `decide(current, buried)` (`buried`: the id is in the tombstones, asked when no record is
+//   held) returns its outcome `{ record, buried, fork }` or undefined; the record is written
+//   (only if it changed) or deleted, the id buried, the fork added. Returns a Map from id to
+//   what was stored (null: deleted) for the records that changed, the fork's too;
+// - storePage(apply, cursor, since): the pulled records (`apply`: [id, decide] pairs, `decide`
+//   as for `commit`) and the new cursor written together, only if the stored cursor is still
+//   `since` (else nothing is written and it rejects); returns the Map as `commit` does.
+// `decide` may be called more than once for one id (Web/db.js adds a record first, and reads
+// the one held only if the id is taken): the last call's outcome is the one written.
 // Records are copied in and out (structuredClone), as IndexedDB does: a caller holding one never
 // sees a later write. Blobs pending upload are not here: Web/attachments.js keeps them in
 // IndexedDB and the engine reaches them only through its `blobs` gate.
 //
 // `onWrite(state)` (optional) is called after every write with the whole state
-// ({ records: [...], meta: {...} }), which `MemoryStore.from(state)` reads back: a node client
-// persisted to a file restarts with its outbox (Tests/web/support/file-store.mjs).
+// ({ records: [...], tombstones: [...], meta: {...} }), which `MemoryStore.from(state)` reads
+// back: a node client persisted to a file restarts with its outbox
+// (Tests/web/support/file-store.mjs). A state written before the Swift client's stored form
+// (records of Web/records.js's `fromVersion3`) is converted as it is read.
 
-import { isReplacement, isUnsynced, stamp } from "./records.js";
+import { fromVersion3, isUnsynced, marked, stamp, unchanged } from "./records.js";
 
 const copy = (value) => (value === undefined ? undefined : structuredClone(value));
 
 export class MemoryStore {
   constructor({ onWrite = null } = {}) {
     this.records = new Map();
+    this.tombstones = new Set();
     this.meta = new Map();
     this.onWrite = onWrite;
     this.name = "memory";
@@ -38,14 +46,18 @@ export class MemoryStore {
   /** A store holding `state` (what `snapshot()` returned). */
   static from(state, options) {
     const store = new MemoryStore(options);
-    for (const record of (state && state.records) || []) store.records.set(record.id, copy(record));
+    for (const old of (state && state.records) || []) {
+      const record = fromVersion3(copy(old));
+      if (record) store.records.set(record.id, marked(record));
+    }
+    for (const id of (state && state.tombstones) || []) store.tombstones.add(id);
     for (const [key, value] of Object.entries((state && state.meta) || {})) store.meta.set(key, copy(value));
     return store;
   }
 
   /** The whole state, a copy (JSON-safe as long as the records are). */
   snapshot() {
-    return { records: [...this.records.values()].map(copy), meta: Object.fromEntries([...this.meta].map(([k, v]) => [k, copy(v)])) };
+    return { records: [...this.records.values()].map(copy), tombstones: [...this.tombstones], meta: Object.fromEntries([...this.meta].map(([k, v]) => [k, copy(v)])) };
   }
 
   async written() {
@@ -93,10 +105,7 @@ export class MemoryStore {
   async update(id, change) {
     const current = copy(this.records.get(id));
     let next = change(current);
-    if (isReplacement(next)) {
-      this.replace(id, next);
-      next = null;
-    } else if (next === null) {
+    if (next === null) {
       this.records.delete(id);
     } else if (next !== undefined) {
       this.records.set(id, copy((next = stamp(next, current))));
@@ -105,40 +114,44 @@ export class MemoryStore {
     return copy(next);
   }
 
+  async commit(id, decide) {
+    const written = new Map();
+    this.decided(id, decide, written);
+    if (written.size) await this.written();
+    return written;
+  }
+
   async storePage(apply, cursor, since) {
     if (since !== undefined && (this.meta.get("cursor") || 0) !== since) {
       throw new Error("a page did not follow the stored cursor (an earlier page was not stored); pulling again");
     }
     const written = new Map();
-    for (const [id, change] of apply) {
-      const current = copy(this.records.get(id));
-      const next = change(current);
-      if (isReplacement(next)) {
-        const added = this.replace(id, next);
-        if (current) written.set(id, null);
-        written.set(added.id, copy(added));
-      } else if (next === null) {
-        if (current) {
-          this.records.delete(id);
-          written.set(id, null);
-        }
-      } else if (next !== undefined) {
-        const out = stamp(next, current);
-        this.records.set(id, copy(out));
-        written.set(id, copy(out));
-      }
-    }
+    for (const [id, decide] of apply) this.decided(id, decide, written);
     this.meta.set("cursor", cursor);
     await this.written();
     return written;
   }
 
-  /** A `replacement`: the record `id` deleted, the new one added (stamped as new); returns it. */
-  replace(id, { replacedBy }) {
-    this.records.delete(id);
-    const added = stamp(replacedBy, undefined);
-    this.records.set(added.id, copy(added));
-    return added;
+  /** Runs `decide` on the record `id` and writes its outcome (see the interface above), noting what changed in `written`. */
+  decided(id, decide, written) {
+    const current = copy(this.records.get(id));
+    const outcome = decide(current, !current && this.tombstones.has(id));
+    if (!outcome) return;
+    const { record, buried, fork } = outcome;
+    if (record && !unchanged(record, current)) {
+      const out = stamp(record, current);
+      this.records.set(id, copy(out));
+      written.set(id, copy(out));
+    } else if (!record && current) {
+      this.records.delete(id);
+      written.set(id, null);
+    }
+    if (buried) this.tombstones.add(buried);
+    if (fork) {
+      const added = stamp(fork, undefined);
+      this.records.set(added.id, copy(added));
+      written.set(added.id, copy(added));
+    }
   }
 
   /** The records with edits the server has not acknowledged (for tests: the outbox, refused included). */

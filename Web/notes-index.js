@@ -2,7 +2,7 @@
 // with the counts the filter menu shows. Loaded once at start-up, then changed by the ids each
 // event names: an edit costs one entry, never a pass over every record of the store.
 
-import { isPending } from "./db.js";
+import { isPending, isPurging, noteFields, refusalOf } from "./records.js";
 
 const LINE = 160; // characters of a note's first line kept for its row
 
@@ -23,7 +23,7 @@ export function firstLine(body) {
 
 /** What the list needs of a stored record. */
 export function summarize(record) {
-  const f = record.local;
+  const f = noteFields(record);
   return {
     id: record.id,
     lv: record.lv || 0,
@@ -35,11 +35,11 @@ export function summarize(record) {
     trashed: f.trashed,
     // An imported note's own modification date until it is edited here (its `modified`), and
     // its own creation date (its `created`).
-    updatedAt: typeof f.modified === "number" ? f.modified : Date.parse(record.updatedAt) || 0,
-    createdAt: typeof f.created === "number" ? f.created : Date.parse(record.createdAt) || 0,
+    updatedAt: typeof f.modified === "number" ? f.modified : record.updatedAt || 0,
+    createdAt: typeof f.created === "number" ? f.created : record.createdAt || 0,
     pending: isPending(record),
-    refusal: record.refusal || null, // { code, message } of a change the server refused for good
-    purged: Boolean(record.purged),
+    refusal: refusalOf(record), // { code, message } of a change the server refused for good
+    purged: isPurging(record),
   };
 }
 

@@ -5,7 +5,7 @@
 // Pure functions, no storage: Web/records.js's `transition`, the port of `RecordTransition`, is
 // built on them, and Tests/web/record-state.test.mjs pins both to the Swift client's vectors.
 
-import { applyDelta, rebase, sameText } from "./text.js";
+import { applyDelta, editDelta, rebase, sameText } from "./text.js";
 import { parseElement } from "./elements.js";
 
 // MARK: The notes schema
@@ -232,6 +232,56 @@ function applyOp(op, value, name, limits) {
   return Object.hasOwn(op, "replace") ? op.replace : op.set;
 }
 
+// MARK: A change's ops (RecordMath.ops, RecordMath.applyExactly)
+
+/**
+ * The ops of the change that brings the server from `shadow` to `local` (`RecordMath.ops`),
+ * field by field in name order, only the fields that differ (as Swift's `JSONValue ==` sees
+ * them: a set reordered here differs, but sends nothing, having added and removed nothing):
+ * text as the word-widened delta the Swift client sends, or as a `set` when `textAsSet` (a
+ * create, or a resend after `base_unavailable`); sets as what was added and removed (a `set`
+ * with `textAsSet`); scalars as a `set`.
+ */
+export function changeOps(shadow, local, textAsSet) {
+  const old = completed(shadow);
+  const neu = completed(local);
+  const ops = {};
+  for (const name of Object.keys(NOTES).sort()) {
+    const spec = NOTES[name];
+    if (sameValue(neu[name], old[name])) continue;
+    if (spec.kind === "text") {
+      const text = textOf(neu[name]);
+      ops[name] = textAsSet ? { set: text } : { delta: editDelta(textOf(old[name]), text) ?? "" };
+    } else if (spec.kind === "set") {
+      const [before, after] = [stringsOf(old[name]), stringsOf(neu[name])];
+      const [had, has] = [new Set(before.map(setKey)), new Set(after.map(setKey))];
+      const add = after.filter((value) => !had.has(setKey(value)));
+      const remove = before.filter((value) => !has.has(setKey(value)));
+      if (textAsSet) ops[name] = { set: after };
+      else if (add.length || remove.length) ops[name] = { add, remove };
+    } else {
+      ops[name] = { set: neu[name] };
+    }
+  }
+  return ops;
+}
+
+/** No limits: what a change's own ops produce is checked by the server, not here. */
+const NO_LIMITS = Object.freeze({ maxTextLength: Infinity, maxTags: Infinity, maxTagLength: Infinity });
+
+/**
+ * The fields `ops` produce when applied exactly to `shadow` (`RecordMath.applyExactly`): what
+ * an `applied` ack means the server holds, kept as the in-flight change's `sent`. Ops that do
+ * not apply (an attachment element that is none) leave the shadow as it was.
+ */
+export function applyExactly(ops, shadow) {
+  try {
+    return applyOps(ops, shadow, NO_LIMITS);
+  } catch {
+    return completed(shadow);
+  }
+}
+
 // MARK: SyncState
 
 /**
@@ -284,6 +334,40 @@ export const SyncState = Object.freeze({
   /** The newest revision held: the shadow's, or one seen while a change was in flight. */
   heldRev(state, shadowRev) {
     return Math.max(shadowRev, state.inflight?.newest?.rev ?? 0);
+  },
+
+  /** The `baseRev` the next change names: the shadow's, or the older one of `next`. */
+  nextBaseRev(state, shadowRev) {
+    return state.next && state.next.set !== null ? state.next.set : shadowRev;
+  },
+
+  /** Whether the next change sends text as `set`s (`next` is `{ set }`). */
+  sendsTextAsSet(state) {
+    return state.next !== null;
+  },
+
+  /** The user changed the record: to be sent; a refusal or a conflict is over. */
+  edit(state) {
+    return { ...state, edited: true, refusal: null, conflicts: [] };
+  },
+
+  /**
+   * The user purged the record: the purge replaces any refused edit (which would otherwise
+   * still be listed as refused, on a record the user can no longer open).
+   */
+  purge(state) {
+    return { ...state, purging: true, edited: true, refusal: null };
+  },
+
+  /** The pending edits go out as `change`: one change per record is in flight at a time. */
+  send(state, change) {
+    if (state.inflight) throw new Error("a second change in flight for one record");
+    return { ...state, inflight: change, edited: false, next: null, refusal: null };
+  },
+
+  /** The pending edits turned out to change nothing the server holds. */
+  nothingToSend(state) {
+    return { ...state, edited: false };
   },
 
   /** A newer server state arrived while a change was in flight; an older one is ignored. */

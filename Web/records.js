@@ -1,8 +1,9 @@
-// A note's record as the web app keeps it (the fields' defaults, a new note, the outbox marks):
-// pure functions, no storage and no DOM, shared by the IndexedDB store (Web/db.js), the
-// in-memory store (Web/memory-store.js) and the sync engine (Web/sync.js), and run by node.
-// And `transition`, what one record becomes when something about it arrives, as the Swift
-// client decides it (`RecordTransition`), on records in the Swift client's stored form.
+// A note's record as the web app keeps it, in the Swift client's stored form (the fields'
+// defaults, a new note, the outbox marks, what the page reads of a record, a local edit and a
+// purge): pure functions, no storage and no DOM, shared by the IndexedDB store (Web/db.js), the
+// in-memory store (Web/memory-store.js), the sync engine (Web/sync.js) and the page, and run by
+// node. And `transition`, what one record becomes when something about it arrives, as the Swift
+// client decides it (`RecordTransition`): the only place the web app holds those rules.
 
 import { DEFAULT_LIMITS, SyncState, applyOps, completed, isObject, rebaseReportingConflicts, sameValue } from "./record-state.js";
 
@@ -28,6 +29,10 @@ export function normalizeFields(fields) {
   };
 }
 
+function dateField(value) {
+  return typeof value === "number" && Number.isFinite(value) ? value : null;
+}
+
 /** The text fields of a note (docs/protocol.md section 1): edited by deltas, merged. */
 export const TEXT_FIELDS = ["title", "body"];
 
@@ -37,73 +42,172 @@ export const SET_FIELDS = ["tags", "attachments"];
 /** The scalar fields of a note (docs/protocol.md section 1): replaced whole, the later change wins. */
 export const SCALAR_FIELDS = ["folder", "pinned", "trashed", "created", "modified"];
 
-/**
- * Whether a record's text differs from the server's last state of it (its shadow; a note the
- * server never had: from an empty note): a text field edited here and not acknowledged. What
- * decides whether a note purged on the server is kept as a new note (Web/sync.js's
- * `removeOrFork`, the Swift client's `removeOrFork`); a pin, a tag, the trash or a folder is
- * not text.
- */
-export function textEdited(record) {
-  const local = normalizeFields(record.local);
-  const base = normalizeFields(record.shadow ? record.shadow.fields : null);
-  return TEXT_FIELDS.some((name) => local[name] !== base[name]);
+// MARK: The stored form
+
+// A record is stored as the Swift client stores it (`RecordRow`): `{ id, collection, local,
+// shadow, rev, createdAt, updatedAt, sync }`: the fields as the user sees them, the server's
+// fields at `rev` (null and 0 before the server first acknowledged it), times in milliseconds,
+// and `sync` the stored form of its `SyncState` (Web/record-state.js; null when synced). The
+// stores add `lv` and `pend` (`stamp`). What the sync engine does to one is `transition`'s
+// (below); the page reads a record only through the accessors here.
+
+/** A new local note (rev 0: not on the server yet): everything is to be sent. */
+export function newRecord(id, fields, now = Date.now()) {
+  return {
+    id, collection: "notes", local: normalizeFields(fields), shadow: null, rev: 0, createdAt: now, updatedAt: now,
+    sync: SyncState.stored(SyncState.created),
+  };
 }
 
-function dateField(value) {
-  return typeof value === "number" && Number.isFinite(value) ? value : null;
+/** The record's `SyncState`. */
+export function syncState(record) {
+  return SyncState.read(record.sync);
+}
+
+/** The note's fields as the page shows them (the schema's defaults where one is missing). */
+export function noteFields(record) {
+  return normalizeFields(record.local);
+}
+
+/** Whether the server has had the record (acknowledged a change of it, or sent it). */
+export function onServer(record) {
+  return record.rev > 0;
+}
+
+/** Whether the user purged the record here (its purge not yet acknowledged): no view shows it. */
+export function isPurging(record) {
+  return Boolean(record) && syncState(record).purging;
+}
+
+/** Whether a record has edits waiting to be sent or answered (the outbox). */
+export function isPending(record) {
+  return Boolean(record) && SyncState.pending(syncState(record));
+}
+
+/**
+ * Why the server refused the record's last change for good, `{ code, message }` (the Swift
+ * client's "code: message"), or null. The edit is held here, not sent until the user edits the
+ * note or discards this device's version.
+ */
+export function refusalOf(record) {
+  const refusal = record ? syncState(record).refusal : null;
+  if (refusal === null) return null;
+  const at = refusal.indexOf(": ");
+  return at < 0 ? { code: refusal, message: "" } : { code: refusal.slice(0, at), message: refusal.slice(at + 2) };
+}
+
+/**
+ * Whether a record has edits the server has not acknowledged: pending ones, or ones it refused
+ * for good. What signing out would leave behind.
+ */
+export function isUnsynced(record) {
+  return isPending(record) || refusalOf(record) !== null;
+}
+
+/** The record with the user's fields `local` (the whole note), to be sent (`SyncState.edit`). */
+export function withEdit(record, local, now = Date.now()) {
+  return { ...record, local, updatedAt: now, sync: SyncState.stored(SyncState.edit(syncState(record))) };
+}
+
+/**
+ * The record purged by the user (`LocalTransaction.purge`): null (deleted at once) when the
+ * server never had it and no change of it is in flight, else marked to send the purge.
+ */
+export function withPurge(record) {
+  const state = syncState(record);
+  if (record.rev === 0 && !state.inflight) return null;
+  return { ...record, sync: SyncState.stored(SyncState.purge(state)) };
 }
 
 /** The record as stored: its version number one above `current`'s, its outbox mark kept. */
 export function stamp(next, current) {
-  const out = { ...next, lv: ((current && current.lv) || 0) + 1 };
+  return marked({ ...next, lv: ((current && current.lv) || 0) + 1 });
+}
+
+/** The record with its outbox mark (`pend`: 1 while it is unsynced, for the stores' `pending` index). */
+export function marked(record) {
+  const out = { ...record };
   if (isUnsynced(out)) out.pend = 1;
   else delete out.pend;
   return out;
 }
 
-/** A new local note (rev 0: not on the server yet). */
-export function newRecord(id, fields, now = new Date().toISOString()) {
+/**
+ * Whether a store holds nothing new in `next` (a transition's record) over `current`: then it
+ * is not written (nor its version numbered again). Field objects a transition did not touch are
+ * `current`'s own.
+ */
+export function unchanged(next, current) {
+  return Boolean(current) && next.rev === current.rev && next.createdAt === current.createdAt && next.updatedAt === current.updatedAt &&
+    sameJSON(next.local, current.local) && sameJSON(next.shadow, current.shadow) && sameJSON(next.sync, current.sync ?? null);
+}
+
+function sameJSON(a, b) {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
+}
+
+// MARK: Records of the previous stored form (IndexedDB version 3)
+
+/**
+ * A record as the web app stored it before it took the Swift client's form (IndexedDB version
+ * 3 and before; a node store's file): `{ id, collection, local, shadow: { fields, rev } | null,
+ * dirty, inflight: { ccid, baseRev, change, sent, absentAtSeq } | null, purged, refusal:
+ * { code, message }, forceSet, staleBase, stash, createdAt, updatedAt (RFC 3339) }`, its shadow
+ * unpacked. In the stored form, losing nothing: unsent edits stay to be sent, a change in flight
+ * stays in flight (resent byte for byte), a refusal stays; null for a record nothing needs (a
+ * purge the server has taken, kept by a version before for ever). A record already in the
+ * stored form is returned as it is.
+ */
+export function fromVersion3(old) {
+  if (!old || typeof old.rev === "number") return old ?? null;
+  const shadow = old.shadow && old.shadow.fields ? old.shadow : null;
+  const pending = Boolean(old.dirty || old.inflight);
+  if (old.purged && !shadow && !pending) return null;
+  const local = old.local ?? {};
+  const createdAt = millis(old.createdAt, 0);
+  const updatedAt = millis(old.updatedAt, createdAt);
+  const state = {
+    ...SyncState.synced,
+    edited: Boolean(old.dirty),
+    purging: Boolean(old.purged),
+    next: old.forceSet ? { set: Number.isSafeInteger(old.staleBase) ? old.staleBase : null } : null,
+    inflight: old.inflight ? inflightOf(old.inflight, old.stash, local, updatedAt) : null,
+    refusal: refusalText(old, shadow),
+  };
   return {
-    id,
-    collection: "notes",
-    local: normalizeFields(fields),
-    shadow: null, // { fields, rev } once the server has it
-    dirty: true,
-    inflight: null, // { ccid, baseRev, change, sent } while a change is unanswered
-    purged: false,
-    updatedAt: now,
-    createdAt: now,
+    id: old.id, collection: old.collection ?? "notes", local, shadow: shadow ? shadow.fields : null, rev: shadow ? shadow.rev : 0,
+    createdAt, updatedAt, sync: SyncState.stored(state), ...(old.lv ? { lv: old.lv } : {}),
   };
 }
 
-/** Whether a record has edits waiting to be sent or answered (the outbox). */
-export function isPending(record) {
-  return Boolean(record && (record.dirty || record.inflight));
+/** An old in-flight change, with the newer server state seen meanwhile (`stash`), in `SyncState`'s form. */
+function inflightOf(inflight, stash, local, updatedAt) {
+  const change = inflight.change ?? {};
+  const newest = stash && Number.isSafeInteger(stash.rev)
+    ? { fields: stash.deleted ? null : stash.fields ?? {}, rev: stash.rev, updatedAt: millis(stash.updatedAt, updatedAt) }
+    : null;
+  return {
+    ccid: inflight.ccid ?? change.ccid, baseRev: inflight.baseRev ?? change.baseRev ?? 0, body: JSON.stringify(change),
+    sent: change.op === "delete" ? null : inflight.sent ?? local, newest,
+    absentAtSeq: Number.isSafeInteger(inflight.absentAtSeq) ? inflight.absentAtSeq : null,
+  };
 }
 
 /**
- * Whether a record has edits the server has not acknowledged: pending ones, or ones it refused
- * for good (`refusal`: { code, message }, held here and not sent until the user edits the note
- * or discards this device's version). What signing out would leave behind.
+ * An old refusal as the Swift client's text. A version before that (`refused: code`, not in the
+ * outbox) kept the note looking synced: it is refused if its text still differs from the server's.
  */
-export function isUnsynced(record) {
-  return Boolean(record && (record.dirty || record.inflight || record.refusal));
+function refusalText(old, shadow) {
+  if (old.refusal) return `${old.refusal.code}: ${old.refusal.message ?? ""}`;
+  if (!old.refused || old.dirty || old.inflight || old.purged) return null;
+  const held = !shadow || !sameValue(normalizeFields(old.local), normalizeFields(shadow.fields));
+  return held ? `${old.refused}: ` : null;
 }
 
-/**
- * What a store's `change` returns to put `record`, a new note, in the place of the record it
- * was given: that one is deleted and `record` added (stamped as new) in the same write, so the
- * text it keeps is never lost between two writes (Web/sync.js: a note purged on the server
- * whose text edited here is kept under a new id).
- */
-export function replacement(record) {
-  return { replacedBy: record };
-}
-
-/** Whether a store's `change` returned a `replacement`. */
-export function isReplacement(next) {
-  return Boolean(next && next.replacedBy);
+/** An RFC 3339 date (or milliseconds) as milliseconds; `fallback` when it is neither. */
+function millis(value, fallback) {
+  const ms = typeof value === "number" ? value : Date.parse(value);
+  return Number.isFinite(ms) ? ms : fallback;
 }
 
 // MARK: What a record becomes (RecordTransition)

@@ -5,6 +5,7 @@
 
 import { SearchIndex } from "./search.js";
 import { searchText } from "./search-text.js";
+import { isPurging, noteFields } from "./records.js";
 
 const QUIET = 300; // ms without changes before the worker is handed the notes that changed
 
@@ -66,7 +67,7 @@ export class Search {
     const records = await this.store.getMany(notes.filter(([, id]) => id !== null).map(([, id]) => id));
     for (const [doc, id] of notes) {
       const record = id === null ? null : records.get(id);
-      if (record && !record.purged) this.local.set(doc, searchText(record.local));
+      if (record && !isPurging(record)) this.local.set(doc, searchText(noteFields(record)));
       else this.local.delete(doc);
     }
   }

@@ -5,6 +5,7 @@
 
 import { SearchIndex } from "./search.js";
 import { searchText } from "./search-text.js";
+import { isPurging, noteFields } from "./records.js";
 
 const index = new SearchIndex();
 let db = null;
@@ -34,7 +35,7 @@ async function indexNotes(notes) {
       const req = store.get(id);
       req.onsuccess = () => {
         const record = req.result;
-        if (record && !record.purged && record.local) index.set(doc, searchText(record.local));
+        if (record && !isPurging(record)) index.set(doc, searchText(noteFields(record)));
         else index.delete(doc);
       };
     }

@@ -1,11 +1,19 @@
 // The sync engine (docs/protocol.md): hello, pull to the end, resend in-flight changes, push dirty
 // notes with at most one change in flight per note, apply broadcasts, reconnect with backoff.
 //
+// It holds no rule about what happens to a record: every pulled record, broadcast, ack, reject
+// (and a change too large to send), snapshot end and discard goes through Web/records.js's
+// `transition`, the Swift client's `RecordTransition` (pinned to it by
+// Tests/web/vectors/record-state.json), whose outcome the store writes and whose effect the
+// engine tells (docs/architecture.md, "One record, two clients"). What is left here is the
+// connection, hello and welcome, paging, the outbox (a change built from a record's local
+// fields against its shadow, stored in flight before it is sent), timers and the upload gate.
+//
 // The engine touches no IndexedDB, DOM or WebSocket of its own (docs/reliability.md, "The
 // engine outside the page"): it is given
-// - `store`: the records, the outbox, the meta (cursor, device): getMeta, setMeta, keys,
-//   pendingRecords, update, storePage, as Web/db.js's LocalStore (IndexedDB, the page) and
-//   Web/memory-store.js's MemoryStore (node) implement them;
+// - `store`: the records, the tombstones, the outbox, the meta (cursor, device): getMeta,
+//   setMeta, keys, pendingRecords, update, commit, storePage, as Web/db.js's LocalStore
+//   (IndexedDB, the page) and Web/memory-store.js's MemoryStore (node) implement them;
 // - `transport`: the connection to the server and the network's state (Web/transport.js);
 // - `auth`: the access token (Web/auth.js: accessToken, invalidateAccessToken, refusedBecause,
 //   refreshSoon);
@@ -14,11 +22,10 @@
 //   `setInterval`, `clearInterval`), the real ones by default; node tests pass a virtual clock
 //   (Tests/web/support/virtual-clock.mjs) and move time on instead of waiting for it.
 
-import { applyDelta, changeID, editDelta, rebase, uuid } from "./text.js";
-import {
-  SCALAR_FIELDS, SET_FIELDS, TEXT_FIELDS, isReplacement, newRecord, normalizeFields, replacement, textEdited,
-} from "./records.js";
-import { addedElements, changeAddsShas, shaOf } from "./elements.js";
+import { changeID, uuid } from "./text.js";
+import { noteFields, syncState, transition } from "./records.js";
+import { DEFAULT_LIMITS, SyncState, applyExactly, changeOps } from "./record-state.js";
+import { changeAddsShas, parseElement, shaOf } from "./elements.js";
 import { OPEN } from "./transport.js";
 
 const CLIENT = "noted-web/0.1.0";
@@ -55,7 +62,11 @@ export class SyncEngine extends EventTarget {
     this.stopped = true;
     this.connecting = false; // awaiting the token for a connection
     this.limits = { maxChangesPerPush: 100 };
-    this.staleRevs = new Map(); // id -> newest rev seen in a broadcast we could not apply
+    // Records with a change sent on this connection and not answered, with its ccid (a
+    // change in flight not here is resent unchanged by the next push).
+    this.inFlight = new Map();
+    this.pulling = false; // a pull under way, to its last page
+    this.pullAgain = false; // and another wanted once it ends (a broadcast that did not apply)
     this.progress = null; // { from, to, cursor, notes } while pulling: how far the pull has come
     this.latestSeq = 0; // the welcome's seq
     // Records whose server state this engine learned from a broadcast or an ack, with that
@@ -140,6 +151,9 @@ export class SyncEngine extends EventTarget {
     this.welcomed = false;
     this.connectedAt = this.clock.now();
     this.pending.clear();
+    this.inFlight.clear();
+    this.pulling = false;
+    this.pullAgain = false;
     ws.onopen = async () => {
       const device = await this.deviceId();
       this.send({ type: "hello", protocol: 1, token, device, client: CLIENT });
@@ -250,18 +264,20 @@ export class SyncEngine extends EventTarget {
         break;
       case "ack":
       case "reject":
-        await this.onResult(message);
-        if (entry) {
-          entry.ids = entry.ids.filter((id) => id !== message.id);
-          if (entry.ids.length === 0) this.pending.delete(String(message.rid));
-        }
-        this.schedulePush(0);
+        this.answered(message, entry);
+        this.afterAnswer(await this.onResult(message));
         break;
       case "change":
         await this.onBroadcast(message);
         break;
       case "error":
         if (message.rid !== undefined) this.pending.delete(String(message.rid));
+        if (entry && entry.kind === "push") {
+          // The whole push was refused (too_large, rate_limited): its changes go again later.
+          for (const id of entry.ids) this.inFlight.delete(id);
+          this.schedulePush(this.retryDelay());
+        }
+        if (entry && entry.kind === "pull") this.pulling = false;
         this.emit("error", { message: message.message || message.code });
         if (message.code === "unauthenticated") this.auth.refusedBecause(message.message);
         else if (message.code === "token_expired") this.auth.invalidateAccessToken();
@@ -269,7 +285,44 @@ export class SyncEngine extends EventTarget {
     }
   }
 
+  /** An ack or reject arrived: its push waits for one answer less (and, alive, gets a fresh deadline). */
+  answered(message, entry) {
+    if (entry) {
+      entry.ids = entry.ids.filter((id) => id !== message.id);
+      if (entry.ids.length === 0) this.pending.delete(String(message.rid));
+      else entry.sentAt = this.clock.now();
+    }
+    if (this.inFlight.get(message.id) === message.ccid) this.inFlight.delete(message.id);
+  }
+
+  /**
+   * After an answer was taken in (`effect`, the transition's): a pull when the record's state
+   * must be learned first; the change kept in flight is resent after a while (`retryLater`);
+   * else the next push, unless a full push's worth of changes still waits for answers.
+   */
+  afterAnswer(effect) {
+    if (effect.needsPull) this.requestPull();
+    if (effect.retryLater) {
+      this.schedulePush(this.retryDelay());
+      return;
+    }
+    if (this.inFlight.size >= Math.max(1, this.limits.maxChangesPerPush || 100)) return;
+    this.schedulePush(0);
+  }
+
+  /** How long a change kept in flight (`rate_limited`, a file to upload again) waits: 1–2 s, as the Swift client's. */
+  retryDelay() {
+    return 1000 + Math.random() * 1000;
+  }
+
+  /** What `transition` needs besides the record and the event: the time, new ids, the server's limits. */
+  rules() {
+    return { now: this.clock.now(), newID: uuid, limits: { ...DEFAULT_LIMITS, ...this.limits } };
+  }
+
   async pull() {
+    this.pulling = true;
+    this.pullAgain = false;
     this.resetIds = null;
     let cursor = (await this.store.getMeta("cursor")) || 0;
     // A snapshot interrupted halfway (the connection lost between its pages) is pulled again
@@ -281,8 +334,8 @@ export class SyncEngine extends EventTarget {
     this.progress = { from: cursor, to: Math.max(this.latestSeq, cursor), cursor, notes: 0 };
     // A pull from 0 starts a snapshot and its pages continue it: the server answers them
     // bounded and never with a reset (docs/protocol.md, section 8, "Pull"). It carries no
-    // tombstones, so at its end the synced records none of its pages named are treated as
-    // purged (`dropAbsent`, as the Swift client's: found by its simulation, seeds 66 and 84).
+    // tombstones, so at its end the records none of its pages named are told they are absent
+    // (`dropAbsent`, as the Swift client's: found by its simulation, seeds 66 and 84).
     this.snapshot = cursor === 0;
     if (this.snapshot) {
       this.resetIds = new Set();
@@ -291,18 +344,28 @@ export class SyncEngine extends EventTarget {
     this.request({ type: "pull", since: cursor, limit: PAGE, ...(this.snapshot ? { snapshot: true } : {}) }, "pull");
   }
 
+  /** A pull, unless one is under way: then another once it ends (the Swift machine's `requestPull`). */
+  async requestPull() {
+    if (this.pulling) {
+      this.pullAgain = true;
+      return;
+    }
+    await this.pull();
+  }
+
   async onChanges(message, since) {
     if (message.reset && !this.resetIds) {
       this.resetIds = new Set();
       await this.store.setMeta("snapshot", true);
     }
-    const records = message.records || [];
-    const apply = [];
-    const forks = [];
-    for (const record of records) {
+    // Records of another collection (another app of the account) are not this app's.
+    const records = (message.records || []).filter((record) => (record.collection ?? "notes") === "notes");
+    const rules = this.rules();
+    const results = [];
+    const apply = records.map((record, i) => {
       if (this.resetIds) this.resetIds.add(record.id);
-      apply.push([record.id, (current) => noteFork(forks, record.id, mergeServerRecord(current, record))]);
-    }
+      return [record.id, (current, buried) => (results[i] = transition(current ?? null, { type: "record", record, buried }, rules))];
+    });
     // The next page is asked for now, while this one is stored: the server's work and the
     // store's overlap. Pages are stored in the order they came (each store's transaction is
     // created here, in message order), and a page is stored only onto the cursor it was
@@ -325,53 +388,45 @@ export class SyncEngine extends EventTarget {
       if (!message.more) this.progress = null;
     }
     // `records` holds what was stored: listeners need not read the page back.
-    this.emitRecords(records.map((r) => r.id), forks.filter((f) => written.has(f.to)), { records: written, remote: true });
+    this.tell(results.filter(Boolean).map((r) => r.effect), written, true);
     if (message.more || this.ws !== ws) return;
+    this.pulling = false;
     if (this.resetIds) {
       const keep = this.resetIds;
       this.resetIds = null;
       await this.dropAbsent(keep, message.cursor);
     }
-    if ((this.missedSeq || 0) > message.cursor) {
+    if (this.pullAgain || (this.missedSeq || 0) > message.cursor) {
       this.missedSeq = 0;
       await this.pull();
       return;
     }
     this.missedSeq = 0;
     this.ready = true;
-    this.staleRevs.clear();
-    await this.resendInflight();
     this.schedulePush(0);
   }
 
   /**
-   * The end of a snapshot (a pull from 0, or a `reset`), stored up to `cursor`: a record none of
-   * its pages named (`keep`) was purged on the server, as if its tombstone had come (the Swift
-   * client's `dropAbsent`): removed, or its unsent text kept as a new note (`removeOrFork`). A
-   * record with a change in flight (a create too) waits for the answer: an ack with a `seq` up
-   * to `cursor` means the change was applied before the snapshot, so the record has been purged
-   * since (`absentAtSeq`, Swift seed 1065). Records heard of in a broadcast or an ack newer
-   * than the snapshot are kept (the page was read before that change).
+   * The end of a snapshot (a pull from 0, or a `reset`), stored up to `cursor`: each record none
+   * of its pages named (`keep`) is told so (`absentFromSnapshot`: purged on the server, or, with
+   * a change in flight, purged if that change's ack is older than the snapshot). Records heard
+   * of in a broadcast or an ack newer than the snapshot are kept (the page was read before that
+   * change).
    */
   async dropAbsent(keep, cursor) {
     for (const id of this.heardSeqs.keys()) keep.add(id);
-    const dropped = [];
-    const forks = [];
+    const rules = this.rules();
+    const effects = [];
+    const written = new Map();
     for (const id of await this.store.keys()) {
       if (keep.has(id)) continue;
-      const result = await this.store.update(id, (record) => noteFork(forks, id, absentFromSnapshot(record, cursor)));
-      if (result === null) dropped.push(id);
+      let result = null;
+      const wrote = await this.store.commit(id, (current) => (result = transition(current ?? null, { type: "absentFromSnapshot", cursor }, rules)));
+      for (const [key, value] of wrote) written.set(key, value);
+      if (result) effects.push(result.effect);
     }
     await this.store.deleteMeta("snapshot");
-    this.emitRecords(dropped.filter((id) => !forks.some((f) => f.to === id)), forks, { remote: true });
-  }
-
-  async resendInflight() {
-    const inflight = (await this.store.pendingRecords()).filter((r) => r.inflight);
-    for (let i = 0; i < inflight.length; i += this.limits.maxChangesPerPush || 100) {
-      const batch = inflight.slice(i, i + (this.limits.maxChangesPerPush || 100));
-      this.request({ type: "push", changes: batch.map((r) => r.inflight.change) }, "push", batch.map((r) => r.id));
-    }
+    this.tell(effects, written, true);
   }
 
   /** Push soon: after the debounce for typing, at once for other edits. */
@@ -381,161 +436,161 @@ export class SyncEngine extends EventTarget {
     if (!this.ws) this.kick();
   }
 
+  /**
+   * The outbox (the Swift client's `outbox` and the machine's `composed`): first every change
+   * in flight that was not sent on this connection, resent unchanged; then a new change for
+   * each record with edits and none in flight, stored in flight before it is sent. At most four
+   * pushes' worth at a time (the rest after the answers); a change adding a file still
+   * uploading waits for it; one larger than the server's messages is refused here.
+   */
   async pushDirty() {
     if (!this.ready || !this.ws) return;
-    const max = this.limits.maxChangesPerPush || 100;
-    let ready = (await this.store.pendingRecords()).filter((r) => r.dirty && !r.inflight);
-    if (this.blobs) ready = await this.withoutBlobsPending(ready);
-    ready = ready.slice(0, max);
-    if (ready.length === 0) {
-      this.setState(this.pending.size ? "syncing" : "online");
-      this.emit("pending");
-      return;
-    }
-    this.setState("syncing");
+    const max = Math.max(1, this.limits.maxChangesPerPush || 100);
+    const limit = max * 4;
+    const outbox = await this.store.pendingRecords();
     const changes = [];
-    const removed = [];
-    for (const record of ready) {
-      // The change and its ccid are stored before the first send.
-      const stored = await this.store.update(record.id, (current) => {
-        if (!current || !current.dirty || current.inflight) return undefined;
-        const change = buildChange(current);
-        // Nothing to send. A purge with nothing to send is of a note the server never had (its
-        // create refused after the purge was made): it goes, not kept as an unseen leftover.
-        if (!change) return current.purged ? null : { ...current, dirty: false };
-        return { ...current, dirty: false, inflight: { ccid: change.ccid, baseRev: change.baseRev, change, sent: current.local } };
-      });
-      if (stored && stored.inflight) changes.push(stored);
-      if (stored === null) removed.push(record.id);
+    const effects = [];
+    const written = new Map();
+    for (const record of outbox) {
+      if (changes.length >= limit) break;
+      const change = syncState(record).inflight;
+      if (!change || this.inFlight.has(record.id)) continue;
+      if (await this.waitsForUpload(JSON.parse(change.body), record)) continue;
+      changes.push({ id: record.id, ccid: change.ccid, body: change.body });
     }
-    if (changes.length) {
-      this.request({ type: "push", changes: changes.map((r) => r.inflight.change) }, "push", changes.map((r) => r.id));
-    } else {
-      // Nothing was due after all (the edits now equal the server's state): not "syncing" for
-      // good (found by Tests/web/mixed-live.test.mjs, seed 27).
-      this.setState(this.pending.size ? "syncing" : "online");
+    let raced = false;
+    for (const record of outbox) {
+      if (changes.length >= limit) break;
+      const state = syncState(record);
+      if (!state.edited || state.inflight) continue;
+      const made = await this.newChange(record, state, effects, written);
+      if (made === undefined) raced = true;
+      else if (made) changes.push(made);
     }
-    if (removed.length) this.emit("records", { ids: removed, remote: false });
+    if (raced) this.schedulePush(); // a record written meanwhile: its change next time
+    await this.sendChanges(changes, max, effects, written);
+    this.tell(effects, written, false);
+    this.setState(this.pending.size ? "syncing" : "online");
     this.emit("pending");
   }
 
-  /** The records whose changes would add a file not uploaded yet left out (they wait for it). */
-  async withoutBlobsPending(records) {
-    const out = [];
-    for (const record of records) {
-      const before = record.shadow && record.shadow.fields.attachments;
-      const added = addedElements(before, record.local.attachments).map(shaOf).filter(Boolean);
-      if (added.length === 0 || (await this.blobs.blocking(added)).length === 0) out.push(record);
-    }
-    return out;
-  }
-
-  async onResult(message) {
-    if (message.type === "ack" && Number.isSafeInteger(message.seq)) this.heard(message.id, message.seq);
-    const forks = []; // a note the server no longer has, its text kept as a new note
-    let missing = null; // the files a change added that the server lacks (`missing_blob`)
-    let lostIsFinal = true; // a file of `missing` that nobody has refuses the note (not if edited since the send)
-    await this.store.update(message.id, (current) => noteFork(forks, message.id, takeStash(message, current, ((current) => {
-      if (!current || !current.inflight || current.inflight.ccid !== message.ccid) return undefined;
-      const sent = current.inflight.sent;
-      if (message.type === "ack") {
-        if (current.inflight.change.op === "delete") return null;
-        let serverFields;
-        if (message.fields) serverFields = normalizeFields(message.fields);
-        else serverFields = sent ? normalizeFields(sent) : current.local;
-        const shadow = { fields: serverFields, rev: message.rev };
-        const absentAt = current.inflight.absentAtSeq;
-        if (Number.isSafeInteger(absentAt) && Number.isSafeInteger(message.seq) && message.seq <= absentAt) {
-          // Applied before a snapshot that no longer had the record: purged since. Only text
-          // edited after the send is kept (as a new note), as if the ack and then the tombstone
-          // had come (the Swift client's `absentAtSeq`; its simulation, seed 1065: a resent
-          // create's `duplicate` ack otherwise put the purged note back at rev 1 for good).
-          return removeOrFork({ ...current, shadow });
-        }
-        const rebased = rebaseFields(sent, current.local, serverFields);
-        if (!rebased.clean) {
-          // Edits made since the send do not fit onto the acknowledged state (a merged ack
-          // moved the text they edit), as RecordMath's strict rebase says. The user's text
-          // stays; the next change sends it as `set` ops against the revision the edits were
-          // made on, so the server sees a stale `set` and keeps the text it replaces as a
-          // conflict revision (the Swift client's `keepUnplacedEdits`). Diffing it against
-          // the acknowledged state would overwrite someone's text without a trace.
-          const staleBase = Math.max(1, Math.min(current.inflight.baseRev, message.rev - 1));
-          return { ...moved(current, shadow, current.local), inflight: null, forceSet: true, staleBase, updatedAt: new Date(this.clock.now()).toISOString() };
-        }
-        // Once a change is acknowledged, the next goes as deltas again (`set`s after a reject or
-        // an unplaceable rebase are for one change, as SyncState.send resets them in Swift).
-        return { ...moved(current, shadow, rebased.fields), inflight: null, forceSet: false, staleBase: null, updatedAt: new Date(this.clock.now()).toISOString() };
+  /**
+   * A new change for `record` (read from the outbox, its `state`), written as in flight; null
+   * when there is none to send now (a purge of a note the server never had deletes it, edits
+   * that cancel out leave it synced, a file still uploading holds it), undefined when the
+   * record changed since it was read (its change then waits for the next push).
+   */
+  async newChange(record, state, effects, written) {
+    const baseRev = SyncState.nextBaseRev(state, record.rev);
+    const change = { ccid: changeID(), collection: record.collection, id: record.id, baseRev };
+    let sent = null;
+    let next;
+    if (state.purging && record.rev === 0) {
+      next = null;
+    } else if (state.purging) {
+      Object.assign(change, { op: "delete", fields: {} });
+    } else {
+      const ops = changeOps(record.shadow ?? {}, record.local, record.rev === 0 || SyncState.sendsTextAsSet(state));
+      if (Object.keys(ops).length === 0 && record.rev !== 0) {
+        next = { ...record, sync: SyncState.stored(SyncState.nothingToSend(state)) };
+      } else {
+        Object.assign(change, { op: "upsert", fields: ops });
+        if (await this.waitsForUpload(change, record)) return null;
+        sent = applyExactly(ops, record.shadow ?? {});
       }
-      // Rejects (docs/protocol.md section 5).
-      const currentRecord = message.current;
-      switch (message.code) {
-        case "gone":
-        case "not_found":
-          // Purged: removed, its text kept as a new note only if edited here; a purge of ours
-          // that crossed another device's is simply removed (`removeOrFork`).
-          return removeOrFork(current);
-        case "base_unavailable":
-        case "already_exists":
-        case "invalid_version":
-        case "invalid_delta": {
-          let shadow = current.shadow;
-          let local = current.local;
-          if (currentRecord && !currentRecord.deleted) {
-            const newer = { fields: normalizeFields(currentRecord.fields), rev: currentRecord.rev };
-            const rebased = rebaseFields(current.shadow ? current.shadow.fields : sent, current.local, newer.fields);
-            // Edits that do not fit onto it stay on the older revision: their `set` is then
-            // stale, and the server keeps the text it replaces as a conflict revision.
-            if (rebased.clean) [shadow, local] = [newer, rebased.fields];
-          }
-          // Resend with set ops against the current revision.
-          return { ...current, shadow, local, inflight: null, dirty: true, forceSet: true, staleBase: null };
-        }
-        case "rate_limited":
-        case "ccid_reused": // resent with a new ccid
-          return { ...current, inflight: null, dirty: true };
-        case "missing_blob":
-          // Upload the files again (they wait for it in pushDirty), then the change goes again.
-          if (this.blobs) {
-            missing = changeAddsShas(current.inflight.change, current.shadow ? current.shadow.fields.attachments : []);
-            lostIsFinal = !editedSinceSent(current);
-            return { ...current, inflight: null, dirty: true };
-          }
-          // Without attachments (no way to upload): refused, as below.
-          // falls through
-        default:
-          // bad_request, invalid_field, too_large, unknown_collection, a quota: resending the
-          // same cannot help. Edits made since it was sent go out as the next change (see
-          // `editedSinceSent`); otherwise this device's version stays, held and marked, not
-          // sent again until the user edits the note (then it goes against the newest server
-          // state held) or discards it.
-          if (editedSinceSent(current)) return { ...current, inflight: null, dirty: true };
-          this.emit("error", { message: `Note "${current.local.title || "untitled"}" was refused: ${message.message || message.code}` });
-          return { ...current, inflight: null, dirty: false, refusal: { code: String(message.code || "refused"), message: String(message.message || "") } };
-      }
-    })(current))));
-    if (missing) await this.blobsMissing(message.id, missing, lostIsFinal);
-    this.emitRecords([message.id], forks, { remote: false });
-    const stale = this.staleRevs.get(message.id);
-    this.staleRevs.delete(message.id);
-    const needsPull = message.type === "reject" && ["already_exists", "invalid_version"].includes(message.code) && !message.current;
-    if (needsPull || (message.type === "ack" && stale !== undefined && stale > message.rev)) {
-      await this.pull();
     }
+    if (next === undefined) {
+      const inflight = { ccid: change.ccid, baseRev, body: JSON.stringify(change), sent, newest: null, absentAtSeq: null };
+      next = { ...record, sync: SyncState.stored(SyncState.send(state, inflight)) };
+    }
+    const stored = await this.store.update(record.id, (current) => (current && current.lv === record.lv ? next : undefined));
+    if (stored === undefined) return undefined;
+    written.set(record.id, stored);
+    if (stored === null) effects.push(effectOf({ removed: [record.id] }));
+    else if (!change.op) effects.push(effectOf({ changed: [record.id] }));
+    return change.op ? { id: record.id, ccid: change.ccid, body: JSON.stringify(change) } : null;
   }
 
   /**
-   * After `missing_blob`: the files are uploaded again; a file this browser lacks holds the
-   * change, refused, unless `final` is false (the note was edited since the send: those edits
-   * go out, and are refused in turn if they still add the file).
+   * Sends `changes` (`{ id, ccid, body }`) in pushes of at most `max` changes and the server's
+   * message size; a change larger than a message can hold is refused as if the server had
+   * answered `too_large` (the Swift machine's `refuse`), its outcome added to `effects`.
    */
-  async blobsMissing(id, shas, final = true) {
-    const lost = await this.blobs.missing(shas);
-    if (lost.length === 0 || !final) return;
-    const message = "a file attached to it is neither on the server nor in this browser";
-    await this.store.update(id, (current) => (current && current.dirty && !current.inflight
-      ? { ...current, dirty: false, refusal: { code: "missing_blob", message } } : undefined));
-    this.emit("error", { message: `A note was refused: ${message}.` });
+  async sendChanges(changes, max, effects, written) {
+    const budget = Number.isSafeInteger(this.limits.maxMessageBytes) ? this.limits.maxMessageBytes - 64 : Infinity;
+    let batch = [];
+    let size = 0;
+    const flush = () => {
+      if (batch.length === 0) return;
+      const rid = this.request({ type: "push", changes: batch.map((c) => JSON.parse(c.body)) }, "push", batch.map((c) => c.id));
+      if (this.pending.has(rid)) for (const c of batch) this.inFlight.set(c.id, c.ccid);
+      batch = [];
+      size = 0;
+    };
+    for (const change of changes) {
+      const bytes = budget === Infinity ? 0 : new TextEncoder().encode(change.body).length + 1;
+      if (bytes > budget) {
+        const reason = `the change is larger than the server's ${this.limits.maxMessageBytes}-byte message limit`;
+        const event = { type: "refused", ccid: change.ccid, code: "too_large", message: reason, current: null };
+        const [effect, wrote] = await this.decide(change.id, event);
+        effects.push(effect);
+        for (const [key, value] of wrote) written.set(key, value);
+        continue;
+      }
+      if (batch.length >= max || size + bytes > budget) flush();
+      batch.push(change);
+      size += bytes;
+    }
+    flush();
+  }
+
+  /** Whether `change` (of `record`) adds a file whose upload is still to come: it then waits. */
+  async waitsForUpload(change, record) {
+    if (!this.blobs) return false;
+    const before = record.shadow && Array.isArray(record.shadow.attachments) ? record.shadow.attachments : [];
+    const added = changeAddsShas(change, before);
+    return added.length > 0 && (await this.blobs.blocking(added)).length > 0;
+  }
+
+  /** An ack or a reject of a change of ours, through `transition`: what it did (its effect). */
+  async onResult(message) {
+    if (typeof message.id !== "string" || typeof message.ccid !== "string") return effectOf({});
+    if (message.type === "ack" && Number.isSafeInteger(message.seq)) this.heard(message.id, message.seq);
+    const event = message.type === "ack" ? { type: "ack", message } : {
+      type: "refused", ccid: message.ccid, code: String(message.code || "refused"), message: String(message.message || ""),
+      current: message.current ?? null, absentAttachment: message.code === "missing_blob" ? await this.absentAttachment(message.id) : null,
+    };
+    const [effect, written] = await this.decide(message.id, event);
+    this.tell([effect], written, false);
+    return effect;
+  }
+
+  /**
+   * After `missing_blob`: the files the change in flight adds that this browser holds are
+   * marked to upload again (Web/attachments.js); the name of one it lacks too (nobody has it:
+   * the change is then refused, saying which), or null (every one can go up again: the change
+   * waits for them, kept in flight). Without the upload gate (node), no file can go up again.
+   */
+  async absentAttachment(id) {
+    const record = await this.store.get(id);
+    const change = record && syncState(record).inflight;
+    if (!change) return null;
+    const before = record.shadow && Array.isArray(record.shadow.attachments) ? record.shadow.attachments : [];
+    const body = JSON.parse(change.body);
+    const shas = changeAddsShas(body, before);
+    const lost = this.blobs ? await this.blobs.missing(shas) : shas;
+    const op = body.fields && body.fields.attachments;
+    const elements = op ? op.add || op.set || [] : [];
+    const element = elements.find((e) => lost.includes(shaOf(e)));
+    return element ? parseElement(element).name : null;
+  }
+
+  /** Runs `event` through `transition` on the record `id` and writes the outcome: [its effect, what was stored]. */
+  async decide(id, event) {
+    const rules = this.rules();
+    let result = null;
+    const written = await this.store.commit(id, (current, buried) => (result = transition(current ?? null, { ...event, buried }, rules)));
+    return [result ? result.effect : effectOf({}), written];
   }
 
   async onBroadcast(message) {
@@ -545,48 +600,25 @@ export class SyncEngine extends EventTarget {
       if (Number.isSafeInteger(message.seq)) this.missedSeq = Math.max(this.missedSeq || 0, message.seq);
       return;
     }
-    let needPull = false;
-    const forks = [];
-    this.heard(message.id, Number.isSafeInteger(message.seq) ? message.seq : Infinity);
-    await this.store.update(message.id, (current) => noteFork(forks, message.id, ((current) => {
-      if (current && current.shadow && message.rev <= current.shadow.rev) return undefined; // old news
-      if (current && current.inflight) {
-        // Our own change is unanswered: its ack (merged) brings the new state.
-        this.staleRevs.set(message.id, message.rev);
-        return undefined;
-      }
-      // A purge needs no base: it applies whatever revision is held.
-      if (message.op === "delete") return removeOrFork(current);
-      const base = current && current.shadow ? current.shadow.fields : null;
-      const baseRev = current && current.shadow ? current.shadow.rev : 0;
-      if (baseRev !== message.prevRev) {
-        needPull = true;
-        return undefined;
-      }
-      let fields;
-      try {
-        fields = applyOps(base || normalizeFields({}), message.fields || {});
-      } catch {
-        needPull = true;
-        return undefined;
-      }
-      if (!current) {
-        return { ...newRecord(message.id, fields), shadow: { fields, rev: message.rev }, dirty: false, updatedAt: message.updatedAt };
-      }
-      let local = fields;
-      if (holds(current)) {
-        const rebased = rebaseFields(base, current.local, fields);
-        // Local edits that do not fit onto it: nothing moves; they go as a change against the
-        // older revision, which the server merges (keeping a conflict revision if it cannot
-        // place them either). A later broadcast then asks for a pull.
-        if (!rebased.clean) return undefined;
-        local = rebased.fields;
-      }
-      return { ...moved(current, { fields, rev: message.rev }, local), updatedAt: message.updatedAt || current.updatedAt };
-    })(current)));
-    if (needPull) await this.pull();
-    else this.emitRecords([message.id], forks, { remote: true });
-    if (forks.length) this.schedulePush(0); // the new note goes at once, not with the next edit
+    if ((message.collection ?? "notes") !== "notes") return;
+    const rules = this.rules();
+    let result = null;
+    const written = await this.store.commit(message.id, (current, buried) => (result = transition(current ?? null, { type: "broadcast", message, buried }, rules)));
+    if (result.applied) this.heard(message.id, Number.isSafeInteger(message.seq) ? message.seq : Infinity);
+    this.tell([result.effect], written, true);
+    // Another revision held, or ops that do not apply: what changed is learned by a pull.
+    if (!result.applied) await this.requestPull();
+  }
+
+  /**
+   * Gives up this device's edits of note `id` not yet sent (`transition`'s `discard`): it shows
+   * the server's version again, and a note the server never had goes. Returns what is stored
+   * now (null: removed), undefined when nothing changed.
+   */
+  async discard(id) {
+    const [effect, written] = await this.decide(id, { type: "discard" });
+    this.tell([effect], written, false);
+    return written.get(id);
   }
 
   /** A change of record `id` (its `seq`) the next snapshot's pages may have been read before. */
@@ -595,239 +627,36 @@ export class SyncEngine extends EventTarget {
   }
 
   /**
-   * Says which records changed (`ids`, and `forks`' new notes); `moved` lists the forks
-   * ({ from, to }: a purged note's text kept as a new note), for an editor showing that text
-   * (Web/app.js moves it before it hears that the old note is gone).
+   * Tells what `effects` (transitions' `StoreEffect`s) did, `written` holding what was stored:
+   * a "records" event naming the records changed, removed and added, with `moved` the text of
+   * purged notes kept as new ones ({ from, to }, for an editor showing that text: Web/app.js
+   * moves it before it hears that the old note is gone) and `added` the records new here; an
+   * "error" for each refusal; a "conflicts" event for each merge that could not place all of an
+   * edit. A new note keeping a purged one's text goes at once, not with the next edit.
    */
-  emitRecords(ids, forks, detail) {
-    this.emit("records", { ...detail, ids: [...ids, ...forks.map((f) => f.to)], moved: forks });
-  }
-}
-
-/**
- * A record purged on the server, as held here (undefined: not held): what the store keeps in its
- * place (the Swift client's `removeOrFork`, docs/protocol.md). It is removed, unless it holds
- * text edited here that the server never acknowledged (`textEdited`): that text is kept as a
- * new note, under a new id (the purged one is never created again: the server answers it
- * `gone`, or creates it again once its tombstone is swept, where the Swift clients, which
- * buried the id, never show it), and sent as any new note; refused edits too (sent again, they
- * are refused again if they still carry what was refused). Edits that changed no text (a pin, a
- * tag, the trash, a folder) do not bring a purged note back: several devices would each bring
- * back a copy of text nobody changed. A note the user was purging is removed.
- * The test is made against the shadow the record holds now: a note re-created under its old id
- * with the shadow dropped could no longer tell a pin from a text edit.
- */
-function removeOrFork(current) {
-  if (!current || current.purged || !textEdited(current)) return null;
-  const copy = newRecord(uuid(), current.local);
-  if (current.createdAt) copy.createdAt = current.createdAt; // as the Swift client's copy
-  return replacement(copy);
-}
-
-/**
- * A record a snapshot (a pull from 0, or a `reset`) did not name, the snapshot ending at
- * `cursor`: the server purged it. A note never sent stays; one with a change in flight waits for
- * the answer (an ack with a `seq` up to `cursor` was applied before the snapshot, so the note
- * has been purged since); any other goes as a purge seen (`removeOrFork`).
- */
-function absentFromSnapshot(record, cursor) {
-  if (!record) return undefined;
-  if (record.inflight) return { ...record, inflight: { ...record.inflight, absentAtSeq: cursor } };
-  if (!record.shadow) return undefined;
-  return removeOrFork(record);
-}
-
-/** `next` as a store's change returns it; a fork of the record `from` is noted in `forks`. */
-function noteFork(forks, from, next) {
-  if (isReplacement(next)) forks.push({ from, to: next.replacedBy.id });
-  return next;
-}
-
-/** What the store keeps after the server sent `record` (a pulled record, latest state). */
-function mergeServerRecord(current, record) {
-  if (current && current.shadow && record.rev <= current.shadow.rev) return undefined;
-  // A change of ours is unanswered: the newer state is kept beside it (`stash`) and taken once
-  // the answer is in. The ack may not bring it: a resent change is answered `duplicate`, with
-  // the state of when it was first applied, and the pull's cursor is already past this record
-  // (found by the node simulation, seed 108; the Swift client keeps a stash the same way). A
-  // purge is kept so too: ignored, it left the note here at the acknowledged revision for good,
-  // though the server no longer had it.
-  if (current && current.inflight) return stashed(current, record);
-  if (record.deleted) return removeOrFork(current);
-  const fields = normalizeFields(record.fields);
-  if (!current) {
-    return { ...newRecord(record.id, fields, record.createdAt), shadow: { fields, rev: record.rev }, dirty: false, updatedAt: record.updatedAt };
-  }
-  const base = current.shadow ? current.shadow.fields : null;
-  let local = holds(current) ? current.local : fields;
-  if (holds(current) && base) {
-    const rebased = rebaseFields(base, current.local, fields);
-    // Local edits that do not fit onto the newer state: the record stays where it is and
-    // they go as a change against its revision, which the server merges (RecordMath's
-    // `move(requireClean:)` in the Swift client).
-    if (!rebased.clean) return undefined;
-    local = rebased.fields;
-  }
-  return { ...moved(current, { fields, rev: record.rev }, local), updatedAt: record.updatedAt };
-}
-
-/** A server state (a purge too) newer than the shadow, seen while a change is in flight: kept beside it. */
-function stashed(current, record) {
-  if (current.stash && current.stash.rev >= record.rev) return undefined;
-  const stash = record.deleted
-    ? { deleted: true, rev: record.rev }
-    : { fields: normalizeFields(record.fields), rev: record.rev, updatedAt: record.updatedAt };
-  return { ...current, stash };
-}
-
-/**
- * After a result (`next`, from `current`): a newer server state seen while the change was in
- * flight (`current.stash`) is taken now, as a page would have been; the stash goes either way.
- * A purge seen so goes as if the answer and then the purge had come: only text edited since
- * the send is kept as a new note.
- */
-function takeStash(message, current, next) {
-  if (!next || isReplacement(next) || !current || !current.stash || !current.inflight || current.inflight.ccid !== message.ccid) return next;
-  const { stash, ...rest } = next;
-  if (!rest.shadow || stash.rev <= rest.shadow.rev) return rest;
-  const onto = mergeServerRecord(rest, { id: message.id, deleted: stash.deleted, fields: stash.fields, rev: stash.rev, updatedAt: stash.updatedAt });
-  return onto === undefined ? rest : onto;
-}
-
-/**
- * Whether the record was edited after its change in flight was sent (sending clears `dirty`; an
- * edit, a purge too, sets it again). A refusal of that change is then not final: the later
- * edits may be the user's correction, and held as refused they would wait for yet another edit
- * (typing the same text again saves nothing). They go out as the next change; if they still
- * carry what was refused, that one is refused with nothing newer, and the refusal stands
- * (SyncState.refused in the Swift client).
- */
-function editedSinceSent(record) {
-  return Boolean(record.inflight && record.dirty);
-}
-
-/** Whether a record has local edits a server state must not replace (unsent, or refused). */
-function holds(record) {
-  return Boolean(record.dirty || record.refusal);
-}
-
-/**
- * The record moved onto a newer server state (`shadow`) with `local` on top: whatever still
- * differs is to be sent, unless the server refused it (then it stays held, refused, not sent);
- * once nothing differs, a refusal is over.
- */
-function moved(current, shadow, local) {
-  // A purge not yet sent still goes, against the newer revision (the Swift client's
-  // `edited = purging || …`; found by Tests/web/mixed-live.test.mjs, seed 41: it was dropped,
-  // the note left on the server and hidden here for good).
-  if (current.purged) return { ...current, shadow, local, dirty: true, refusal: null };
-  const differs = !sameFields(local, shadow.fields);
-  const { refusal, ...rest } = current;
-  const held = differs && refusal;
-  return held ? { ...rest, shadow, local, dirty: false, refusal } : { ...rest, shadow, local, dirty: differs };
-}
-
-/** The change that brings the server from the shadow to the local state, or null. */
-export function buildChange(record) {
-  const shadow = record.shadow;
-  // Normalized: a record an earlier version stored lacks the fields added since (`created`,
-  // `modified`), which then read as their defaults, never as a change.
-  const local = normalizeFields(record.local);
-  // After a merged ack the edits could not be rebased onto, the `set`s go against the older
-  // revision they were made on (`staleBase`), so that the server keeps what they replace.
-  const baseRev = shadow ? (record.forceSet && record.staleBase ? record.staleBase : shadow.rev) : 0;
-  const change = { ccid: changeID(), collection: "notes", id: record.id, baseRev };
-  if (record.purged) {
-    if (!shadow) return null;
-    return { ...change, op: "delete" };
-  }
-  const fields = {};
-  const base = shadow ? normalizeFields(shadow.fields) : null;
-  for (const name of TEXT_FIELDS) {
-    if (!base) {
-      if (local[name] !== "") fields[name] = { set: local[name] };
-    } else if (local[name] !== base[name]) {
-      if (record.forceSet) {
-        fields[name] = { set: local[name] };
-        continue;
+  tell(effects, written, remote) {
+    const ids = new Set();
+    const moved = [];
+    const added = [];
+    for (const effect of effects) {
+      for (const id of [...effect.changed, ...effect.removed]) ids.add(id);
+      for (const [from, to] of effect.forked) moved.push({ from, to });
+      added.push(...effect.added);
+    }
+    this.emit("records", { ids: [...ids], records: written, moved, added, remote });
+    for (const effect of effects) {
+      for (const [id, why] of effect.refused) {
+        const stored = written.get(id);
+        const title = (stored && noteFields(stored).title) || "untitled";
+        this.emit("error", { message: `Note "${title}" was refused: ${why}`, id });
       }
-      // The Swift client's word-widened delta (null: only the normalization changed, which
-      // the Swift client does not send either).
-      const delta = editDelta(base[name], local[name]);
-      if (delta === null) continue;
-      fields[name] = delta.length > local[name].length + 8 ? { set: local[name] } : { delta };
+      for (const [id, fields] of effect.conflicts) this.emit("conflicts", { id, fields });
     }
+    if (moved.length) this.schedulePush(0);
   }
-  for (const name of SET_FIELDS) {
-    // Only a set that changed is sent (an edit of the text never touches the files).
-    if (base && sameSet(local[name], base[name])) continue;
-    if (base && !record.forceSet) {
-      const add = local[name].filter((t) => !base[name].includes(t));
-      const remove = base[name].filter((t) => !local[name].includes(t));
-      fields[name] = { add, remove };
-    } else if (local[name].length || base) {
-      fields[name] = { set: local[name] };
-    }
-  }
-  for (const name of SCALAR_FIELDS) {
-    if (!base ? local[name] !== normalizeFields({})[name] : local[name] !== base[name]) fields[name] = { set: local[name] };
-  }
-  if (base && Object.keys(fields).length === 0) return null;
-  return { ...change, op: "upsert", fields };
 }
 
-/** Applies a broadcast's ops to the fields at prevRev. */
-function applyOps(base, ops) {
-  const fields = { ...base, tags: [...base.tags], attachments: [...(base.attachments || [])] };
-  for (const [name, op] of Object.entries(ops)) {
-    if (TEXT_FIELDS.includes(name)) {
-      if ("set" in op) fields[name] = String(op.set);
-      else if ("delta" in op) fields[name] = applyDelta(base[name], op.delta);
-    } else if (SET_FIELDS.includes(name)) {
-      if ("set" in op) fields[name] = [...new Set(op.set)];
-      else {
-        const set = new Set(fields[name]);
-        for (const t of op.add || []) set.add(t);
-        for (const t of op.remove || []) set.delete(t);
-        fields[name] = [...set];
-      }
-    } else if ("set" in op) {
-      fields[name] = op.set;
-    }
-  }
-  return normalizeFields(fields);
-}
-
-/**
- * The local edits made since `base`, rebased onto the server's `theirs` (RecordMath's
- * `rebaseReportingConflicts`): `{ fields, clean }`, clean when every text hunk found its
- * place (the strict rebase of Web/text.js); sets and scalars always merge.
- */
-export function rebaseFields(base, mine, theirs) {
-  if (!base) return { fields: mine, clean: true };
-  const out = { ...theirs };
-  let clean = true;
-  for (const name of TEXT_FIELDS) {
-    const rebased = rebase(base[name], mine[name], theirs[name]);
-    out[name] = rebased.text;
-    if (!rebased.clean) clean = false;
-  }
-  for (const name of SET_FIELDS) {
-    const [b, m, t] = [base[name] || [], mine[name] || [], theirs[name] || []];
-    const added = m.filter((x) => !b.includes(x));
-    const removed = b.filter((x) => !m.includes(x));
-    out[name] = [...new Set([...t.filter((x) => !removed.includes(x)), ...added])];
-  }
-  for (const name of SCALAR_FIELDS) {
-    if ((mine[name] ?? null) !== (base[name] ?? null)) out[name] = mine[name] ?? null;
-  }
-  return { fields: out, clean };
-}
-
-function sameSet(a, b) {
-  return a.length === b.length && a.every((x) => b.includes(x));
-}
-
-export function sameFields(a, b) {
-  return a.title === b.title && a.body === b.body && sameSet(a.tags, b.tags) && sameSet(a.attachments || [], b.attachments || []) && SCALAR_FIELDS.every((name) => (a[name] ?? null) === (b[name] ?? null));
+/** The effect of a write of the engine's own (the outbox's): the records it changed or removed. */
+function effectOf({ changed = [], removed = [] }) {
+  return { changed, removed, added: [], forked: [], needsPull: false, retryLater: false, refused: [], conflicts: [] };
 }

@@ -463,7 +463,8 @@ def test_version_1_database_with_pending_edits_upgrades_and_syncs(upgrade_server
         version = driver.execute_async_script("const done = arguments[0];"
                                               "const req = indexedDB.open('noted'); req.onsuccess = () => {"
                                               " done([req.result.version, [...req.result.objectStoreNames]]); req.result.close(); }")
-        assert version == [3, ["blobs", "meta", "records"]]  # 2: the outbox index; 3: attachments' blobs
+        # 2: the outbox index; 3: attachments' blobs; 4: the Swift client's stored form, and tombstones
+        assert version == [4, ["blobs", "meta", "records", "tombstones"]]
 
         # Offline: every note listed, the unsynced ones marked, all of them in the outbox.
         def rows(d):

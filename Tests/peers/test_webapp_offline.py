@@ -132,6 +132,16 @@ def stored(driver, note_id):
     return result
 
 
+def edited(record):
+    """Whether a stored record (Web/records.js's form) has edits not yet put in a change."""
+    return bool(((record or {}).get("sync") or {}).get("edited"))
+
+
+def in_flight(record):
+    """A stored record's change in flight (its `SyncState`'s `inflight`), or None."""
+    return ((record or {}).get("sync") or {}).get("inflight")
+
+
 def pending_records(driver):
     """The page's outbox (records with edits the server has not acknowledged), from IndexedDB."""
     result = driver.execute_async_script("const done = arguments[0];"
@@ -198,7 +208,7 @@ def test_two_offline_sessions_edit_one_sentence_merge_or_keep_both_in_history(sr
         replace_word(a, "quick", "slow")
         replace_word(b, "lazy", "sleepy")
         for d, text in ((a, "The slow brown fox jumps over the lazy dog."), (b, "The quick brown fox jumps over the sleepy dog.")):
-            wait(d, lambda d: (stored(d, note_id) or {}).get("local", {}).get("body") == text and stored(d, note_id)["dirty"],
+            wait(d, lambda d: (stored(d, note_id) or {}).get("local", {}).get("body") == text and edited(stored(d, note_id)),
                  timeout=15, message="the edit stored, pending")
         assert server_note(base, account, note_id)["body"] == SENTENCE, "an edit reached the server while offline"
         online(a)
@@ -217,7 +227,7 @@ def test_two_offline_sessions_edit_one_sentence_merge_or_keep_both_in_history(sr
         replace_word(b, "brown", "black")
         versions = {"The slow red fox jumps over the sleepy dog.", "The slow black fox jumps over the sleepy dog."}
         for d, text in ((a, "The slow red fox jumps over the sleepy dog."), (b, "The slow black fox jumps over the sleepy dog.")):
-            wait(d, lambda d: (stored(d, note_id) or {}).get("local", {}).get("body") == text and stored(d, note_id)["dirty"],
+            wait(d, lambda d: (stored(d, note_id) or {}).get("local", {}).get("body") == text and edited(stored(d, note_id)),
                  timeout=15, message="the edit stored, pending")
         assert server_note(base, account, note_id)["body"] == merged
         online(a)
@@ -473,20 +483,20 @@ def test_a_browser_killed_with_pushes_unanswered_sends_its_edits_exactly_once(sr
         new_id = row_id(a, "Written before the crash")
         assert new_id
         # Sent: each note's change is stored in flight (with its ccid) before it goes out.
-        wait(a, lambda d: all((stored(d, i) or {}).get("inflight") for i in (ids["North"], ids["South"], ids["East"], new_id)),
+        wait(a, lambda d: all(in_flight(stored(d, i)) for i in (ids["North"], ids["South"], ids["East"], new_id)),
              timeout=15, message="the changes in flight")
         # And more typing on top of what is in flight: held as the next change.
         open_exactly(a, "North")
         type_at_end(a, " n4")
-        wait(a, lambda d: (stored(d, ids["North"]) or {}).get("local", {}).get("body") == "north: n1 n2 n3 n4" and stored(d, ids["North"])["dirty"],
+        wait(a, lambda d: (stored(d, ids["North"]) or {}).get("local", {}).get("body") == "north: n1 n2 n3 n4" and edited(stored(d, ids["North"])),
              timeout=15, message="more typing stored on top")
         expected = {ids["North"]: "north: n1 n2 n3 n4", ids["South"]: "south: s1 s2", ids["East"]: "east: e1", new_id: "c1 c2"}
         outbox = {r["id"]: r for r in pending_records(a)}
         assert set(outbox) == set(expected), outbox.keys()
         assert all(outbox[i]["local"]["body"] == t for i, t in expected.items())
-        assert not any(r.get("shadow") and r["shadow"].get("rev", 0) > 1 for r in outbox.values()), "acknowledged while the server was stopped"
+        assert not any(r.get("rev", 0) > 1 for r in outbox.values()), "acknowledged while the server was stopped"
 
-        inflight = {i: r["inflight"] for i, r in outbox.items()}
+        inflight = {i: in_flight(r) for i, r in outbox.items()}
         assert set(inflight) == set(expected), "a change in flight for each note"
 
         kill_browser(a, profile)
@@ -565,7 +575,7 @@ def test_a_browser_killed_while_its_typing_syncs_online_sends_it_exactly_once(sr
         expected = {ids["Red"]: "red: r1 r2 r3", ids["Green"]: "green: g1 g2", ids["Blue"]: "blue: b1 b2 b3"}
         wait(a, lambda d: all((stored(d, i) or {}).get("local", {}).get("body") == t for i, t in expected.items()),
              timeout=15, message="the typing stored")
-        states = {i: ("dirty" if r["dirty"] else "in flight" if r["inflight"] else "acknowledged")
+        states = {i: ("edited" if edited(r) else "in flight" if in_flight(r) else "acknowledged")
                   for i in expected for r in [stored(a, i)]}
         kill_browser(a, profile)
         a = None
@@ -590,6 +600,127 @@ def test_a_browser_killed_while_its_typing_syncs_online_sends_it_exactly_once(sr
         for d in (a, a2, b):
             if d is not None:
                 d.quit()
+
+
+# --- 4b. A database of the previous stored form (IndexedDB version 3) with pending edits ---------
+
+# Writes the legacy `noted` database with version 3's store (the fixture web-v3/db.js, that
+# version's own code), signed in as its `noted.js` auth left it, pulled to `cursor`, holding the
+# server's notes `notes` ({ id: [title, body, rev] }) as that version stored them, with pending
+# edits of each kind: unsent, in flight (never answered), created, purged, refused.
+WRITE_VERSION_3_DATABASE = """
+const [source, tokens, ids, notes, cursor, done] = arguments;
+const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+import(url).then(async ({ LocalStore, newRecord, normalizeFields }) => {
+  const sub = JSON.parse(atob(tokens.access_token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).sub;
+  const store = await LocalStore.open();
+  await store.setMeta("session", { accessToken: tokens.access_token, refreshToken: tokens.refresh_token,
+                                   expiresAt: Date.now() + tokens.expires_in * 1000, user: sub });
+  await store.setMeta("cursor", cursor);
+  await store.setMeta("device", crypto.randomUUID());
+  const synced = (id) => {
+    const [title, body, rev] = notes[id];
+    const fields = normalizeFields({ title, body });
+    return { ...newRecord(id, fields), shadow: { fields, rev }, dirty: false };
+  };
+  const put = (id, record) => store.update(id, () => record);
+  await put(ids.synced, synced(ids.synced));
+  const edited = synced(ids.edited);
+  await put(ids.edited, { ...edited, local: { ...edited.local, body: "server text + edited offline", tags: ["offline"] }, dirty: true });
+  const flying = synced(ids.inflight);
+  const sent = { ...flying.local, body: "server text + sent, never answered" };
+  const change = { ccid: crypto.randomUUID(), collection: "notes", id: ids.inflight, baseRev: flying.shadow.rev, op: "upsert",
+                   fields: { body: { set: sent.body } } };
+  await put(ids.inflight, { ...flying, local: sent, inflight: { ccid: change.ccid, baseRev: change.baseRev, change, sent } });
+  await put(ids.purged, { ...synced(ids.purged), purged: true, dirty: true });
+  const refused = synced(ids.refused);
+  await put(ids.refused, { ...refused, local: { ...refused.local, body: "refused here" },
+                           refusal: { code: "invalid_field", message: "(test)" } });
+  await put(ids.created, newRecord(ids.created, { title: "Created in version 3", body: "typed offline" }));
+  const version = store.db.version;
+  const records = await new Promise((resolve) => {
+    store.db.transaction("records").objectStore("records").getAll().onsuccess = (e) => resolve(e.target.result);
+  });
+  store.db.close();
+  done({ version, records });
+}).catch((error) => done(String(error && error.stack || error)));
+"""
+
+
+def test_a_version_3_database_with_pending_edits_upgrades_and_syncs(srv, profile_dir):
+    """A database the previous version wrote (IndexedDB version 3, records in its own shape) with
+    edits of every kind not yet synced: the current app upgrades it (version 4: the Swift
+    client's stored form, and tombstones), loses none of them, and syncs them; the refused one
+    stays refused, shown as such."""
+    base = srv.base
+    account = register(base, "v3")
+    ids = {k: str(uuid.uuid4()) for k in ("synced", "edited", "inflight", "purged", "refused", "created")}
+    push_notes(base, account, {ids[k]: (k.capitalize(), "server text") for k in ("synced", "edited", "inflight", "purged", "refused")})
+    before = {r["id"]: r for r in server_notes(base, account)}
+    notes = {i: [r["fields"]["title"], r["fields"]["body"], r["rev"]] for i, r in before.items()}
+    cursor = max(r["seq"] for r in before.values())
+    source = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "web-v3", "db.js")).read()
+    driver = chromium(profile_dir())
+    try:
+        # Version 3's code writes its database in a page of the app's origin where the app does
+        # not run (the server's Content-Security-Policy forbids a module from a blob: URL: bypassed there).
+        driver.execute_cdp_cmd("Page.setBypassCSP", {"enabled": True})
+        driver.get(base + "/manifest.webmanifest")
+        written = driver.execute_async_script(WRITE_VERSION_3_DATABASE, source, web.web_session(base, account), ids, notes, cursor)
+        assert isinstance(written, dict), written
+        assert written["version"] == 3
+        old = {r["id"]: r for r in written["records"]}
+        assert old[ids["synced"]]["shadow"] == {"rev": notes[ids["synced"]][2], "same": True}, "version 3's packed shadow"
+        assert old[ids["inflight"]]["inflight"]["change"]["ccid"] and old[ids["edited"]]["dirty"] and old[ids["purged"]]["purged"]
+        driver.execute_cdp_cmd("Page.setBypassCSP", {"enabled": False})
+
+        # The current app, its sync held back first: the database upgraded, every note there,
+        # the pending ones in the outbox.
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": web.BLOCK_SYNC})
+        driver.get(base + "/")
+        wait(driver, lambda d: d.find_element(By.ID, "app").is_displayed(), timeout=30, message="the app, signed in from version 3's session")
+        shown = ["Synced", "Edited", "Inflight", "Refused", "Created in version 3"]
+        wait(driver, lambda d: sorted(t.lstrip("⚠") for t in listed(d)) == sorted(shown), timeout=15, message="the version-3 notes listed")
+        version = driver.execute_async_script("const done = arguments[0];"
+                                              "const req = indexedDB.open('noted'); req.onsuccess = () => {"
+                                              " done([req.result.version, [...req.result.objectStoreNames]]); req.result.close(); }")
+        assert version == [4, ["blobs", "meta", "records", "tombstones"]]
+        upgraded = {r["id"]: r for r in pending_records(driver)}
+        assert set(upgraded) == {ids[k] for k in ("edited", "inflight", "purged", "refused", "created")}
+        assert edited(upgraded[ids["edited"]]) and upgraded[ids["edited"]]["local"]["body"] == "server text + edited offline"
+        change = in_flight(upgraded[ids["inflight"]])
+        assert change["ccid"] == old[ids["inflight"]]["inflight"]["ccid"], "the change in flight kept, to be resent unchanged"
+        assert upgraded[ids["purged"]]["sync"]["purging"]
+        assert upgraded[ids["refused"]]["sync"]["refusal"] == "invalid_field: (test)"
+        assert upgraded[ids["created"]]["rev"] == 0 and edited(upgraded[ids["created"]])
+        synced = stored(driver, ids["synced"])
+        assert synced["sync"] is None and synced["rev"] == notes[ids["synced"]][2] and synced["shadow"]["body"] == "server text"
+
+        # Online: every pending edit reaches the server once; the refused one stays here, marked.
+        driver.execute_script("window.__syncBlocked = false; window.dispatchEvent(new Event('online'))")
+
+        def synced_all(_):
+            live = {r["id"]: r["fields"] for r in live_notes(base, account)}
+            return (live.get(ids["edited"], {}).get("body") == "server text + edited offline"
+                    and live.get(ids["inflight"], {}).get("body") == "server text + sent, never answered"
+                    and live.get(ids["created"], {}).get("body") == "typed offline"
+                    and ids["purged"] not in live)
+        wait(driver, synced_all, timeout=30, message="the version-3 outbox reached the server")
+        live = {r["id"]: r for r in live_notes(base, account)}
+        assert len(live) == 5, [r["fields"]["title"] for r in live.values()]  # nothing lost, nothing doubled
+        assert live[ids["edited"]]["fields"]["tags"] == ["offline"]
+        assert live[ids["synced"]]["rev"] == before[ids["synced"]]["rev"]
+        assert live[ids["refused"]]["fields"]["body"] == "server text", "a refused edit is not sent"
+        wait(driver, lambda d: [r["id"] for r in pending_records(d)] == [ids["refused"]], timeout=15, message="only the refused note held")
+        open_exactly(driver, "Refused")
+        assert body(driver) == "refused here"
+        wait(driver, lambda d: web.refusal_shown(d) and "invalid_field" in web.refusal_shown(d), message="shown as refused")
+        # A purged note's tombstone: its id is never taken in again.
+        assert driver.execute_async_script("const done = arguments[0];"
+                                           "const tx = window.noted.store.db.transaction('tombstones');"
+                                           "tx.objectStore('tombstones').getAllKeys().onsuccess = (e) => done(e.target.result)") == [ids["purged"]]
+    finally:
+        driver.quit()
 
 
 # --- 5. Removing this browser's copy at sign-out, never losing an edit silently -------------------

@@ -8,7 +8,7 @@ import {
   Attachments, MAX_ELEMENT, ObjectUrls, RESUMABLE_BYTES, addedElements, backoff, changeAddsShas, encodeElement, evictions,
   fittedName, humanSize, markdownFor, normalizeType, parseElement, sha256Hex, shaOf,
 } from "../../Web/attachments.js";
-import { buildChange } from "../../Web/sync.js";
+import { changeOps } from "../../Web/record-state.js";
 import { normalizeFields } from "../../Web/db.js";
 
 const SHA = "3a7bd3e2360a3d29eea436fcfb7e44c735d117c42d1c1835420b6b9942dd4f1b";
@@ -98,8 +98,11 @@ test("markdown, sizes and backoff", () => {
 
 function synced(fields, rev = 3) {
   const f = normalizeFields(fields);
-  return { id: "00000000-0000-4000-8000-000000000001", local: { ...f }, shadow: { rev, fields: { ...f } }, dirty: true };
+  return { id: "00000000-0000-4000-8000-000000000001", local: { ...f }, shadow: { ...f }, rev };
 }
+
+/** The change Web/sync.js builds for a record (its ops: text as a delta, but for a note the server never had). */
+const buildChange = (record) => ({ fields: changeOps(record.shadow ?? {}, record.local, record.rev === 0) });
 
 test("a change of a note with attachments carries an attachments op only when they changed", () => {
   const a = `${SHA} 10 image/png a.png`;
@@ -114,7 +117,7 @@ test("a change of a note with attachments carries an attachments op only when th
   // A record an earlier version stored (no attachments field at all) edits the same way.
   const old = synced({ title: "T", body: "x" });
   delete old.local.attachments;
-  delete old.shadow.fields.attachments;
+  delete old.shadow.attachments;
   old.local.body = "y";
   assert.deepEqual(Object.keys(buildChange(old).fields), ["body"]);
   // A file added: an add; removed: a remove.
@@ -127,7 +130,7 @@ test("a change of a note with attachments carries an attachments op only when th
   assert.deepEqual(buildChange(removed).fields, { attachments: { add: [], remove: [a] } });
   assert.deepEqual(changeAddsShas(buildChange(removed)), []);
   // A new note sends its files as a set.
-  const fresh = { id: "00000000-0000-4000-8000-000000000002", local: normalizeFields({ body: "x", attachments: [a] }), shadow: null, dirty: true };
+  const fresh = { id: "00000000-0000-4000-8000-000000000002", local: normalizeFields({ body: "x", attachments: [a] }), shadow: null, rev: 0 };
   assert.deepEqual(buildChange(fresh).fields.attachments, { set: [a] });
   assert.deepEqual(changeAddsShas(buildChange(fresh)), [SHA]);
   assert.deepEqual(addedElements([a], [a, b]), [b]);

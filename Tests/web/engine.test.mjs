@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SyncEngine } from "../../Web/sync.js";
 import { MemoryStore } from "../../Web/memory-store.js";
-import { isUnsynced, newRecord, normalizeFields } from "../../Web/records.js";
+import { isUnsynced, newRecord, normalizeFields, refusalOf, syncState, withEdit, withPurge } from "../../Web/records.js";
 import { VirtualClock } from "./support/virtual-clock.mjs";
 
 /** A transport counting its connections (never opened: the engine waits in `connecting`). */
@@ -107,13 +107,13 @@ const reject = (change, code) => ({ type: "reject", rid: change.rid, ccid: chang
 const ack = (change, rev) => ({ type: "ack", rid: change.rid, ccid: change.ccid, collection: "notes", id: change.id, rev, seq: rev });
 
 /** A note the server holds at rev 1, synced. */
-const synced = (id, fields) => ({ ...newRecord(id, fields), shadow: { fields: normalizeFields(fields), rev: 1 }, dirty: false });
+const synced = (id, fields) => ({ ...newRecord(id, fields), shadow: normalizeFields(fields), rev: 1, sync: null });
 
-/** A local edit as Web/app.js writes it: the new fields, dirty, any refusal over. */
-const edit = (store, id, fields) => store.update(id, (r) => ({ ...r, local: normalizeFields({ ...r.local, ...fields }), dirty: true, refusal: null }));
+/** A local edit as Web/app.js writes it: the new fields, to be sent, any refusal over. */
+const edit = (store, id, fields) => store.update(id, (r) => withEdit(r, { ...r.local, ...normalizeFields({ ...r.local, ...fields }) }));
 
-/** A purge as Web/app.js writes it (of a note the server has). */
-const purge = (store, id) => store.update(id, (r) => ({ ...r, purged: true, dirty: true, refusal: null }));
+/** A purge as Web/app.js writes it. */
+const purge = (store, id) => store.update(id, (r) => withPurge(r));
 
 /** A local write, then a push: what the page does after an edit. */
 async function pushAfter(s, write) {
@@ -133,7 +133,7 @@ test("a change refused for good after edits made since its send: those edits go 
     const second = s.pushes().at(-1);
     assert.notEqual(second.ccid, first.ccid, "the correction is sent");
     assert.deepEqual(second.fields.folder, { set: "good" });
-    assert.ok(!(await s.store.get("a")).refusal, "not refused");
+    assert.ok(!refusalOf(await s.store.get("a")), "not refused");
     assert.deepEqual(s.errors, []);
     await s.say(ack(second, 1));
     const done = await s.store.get("a");
@@ -158,8 +158,8 @@ test("edits made since the send that still carry what was refused are refused in
     await s.say(reject(second, "invalid_field"));
     await s.clock.advance(30);
     const held = await s.store.get("a");
-    assert.equal(held.refusal.code, "invalid_field");
-    assert.equal(held.dirty, false);
+    assert.equal(refusalOf(held).code, "invalid_field");
+    assert.equal(syncState(held).edited, false);
     assert.equal(held.local.title, "Mood, later");
     assert.ok(isUnsynced(held), "kept as this device's refused version");
     assert.equal(s.pushes().length, 2, "not sent again until edited");
@@ -178,7 +178,7 @@ test("a purge made while a change was in flight goes out when that change is ref
     await purge(s.store, "a");
     await s.say(reject(first, "invalid_field"));
     await s.clock.advance(30);
-    assert.ok(!(await s.store.get("a")).refusal, "not refused");
+    assert.ok(!refusalOf(await s.store.get("a")), "not refused");
     const second = s.pushes().at(-1);
     assert.equal(second.op, "delete");
     assert.equal(second.baseRev, 1);
@@ -201,7 +201,7 @@ test("missing_blob for a file nobody has, removed from the note since the send: 
     await edit(s.store, "a", { attachments: [] });
     await s.say(reject(first, "missing_blob"));
     await s.clock.advance(30);
-    assert.ok(!(await s.store.get("a")).refusal, "not refused");
+    assert.ok(!refusalOf(await s.store.get("a")), "not refused");
     const second = s.pushes().at(-1);
     assert.notEqual(second.ccid, first.ccid);
     assert.equal(second.fields.attachments, undefined);
@@ -236,7 +236,7 @@ test("a purge of a note whose create is refused after the purge was made: the no
   try {
     await pushAfter(s, () => s.store.update("a", () => newRecord("a", { title: "A", folder: "bad" })));
     const [create] = s.pushes();
-    await s.store.update("a", (r) => ({ ...r, purged: true, dirty: true })); // Web/app.js's purge of a note in flight
+    await purge(s.store, "a"); // Web/app.js's purge of a note in flight
     await s.say(reject(create, "invalid_field"));
     await s.clock.advance(30);
     assert.deepEqual(await s.store.keys(), [], "not kept, purged and unsent, for ever");
@@ -380,7 +380,7 @@ test("a refused note purged elsewhere: its edited text is sent as a new note, re
       const [first] = s.pushes();
       await s.say(reject(first, "invalid_field"));
       await s.clock.advance(30);
-      assert.equal((await s.store.get("a")).refusal.code, "invalid_field");
+      assert.equal(refusalOf(await s.store.get("a")).code, "invalid_field");
       if (arrives === "broadcast") await s.say(purgeBroadcast("a", 2));
       else await pulled(s, [tombstone("a", 2)]);
       await s.clock.advance(30);
@@ -393,7 +393,7 @@ test("a refused note purged elsewhere: its edited text is sent as a new note, re
       await s.say(reject(second, "invalid_field"));
       await s.clock.advance(30);
       const held = await s.store.get(fork);
-      assert.equal(held.refusal.code, "invalid_field", "refused again, shown as refused");
+      assert.equal(refusalOf(held).code, "invalid_field", "refused again, shown as refused");
       assert.equal(held.local.body, "mine");
       assert.equal(s.errors.length, 2);
     } finally {
@@ -523,8 +523,8 @@ test("a pull from 0 is a snapshot: a synced note it does not name was purged and
     const change = s.pushes().find((c) => c.id === "flight");
     // Not pushed yet when the snapshot ends (written after the push):
     await s.store.update("gone", () => synced("gone", { title: "Gone", body: "old" }));
-    await s.store.update("edited", () => ({ ...synced("edited", { title: "E", body: "old" }), local: normalizeFields({ title: "E", body: "old mine" }), dirty: true }));
-    await s.store.update("pinned", () => ({ ...synced("pinned", { title: "P", body: "old" }), local: normalizeFields({ title: "P", body: "old", pinned: true }), dirty: true }));
+    await s.store.update("edited", () => withEdit(synced("edited", { title: "E", body: "old" }), normalizeFields({ title: "E", body: "old mine" })));
+    await s.store.update("pinned", () => withEdit(synced("pinned", { title: "P", body: "old" }), normalizeFields({ title: "P", body: "old", pinned: true })));
     await s.store.update("new", () => newRecord("new", { title: "New here" }));
     await s.store.setMeta("cursor", 0);
     await s.engine.pull();

@@ -62,7 +62,12 @@ test("firstLine: the first line with text, cut", () => {
   assert.equal(firstLine("x".repeat(1000)).length, 160);
 });
 
-const rec = (id, lv, fields, updatedAt, extra = {}) => ({ id, lv, local: { title: "", body: "", tags: [], folder: null, pinned: false, trashed: false, ...fields }, updatedAt, dirty: false, inflight: null, ...extra });
+/** A stored record (Web/records.js's form), times given in RFC 3339; `refusal` ({ code, message }) and `purged` set its sync state. */
+const rec = (id, lv, fields, updatedAt, { refusal = null, purged = false, createdAt } = {}) => ({
+  id, lv, local: { title: "", body: "", tags: [], folder: null, pinned: false, trashed: false, ...fields }, shadow: null, rev: 1,
+  createdAt: createdAt === undefined ? undefined : Date.parse(createdAt), updatedAt: Date.parse(updatedAt),
+  sync: refusal || purged ? { ...(purged ? { purging: true } : {}), ...(refusal ? { refusal: `${refusal.code}: ${refusal.message}` } : {}) } : null,
+});
 
 test("index: order, counts, out-of-order events, removal", () => {
   const ix = new NoteIndex();
@@ -127,7 +132,9 @@ test("index: by date written or last changed, imported dates counting as the not
 });
 
 test("index: incremental order equals a full sort after many random changes", () => {
-  let seed = 3;
+  // The seed: NOTED_TEST_SEED (the project's randomised tests' variable), else 3; said on failure.
+  const first = Number(process.env.NOTED_TEST_SEED || 3);
+  let seed = first;
   const rand = (n) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
   const ix = new NoteIndex();
   const lv = new Map();
@@ -141,8 +148,8 @@ test("index: incremental order equals a full sort after many random changes", ()
     if (ix.put(s)) truth.set(id, s); else truth.delete(id);
     if (step % 100 === 0) {
       const expect = [...truth.values()].filter((e) => !e.purged && !e.trashed).sort(compare).map((e) => e.id);
-      assert.deepEqual(ix.query("all").map((e) => e.id), expect);
-      assert.equal(ix.counts.all, expect.length);
+      assert.deepEqual(ix.query("all").map((e) => e.id), expect, `NOTED_TEST_SEED=${first}, step ${step}`);
+      assert.equal(ix.counts.all, expect.length, `NOTED_TEST_SEED=${first}, step ${step}`);
     }
   }
 });

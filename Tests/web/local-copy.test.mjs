@@ -7,7 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { removeCachedAccountData, unsyncedOf, unsyncedSentence } from "../../Web/accounts.js";
 import { MemoryStore } from "../../Web/memory-store.js";
-import { newRecord } from "../../Web/records.js";
+import { newRecord, withEdit } from "../../Web/records.js";
 
 test("unsyncedSentence: edits and attached files, singular and plural; nothing: no sentence", () => {
   assert.equal(unsyncedSentence({ edits: 0, files: 0 }), "");
@@ -26,9 +26,9 @@ test("unsyncedOf: the outbox's notes (refused ones counted apart) and the blobs 
   await store.update("b", () => newRecord("b", { title: "B" }));
   await store.update("c", () => newRecord("c", { title: "C" }));
   // Synced: not counted.
-  await store.update("c", (r) => ({ ...r, dirty: false, shadow: { fields: r.local, rev: 1 } }));
+  await store.update("c", (r) => ({ ...r, shadow: r.local, rev: 1, sync: null }));
   // Refused by the server: still unsynced, and counted as refused.
-  await store.update("b", (r) => ({ ...r, dirty: false, shadow: { fields: r.local, rev: 1 }, local: { ...r.local, body: "x" }, refusal: { code: "too_large", message: "" } }));
+  await store.update("b", (r) => ({ ...withEdit(r, { ...r.local, body: "x" }), shadow: r.local, rev: 1, sync: { refusal: "too_large: " } }));
   assert.deepEqual(await unsyncedOf(store), { edits: 2, refused: 1, files: 0 });
   // A store that keeps blobs (Web/db.js's LocalStore) tells how many wait for their upload.
   store.pendingBlobCount = async () => 2;

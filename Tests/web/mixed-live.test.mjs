@@ -21,6 +21,7 @@ import { Client, createAccount, heal, random, revisionTexts, serverNotes, signIn
 import { openFileStore } from "./support/file-store.mjs";
 import { CliHome, compareCli } from "./support/cli.mjs";
 import { FaultTransport } from "./support/faults.mjs";
+import { isPurging, syncState, withPurge } from "../../Web/records.js";
 
 const SERVER_BIN = process.env.NOTED_SERVER_BIN;
 const CLI_BIN = process.env.NOTED_BIN;
@@ -286,9 +287,9 @@ async function schedule(seed, trace) {
         if (kind(device) === "js") {
           done = false;
           await device.store.update(id, (r) => {
-            if (!r || r.purged || (!r.shadow && !r.inflight)) return undefined;
+            if (!r || isPurging(r) || (r.rev === 0 && !syncState(r).inflight)) return undefined;
             done = true;
-            return { ...r, purged: true, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
+            return withPurge(r);
           });
           if (done) device.engine.schedulePush(0);
         } else {

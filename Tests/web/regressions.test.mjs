@@ -8,7 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SyncEngine } from "../../Web/sync.js";
 import { MemoryStore } from "../../Web/memory-store.js";
-import { isUnsynced, newRecord, normalizeFields } from "../../Web/records.js";
+import { isUnsynced, newRecord, normalizeFields, refusalOf, syncState, withEdit, withPurge } from "../../Web/records.js";
 import { rebase } from "../../Web/text.js";
 import { VirtualClock } from "./support/virtual-clock.mjs";
 
@@ -60,9 +60,9 @@ const ack = (change, rev, seq = rev, extra = {}) => ({ type: "ack", rid: change.
 const created = (id, fields, rev = 1, seq = rev) => ({ type: "change", collection: "notes", id, rev, prevRev: rev - 1, seq, op: "upsert", fields: Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, { set: v }])), updatedAt: T });
 const purgeBroadcast = (id, rev, seq = rev + 10) => ({ type: "change", collection: "notes", id, rev, prevRev: rev - 1, seq, op: "delete", fields: {}, updatedAt: T });
 const record = (id, fields, rev, seq = rev) => ({ collection: "notes", id, rev, seq, deleted: false, fields, createdAt: T, updatedAt: T });
-const synced = (id, fields, rev = 1) => ({ ...newRecord(id, fields), shadow: { fields: normalizeFields(fields), rev }, dirty: false });
-const edit = (store, id, fields) => store.update(id, (r) => ({ ...r, local: normalizeFields({ ...r.local, ...fields }), dirty: true, refusal: null }));
-const purge = (store, id) => store.update(id, (r) => ({ ...r, purged: true, dirty: true, refusal: null }));
+const synced = (id, fields, rev = 1) => ({ ...newRecord(id, fields), shadow: normalizeFields(fields), rev, sync: null });
+const edit = (store, id, fields) => store.update(id, (r) => withEdit(r, { ...r.local, ...normalizeFields({ ...r.local, ...fields }) }));
+const purge = (store, id) => store.update(id, (r) => withPurge(r));
 
 /** A local write, then a push: what the page does after an edit. */
 async function pushAfter(s, write) {
@@ -279,7 +279,7 @@ test("regression (Swift seed 271): a note purged while its change was refused is
     await pushAfter(s, () => edit(s.store, "a", { folder: "bad" }));
     await s.say(reject(s.pushes()[0], "invalid_field"));
     await s.clock.advance(30);
-    assert.equal((await s.store.get("a")).refusal.code, "invalid_field");
+    assert.equal(refusalOf(await s.store.get("a")).code, "invalid_field");
     await pushAfter(s, () => purge(s.store, "a"));
     const del = s.pushes().at(-1);
     assert.equal(del.op, "delete");
@@ -330,7 +330,7 @@ test("an edit that turns out to change nothing the server holds: the engine goes
     await s.store.update("a", () => synced("a", { title: "A", trashed: true }));
     await pushAfter(s, () => edit(s.store, "a", { trashed: true }));
     assert.deepEqual(s.pushes(), [], "nothing to send");
-    assert.equal((await s.store.get("a")).dirty, false);
+    assert.equal(syncState(await s.store.get("a")).edited, false);
     assert.equal(s.engine.state, "online");
   } finally {
     s.engine.dispose();

@@ -158,27 +158,27 @@ test("performance: a 200,000-character note edited by one word (timing printed, 
   console.log(`editDelta of a ${text.length.toLocaleString("en")}-character note edited by one word: ${deltaMs.toFixed(1)} ms; its rebase: ${rebaseMs.toFixed(1)} ms`);
 });
 
-// The sync engine's use of them (Web/sync.js).
+// The sync engine's use of them (Web/sync.js builds its changes with Web/record-state.js's
+// `changeOps`; `transition` rebases with `rebaseReportingConflicts`).
 
 test("sync: a change carries the word-widened delta; after an unplaceable rebase, stale sets", async () => {
-  const { buildChange, rebaseFields } = await import("../../Web/sync.js");
-  const { normalizeFields } = await import("../../Web/db.js");
-  const shadow = { fields: normalizeFields({ title: "t", body: "one [7] two" }), rev: 5 };
-  const record = { id: "n", shadow, local: normalizeFields({ title: "t", body: "one [57] two" }) };
-  const change = buildChange(record);
-  assert.equal(change.baseRev, 5);
-  assert.deepEqual(change.fields, { body: { delta: "=4\t-3\t+%5B57%5D\t=4" } });
+  const { SyncState, changeOps, rebaseReportingConflicts } = await import("../../Web/record-state.js");
+  const { normalizeFields } = await import("../../Web/records.js");
+  const shadow = normalizeFields({ title: "t", body: "one [7] two" });
+  const local = normalizeFields({ title: "t", body: "one [57] two" });
+  assert.equal(SyncState.nextBaseRev(SyncState.synced, 5), 5);
+  assert.deepEqual(changeOps(shadow, local, false), { body: { delta: "=4\t-3\t+%5B57%5D\t=4" } });
   // Regression (seed 46): edits the merged ack's text does not take are sent as `set`s against
   // the revision they were made on, so the server keeps what they replace as a conflict.
-  const stale = buildChange({ ...record, forceSet: true, staleBase: 3 });
-  assert.equal(stale.baseRev, 3);
-  assert.deepEqual(stale.fields, { body: { set: "one [57] two" } });
+  const stale = SyncState.keepUnplacedEdits(SyncState.synced, 3);
+  assert.equal(SyncState.nextBaseRev(stale, 5), 3);
+  assert.deepEqual(changeOps(shadow, local, SyncState.sendsTextAsSet(stale)), { body: { set: "one [57] two" } });
   // The rebase of a record's fields reports whether every text hunk found its place.
   const theirs = normalizeFields({ title: "t", body: "one [8] two", tags: ["x"] });
-  const rebased = rebaseFields(shadow.fields, { ...record.local, tags: ["y"] }, theirs);
+  const rebased = rebaseReportingConflicts({ ...local, tags: ["y"] }, shadow, theirs);
   assert.equal(rebased.clean, false);
   assert.equal(rebased.fields.body, "one [8] two");
   assert.deepEqual(rebased.fields.tags, ["x", "y"]);
-  const elsewhere = rebaseFields(shadow.fields, record.local, normalizeFields({ title: "t2", body: "zero one [7] two" }));
+  const elsewhere = rebaseReportingConflicts(local, shadow, normalizeFields({ title: "t2", body: "zero one [7] two" }));
   assert.deepEqual([elsewhere.clean, elsewhere.fields.title, elsewhere.fields.body], [true, "t2", "zero one [57] two"]);
 });

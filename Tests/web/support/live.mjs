@@ -8,9 +8,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { SyncEngine, sameFields } from "../../../Web/sync.js";
+import { SyncEngine } from "../../../Web/sync.js";
 import { MemoryStore } from "../../../Web/memory-store.js";
-import { newRecord, normalizeFields } from "../../../Web/records.js";
+import { isPurging, newRecord, noteFields, normalizeFields, refusalOf, syncState, withEdit, withPurge } from "../../../Web/records.js";
+import { sameValue } from "../../../Web/record-state.js";
 import { uuid } from "../../../Web/text.js";
 
 export const PASSWORD = "correct horse battery";
@@ -266,11 +267,11 @@ export class Client {
   async edit(id, edit) {
     let done = false;
     await this.store.update(id, (current) => {
-      if (!current || current.purged) return undefined;
-      const local = edit(current.local);
+      if (!current || isPurging(current)) return undefined;
+      const local = edit(noteFields(current));
       if (!local) return undefined;
       done = true;
-      return { ...current, local: normalizeFields(local), dirty: true, refusal: null, updatedAt: new Date().toISOString() };
+      return withEdit(current, { ...current.local, ...normalizeFields(local) });
     });
     if (done) this.engine.schedulePush();
     return done;
@@ -280,10 +281,9 @@ export class Client {
   async purge(id) {
     let done = false;
     await this.store.update(id, (current) => {
-      if (!current || current.purged) return undefined;
+      if (!current || isPurging(current)) return undefined;
       done = true;
-      if (!current.shadow && !current.inflight) return null; // never reached the server
-      return { ...current, purged: true, dirty: true, refusal: null, updatedAt: new Date().toISOString() };
+      return withPurge(current); // null (deleted at once) when it never reached the server
     });
     if (done) this.engine.schedulePush(0);
     return done;
@@ -293,7 +293,7 @@ export class Client {
     const out = new Map();
     for (const id of await this.store.keys()) {
       const r = await this.store.get(id);
-      if (r && !r.purged) out.set(id, r);
+      if (r && !isPurging(r)) out.set(id, r);
     }
     return out;
   }
@@ -301,10 +301,13 @@ export class Client {
   /** What a failure prints: the engine's state, its errors and its records. */
   async describe() {
     const e = this.engine;
-    const records = [...(await this.notes()).values()].map((r) => ({
-      id: r.id.slice(0, 8), body: r.local.body, rev: r.shadow && r.shadow.rev, dirty: r.dirty,
-      inflight: Boolean(r.inflight), forceSet: r.forceSet, refusal: r.refusal,
-    }));
+    const records = [...(await this.notes()).values()].map((r) => {
+      const state = syncState(r);
+      return {
+        id: r.id.slice(0, 8), body: r.local.body, rev: r.rev, edited: state.edited, inflight: Boolean(state.inflight),
+        next: state.next, refusal: refusalOf(r),
+      };
+    });
     return `${this.name}: ${e.state}, ready ${e.ready}, ${e.pending.size} unanswered, online ${this.online}, errors ${JSON.stringify(this.errors)}, records ${JSON.stringify(records)}`;
   }
 
@@ -343,8 +346,8 @@ function compare(name, notes, server) {
   for (const [id, s] of server) {
     const r = notes.get(id);
     if (!r) out.push(`${name}: lacks ${id}`);
-    else if (!r.shadow || r.shadow.rev !== s.rev) out.push(`${name}: ${id} at rev ${r.shadow && r.shadow.rev}, the server at ${s.rev}`);
-    else if (!sameFields(normalizeFields(r.local), s.fields)) out.push(`${name}: ${id} holds ${JSON.stringify(r.local.body)}, the server ${JSON.stringify(s.fields.body)}`);
+    else if (r.rev !== s.rev) out.push(`${name}: ${id} at rev ${r.rev}, the server at ${s.rev}`);
+    else if (!sameValue(noteFields(r), s.fields)) out.push(`${name}: ${id} holds ${JSON.stringify(r.local.body)}, the server ${JSON.stringify(s.fields.body)}`);
   }
   for (const id of notes.keys()) if (!server.has(id)) out.push(`${name}: holds ${id}, which the server has not`);
   return out;
