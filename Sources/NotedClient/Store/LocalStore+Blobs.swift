@@ -123,10 +123,15 @@ extension LocalStore {
             let rows = try Row.fetchAll(
                 db, sql: "SELECT sha256, size FROM blob WHERE NOT pending ORDER BY usedAt, sha256")
             for row in rows where total > keepingBytes {
-                // A file an unsent edit names stays: a `missing_blob` answer would need it again.
+                // A file an unsent edit or a change in flight names stays: a `missing_blob`
+                // answer would need it again.
                 let sha = row["sha256"] as String
                 if try Bool.fetchOne(
-                    db, sql: "SELECT 1 FROM record WHERE syncFlags <> 0 AND instr(local, ?) > 0 LIMIT 1",
+                    db,
+                    sql: """
+                        SELECT 1 FROM record WHERE syncFlags <> 0
+                            AND (instr(local, ?1) > 0 OR instr(COALESCE(sync, ''), ?1) > 0) LIMIT 1
+                        """,
                     arguments: [sha]) != nil
                 {
                     continue
@@ -198,13 +203,13 @@ extension LocalStore {
     /// A `missing_blob` answer: the files this record's local attachments name go back to
     /// pending, so they are uploaded again before the change is resent. Answers the name of one
     /// this device does not have (then nothing can make the change go: it is refused).
-    static func markAttachmentsPending(_ db: Database, fields: [String: JSONValue], schema: CollectionSchema?) throws
+    static func markAttachmentsPending(_ db: Database, ops: [String: FieldOp], schema: CollectionSchema?) throws
         -> String?
     {
         guard let schema else { return nil }
         var absent: String?
-        for (name, spec) in schema.fields where spec.attachments {
-            for element in (fields[name]?.arrayValue ?? []).compactMap(\.stringValue) {
+        for (name, op) in ops where schema.fields[name]?.attachments == true {
+            for element in op.addedElements {
                 guard let reference = AttachmentReference(element: element) else { continue }
                 try db.execute(
                     sql: "UPDATE blob SET pending = 1 WHERE sha256 = ? AND pending = 0", arguments: [reference.sha256])

@@ -285,18 +285,27 @@ extension LocalStore {
         let rows = try Self.outboxRows(
             db, flags: SyncState.inflightFlags, declared: declared, excluding: sent, limit: limit)
         for row in rows where result.count < limit {
-            guard let change = row.state.inflight, let value = try? JSONValue.parse(change.body) else { continue }
+            guard let change = row.state.inflight, (try? JSONValue.parse(change.body)) != nil else { continue }
             // A change refused `missing_blob` waits for its files to go up again.
-            if let schema = schemas[row.collection], let raw = value["fields"]?.objectValue,
-                let ops = try? ChangeParser(schemas: SchemaRegistry([schema]), limits: .unbounded).parse(
-                    fields: raw, of: schema),
-                try Self.uploadGate(db, ops: ops, schema: schema) == .waiting
+            if try Self.uploadGate(db, ops: sentOps(change, in: row.collection), schema: schemas[row.collection])
+                == .waiting
             {
                 continue
             }
             result.append(OutboxChange(recordID: row.id, ccid: change.ccid, body: change.body))
         }
         return result
+    }
+
+    /// The ops of a change in flight, read back from the text it was sent as (empty when there
+    /// is none, or when it does not read as a change of its collection's schema).
+    private func sentOps(_ change: SyncState.Inflight?, in collection: String) -> [String: FieldOp] {
+        guard let change, let schema = schemas[collection],
+            let fields = (try? JSONValue.parse(change.body))?["fields"]?.objectValue
+        else { return [:] }
+        return
+            (try? ChangeParser(schemas: SchemaRegistry([schema]), limits: .unbounded).parse(fields: fields, of: schema))
+            ?? [:]
     }
 
     /// A new change for a record waiting to be sent, written as in flight. Nil when there is
@@ -381,11 +390,13 @@ extension LocalStore {
             guard let row = try RecordRow.find(db, id: id), row.state.inflight?.ccid == ccid else {
                 return StoreEffect()
             }
-            // `missing_blob`: the files the change adds go up again; one this device lacks too
-            // refuses the change (RecordTransition.refused).
+            // `missing_blob`: the files the change adds go up again (those of the change sent,
+            // not the note's files now: one removed since is still named by the change); one
+            // this device lacks too refuses the change (RecordTransition.refused).
             let absent =
                 code == .missingBlob
-                ? try Self.markAttachmentsPending(db, fields: row.localFields, schema: schemas[row.collection]) : nil
+                ? try Self.markAttachmentsPending(
+                    db, ops: sentOps(row.state.inflight, in: row.collection), schema: schemas[row.collection]) : nil
             var out = RecordTransition.Outcome(record: row)
             transition(row.collection).refused(
                 ccid: ccid, code: code, message: text, current: current, absentAttachment: absent, into: &out)
