@@ -338,8 +338,9 @@ import Testing
     @Test(arguments: backends) func aSignInEndsAfterItsAbsoluteLifetimeHoweverOftenItIsRefreshed(backend: Backend)
         async throws
     {
-        // Long enough that two refreshes fit in it on a loaded machine (2 s once did not).
-        try await TestServer.with(backend, configure: { $0.signInLifetime = .seconds(5) }) { server in
+        // On a clock of the test's: the sign-in ends when the test moves time past it.
+        let clock = ManualClock()
+        try await TestServer.with(backend, clock: clock, configure: { $0.signInLifetime = .seconds(5) }) { server in
             let user = try await server.makeUser()
             var refresh = user.refreshToken
             var access = user.accessToken
@@ -350,7 +351,13 @@ import Testing
                 refresh = rotated.json["refresh_token"]?.stringValue ?? ""
                 access = rotated.json["access_token"]?.stringValue ?? ""
             }
-            try await Task.sleep(for: .milliseconds(5500))
+            clock.advance(by: .seconds(4))
+            let inTime = try await server.request(
+                .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
+            #expect(inTime.status == .ok, "4 s into a sign-in of 5 s")
+            refresh = inTime.json["refresh_token"]?.stringValue ?? ""
+            access = inTime.json["access_token"]?.stringValue ?? ""
+            clock.advance(by: .seconds(1.5))
             let late = try await server.request(
                 .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(refresh)")
             #expect(late.json["error"] == "invalid_grant")
@@ -361,10 +368,12 @@ import Testing
     }
 
     @Test(arguments: backends) func anExpiredCodeIsRefused(backend: Backend) async throws {
-        try await TestServer.with(backend, configure: { $0.authorizationCodeLifetime = .milliseconds(300) }) { server in
+        let clock = ManualClock()
+        try await TestServer.with(backend, clock: clock, configure: { $0.authorizationCodeLifetime = .seconds(60) }) {
+            server in
             let user = try await server.makeUser()
             let code = try #require(try await Self.signIn(server, user).authorization?.code)
-            try await Task.sleep(for: .milliseconds(600))
+            clock.advance(by: .seconds(61))
             let response = try await Self.exchange(server, code: code)
             #expect(response.status == .badRequest)
             #expect(response.json["error"] == "invalid_grant")

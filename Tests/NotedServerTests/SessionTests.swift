@@ -123,12 +123,19 @@ import Testing
     }
 
     @Test(arguments: backends) func tokenExpiryClosesTheSession(backend: Backend) async throws {
-        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(5) }) { server in
+        let clock = ManualClock()
+        try await TestServer.with(backend, clock: clock, configure: { $0.accessTokenLifetime = .seconds(5) }) {
+            server in
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
-            // Within a few seconds of the 5 s expiry, well before the 15 s hello deadline the
-            // session's timer was armed with first.
-            let error = try await connection.receive(timeout: .seconds(9))
+            // Still open 4 s in: a pull is answered.
+            clock.advance(by: .seconds(4))
+            try await connection.send(["type": "pull", "since": 0])
+            #expect(try await connection.receive()["type"] == "changes")
+            // Past the 5 s expiry, before the 15 s hello deadline the session's timer was armed
+            // with first: closed as expired.
+            clock.advance(by: .seconds(2))
+            let error = try await connection.receive()
             #expect(error["type"] == "error")
             #expect(error["code"] == "token_expired")
             #expect(try await connection.closeCode() == 4001)
@@ -136,12 +143,16 @@ import Testing
     }
 
     @Test(arguments: backends) func reauthBeforeExpiryKeepsTheSession(backend: Backend) async throws {
-        // 20 s: the refresh and the reauth must come before the first token expires, and the
-        // whole server suite runs beside this test (with 10 s, a loaded machine once missed it).
-        try await TestServer.with(backend, configure: { $0.accessTokenLifetime = .seconds(20) }) { server in
+        // On a clock of the test's: the tokens expire, and the session's deadline comes, when
+        // the test moves time on (before, this test waited 20 s of real time).
+        let clock = ManualClock()
+        try await TestServer.with(backend, clock: clock, configure: { $0.accessTokenLifetime = .seconds(20) }) {
+            server in
             let user = try await server.makeUser()
             let connection = try await server.connect(user)
-            try await Task.sleep(for: .seconds(1))
+            // Beside it, a session of the same token that does not reauthenticate.
+            let unrenewed = try await server.connect(user)
+            clock.advance(by: .seconds(1))
             let fresh = try await server.request(
                 .post, "/oauth/token", body: "grant_type=refresh_token&refresh_token=\(user.refreshToken)")
             let token = try #require(fresh.json["access_token"]?.stringValue)
@@ -152,10 +163,11 @@ import Testing
             // Past the first token's expiry the session still answers.
             let payload = try #require(Data(base64URLEncoded: String(user.accessToken.split(separator: ".")[1])))
             let firstExpiry = try #require(try JSONValue.parse(Array(payload))["exp"]?.intValue)
-            let wait = Double(firstExpiry) + 0.5 - Date().timeIntervalSince1970
-            if wait > 0 { try await Task.sleep(for: .seconds(wait)) }
+            clock.advance(by: .seconds(Double(firstExpiry) + 0.5 - clock.now.timeIntervalSince1970))
             try await connection.send(["type": "pull", "since": 0])
             #expect(try await connection.receive()["type"] == "changes")
+            #expect(try await unrenewed.receive(type: "error")["code"] == "token_expired")
+            #expect(try await unrenewed.closeCode() == 4001)
             await connection.close()
         }
     }

@@ -29,6 +29,7 @@ public func buildApplication(
     let issuer = configuration.issuer ?? "http://\(configuration.host):\(configuration.port)"
     var tokens = try await AccessTokens.load(
         store: store, issuer: issuer, audience: configuration.audience, lifetime: configuration.accessTokenLifetime)
+    tokens.clock = configuration.clock
     if !configuration.trustedIssuers.isEmpty {
         guard !configuration.trustedIssuers.contains(where: { $0.issuer == issuer }) else {
             throw TrustedIssuer.ParseError("a trusted issuer cannot be this server's own issuer \(issuer)")
@@ -51,12 +52,15 @@ public func buildApplication(
     // Revoked sign-in sessions: their access tokens are refused and their connections closed,
     // here at once and on other nodes when they hear of it (RemoteFanout).
     tokens.revoked.onRevoke { hub.closeRevoked(signInSession: $0) }
-    for family in try await store.revokedFamilies(since: Date().addingTimeInterval(-tokens.revoked.keep)) {
+    for family in try await store.revokedFamilies(
+        since: configuration.clock.now().addingTimeInterval(-tokens.revoked.keep))
+    {
         tokens.revoked.insert(family)
     }
-    let sync = SyncService(
+    var sync = SyncService(
         store: store, parser: ChangeParser(schemas: configuration.schemas, limits: configuration.limits), hub: hub,
         metrics: metrics)
+    sync.clock = configuration.clock.now
     let clients = OAuthClients(
         [.cli, .web(origins: [issuer] + configuration.allowedOrigins)] + configuration.oauthClients)
     let authorization = AuthorizationServer(
@@ -109,7 +113,8 @@ public func buildApplication(
             StoreService(store: store),
             SweepService(store: store, configuration: configuration, logger: logger),
             HistoryService(
-                store: store, policy: configuration.history, interval: configuration.historyInterval, logger: logger),
+                store: store, policy: configuration.history, interval: configuration.historyInterval,
+                clock: configuration.clock, logger: logger),
             RemoteFanout(sync: sync, store: store, revoked: tokens.revoked, logger: logger),
             KeyReloadService(tokens: tokens, store: store, logger: logger),
         ],
@@ -170,7 +175,7 @@ struct KeyReloadService: Service {
 
     func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: AccessTokens.reloadInterval) }
+            try? await cancelWhenGracefulShutdown { try await tokens.clock.sleep(AccessTokens.reloadInterval) }
             guard !Task.isShuttingDownGracefully && !Task.isCancelled else { return }
             do {
                 try await tokens.reload(store: store)
@@ -280,7 +285,9 @@ struct RemoteFanout: Service {
     /// After (re)connecting: everything committed since each user's mark.
     func catchUp() async {
         // Sign-in sessions revoked on other nodes while this one was not listening.
-        if let families = try? await store.revokedFamilies(since: Date().addingTimeInterval(-revoked.keep)) {
+        if let families = try? await store.revokedFamilies(
+            since: sync.clock().addingTimeInterval(-revoked.keep))
+        {
             for family in families { revoked.insert(family) }
         }
         for (user, seen) in sync.hub.seenSeqs() {
@@ -342,7 +349,7 @@ struct SweepService: Service {
 
     func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            let now = Date()
+            let now = configuration.clock.now()
             do {
                 try await store.sweep(
                     tombstonesBefore: now.addingTimeInterval(-configuration.tombstoneRetention.timeInterval),
@@ -365,7 +372,7 @@ struct SweepService: Service {
             } catch {
                 logger.error("collecting attachments failed", metadata: ["error": .string(String(describing: error))])
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: configuration.sweepInterval) }
+            try? await cancelWhenGracefulShutdown { try await configuration.clock.sleep(configuration.sweepInterval) }
         }
     }
 }
@@ -378,13 +385,14 @@ struct HistoryService: Service {
     let store: any HousekeepingStore
     let policy: HistoryPolicy
     let interval: Duration
+    let clock: ServerClock
     let logger: Logger
 
     func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             var more = false
             do {
-                let done = try await store.thinHistory(now: Date(), policy: policy, limit: 100)
+                let done = try await store.thinHistory(now: clock.now(), policy: policy, limit: 100)
                 more = done.records + done.retried >= 100
                 if let failure = done.lastFailure {
                     logger.error(
@@ -406,7 +414,7 @@ struct HistoryService: Service {
                     "thinning revision histories failed", metadata: ["error": .string(String(describing: error))])
             }
             if !more {
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+                try? await cancelWhenGracefulShutdown { try await clock.sleep(interval) }
             }
         }
     }

@@ -104,6 +104,9 @@ public struct ServerConfiguration: Sendable {
     /// upload not written to is kept (docs/protocol.md, "Attachments").
     public var blobRetention: Duration = .seconds(60 * 60 * 24)
 
+    /// The time and the timers (``ServerClock``): the system's unless a test gives its own.
+    public var clock = ServerClock.system
+
     public init() {}
 
     var databaseLocation: DatabaseLocation {

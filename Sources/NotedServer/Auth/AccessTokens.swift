@@ -123,6 +123,8 @@ public struct AccessTokens: Sendable {
     var external: ExternalIssuers?
     /// Sessions whose access tokens are refused before they expire.
     public let revoked: RevokedSessions
+    /// What tokens are issued and checked at (the configuration's).
+    public var clock = ServerClock.system
 
     /// How often a running server rereads its signing keys, so that `noted-server keys rotate`
     /// takes effect without a restart.
@@ -194,11 +196,11 @@ public struct AccessTokens: Sendable {
     }
 
     /// A signed access token for a user and client application, and when it expires.
-    public func issue(userID: String, clientID: String, sessionID: String? = nil, now: Date = Date()) async throws -> (
+    public func issue(userID: String, clientID: String, sessionID: String? = nil, now: Date? = nil) async throws -> (
         token: String, expiresAt: Date
     ) {
         // JWT times are whole seconds.
-        let now = Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down))
+        let now = Date(timeIntervalSince1970: (now ?? clock.now()).timeIntervalSince1970.rounded(.down))
         let expiresAt = now.addingTimeInterval(lifetime.timeInterval.rounded(.up))
         let claims = AccessTokenClaims(
             iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: userID), aud: AudienceClaim(value: [audience]),
@@ -212,7 +214,8 @@ public struct AccessTokens: Sendable {
     }
 
     /// Verifies signature, `typ`, issuer, audience and expiry.
-    public func verify(_ token: String, now: Date = Date()) async throws(TokenError) -> VerifiedToken {
+    public func verify(_ token: String, now: Date? = nil) async throws(TokenError) -> VerifiedToken {
+        let now = now ?? clock.now()
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard token.utf8.count < 8192, parts.count == 3, let header = Self.json(parts[0]) else {
             throw TokenError(kind: .invalid, reason: "not a JWT")
@@ -283,7 +286,8 @@ extension AccessTokens {
     static let secondFactorLifetime: TimeInterval = 300
     var secondFactorAudience: String { issuer + "#second-factor" }
 
-    func issueSecondFactorStep(userID: String, passwordHash: String, now: Date = Date()) async throws -> String {
+    func issueSecondFactorStep(userID: String, passwordHash: String, now: Date? = nil) async throws -> String {
+        let now = now ?? clock.now()
         let claims = SecondFactorClaims(
             iss: IssuerClaim(value: issuer), sub: SubjectClaim(value: userID),
             aud: AudienceClaim(value: [secondFactorAudience]),
@@ -302,7 +306,8 @@ extension AccessTokens {
 
     /// The user of a sign-in half done and the mark of the password hash it was checked
     /// against, if `token` is one of this server's and unexpired.
-    func verifySecondFactorStep(_ token: String, now: Date = Date()) async -> (userID: String, passwordMark: String)? {
+    func verifySecondFactorStep(_ token: String, now: Date? = nil) async -> (userID: String, passwordMark: String)? {
+        let now = now ?? clock.now()
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard token.utf8.count < 4096, parts.count == 3, let header = Self.json(parts[0]),
             header["typ"]?.stringValue == Self.secondFactorType, header["alg"]?.stringValue == "ES256",

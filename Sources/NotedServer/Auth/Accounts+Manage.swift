@@ -39,14 +39,16 @@ extension Accounts {
         _ = try await checkBothFactors(userID: userID, password: current, code: code, address: address)
         let hash = try await hashPassword(new)
         try await store.setPasswordHash(userID: userID, hash: hash)
-        let ended = try await store.revokeSignInSessions(userID: userID, only: nil, except: session, now: Date())
+        let ended = try await store.revokeSignInSessions(
+            userID: userID, only: nil, except: session, now: tokens.clock.now())
         for family in ended { try await revoked(family) }
         return ended.count
     }
 
     /// Ends one sign-in session of the user (`only`), or every one; returns those ended.
     func signOut(userID: String, only session: String?) async throws -> [String] {
-        let ended = try await store.revokeSignInSessions(userID: userID, only: session, except: nil, now: Date())
+        let ended = try await store.revokeSignInSessions(
+            userID: userID, only: session, except: nil, now: tokens.clock.now())
         for family in ended { try await revoked(family) }
         return ended
     }

@@ -18,7 +18,7 @@ extension Accounts {
             // Turned off since the user was read: the password was enough.
             guard let state = try await store.twoFactor(userID: user.id), let secret = state.secret else { return }
             if code.count <= 64 {
-                if let step = TOTP.matchingStep(code, secret: secret),
+                if let step = TOTP.matchingStep(code, secret: secret, now: tokens.clock.now()),
                     try await store.useTwoFactorStep(userID: user.id, step: step)
                 {
                     return
@@ -52,7 +52,7 @@ extension Accounts {
         let step = try await limiter.reserving(
             keys: keys, isFailure: { if case .invalidCode = $0.kind { true } else { false } }
         ) {
-            guard code.count <= 64, let step = TOTP.matchingStep(code, secret: pending) else {
+            guard code.count <= 64, let step = TOTP.matchingStep(code, secret: pending, now: tokens.clock.now()) else {
                 throw AuthError(kind: .invalidCode)
             }
             return step

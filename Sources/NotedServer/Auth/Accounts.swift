@@ -109,7 +109,7 @@ public struct Accounts: Sendable {
         let user = UserAccount(
             id: UUID().uuidString.lowercased(), username: username, usernameKey: username.lowercased(),
             passwordHash: hash)
-        guard try await store.createUser(user, now: Date()) else { throw AuthError(kind: .usernameTaken) }
+        guard try await store.createUser(user, now: tokens.clock.now()) else { throw AuthError(kind: .usernameTaken) }
         return user
     }
 
@@ -126,7 +126,7 @@ public struct Accounts: Sendable {
     /// sign-in session is revoked.
     func refresh(token: String, clientID: String? = nil) async throws -> TokenResponse {
         let replacement = Self.newRefreshToken()
-        let now = Date()
+        let now = tokens.clock.now()
         let result = try await store.rotateRefreshToken(
             hash: Self.hash(token), replacementHash: Self.hash(replacement),
             expiresAt: now.addingTimeInterval(refreshLifetime), now: now)

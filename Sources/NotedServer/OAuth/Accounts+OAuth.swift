@@ -63,7 +63,7 @@ extension Accounts {
         userID: String, clientID: String, device: String?,
         familyID: String = UUID().uuidString.lowercased()
     ) async throws -> (TokenResponse, familyID: String) {
-        let now = Date()
+        let now = tokens.clock.now()
         let refresh = Self.newRefreshToken()
         let family = RefreshFamily(id: familyID, userID: userID, clientID: clientID, device: device)
         try await store.createRefreshFamily(

@@ -114,7 +114,7 @@ struct AuthorizationServer: Sendable {
     /// A fresh authorization code for `userID`, and the redirect carrying it.
     private func issueCode(_ request: Request, userID: String) async throws -> String {
         let code = Accounts.newRefreshToken()
-        let now = Date()
+        let now = accounts.tokens.clock.now()
         try await store.createAuthorizationCode(
             AuthorizationCode(
                 hash: Accounts.hash(code), clientID: request.client.id, redirectURI: request.redirectURI,
@@ -134,7 +134,7 @@ struct AuthorizationServer: Sendable {
         }
         guard let verifier = form["code_verifier"] else { throw OAuthError.invalidRequest("code_verifier is missing") }
         guard clients[clientID] != nil else { throw OAuthError.invalidClient }
-        let now = Date()
+        let now = accounts.tokens.clock.now()
         let familyID = UUID().uuidString.lowercased()
         switch try await store.consumeAuthorizationCode(hash: Accounts.hash(code), now: now, familyID: familyID) {
         case .invalid:
@@ -169,7 +169,9 @@ struct AuthorizationServer: Sendable {
     /// Token revocation (RFC 7009): revokes the refresh token's family; unknown tokens are fine.
     func revoke(form: [String: String]) async throws {
         guard let token = form["token"], !token.isEmpty else { throw OAuthError.invalidRequest("token is missing") }
-        if let familyID = try await store.revokeRefreshToken(hash: Accounts.hash(token), now: Date()) {
+        if let familyID = try await store.revokeRefreshToken(
+            hash: Accounts.hash(token), now: accounts.tokens.clock.now())
+        {
             try await accounts.revoked(familyID)
         }
     }

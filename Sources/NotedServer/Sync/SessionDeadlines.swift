@@ -56,10 +56,13 @@ final class SessionDeadlines: Sendable {
     private let state = NIOLockedValueBox(State())
     let heartbeatInterval: Duration
     let heartbeatSlots: Int
+    /// What deadlines are dated and waited by (the configuration's).
+    let clock: ServerClock
 
-    init(heartbeatInterval: Duration = .seconds(30), heartbeatSlots: Int = 30) {
+    init(heartbeatInterval: Duration = .seconds(30), heartbeatSlots: Int = 30, clock: ServerClock = .system) {
         self.heartbeatInterval = heartbeatInterval
         self.heartbeatSlots = max(1, heartbeatSlots)
+        self.clock = clock
     }
 
     private var tick: TimeInterval {
@@ -78,7 +81,7 @@ final class SessionDeadlines: Sendable {
             // otherwise sleep past this deadline.
             let wake = state.wake
             state.wakeAt = min(state.wakeAt ?? deadline, deadline)
-            if state.beatAt == nil { state.beatAt = Date().addingTimeInterval(tick) }
+            if state.beatAt == nil { state.beatAt = clock.now().addingTimeInterval(tick) }
             if state.ticker != nil, let wake, wake <= deadline { return }
             state.ticker?.cancel()
             state.generation += 1
@@ -101,11 +104,11 @@ final class SessionDeadlines: Sendable {
     private func run(generation: Int) async {
         let tick = tick
         while true {
-            let wait = state.withLockedValue { $0.wake?.timeIntervalSinceNow } ?? 0
+            let wait = state.withLockedValue { $0.wake?.timeIntervalSince(clock.now()) } ?? 0
             // At most an hour at a time: a deadline far away never reaches an overflowing conversion.
-            if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(min(wait, 3600) * 1000) + 1)) }
+            if wait > 0 { try? await clock.sleep(.milliseconds(Int(min(wait, 3600) * 1000) + 1)) }
             if Task.isCancelled { return }
-            let now = Date()
+            let now = clock.now()
             let (due, beats, stop) = state.withLockedValue { state -> ([(Outbox, ErrorCode)], [Outbox], Bool) in
                 guard state.generation == generation else { return ([], [], true) }
                 var due: [(Outbox, ErrorCode)] = []

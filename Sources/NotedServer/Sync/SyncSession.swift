@@ -26,7 +26,8 @@ final class SyncSession: Sendable {
             self.sync = sync
             self.tokens = tokens
             self.configuration = configuration
-            self.deadlines = SessionDeadlines(heartbeatInterval: configuration.heartbeatInterval)
+            self.deadlines = SessionDeadlines(
+                heartbeatInterval: configuration.heartbeatInterval, clock: configuration.clock)
         }
     }
 
@@ -98,7 +99,8 @@ final class SyncSession: Sendable {
             }, closeConnection: close)
         let shared = NIOLockedValueBox(
             Shared(
-                deadline: Date().addingTimeInterval(environment.configuration.helloTimeout.timeInterval),
+                deadline: environment.configuration.clock.now().addingTimeInterval(
+                    environment.configuration.helloTimeout.timeInterval),
                 deadlineCode: .unauthenticated))
         sync.hub.track(session: id, continuation: continuation)
         sync.metrics.connections.increment()
@@ -171,7 +173,7 @@ final class SyncSession: Sendable {
 
         /// Counts an error toward the abuse limit; false (and a 1008 close) when it is reached.
         func countError(_ state: inout State) -> Bool {
-            let now = Date()
+            let now = session.environment.configuration.clock.now()
             state.errors = state.errors.filter { now.timeIntervalSince($0) < 60 } + [now]
             guard state.errors.count < maxErrorsPerMinute else {
                 session.logger.notice("closing session after repeated errors")
@@ -326,7 +328,7 @@ final class SyncSession: Sendable {
                     .tooLarge, "a push holds at most \(environment.configuration.limits.maxChangesPerPush) changes"),
                 rid: rid, &state)
         }
-        let now = Date()
+        let now = environment.configuration.clock.now()
         state.pushes = state.pushes.filter { now.timeIntervalSince($0) < 1 } + [now]
         if state.pushes.count > environment.configuration.maxPushesPerSecond {
             for reply in sync.rejectAll(

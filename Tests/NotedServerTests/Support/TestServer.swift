@@ -23,14 +23,17 @@ struct TestServer: Sendable {
     var database: DatabaseLocation? = nil
 
     /// Runs `body` against a live server; the server and database are removed afterwards.
+    /// With a `clock`, the server's time is the test's (``ManualClock``).
     static func with(
         _ backend: Backend,
+        clock: ManualClock? = nil,
         configure: (inout ServerConfiguration) -> Void = { _ in },
         logger customLogger: Logger? = nil,
         _ body: @Sendable (TestServer) async throws -> Void
     ) async throws {
         try await withDatabase(backend) { location in
             var configuration = LiveNode.configuration(location)
+            if let clock { configuration.clock = clock.server }
             configure(&configuration)
             try await LiveNode.run(configuration, logger: customLogger) { client in
                 guard let port = client.port else { throw TestSetupError("no port") }
