@@ -184,7 +184,8 @@ import Testing
     /// one's window, its decompressor from the window of what the client sent.
     @Test func quietStreamsAreFreedAndContextCarriesOn() async throws {
         var builder = Self.builder
-        builder.quietStreams = QuietStreams(quiet: .milliseconds(50))
+        let clock = ManualClock()
+        builder.quietStreams = QuietStreams(quiet: .seconds(1), clock: clock.server)
         let agreement = try #require(
             builder.agreement(to: try Self.offer("permessage-deflate; client_max_window_bits")))
         let deflate = PerMessageDeflate(builder: builder, agreement: agreement)
@@ -209,13 +210,16 @@ import Testing
         #expect(await deflate.sender.held.compressor)
         #expect(await deflate.receiver.held.decompressor)
 
-        // The sweep frees both within two quiet spells; poll for up to 5 s.
+        // A quiet spell later the sweep wakes and frees both (it runs as a task of its own:
+        // looked at until it has, for up to 5 s).
+        await clock.sleeping()
+        clock.advance(by: .seconds(1))
         let deadline = ContinuousClock.now + .seconds(5)
         while ContinuousClock.now < deadline {
             let sending = await deflate.sender.held.compressor
             let receiving = await deflate.receiver.held.decompressor
             if !sending && !receiving { break }
-            try await Task.sleep(for: .milliseconds(20))
+            await Task.yield()
         }
         let sender = await deflate.sender.held
         let receiver = await deflate.receiver.held
@@ -257,8 +261,8 @@ import Testing
                     let message = Self.words(size / 6 + 1, seed: generator.next() % 8)
                     switch generator.next() % 4 {
                     case 0:
-                        await deflate.sender.freeIfQuiet(since: .now() + .hours(1))
-                        await deflate.receiver.freeIfQuiet(since: .now() + .hours(1))
+                        await deflate.sender.freeIfQuiet(since: Date().addingTimeInterval(3600))
+                        await deflate.receiver.freeIfQuiet(since: Date().addingTimeInterval(3600))
                     case 1:
                         var input = ByteBuffer(bytes: message)
                         var output = try input.compressStream(

@@ -90,7 +90,10 @@ public func buildApplication(
         // connection), large ones (pages) each through a compressor of its own with a 32 KiB
         // window (PerMessageDeflate.swift).
         extensions: [
-            .perMessageDeflate(PerMessageDeflateBuilder(maxDecompressedFrameSize: configuration.limits.maxMessageBytes))
+            .perMessageDeflate(
+                PerMessageDeflateBuilder(
+                    maxDecompressedFrameSize: configuration.limits.maxMessageBytes,
+                    quietStreams: QuietStreams(clock: configuration.clock)))
         ],
         // Heartbeats come from one task for every connection (SessionDeadlines), not a task each.
         autoPing: .disabled,

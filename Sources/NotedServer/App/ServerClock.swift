@@ -7,14 +7,27 @@ import Foundation
 public struct ServerClock: Sendable {
     /// The time now.
     public var now: @Sendable () -> Date
-    /// Returns after `duration` of this clock's time (throws when the task is cancelled).
-    public var sleep: @Sendable (Duration) async throws -> Void
+    /// Returns once this clock's time reaches the date (at once when it has; throws when the
+    /// task is cancelled). A deadline, not a length: time moved on meanwhile is not lost.
+    public var sleepUntil: @Sendable (Date) async throws -> Void
 
-    public init(now: @escaping @Sendable () -> Date, sleep: @escaping @Sendable (Duration) async throws -> Void) {
+    public init(now: @escaping @Sendable () -> Date, sleepUntil: @escaping @Sendable (Date) async throws -> Void) {
         self.now = now
-        self.sleep = sleep
+        self.sleepUntil = sleepUntil
+    }
+
+    /// Returns after `duration` of this clock's time.
+    public func sleep(_ duration: Duration) async throws {
+        try await sleepUntil(now().addingTimeInterval(duration.timeInterval))
     }
 
     /// The system's wall clock, and `Task.sleep`.
-    public static let system = ServerClock(now: { Date() }, sleep: { try await Task.sleep(for: $0) })
+    public static let system = ServerClock(
+        now: { Date() },
+        sleepUntil: { date in
+            // At most an hour at a time: a date far away never reaches an overflowing conversion.
+            while case let wait = date.timeIntervalSinceNow, wait > 0 {
+                try await Task.sleep(for: .milliseconds(Int(min(wait, 3600) * 1000) + 1))
+            }
+        })
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HummingbirdWebSocket
 import NIOConcurrencyHelpers
 import NIOCore
@@ -170,7 +171,7 @@ struct PerMessageDeflate: WebSocketExtension {
         /// The small compressor while the session is busy; when it is quiet, only its window.
         private var small: RawDeflate.Compressor?
         private var smallWindow: [UInt8] = []
-        private var lastUse = NIODeadline.now()
+        private var lastUse: Date
         private var listed = false
         /// Inside a message whose first frame has gone and whose last has not: whether its
         /// frames are compressed (as its first was).
@@ -187,6 +188,7 @@ struct PerMessageDeflate: WebSocketExtension {
             minFrameSizeToCompress = builder.minFrameSizeToCompress
             resetEachMessage = agreement.sendNoContextTakeover
             self.quiet = quiet
+            lastUse = quiet.clock.now()
         }
 
         func compress(_ frame: WebSocketFrame) throws -> WebSocketFrame {
@@ -218,7 +220,7 @@ struct PerMessageDeflate: WebSocketExtension {
             frame.data = try deflate(frame.data, with: compressor, last: frame.fin)
             frame.rsv1 = first
             if frame.fin, resetEachMessage { small = nil }
-            lastUse = .now()
+            lastUse = quiet.clock.now()
             if small != nil, !listed {
                 listed = true
                 quiet.list(self)
@@ -240,7 +242,7 @@ struct PerMessageDeflate: WebSocketExtension {
 
         nonisolated var quietID: ObjectIdentifier { ObjectIdentifier(self) }
 
-        func freeIfQuiet(since cutoff: NIODeadline) {
+        func freeIfQuiet(since cutoff: Date) {
             guard listed, midMessageCompressed == nil, lastUse <= cutoff else { return }
             smallWindow = small?.window() ?? []
             small = nil
@@ -267,7 +269,7 @@ struct PerMessageDeflate: WebSocketExtension {
         /// The decompressor while the session is busy; when it is quiet, only its window.
         private var decompressor: RawDeflate.Decompressor?
         private var window: [UInt8] = []
-        private var lastUse = NIODeadline.now()
+        private var lastUse: Date
         private var listed = false
         private var midMessageCompressed: Bool?
 
@@ -276,6 +278,7 @@ struct PerMessageDeflate: WebSocketExtension {
             self.resetEachMessage = resetEachMessage
             self.maxSize = maxSize
             self.quiet = quiet
+            lastUse = quiet.clock.now()
         }
 
         func decompress(_ frame: WebSocketFrame) throws -> WebSocketFrame {
@@ -308,7 +311,7 @@ struct PerMessageDeflate: WebSocketExtension {
             frame.maskKey = nil
             frame.rsv1 = false
             if frame.fin, resetEachMessage { decompressor = nil }
-            lastUse = .now()
+            lastUse = quiet.clock.now()
             if decompressor != nil, !listed {
                 listed = true
                 quiet.list(self)
@@ -318,7 +321,7 @@ struct PerMessageDeflate: WebSocketExtension {
 
         nonisolated var quietID: ObjectIdentifier { ObjectIdentifier(self) }
 
-        func freeIfQuiet(since cutoff: NIODeadline) {
+        func freeIfQuiet(since cutoff: Date) {
             guard listed, midMessageCompressed == nil, lastUse <= cutoff else { return }
             window = decompressor?.window() ?? []
             decompressor = nil
@@ -353,7 +356,7 @@ final class QuietStreams: Sendable {
     protocol Member: Actor {
         nonisolated var quietID: ObjectIdentifier { get }
         /// Frees the streams if unused since `cutoff`, and then leaves the list (`unlist`).
-        func freeIfQuiet(since cutoff: NIODeadline)
+        func freeIfQuiet(since cutoff: Date)
     }
 
     private struct State {
@@ -362,10 +365,13 @@ final class QuietStreams: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
-    let quiet: TimeAmount
+    let quiet: Duration
+    /// What a stream's last use is dated by, and what the sweep sleeps on (the server's).
+    let clock: ServerClock
 
-    init(quiet: TimeAmount = .seconds(1)) {
+    init(quiet: Duration = .seconds(1), clock: ServerClock = .system) {
         self.quiet = quiet
+        self.clock = clock
     }
 
     /// Called by a member, from its own isolation, when it makes a stream.
@@ -389,9 +395,9 @@ final class QuietStreams: Sendable {
 
     private func run() async {
         while true {
-            try? await Task.sleep(nanoseconds: UInt64(quiet.nanoseconds))
+            try? await clock.sleep(quiet)
             let members = state.withLockedValue { Array($0.members.values) }
-            let cutoff = NIODeadline.now() - quiet
+            let cutoff = clock.now().addingTimeInterval(-quiet.timeInterval)
             for member in members {
                 await member.freeIfQuiet(since: cutoff)
             }

@@ -104,9 +104,7 @@ final class SessionDeadlines: Sendable {
     private func run(generation: Int) async {
         let tick = tick
         while true {
-            let wait = state.withLockedValue { $0.wake?.timeIntervalSince(clock.now()) } ?? 0
-            // At most an hour at a time: a deadline far away never reaches an overflowing conversion.
-            if wait > 0 { try? await clock.sleep(.milliseconds(Int(min(wait, 3600) * 1000) + 1)) }
+            if let wake = state.withLockedValue({ $0.wake }) { try? await clock.sleepUntil(wake) }
             if Task.isCancelled { return }
             let now = clock.now()
             let (due, beats, stop) = state.withLockedValue { state -> ([(Outbox, ErrorCode)], [Outbox], Bool) in

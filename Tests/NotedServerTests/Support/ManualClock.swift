@@ -14,7 +14,7 @@ final class ManualClock: @unchecked Sendable {
 
     /// What the server is given.
     var server: ServerClock {
-        ServerClock(now: { [self] in now }, sleep: { [self] duration in try await sleep(duration) })
+        ServerClock(now: { [self] in now }, sleepUntil: { [self] date in try await sleep(until: date) })
     }
 
     /// Moves time on by `duration` and wakes every sleep that ends by then.
@@ -28,12 +28,18 @@ final class ManualClock: @unchecked Sendable {
         for wake in due { wake.resume() }
     }
 
-    private func sleep(_ duration: Duration) async throws {
+    /// Returns once sleeps of the server are waiting on this clock (a task started just before
+    /// may not have begun its sleep yet); at most 5 s of real time.
+    func sleeping(atLeast count: Int = 1) async {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while lock.withLock({ sleepers.count }) < count, ContinuousClock.now < deadline { await Task.yield() }
+    }
+
+    private func sleep(until: Date) async throws {
         let id = UUID()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (wake: CheckedContinuation<Void, any Error>) in
                 let ready = lock.withLock { () -> Bool in
-                    let until = time.addingTimeInterval(duration.timeInterval)
                     guard until > time, !Task.isCancelled else { return true }
                     sleepers[id] = (until, wake)
                     return false
