@@ -334,11 +334,20 @@ export class LocalStore {
       }
       meta.put(cursor, "cursor");
     };
+    // Which of the page's ids are buried: one lookup each, pipelined in the transaction (a
+    // range from the smallest id to the largest would read nearly every tombstone: ids are
+    // random).
     const readBuried = () => {
       if (apply.length === 0) return write(new Set());
-      const ids = apply.map(([id]) => id).sort();
-      const req = stores.tombstones.getAllKeys(IDBKeyRange.bound(ids[0], ids[ids.length - 1]));
-      req.onsuccess = () => write(new Set(req.result));
+      const buried = new Set();
+      let left = apply.length;
+      for (const [id] of apply) {
+        const req = stores.tombstones.getKey(id);
+        req.onsuccess = () => {
+          if (req.result !== undefined) buried.add(id);
+          if (--left === 0) write(buried);
+        };
+      }
     };
     let outOfOrder = false;
     if (since === undefined) {

@@ -41,6 +41,16 @@ const REAL_CLOCK = {
   clearInterval: (id) => clearInterval(id),
 };
 
+/** A stored change's body read back, or null when it is not a JSON object. */
+function parseBody(text) {
+  try {
+    const body = JSON.parse(text);
+    return body && typeof body === "object" && !Array.isArray(body) ? body : null;
+  } catch {
+    return null;
+  }
+}
+
 export class SyncEngine extends EventTarget {
   constructor({ store, auth, transport, clock = REAL_CLOCK, user = null, debounceMs = 300, requestTimeoutMs = 15000 }) {
     super();
@@ -58,6 +68,8 @@ export class SyncEngine extends EventTarget {
     this.pushTimer = null;
     this.reconnectTimer = null;
     this.pending = new Map(); // rid -> { kind, ids, sentAt, since }
+    this.pushing = false; // a pushDirty runs
+    this.pushAgain = false; // asked for while one ran: another after it
     this.rid = 0;
     this.stopped = true;
     this.connecting = false; // awaiting the token for a connection
@@ -445,6 +457,25 @@ export class SyncEngine extends EventTarget {
    */
   async pushDirty() {
     if (!this.ready || !this.ws) return;
+    // One at a time: a second run before the first has marked its changes in flight would
+    // send them again (answered as duplicates, but counted against the push rate).
+    if (this.pushing) {
+      this.pushAgain = true;
+      return;
+    }
+    this.pushing = true;
+    try {
+      await this.pushOutbox();
+    } finally {
+      this.pushing = false;
+      if (this.pushAgain) {
+        this.pushAgain = false;
+        this.schedulePush(0);
+      }
+    }
+  }
+
+  async pushOutbox() {
     const max = Math.max(1, this.limits.maxChangesPerPush || 100);
     const limit = max * 4;
     const outbox = await this.store.pendingRecords();
@@ -455,7 +486,9 @@ export class SyncEngine extends EventTarget {
       if (changes.length >= limit) break;
       const change = syncState(record).inflight;
       if (!change || this.inFlight.has(record.id)) continue;
-      if (await this.waitsForUpload(JSON.parse(change.body), record)) continue;
+      // A body that does not read (a damaged database) is skipped, as the Swift client does.
+      const body = parseBody(change.body);
+      if (!body || (await this.waitsForUpload(body, record))) continue;
       changes.push({ id: record.id, ccid: change.ccid, body: change.body });
     }
     let raced = false;
@@ -576,7 +609,8 @@ export class SyncEngine extends EventTarget {
     const change = record && syncState(record).inflight;
     if (!change) return null;
     const before = record.shadow && Array.isArray(record.shadow.attachments) ? record.shadow.attachments : [];
-    const body = JSON.parse(change.body);
+    const body = parseBody(change.body);
+    if (!body) return null;
     const shas = changeAddsShas(body, before);
     const lost = this.blobs ? await this.blobs.missing(shas) : shas;
     const op = body.fields && body.fields.attachments;

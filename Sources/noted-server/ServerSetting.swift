@@ -361,13 +361,17 @@ extension ServerSetting {
         ]
 
     /// The settings a parsed command's options give, by setting name: each option whose
-    /// property is a setting's `property` (options left out are not given).
+    /// property is a setting's `property` (options left out are not given). An option of no
+    /// setting (a property named otherwise) is a mistake in this program: it stops here rather
+    /// than take a flag and do nothing with it.
     static func given(in command: Any) -> [String: ConfigContent] {
         var flags: [String: ConfigContent] = [:]
         for child in Mirror(reflecting: command).children {
-            guard let label = child.label, label.hasPrefix("_"),
-                let setting = all.first(where: { $0.property == label.dropFirst() })
+            guard let label = child.label, label.hasPrefix("_"), label != "_config", !(child.value is OptionGroup<StoreOptions>)
             else { continue }
+            guard let setting = all.first(where: { $0.property == label.dropFirst() }) else {
+                preconditionFailure("the option \(label.dropFirst()) is no setting of ServerSetting.all")
+            }
             flags[setting.name] = content(of: child.value)
         }
         return flags

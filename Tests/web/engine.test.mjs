@@ -547,3 +547,31 @@ test("a pull from 0 is a snapshot: a synced note it does not name was purged and
     s.engine.dispose();
   }
 });
+
+test("a change in flight whose stored body does not read is skipped; the rest of the outbox still goes", async () => {
+  const s = await connected();
+  try {
+    const damaged = { ...synced("d", { title: "damaged" }), sync: { edited: true, inflight: { ccid: "c-d", baseRev: 1, body: "{not json" } } };
+    await s.store.update("d", () => damaged);
+    await pushAfter(s, () => s.store.update("a", () => newRecord("a", { title: "fine" })));
+    assert.deepEqual(s.pushes().map((change) => change.id), ["a"], "the readable change goes, the damaged one is left");
+    assert.deepEqual(s.errors, []);
+  } finally {
+    s.engine.dispose();
+  }
+});
+
+test("pushes asked for while one runs: a change in flight is sent once", async () => {
+  const s = await connected();
+  try {
+    // A change in flight, stored, not yet sent on this connection (as after a reconnect).
+    const body = JSON.stringify({ ccid: "c-a", collection: "notes", id: "a", baseRev: 1, op: "upsert", fields: { title: { set: "two" } } });
+    await s.store.update("a", () => ({ ...synced("a", { title: "one" }), local: normalizeFields({ title: "two" }), sync: { edited: false, inflight: { ccid: "c-a", baseRev: 1, body } } }));
+    // Two runs at once, as a timer and an answer can start them.
+    await Promise.all([s.engine.pushDirty(), s.engine.pushDirty()]);
+    await s.clock.advance(30);
+    assert.deepEqual(s.pushes().map((change) => change.id), ["a"], "sent once");
+  } finally {
+    s.engine.dispose();
+  }
+});

@@ -47,10 +47,17 @@ public final class RevokedSessions: Sendable {
         var observers: [@Sendable (String) -> Void] = []
     }
     private let state = NIOLockedValueBox(State())
+    private let clockBox = NIOLockedValueBox(ServerClock.system)
     let keep: TimeInterval
 
     init(keep: TimeInterval) {
         self.keep = keep
+    }
+
+    /// What a revocation is dated by, and kept by (the configuration's).
+    var clock: ServerClock {
+        get { clockBox.withLockedValue { $0 } }
+        set { clockBox.withLockedValue { $0 = newValue } }
     }
 
     public func contains(_ id: String) -> Bool {
@@ -58,7 +65,8 @@ public final class RevokedSessions: Sendable {
     }
 
     /// Adds a revoked session; the observers hear of it when it is new here.
-    func insert(_ id: String, now: Date = Date()) {
+    func insert(_ id: String, now: Date? = nil) {
+        let now = now ?? clock.now()
         let observers: [@Sendable (String) -> Void] = state.withLockedValue { state in
             state.revokedAt = state.revokedAt.filter { now.timeIntervalSince($0.value) < keep }
             guard state.revokedAt[id] == nil else { return [] }
@@ -123,8 +131,11 @@ public struct AccessTokens: Sendable {
     var external: ExternalIssuers?
     /// Sessions whose access tokens are refused before they expire.
     public let revoked: RevokedSessions
-    /// What tokens are issued and checked at (the configuration's).
-    public var clock = ServerClock.system
+    /// What tokens are issued and checked at, and revocations kept by (the configuration's).
+    public var clock: ServerClock {
+        get { revoked.clock }
+        nonmutating set { revoked.clock = newValue }
+    }
 
     /// How often a running server rereads its signing keys, so that `noted-server keys rotate`
     /// takes effect without a restart.

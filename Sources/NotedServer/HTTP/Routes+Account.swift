@@ -92,7 +92,7 @@ extension Routes {
         }
         router.get("/v1/account/devices") { request, context -> Response in
             let user = try context.requireIdentity()
-            let sessions = try await store.signInSessions(userID: user.userID, now: Date())
+            let sessions = try await store.signInSessions(userID: user.userID, now: tokens.clock.now())
             return .json(["devices": .array(sessions.map { $0.json(current: user.sessionID) })])
         }
         router.delete("/v1/account/devices/:id") { request, context -> Response in

@@ -14,7 +14,10 @@ final class ManualClock: @unchecked Sendable {
 
     /// What the server is given.
     var server: ServerClock {
-        ServerClock(now: { [self] in now }, sleepUntil: { [self] date in try await sleep(until: date) })
+        ServerClock(
+            now: { [self] in now },
+            sleep: { [self] duration in try await sleep(until: now.addingTimeInterval(duration.timeInterval)) },
+            sleepUntil: { [self] date in try await sleep(until: date) })
     }
 
     /// Moves time on by `duration` and wakes every sleep that ends by then.
@@ -28,11 +31,15 @@ final class ManualClock: @unchecked Sendable {
         for wake in due { wake.resume() }
     }
 
-    /// Returns once sleeps of the server are waiting on this clock (a task started just before
-    /// may not have begun its sleep yet); at most 5 s of real time.
-    func sleeping(atLeast count: Int = 1) async {
+    /// Whether `count` sleeps of the server wait on this clock, once they do (a task started
+    /// just before may not have begun its sleep yet); false after 5 s of real time without.
+    func sleeping(atLeast count: Int = 1) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(5)
-        while lock.withLock({ sleepers.count }) < count, ContinuousClock.now < deadline { await Task.yield() }
+        while lock.withLock({ sleepers.count }) < count {
+            guard ContinuousClock.now < deadline else { return false }
+            await Task.yield()
+        }
+        return true
     }
 
     private func sleep(until: Date) async throws {
