@@ -367,7 +367,8 @@ extension ServerSetting {
     static func given(in command: Any) -> [String: ConfigContent] {
         var flags: [String: ConfigContent] = [:]
         for child in Mirror(reflecting: command).children {
-            guard let label = child.label, label.hasPrefix("_"), label != "_config", !(child.value is OptionGroup<StoreOptions>)
+            guard let label = child.label, label.hasPrefix("_"), label != "_config",
+                !(child.value is OptionGroup<StoreOptions>)
             else { continue }
             guard let setting = all.first(where: { $0.property == label.dropFirst() }) else {
                 preconditionFailure("the option \(label.dropFirst()) is no setting of ServerSetting.all")
