@@ -303,7 +303,7 @@ import Testing
         try await withDatabase(backend) { location in
             let old = try openStore(location)
             try await migrate(old, upTo: "account-admin")
-            let user = try await contract.makeUser(old)
+            let user = try await makeUserOfEarlierVersion(old)
             let id = UUID().uuidString.lowercased()
             // A note as that version wrote it (its push wrote these rows).
             try await executeRaw(

@@ -610,7 +610,7 @@ import Testing
         try await withDatabase(backend) { location in
             let old = try openStore(location)
             try await migrate(old, upTo: "blobs")
-            let user = try await contract.makeUser(old)
+            let user = try await makeUserOfEarlierVersion(old)
             let id = UUID().uuidString.lowercased()
             let start = Date().addingTimeInterval(-3 * 86400).millis
             var statements: [(String, [any Sendable])] = [("UPDATE user_seq SET seq = 5 WHERE user_id = $1", [user])]

@@ -47,6 +47,8 @@ public func buildApplication(
         dummyHash: dummyHash)
     accounts.familyLifetime = configuration.signInLifetime.timeInterval
     accounts.addresses = ClientAddresses(trustedProxies: configuration.trustedProxies)
+    let spaces = Spaces(store: store, clock: configuration.clock)
+    accounts.beforeDeletion = { try await spaces.release(userID: $0) }
     let metrics = ServerMetrics()
     let hub = sessions.hub
     // Revoked sign-in sessions: their access tokens are refused and their connections closed,
@@ -68,7 +70,7 @@ public func buildApplication(
         codeLifetime: configuration.authorizationCodeLifetime.timeInterval)
     let routes = Routes(
         configuration: configuration, sync: sync, store: store, accounts: accounts, tokens: tokens, metrics: metrics,
-        authorization: authorization)
+        authorization: authorization, spaces: spaces)
 
     let router = Router(context: NotedRequestContext.self)
     router.middlewares.add(LogRequestsMiddleware(.debug))

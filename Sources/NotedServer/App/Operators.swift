@@ -78,6 +78,7 @@ public struct Operators: Sendable {
     public func delete(_ name: String) async throws -> String {
         try await withStore { store in
             let user = try await account(name, in: store)
+            try await Spaces(store: store, clock: configuration.clock).release(userID: user.id)
             let families = try await store.deleteUser(id: user.id)
             try await store.announceAccountDeletion(userID: user.id)
             for family in families { try await store.announceRevocation(familyID: family) }

@@ -60,6 +60,7 @@ extension Accounts {
         userID: String, password: String, code: String? = nil, address: String, closeConnections: () -> Void
     ) async throws {
         _ = try await checkBothFactors(userID: userID, password: password, code: code, address: address)
+        try await beforeDeletion(userID)
         let families = try await store.deleteUser(id: userID)
         closeConnections()
         // Committed: what follows is best effort and cannot make the answer a failure. The

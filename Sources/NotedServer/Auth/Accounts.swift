@@ -82,6 +82,9 @@ public struct Accounts: Sendable {
     var addresses = ClientAddresses()
     /// A hash checked for unknown usernames, so that timing does not tell them apart.
     let dummyHash: String
+    /// Runs before an account is deleted: its shared spaces are handed over or deleted
+    /// (``Spaces/release(userID:)``).
+    var beforeDeletion: @Sendable (_ userID: String) async throws -> Void = { _ in }
 
     /// The client id of first-party sign-in (`POST /v1/sessions`).
     static let firstPartyClient = "noted"

@@ -16,6 +16,7 @@ struct Routes: Sendable {
     let tokens: AccessTokens
     let metrics: ServerMetrics
     let authorization: AuthorizationServer
+    let spaces: Spaces
 
     /// Largest HTTP request body read.
     var maxBodyBytes: Int { configuration.limits.maxMessageBytes }
@@ -106,6 +107,7 @@ struct Routes: Sendable {
         let signedIn = router.group().add(middleware: SignedIn(tokens: tokens, store: store))
         addRecordRoutes(to: signedIn)
         addAccountRoutes(to: signedIn)
+        addSpaceRoutes(to: signedIn)
         addImportRoute(to: signedIn)
         addExportRoute(to: signedIn)
         addBlobRoutes(to: signedIn)

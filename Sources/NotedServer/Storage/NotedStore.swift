@@ -9,7 +9,7 @@ import NotedCore
 /// ``BlobStore``, the background services a ``HousekeepingStore``. A `NotedStore` is all of
 /// them, opened and closed as one database.
 public protocol NotedStore: RecordStore, AccountStore, TwoFactorStore, OAuthStore, SigningKeyStore, BlobStore,
-    HousekeepingStore
+    HousekeepingStore, SpaceStore
 {
     /// Creates or upgrades the schema.
     func migrate() async throws
@@ -57,6 +57,37 @@ public protocol RecordStore: Sendable {
         _ documents: [String: String],
         check: @escaping @Sendable (_ stored: [String: String], _ holdingRecords: Set<String>) throws -> Void
     ) async throws
+}
+
+/// Spaces, their members, invitations and links (docs/protocol.md, "Spaces"). Who may do what
+/// is ``SpaceRules``', decided on a ``SpaceState`` read and written in one transaction.
+public protocol SpaceStore: Sendable {
+    /// Inserts a shared space with its owner as its one member, and its `seq` at 0.
+    func createSpace(_ space: Space) async throws
+    /// The space whole; nil when there is no such space.
+    func spaceState(id: String) async throws -> SpaceState?
+    /// Reads the space, lets `change` decide (it throws to refuse, and then nothing is
+    /// written), and writes what changed, in one transaction that holds the space so that
+    /// concurrent updates of it apply one after the other. Returns `change`'s value and the
+    /// users whose membership or role changed; nil when there is no such space.
+    func updateSpace<T: Sendable>(
+        id: String, _ change: @escaping @Sendable (inout SpaceState) throws -> T
+    ) async throws -> (value: T, changed: Set<String>)?
+    /// Deletes a space with its records, history, blobs, members, invitations and links;
+    /// returns who its members were.
+    func deleteSpace(id: String) async throws -> [String]
+    /// The spaces the user is a member of, the personal one first, then by name.
+    func spaces(userID: String) async throws -> [SpaceSummary]
+    /// The invitations waiting for the user's answer, oldest first.
+    func invitations(userID: String) async throws -> [PendingInvitation]
+    /// The space and link a link's secret (by its hash) belongs to; nil for none.
+    func spaceLink(secretHash: String) async throws -> (spaceID: String, linkID: String)?
+}
+
+/// What spaces are called before anyone names them.
+public enum SpaceDefaults {
+    /// The name of every personal space.
+    public static let personalName = "Personal"
 }
 
 /// Accounts and their sign-in sessions.

@@ -37,6 +37,10 @@ extension PostgresStore {
             try await connection.query("DELETE FROM blobs WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM blob_uploads WHERE user_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM user_seq WHERE user_id = \(id)", logger: logger)
+            // Shared spaces it owned were handed over or deleted first (``Spaces/release(userID:)``).
+            try await connection.query("DELETE FROM space_members WHERE user_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM space_invitations WHERE user_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM spaces WHERE id = \(id)", logger: logger)
             try await connection.query("DELETE FROM users WHERE id = \(id)", logger: logger)
             return families
         }

@@ -251,6 +251,7 @@ public struct PostgresStore: NotedStore {
                 Self.migrations + [
                     Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration, Self.accountAdminMigration,
                     Self.blobsMigration, Self.historyMigration, Self.historyBytesMigration, Self.blobChargeMigration,
+                    Self.spacesMigration,
                 ]
             if let last, let index = all.firstIndex(where: { $0.0 == last }) { all = Array(all[...index]) }
             for (name, statements) in all where !done.contains(name) {
@@ -286,6 +287,7 @@ public struct PostgresStore: NotedStore {
             if inserted {
                 try await connection.query(
                     "INSERT INTO user_seq (user_id, seq, purged_seq) VALUES (\(user.id), 0, 0)", logger: logger)
+                try await Self.insertPersonalSpace(connection, userID: user.id, now: now, logger: logger)
             }
             return inserted
         }

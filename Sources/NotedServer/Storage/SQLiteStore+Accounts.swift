@@ -16,17 +16,15 @@ extension SQLiteStore {
                 "DELETE FROM refresh_families WHERE user_id = ?",
                 "DELETE FROM oauth_codes WHERE user_id = ?",
                 "DELETE FROM recovery_codes WHERE user_id = ?",
-                "DELETE FROM revisions WHERE user_id = ?",
-                "DELETE FROM history_due WHERE user_id = ?",
-                "DELETE FROM records WHERE user_id = ?",
-                "DELETE FROM applied_changes WHERE user_id = ?",
-                "DELETE FROM blobs WHERE user_id = ?",
-                "DELETE FROM blob_uploads WHERE user_id = ?",
-                "DELETE FROM user_seq WHERE user_id = ?",
+                // Shared spaces it owned were handed over or deleted first (``Spaces/release(userID:)``).
+                "DELETE FROM space_members WHERE user_id = ?",
+                "DELETE FROM space_invitations WHERE user_id = ?",
+                "DELETE FROM spaces WHERE id = ?",
                 "DELETE FROM users WHERE id = ?",
             ] {
                 try db.execute(sql: statement, arguments: [id])
             }
+            try Self.deleteSpaceData(db, id)
             return families
         }
         await blobLocks.withLock(id) { blobFiles.removeUser(id) }

@@ -39,19 +39,25 @@ extension SQLiteStore {
                     ALTER TABLE user_seq ADD COLUMN history_bytes INTEGER NOT NULL DEFAULT 0;
                     UPDATE user_seq SET history_bytes = (
                         SELECT COALESCE(SUM(\(storedBytes("r"))), 0) FROM revisions r WHERE r.user_id = user_seq.user_id);
-                    CREATE TRIGGER revisions_bytes_insert AFTER INSERT ON revisions BEGIN
-                        UPDATE user_seq SET history_bytes = history_bytes + \(storedBytes("NEW")) WHERE user_id = NEW.user_id;
-                    END;
-                    CREATE TRIGGER revisions_bytes_delete AFTER DELETE ON revisions BEGIN
-                        UPDATE user_seq SET history_bytes = history_bytes - \(storedBytes("OLD")) WHERE user_id = OLD.user_id;
-                    END;
-                    CREATE TRIGGER revisions_bytes_update AFTER UPDATE OF fields, delta ON revisions BEGIN
-                        UPDATE user_seq SET history_bytes = history_bytes + \(storedBytes("NEW")) - \(storedBytes("OLD"))
-                        WHERE user_id = NEW.user_id;
-                    END;
+                    \(historyBytesTriggers)
                     """)
         }
     }
+
+    /// The triggers that keep `user_seq.history_bytes` (dropped and made again when `user_seq`
+    /// is rebuilt: SQLiteStore+Spaces).
+    static let historyBytesTriggers = """
+        CREATE TRIGGER revisions_bytes_insert AFTER INSERT ON revisions BEGIN
+            UPDATE user_seq SET history_bytes = history_bytes + \(storedBytes("NEW")) WHERE user_id = NEW.user_id;
+        END;
+        CREATE TRIGGER revisions_bytes_delete AFTER DELETE ON revisions BEGIN
+            UPDATE user_seq SET history_bytes = history_bytes - \(storedBytes("OLD")) WHERE user_id = OLD.user_id;
+        END;
+        CREATE TRIGGER revisions_bytes_update AFTER UPDATE OF fields, delta ON revisions BEGIN
+            UPDATE user_seq SET history_bytes = history_bytes + \(storedBytes("NEW")) - \(storedBytes("OLD"))
+            WHERE user_id = NEW.user_id;
+        END;
+        """
 
     /// The bytes a revision row holds, in SQL, for the row named `row`.
     static func storedBytes(_ row: String) -> String {

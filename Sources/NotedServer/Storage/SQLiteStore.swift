@@ -54,6 +54,7 @@ public struct SQLiteStore: NotedStore {
         Self.registerHistoryMigration(&migrator)
         Self.registerHistoryBytesMigration(&migrator)
         Self.registerBlobChargeMigration(&migrator)
+        Self.registerSpacesMigration(&migrator)
         if let last {
             try migrator.migrate(pool, upTo: last)
         } else {
@@ -187,6 +188,7 @@ public struct SQLiteStore: NotedStore {
                 arguments: [user.id, user.username, user.usernameKey, user.passwordHash, now.millis])
             try db.execute(
                 sql: "INSERT INTO user_seq (user_id, seq, purged_seq) VALUES (?, 0, 0)", arguments: [user.id])
+            try Self.insertPersonalSpace(db, userID: user.id, now: now)
             return true
         }
     }

@@ -204,3 +204,20 @@ func migrate(_ store: any NotedStore, upTo last: String) async throws {
     default: Issue.record("unknown store")
     }
 }
+
+/// A user as versions before spaces inserted one (a row and a `seq`, no personal space): for
+/// stores migrated only up to an earlier migration.
+func makeUserOfEarlierVersion(_ store: any NotedStore) async throws -> String {
+    let id = UUID().uuidString.lowercased()
+    let name = "user-\(id.prefix(8))"
+    try await executeRaw(
+        store,
+        [
+            (
+                "INSERT INTO users (id, username, username_key, password_hash, created_at) VALUES ($1, $2, $3, $4, $5)",
+                [id, name, name, "x", Date().millis]
+            ),
+            ("INSERT INTO user_seq (user_id, seq, purged_seq) VALUES ($1, 0, 0)", [id]),
+        ])
+    return id
+}
