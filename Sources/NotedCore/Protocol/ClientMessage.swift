@@ -17,13 +17,16 @@ public enum ClientMessage: Sendable, Hashable {
     case reauth(token: String)
     /// `snapshot`: this pull starts (`since` 0) or continues a snapshot (docs/protocol.md,
     /// section 8, "Pull"): its pages are bounded and a cursor below the purge point is no reset.
-    case pull(since: Int64, limit: Int, snapshot: Bool = false)
+    /// `space`: protocol 2, a shared space's id (nil: the personal space).
+    case pull(since: Int64, limit: Int, snapshot: Bool = false, space: String? = nil)
     /// The raw changes: each is validated on its own so that one bad change gets its own reject.
     case push(changes: [JSONValue])
 
     /// The default and largest `limit` of a pull.
     public static let defaultPullLimit = 500
     public static let maxPullLimit = 1000
+    /// The longest space id a message may name.
+    public static let maxSpaceIDBytes = 200
 
     /// The wire form, answered with `rid`: what a client sends.
     public func json(rid: RequestID?) -> JSONValue {
@@ -36,9 +39,10 @@ public enum ClientMessage: Sendable, Hashable {
             object["client"] = client.map(JSONValue.string)
         case .reauth(let token):
             object = ["type": "reauth", "token": .string(token)]
-        case .pull(let since, let limit, let snapshot):
+        case .pull(let since, let limit, let snapshot, let space):
             object = ["type": "pull", "since": .int(since), "limit": .int(Int64(limit))]
             if snapshot { object["snapshot"] = true }
+            object["space"] = space.map(JSONValue.string)
         case .push(let changes):
             object = ["type": "push", "changes": .array(changes)]
         }
@@ -115,7 +119,11 @@ public enum ClientMessage: Sendable, Hashable {
                 }
                 snapshot = value
             }
-            return .pull(since: since, limit: limit, snapshot: snapshot)
+            let space = try optionalString(object, "space")
+            if let space, space.isEmpty || space.utf8.count > maxSpaceIDBytes {
+                throw ProtocolError(.badRequest, "space must be a space's id")
+            }
+            return .pull(since: since, limit: limit, snapshot: snapshot, space: space)
         case "push":
             guard let changes = object["changes"]?.arrayValue else {
                 throw ProtocolError(.badRequest, "push needs a \"changes\" array")

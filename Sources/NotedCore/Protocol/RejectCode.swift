@@ -21,6 +21,9 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
     /// The change adds an attachment whose blob the server does not hold for the user: upload
     /// it (`PUT /v1/blobs/{sha256}`) and send the change again.
     public static let missingBlob = ErrorCode(rawValue: "missing_blob")
+    /// The change is to a shared space where the user is a viewer (protocol 2, "Spaces"):
+    /// it is never applied; the client keeps it as refused.
+    public static let readOnly = ErrorCode(rawValue: "read_only")
     // Session-level error codes.
     public static let unauthenticated = ErrorCode(rawValue: "unauthenticated")
     public static let tokenExpired = ErrorCode(rawValue: "token_expired")

@@ -95,6 +95,11 @@ public struct Welcome: Sendable, Hashable {
     public var expiresAt: Date?
     public var limits: Limits
     public var rid: RequestID?
+    /// The protocol the session speaks (1 or 2).
+    public var version: Int64 = 1
+    /// Protocol 2: the spaces the user is a member of (docs/protocol.md, "Spaces"), as
+    /// `GET /v1/spaces` lists them.
+    public var spaces: [JSONValue]?
 
     public init(user: String, seq: Int64, expiresAt: Date?, limits: Limits, rid: RequestID? = nil) {
         self.user = user
@@ -106,9 +111,11 @@ public struct Welcome: Sendable, Hashable {
 
     var wireObject: [String: JSONValue] {
         var object: [String: JSONValue] = [
-            "type": "welcome", "protocol": 1, "user": .string(user), "seq": .int(seq), "limits": limits.json,
+            "type": "welcome", "protocol": .int(version), "user": .string(user), "seq": .int(seq),
+            "limits": limits.json,
         ]
         object["expiresAt"] = expiresAt.map { .string(Timestamp.format($0)) }
+        object["spaces"] = spaces.map(JSONValue.array)
         return object
     }
 
@@ -117,6 +124,8 @@ public struct Welcome: Sendable, Hashable {
         seq = try reader.int("seq")
         expiresAt = try reader.optionalDate("expiresAt")
         limits = reader.object["limits"].map(Limits.init(json:)) ?? Limits()
+        version = reader.object["protocol"]?.intValue ?? 1
+        spaces = reader.object["spaces"]?.arrayValue
         self.rid = rid
     }
 }
@@ -130,6 +139,8 @@ public struct ChangesPage: Sendable, Hashable {
     /// The pages are a full snapshot (the pull's `since` was older than tombstone retention).
     public var reset: Bool
     public var rid: RequestID?
+    /// The shared space the page is of (protocol 2); nil for the personal space.
+    public var space: String?
 
     public init(records: [Record], cursor: Int64, more: Bool, reset: Bool, rid: RequestID? = nil) {
         self.records = records
@@ -140,10 +151,12 @@ public struct ChangesPage: Sendable, Hashable {
     }
 
     var wireObject: [String: JSONValue] {
-        [
+        var object: [String: JSONValue] = [
             "type": "changes", "records": .array(records.map(\.json)), "cursor": .int(cursor), "more": .bool(more),
             "reset": .bool(reset),
         ]
+        object["space"] = space.map(JSONValue.string)
+        return object
     }
 
     init(reader: inout MessageReader, rid: RequestID?) throws(ProtocolError) {
@@ -152,6 +165,7 @@ public struct ChangesPage: Sendable, Hashable {
         records = (reader.object["records"]?.arrayValue ?? []).compactMap { try? Record(json: $0) }
         more = reader.object["more"]?.boolValue ?? false
         reset = reader.object["reset"]?.boolValue ?? false
+        space = reader.object["space"]?.stringValue
         self.rid = rid
     }
 }

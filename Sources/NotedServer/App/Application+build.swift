@@ -47,8 +47,6 @@ public func buildApplication(
         dummyHash: dummyHash)
     accounts.familyLifetime = configuration.signInLifetime.timeInterval
     accounts.addresses = ClientAddresses(trustedProxies: configuration.trustedProxies)
-    let spaces = Spaces(store: store, clock: configuration.clock)
-    accounts.beforeDeletion = { try await spaces.release(userID: $0) }
     let metrics = ServerMetrics()
     let hub = sessions.hub
     // Revoked sign-in sessions: their access tokens are refused and their connections closed,
@@ -63,6 +61,12 @@ public func buildApplication(
         store: store, parser: ChangeParser(schemas: configuration.schemas, limits: configuration.limits), hub: hub,
         metrics: metrics)
     sync.clock = configuration.clock.now
+    var spaces = Spaces(store: store, clock: configuration.clock)
+    spaces.membershipChanged = { [sync] users in
+        await sync.membershipChanged(users: users)
+        for user in users { try? await store.announceMembership(userID: user) }
+    }
+    accounts.beforeDeletion = { [spaces] in try await spaces.release(userID: $0) }
     let clients = OAuthClients(
         [.cli, .web(origins: [issuer] + configuration.allowedOrigins)] + configuration.oauthClients)
     let authorization = AuthorizationServer(
@@ -279,12 +283,24 @@ struct RemoteFanout: Service {
             sync.hub.closeUser(user, reason: SessionHub.accountDisabled)
             return
         }
-        guard let previous = sync.hub.advanceSeenSeq(user: notice.userID, to: notice.seq), previous < notice.seq else {
+        if let user = notice.membershipUser {
+            if !notice.fromThisNode { await sync.membershipChanged(users: [user]) }
             return
         }
+        // A user's personal space, or a shared space followed here.
+        let previous: Int64
+        let space: Bool
+        if let mark = sync.hub.advanceSeenSeq(user: notice.userID, to: notice.seq) {
+            (previous, space) = (mark, false)
+        } else if let mark = sync.hub.advanceSeenSeq(space: notice.userID, to: notice.seq) {
+            (previous, space) = (mark, true)
+        } else {
+            return
+        }
+        guard previous < notice.seq else { return }
         // The usual case: the next commit, made here, so this node's sessions already have it.
         if notice.fromThisNode && previous == notice.seq - 1 { return }
-        await send(user: notice.userID, after: previous, upTo: notice.seq)
+        await send(user: notice.userID, after: previous, upTo: notice.seq, space: space)
     }
 
     /// After (re)connecting: everything committed since each user's mark.
@@ -318,11 +334,16 @@ struct RemoteFanout: Service {
                 metadata: ["user": .string(user), "from": "\(seen)", "to": "\(latest)"])
             await send(user: user, after: seen, upTo: latest)
         }
+        for (space, seen) in sync.hub.seenSpaceSeqs() {
+            guard let latest = try? await store.latestSeq(userID: space), latest > seen else { continue }
+            _ = sync.hub.advanceSeenSeq(space: space, to: latest)
+            await send(user: space, after: seen, upTo: latest, space: true)
+        }
     }
 
     /// Sends the user's records whose current `seq` lies in `(after, upTo]`; a record changed
     /// again since then is left to the notification of that later commit.
-    private func send(user: String, after: Int64, upTo: Int64) async {
+    private func send(user: String, after: Int64, upTo: Int64, space: Bool = false) async {
         var since = after
         while since < upTo {
             let page: ChangesPage
@@ -334,7 +355,12 @@ struct RemoteFanout: Service {
                 return
             }
             for record in page.records where record.seq <= upTo {
-                sync.hub.publish(user: user, message: Self.change(record), except: nil)
+                if space {
+                    sync.hub.publish(
+                        space: user, message: SyncService.change(Broadcast(record: record), space: user), except: nil)
+                } else {
+                    sync.hub.publish(user: user, message: Self.change(record), except: nil)
+                }
             }
             guard page.more, page.cursor > since else { return }
             since = page.cursor

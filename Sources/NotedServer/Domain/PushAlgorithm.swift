@@ -18,6 +18,9 @@ protocol PushReads {
     mutating func usage() throws -> StorageUsage
     /// The sizes of the user's stored (complete) blobs among `hashes`; absent ones are left out.
     mutating func blobSizes(_ hashes: Set<String>) throws -> [String: Int64]
+    /// The role of `user` in the space (the transaction's), held until it ends so that a
+    /// membership change waits for the push; nil for a non-member.
+    mutating func role(of user: String) throws -> SpaceRole?
 }
 
 /// One statement of a push transaction, in the algorithm's terms; each backend writes it in
@@ -144,6 +147,16 @@ struct PushAlgorithm: Sendable {
         return count
     }
 
+    /// Why a member in `role` may not write to a shared space: a non-member learns nothing
+    /// (`not_found`, as for a space that does not exist), a viewer reads only.
+    static func roleRefusal(_ role: SpaceRole?) -> ProtocolError? {
+        switch role {
+        case nil: ProtocolError(.notFound, "no such space")
+        case .viewer?: ProtocolError(.readOnly, "a viewer of this space cannot change its records")
+        default: nil
+        }
+    }
+
     /// Decides from reads made outside the write transaction (`lockedSeq` is not asked).
     func prepare(_ change: Change, context: PushContext, reads: inout some PushReads) throws -> Prepared {
         let applied = try reads.appliedResult()
@@ -171,6 +184,12 @@ struct PushAlgorithm: Sendable {
         mayDecide: ((Record?) -> Bool)? = nil
     ) throws -> (result: PushResult, writes: [PushWrite]) {
         let seq = try reads.lockedSeq()
+        if let author = context.sharedAuthor, let refusal = Self.roleRefusal(try reads.role(of: author)) {
+            let identity = ChangeIdentity(ccid: change.ccid, collection: change.collection, id: change.id)
+            return (
+                PushResult(reply: .reject(Reject(refusal, identity: identity)), broadcast: nil, committedSeq: nil), []
+            )
+        }
         let applied = try reads.appliedResult()
         let current = try reads.current()
         let decision: ChangeProcessor.Decision
@@ -330,4 +349,7 @@ struct PrefetchedPushReads: PushReads {
     func baseFields(rev: Int64) -> [String: JSONValue]? { base?.rev == rev ? base?.fields : nil }
     func usage() -> StorageUsage { stored }
     func blobSizes(_ hashes: Set<String>) -> [String: Int64] { blobs.filter { hashes.contains($0.key) } }
+    /// The author's role, read (and held `FOR SHARE`) with the batch.
+    var authorRole: SpaceRole?
+    func role(of user: String) -> SpaceRole? { authorRole }
 }

@@ -36,18 +36,27 @@ public struct RevisionInfo: Sendable, Hashable {
 
 /// Who pushes, from where, and when.
 public struct PushContext: Sendable {
+    /// The space the change is to: its records, `seq` and history are keyed by it (a personal
+    /// space's id is its user's).
     public var userID: String
     public var device: String?
     public var now: Date
     /// SHA-256 of the change's canonical JSON, to tell a resend from a reused `ccid`.
     public var bodyHash: String
+    /// The user making the change when the space is a shared one: their role in it is checked
+    /// in the push's transaction (nil: the space is the user's personal one).
+    public var author: String?
 
-    public init(userID: String, device: String?, now: Date, bodyHash: String) {
+    public init(userID: String, device: String?, now: Date, bodyHash: String, author: String? = nil) {
         self.userID = userID
         self.device = device
         self.now = now
         self.bodyHash = bodyHash
+        self.author = author
     }
+
+    /// The member whose role is to be checked, for a change to a shared space.
+    var sharedAuthor: String? { author.flatMap { $0 == userID ? nil : $0 } }
 }
 
 /// The answer to one change and, when it was committed, the `change` message for other connections.

@@ -22,8 +22,17 @@ extension Routes {
                 limit = value
             }
             let snapshot = query.get("snapshot") == "true"
-            let changes = try await sync.pull(
-                userID: user.userID, since: since, limit: limit, snapshot: snapshot, rid: nil)
+            let space = query.get("space")
+            if let space, space.isEmpty || space.utf8.count > ClientMessage.maxSpaceIDBytes {
+                throw APIError(.notFound, "not_found", "no such space")
+            }
+            let changes: ChangesPage
+            do {
+                changes = try await sync.pull(
+                    userID: user.userID, since: since, limit: limit, snapshot: snapshot, space: space, rid: nil)
+            } catch let error as ProtocolError {
+                throw APIError(error)
+            }
             var page = ServerMessage.changes(changes).json.objectValue ?? [:]
             page["type"] = nil
             return .json(.object(page))

@@ -80,6 +80,11 @@ public protocol SpaceStore: Sendable {
     func spaces(userID: String) async throws -> [SpaceSummary]
     /// The invitations waiting for the user's answer, oldest first.
     func invitations(userID: String) async throws -> [PendingInvitation]
+    /// Tells every other node that the user's membership changed (their sessions there are
+    /// told); a backend only one node can use has nothing to do.
+    func announceMembership(userID: String) async throws
+    /// The user's role in the space; nil for a non-member.
+    func role(spaceID: String, userID: String) async throws -> SpaceRole?
     /// The space and link a link's secret (by its hash) belongs to; nil for none.
     func spaceLink(secretHash: String) async throws -> (spaceID: String, linkID: String)?
 }
@@ -191,6 +196,8 @@ public struct CommitNotice: Sendable, Hashable {
     public var deletedUser: String?
     /// A user whose account the operator disabled (then `seq` is 0).
     public var disabledUser: String?
+    /// A user whose spaces or roles changed (then `seq` is 0).
+    public var membershipUser: String?
 
     public init(
         userID: String, seq: Int64, fromThisNode: Bool, revokedFamily: String? = nil, deletedUser: String? = nil,

@@ -307,6 +307,8 @@ struct BatchReads: Sendable {
     var records: [Int: Record] = [:]
     var bases: [Int: (rev: Int64, fields: [String: JSONValue])] = [:]
     var blobs: [String: [String: Int64]] = [:]
+    /// The roles of the authors of changes to shared spaces, by [space, user].
+    var roles: [[String]: SpaceRole] = [:]
     /// The stored size of each change's record (its fields' JSON), for the batch's byte bound.
     var sizes: [Int: Int] = [:]
     /// The users whose `seq` row a change of the batch wrote, in the order first written.
@@ -320,6 +322,7 @@ struct BatchReads: Sendable {
         reads.record = records[index]
         reads.base = bases[index]
         reads.blobs = blobs[user] ?? [:]
+        if let author = job.context.sharedAuthor { reads.authorRole = roles[[user, author]] }
         return reads
     }
 
@@ -348,6 +351,21 @@ struct BatchReads: Sendable {
         ).decode((String, Int64, Int64, Int64, Int64).self) {
             state.seqs[user] = seq
             state.usage[user] = StorageUsage(bytes: bytes, records: records, history: history)
+        }
+        let shared = jobs.compactMap { job in job.context.sharedAuthor.map { [job.context.userID, $0] } }
+        if !shared.isEmpty {
+            // Held until the commit: a membership change (which updates or deletes the row)
+            // waits for the push, and a push after it reads the new role.
+            for try await (space, user, role) in try await connection.query(
+                """
+                SELECT m.space_id, m.user_id, m.role FROM space_members m
+                JOIN unnest(\(shared.map { $0[0] })::text[], \(shared.map { $0[1] })::text[]) AS v(space_id, user_id)
+                  ON m.space_id = v.space_id AND m.user_id = v.user_id
+                FOR SHARE OF m
+                """, logger: logger
+            ).decode((String, String, String).self) {
+                state.roles[[space, user]] = SpaceRole(rawValue: role)
+            }
         }
         let jobUsers = jobs.map(\.context.userID)
         let ccids = jobs.map(\.change.ccid)

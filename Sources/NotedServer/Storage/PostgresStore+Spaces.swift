@@ -179,6 +179,18 @@ extension PostgresStore {
         return invitations
     }
 
+    public func announceMembership(userID: String) async throws {
+        try await client.run(
+            "SELECT pg_notify(\(Self.commitChannel), \(nodeID + " membership " + userID))", logger: logger)
+    }
+
+    public func role(spaceID: String, userID: String) async throws -> SpaceRole? {
+        let rows = try await client.query(
+            "SELECT role FROM space_members WHERE space_id = \(spaceID) AND user_id = \(userID)", logger: logger)
+        for try await role in rows.decode(String.self) { return SpaceRole(rawValue: role) }
+        return nil
+    }
+
     public func spaceLink(secretHash: String) async throws -> (spaceID: String, linkID: String)? {
         let rows = try await client.query(
             "SELECT space_id, id FROM space_links WHERE secret_hash = \(secretHash)", logger: logger)

@@ -579,6 +579,12 @@ public struct PostgresStore: NotedStore {
                                         deletedUser: String(parts[2])))
                                 continue
                             }
+                            if parts.count == 3, parts[1] == "membership" {
+                                var notice = CommitNotice(userID: "", seq: 0, fromThisNode: parts[0] == nodeID)
+                                notice.membershipUser = String(parts[2])
+                                await handler(notice)
+                                continue
+                            }
                             if parts.count == 3, parts[1] == "disabled" {
                                 await handler(
                                     CommitNotice(

@@ -180,6 +180,18 @@ extension SQLiteStore {
         }
     }
 
+    /// One node uses a SQLite database: its sessions were told directly.
+    public func announceMembership(userID: String) async throws {}
+
+    public func role(spaceID: String, userID: String) async throws -> SpaceRole? {
+        try await pool.read { db in
+            try String.fetchOne(
+                db, sql: "SELECT role FROM space_members WHERE space_id = ? AND user_id = ?",
+                arguments: [spaceID, userID]
+            ).flatMap(SpaceRole.init(rawValue:))
+        }
+    }
+
     public func spaceLink(secretHash: String) async throws -> (spaceID: String, linkID: String)? {
         try await pool.read { db in
             try Row.fetchOne(

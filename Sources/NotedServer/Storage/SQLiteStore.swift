@@ -508,6 +508,14 @@ public struct SQLiteStore: NotedStore {
             .map { StorageUsage(bytes: $0[0], records: $0[1], history: $0[2]) } ?? StorageUsage()
         }
 
+        func role(of user: String) throws -> SpaceRole? {
+            // The write transaction holds SQLite's only writer: no membership change is half-way.
+            try String.fetchOne(
+                db.cachedStatement(sql: "SELECT role FROM space_members WHERE space_id = ? AND user_id = ?"),
+                arguments: [userID, user]
+            ).flatMap(SpaceRole.init(rawValue:))
+        }
+
         func blobSizes(_ hashes: Set<String>) throws -> [String: Int64] {
             var sizes: [String: Int64] = [:]
             for hash in hashes {

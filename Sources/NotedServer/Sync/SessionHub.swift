@@ -33,12 +33,37 @@ final class SessionHub: Sendable {
     private struct Members {
         var users: [String: UserSessions] = [:]
         var userOf: [UUID: String] = [:]
+        /// The shared spaces followed by sessions here (protocol 2), each with its followers
+        /// and the highest `seq` of the space accounted for (as for a user's sessions).
+        var spaces: [String: UserSessions] = [:]
+        /// The shared spaces each protocol-2 session follows (none for protocol 1).
+        var spacesOf: [UUID: Set<String>] = [:]
 
         /// Removes one session of `user`, and the user once they have none left.
         mutating func remove(_ session: UUID, of user: String) {
             userOf[session] = nil
             users[user]?.sessions[session] = nil
             if users[user]?.sessions.isEmpty == true { users[user] = nil }
+            follow(session, [], continuation: nil)
+            spacesOf[session] = nil
+        }
+
+        /// Makes `session` follow exactly `spaces`; `seqs` are their latest `seq`s, the mark a
+        /// newly followed space starts from.
+        mutating func follow(
+            _ session: UUID, _ followed: Set<String>, continuation: Outbox?, seqs: [String: Int64] = [:]
+        ) {
+            let before = spacesOf[session] ?? []
+            for space in before.subtracting(followed) {
+                spaces[space]?.sessions[session] = nil
+                if spaces[space]?.sessions.isEmpty == true { spaces[space] = nil }
+            }
+            guard let continuation else { return }
+            for space in followed.subtracting(before) {
+                if spaces[space] == nil { spaces[space] = UserSessions(seenSeq: seqs[space] ?? 0) }
+                spaces[space]?.sessions[session] = Member(continuation: continuation)
+            }
+            spacesOf[session] = followed
         }
     }
     private let members = NIOLockedValueBox(Members())
@@ -82,6 +107,65 @@ final class SessionHub: Sendable {
         }
     }
 
+    /// A protocol-2 session follows the user's shared spaces (`seqs`: each one's latest `seq`).
+    func follow(session: UUID, spaces seqs: [String: Int64]) {
+        members.withLockedValue { members in
+            guard let user = members.userOf[session],
+                let continuation = members.users[user]?.sessions[session]?.continuation
+            else { return }
+            members.follow(session, Set(seqs.keys), continuation: continuation, seqs: seqs)
+        }
+    }
+
+    /// The user's membership changed: each of their protocol-2 sessions here follows `spaces`
+    /// (id → latest `seq`) from now on and is sent `message` (the `spaces` list).
+    func membershipChanged(user: String, spaces seqs: [String: Int64], message: JSONValue) {
+        let targets = members.withLockedValue { members in
+            var targets: [Outbox] = []
+            for (session, member) in members.users[user]?.sessions ?? [:] where members.spacesOf[session] != nil {
+                members.follow(session, Set(seqs.keys), continuation: member.continuation, seqs: seqs)
+                targets.append(member.continuation)
+            }
+            return targets
+        }
+        guard !targets.isEmpty else { return }
+        let text = message.jsonString
+        for continuation in targets { continuation.yield(.text(text)) }
+    }
+
+    /// The users with protocol-2 sessions here among `users`.
+    func followingUsers(among users: Set<String>) -> Set<String> {
+        members.withLockedValue { members in
+            users.filter { user in
+                (members.users[user]?.sessions.keys).map { $0.contains { members.spacesOf[$0] != nil } } ?? false
+            }
+        }
+    }
+
+    /// Sends a change of a shared space to its followers here (but `except`).
+    func publish(space: String, message: JSONValue, except: UUID?) {
+        let targets = members.withLockedValue { members in
+            (members.spaces[space]?.sessions ?? [:]).filter { $0.key != except }.map(\.value.continuation)
+        }
+        guard !targets.isEmpty else { return }
+        let text = message.jsonString
+        for continuation in targets { continuation.yield(.text(text)) }
+    }
+
+    /// As ``advanceSeenSeq(user:to:)``, for a shared space followed here.
+    func advanceSeenSeq(space: String, to seq: Int64) -> Int64? {
+        members.withLockedValue { members in
+            guard let previous = members.spaces[space]?.seenSeq else { return nil }
+            members.spaces[space]?.seenSeq = max(previous, seq)
+            return previous
+        }
+    }
+
+    /// Every shared space followed here and its mark.
+    func seenSpaceSeqs() -> [String: Int64] {
+        members.withLockedValue { $0.spaces.mapValues(\.seenSeq) }
+    }
+
     /// A session re-authenticated with a token of another sign-in session.
     func reauthenticated(user: String, session: UUID, signInSession: String?) {
         members.withLockedValue { $0.users[user]?.sessions[session]?.signInSession = signInSession }
@@ -116,8 +200,8 @@ final class SessionHub: Sendable {
     /// saying why, then close 4001.
     func closeUser(_ user: String, reason: String) {
         let targets = members.withLockedValue { members in
-            let sessions = members.users.removeValue(forKey: user)?.sessions ?? [:]
-            for id in sessions.keys { members.userOf[id] = nil }
+            let sessions = members.users[user]?.sessions ?? [:]
+            for id in sessions.keys { members.remove(id, of: user) }
             return sessions.values.map(\.continuation)
         }
         for continuation in targets {

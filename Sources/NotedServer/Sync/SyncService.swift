@@ -7,7 +7,7 @@ import NotedCore
 struct SyncService: Sendable {
     /// What the sync path reads and writes: records and changes, and the account a session
     /// signs in as.
-    let store: any RecordStore & AccountStore
+    let store: any RecordStore & AccountStore & SpaceStore
     let parser: ChangeParser
     let hub: SessionHub
     let metrics: ServerMetrics
@@ -21,28 +21,58 @@ struct SyncService: Sendable {
 
     var limits: Limits { parser.limits }
 
-    func pull(userID: String, since: Int64, limit: Int, snapshot: Bool = false, rid: RequestID?) async throws
-        -> ChangesPage
-    {
-        var page = try await pullTurns.run(userID) {
-            try await store.changes(userID: userID, since: since, limit: limit, snapshot: snapshot)
+    /// A page of the user's personal space, or with `space` of a shared space the user is a
+    /// member of (`not_found` otherwise, as for a space that does not exist).
+    func pull(
+        userID: String, since: Int64, limit: Int, snapshot: Bool = false, space: String? = nil, rid: RequestID?
+    ) async throws -> ChangesPage {
+        let shared = space.flatMap { $0 == userID ? nil : $0 }
+        if let shared, try await store.role(spaceID: shared, userID: userID) == nil {
+            throw ProtocolError(.notFound, "no such space")
+        }
+        let key = shared ?? userID
+        var page = try await pullTurns.run(key) {
+            try await store.changes(userID: key, since: since, limit: limit, snapshot: snapshot)
         }
         page.rid = rid
+        page.space = shared
         return page
     }
 
+    /// The space a raw change names (protocol 2's `"space"`), or nil for the personal space;
+    /// a `space` that is not a string is left to the parser's own refusal of the change.
+    static func space(of raw: JSONValue, userID: String) -> String? {
+        guard let space = raw["space"]?.stringValue, space != userID else { return nil }
+        return space
+    }
+
     /// Answers each change in order; commits are broadcast to the user's other sessions.
+    /// Protocol 2: a change may name a shared space (`"space"`); the changes of one push are
+    /// answered in order, each run of changes to one space pushed to that space, whose members'
+    /// sessions hear of them (the author's role is checked in the push's transaction).
     func push(changes: [JSONValue], userID: String, device: String?, session: UUID?, rid: RequestID?, logger: Logger)
         async throws -> [ServerMessage]
     {
-        try await turns.run(userID) {
-            try await pushInTurn(
-                changes: changes, userID: userID, device: device, session: session, rid: rid, logger: logger)
+        var replies: [ServerMessage] = []
+        var start = changes.startIndex
+        while start < changes.endIndex {
+            let space = Self.space(of: changes[start], userID: userID)
+            var end = start + 1
+            while end < changes.endIndex && Self.space(of: changes[end], userID: userID) == space { end += 1 }
+            let run = Array(changes[start..<end])
+            replies += try await turns.run(space ?? userID) {
+                try await pushInTurn(
+                    changes: run, userID: userID, space: space, device: device, session: session, rid: rid,
+                    logger: logger)
+            }
+            start = end
         }
+        return replies
     }
 
     private func pushInTurn(
-        changes: [JSONValue], userID: String, device: String?, session: UUID?, rid: RequestID?, logger: Logger
+        changes: [JSONValue], userID: String, space: String?, device: String?, session: UUID?, rid: RequestID?,
+        logger: Logger
     ) async throws -> [ServerMessage] {
         let started = ContinuousClock.now
         // Parsed first; the valid ones go to the store together, in order (one transaction on
@@ -54,9 +84,10 @@ struct SyncService: Sendable {
             do {
                 let change = try parser.parse(raw)
                 let hash = SHA256.hash(data: Data(change.json.jsonString.utf8)).lowercaseHex
-                parsed.append(
-                    (change: change, context: PushContext(userID: userID, device: device, now: clock(), bodyHash: hash))
-                )
+                let context = PushContext(
+                    userID: space ?? userID, device: device, now: clock(), bodyHash: hash,
+                    author: space == nil ? nil : userID)
+                parsed.append((change: change, context: context))
                 positions.append(replies.count)
                 replies.append(nil)
             } catch {
@@ -78,7 +109,11 @@ struct SyncService: Sendable {
             }
             replies[positions[index]] = result.reply
             if let broadcast = result.broadcast {
-                hub.publish(user: userID, message: ServerMessage.change(broadcast).json, except: session)
+                if let space {
+                    hub.publish(space: space, message: Self.change(broadcast, space: space), except: session)
+                } else {
+                    hub.publish(user: userID, message: ServerMessage.change(broadcast).json, except: session)
+                }
             }
             logger.debug(
                 "change answered",
@@ -93,6 +128,23 @@ struct SyncService: Sendable {
             metrics.pushToAck.record(elapsed)
             return reply.with(rid: rid)
         }
+    }
+
+    /// Tells the users' protocol-2 sessions on this node their spaces now (a `spaces`
+    /// message), and has them follow those spaces from now on.
+    func membershipChanged(users: Set<String>) async {
+        for user in hub.followingUsers(among: users) {
+            guard let spaces = try? await store.spaces(userID: user) else { continue }
+            hub.membershipChanged(
+                user: user, spaces: SyncSession.shared(spaces), message: SyncSession.spacesMessage(spaces))
+        }
+    }
+
+    /// A `change` message of a shared space: the protocol-1 form with `"space"`.
+    static func change(_ broadcast: Broadcast, space: String) -> JSONValue {
+        var object = ServerMessage.change(broadcast).json.objectValue ?? [:]
+        object["space"] = .string(space)
+        return .object(object)
     }
 
     /// Rejects every change of a push with the same error (rate limiting).

@@ -159,6 +159,8 @@ final class SyncSession: Sendable {
     struct State {
         var userID: String?
         var device: String?
+        /// The protocol the session speaks: 2 follows the user's shared spaces.
+        var version: Int64 = 1
         var errors: [Date] = []
         var pushes: [Date] = []
     }
@@ -231,9 +233,19 @@ final class SyncSession: Sendable {
         case .reauth(let token):
             return try await reauth(
                 token: token, userID: userID, rid: rid, state: &state, shared: shared, replies: replies)
-        case .pull(let since, let limit, let snapshot):
-            replies.send(
-                .changes(try await sync.pull(userID: userID, since: since, limit: limit, snapshot: snapshot, rid: rid)))
+        case .pull(let since, let limit, let snapshot, let space):
+            guard space == nil || state.version >= 2 else {
+                return replies.fail(
+                    ProtocolError(.badRequest, "space needs protocol 2"), rid: rid, &state)
+            }
+            do {
+                replies.send(
+                    .changes(
+                        try await sync.pull(
+                            userID: userID, since: since, limit: limit, snapshot: snapshot, space: space, rid: rid)))
+            } catch let error as ProtocolError {
+                return replies.fail(error, rid: rid, &state)
+            }
             return true
         case .push(let changes):
             do {
@@ -253,8 +265,8 @@ final class SyncSession: Sendable {
         guard case .hello(let version, let token, let device, _) = message else {
             return replies.fail(ProtocolError(.unauthenticated, "send hello first"), rid: rid, &state)
         }
-        guard version == 1 else {
-            return replies.close(.unsupportedProtocol, "this server speaks protocol 1", closeCode: 4002)
+        guard version == 1 || version == 2 else {
+            return replies.close(.unsupportedProtocol, "this server speaks protocols 1 and 2", closeCode: 4002)
         }
         guard let token = token ?? headerToken else {
             return replies.close(.unauthenticated, "no access token", closeCode: 4001)
@@ -279,6 +291,8 @@ final class SyncSession: Sendable {
         }
         state.userID = verified.userID
         state.device = device
+        state.version = version
+        let spaces = version >= 2 ? try await sync.store.spaces(userID: verified.userID) : []
         shared.withLockedValue {
             $0.deadline = verified.expiresAt
             $0.deadlineCode = .tokenExpired
@@ -287,10 +301,19 @@ final class SyncSession: Sendable {
         // `welcome` first: `change` messages only ever follow it. A change committed between
         // reading the seq (with the user, above) and joining is not broadcast to us, but the
         // client pulls after welcome and finds it there.
-        replies.send(welcome(verified, seq: seq, rid: rid))
+        replies.send(welcome(verified, seq: seq, version: version, spaces: spaces, rid: rid))
         sync.hub.join(
             user: verified.userID, session: id, continuation: replies.continuation, seenSeq: seq,
             signInSession: verified.sessionID)
+        if version >= 2 {
+            sync.hub.follow(session: id, spaces: Self.shared(spaces))
+            // A membership change between the read above and following is told now.
+            let now = try await sync.store.spaces(userID: verified.userID)
+            if now.map(\.space.id) != spaces.map(\.space.id) || now.map(\.role) != spaces.map(\.role) {
+                sync.hub.membershipChanged(
+                    user: verified.userID, spaces: Self.shared(now), message: Self.spacesMessage(now))
+            }
+        }
         logger.info("session authenticated", metadata: ["user": .string(verified.userID)])
         return true
     }
@@ -314,8 +337,22 @@ final class SyncSession: Sendable {
         shared.withLockedValue { $0.deadline = verified.expiresAt }
         armTimer(shared, replies.continuation)
         sync.hub.reauthenticated(user: userID, session: id, signInSession: verified.sessionID)
-        replies.send(welcome(verified, seq: try await sync.store.latestSeq(userID: userID), rid: rid))
+        let spaces = state.version >= 2 ? try await sync.store.spaces(userID: userID) : []
+        replies.send(
+            welcome(
+                verified, seq: try await sync.store.latestSeq(userID: userID), version: state.version, spaces: spaces,
+                rid: rid))
         return true
+    }
+
+    /// The shared spaces among `spaces`, with their latest `seq`.
+    static func shared(_ spaces: [SpaceSummary]) -> [String: Int64] {
+        Dictionary(spaces.filter { !$0.space.personal }.map { ($0.space.id, $0.seq) }, uniquingKeysWith: max)
+    }
+
+    /// `{"type":"spaces","spaces":[Space…]}`: the user's spaces, after their membership changed.
+    static func spacesMessage(_ spaces: [SpaceSummary]) -> JSONValue {
+        ["type": "spaces", "spaces": .array(spaces.map(\.json))]
     }
 
     /// Answers every change of a push, in order, unless the push is too large or too frequent.
@@ -347,10 +384,14 @@ final class SyncSession: Sendable {
     }
 
     /// The `welcome` message, reporting the user's latest `seq`.
-    private func welcome(_ token: VerifiedToken, seq: Int64, rid: RequestID?) -> ServerMessage {
-        .welcome(
-            Welcome(
-                user: token.userID, seq: seq, expiresAt: token.expiresAt, limits: environment.configuration.limits,
-                rid: rid))
+    private func welcome(
+        _ token: VerifiedToken, seq: Int64, version: Int64, spaces: [SpaceSummary], rid: RequestID?
+    ) -> ServerMessage {
+        var welcome = Welcome(
+            user: token.userID, seq: seq, expiresAt: token.expiresAt, limits: environment.configuration.limits, rid: rid
+        )
+        welcome.version = version
+        if version >= 2 { welcome.spaces = spaces.map(\.json) }
+        return .welcome(welcome)
     }
 }
