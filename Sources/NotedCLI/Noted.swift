@@ -12,7 +12,8 @@ public struct Noted: AsyncParsableCommand {
             New.self, List.self, Show.self, Edit.self, Tag.self, Pin.self, Unpin.self,
             Trash.self, Restore.self, Purge.self, Discard.self, Search.self, History.self,
             Attach.self, Attachments.self, Fetch.self,
-            Sync.self, Watch.self, Status.self, Export.self, Import.self, AccountCommand.self,
+            Sync.self, Watch.self, Status.self, Export.self, Import.self, AccountCommand.self, SpacesCommand.self,
+            SpaceCommand.self,
         ])
 
     public init() {}

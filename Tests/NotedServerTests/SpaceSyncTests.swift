@@ -97,6 +97,26 @@ import Testing
             let byOutsider = try await eveLink.push(
                 Self.inSpace(change(uuid(), baseRev: 0, ["body": ["set": "spam"]]), space))
             #expect(byOutsider["type"] == "reject" && byOutsider["code"] == "not_found")
+            // A space that does not exist, or a malformed one, is refused like any other
+            // change: the session stays open.
+            let nowhere = try await eveLink.push(
+                Self.inSpace(change(uuid(), baseRev: 0, ["body": ["set": "x"]]), uuid()))
+            #expect(nowhere["type"] == "reject" && nowhere["code"] == "not_found", "\(nowhere)")
+            var malformed = change(uuid(), baseRev: 0, ["body": ["set": "x"]]).objectValue ?? [:]
+            malformed["space"] = 5
+            #expect(try await eveLink.push(.object(malformed))["code"] == "bad_request")
+            let attached = try await bobLink.push(
+                Self.inSpace(
+                    change(
+                        uuid(), baseRev: 0,
+                        [
+                            "attachments": [
+                                "add": [
+                                    .string("\(String(repeating: "a", count: 64)) 3 image/png a.png")
+                                ]
+                            ]
+                        ]), space))
+            #expect(attached["type"] == "reject" && attached["code"] == "invalid_field", "\(attached)")
             let afterRefusals = try await server.request(
                 .get, "/v1/changes?since=0&space=\(space)", token: ann.accessToken)
             #expect(afterRefusals.json["records"]?.arrayValue?.count == 1 && afterRefusals.json["cursor"] == 1)
@@ -234,6 +254,8 @@ import Testing
             try await connection.send(["type": "pull", "since": 0, "space": .string(ann.id)])
             #expect(try await connection.receive(type: "error")["code"] == "bad_request")
             let note = uuid()
+            let sneaky = try await connection.push(Self.inSpace(change(uuid(), baseRev: 0, [:]), uuid()))
+            #expect(sneaky["type"] == "reject" && sneaky["code"] == "bad_request", "\(sneaky)")
             #expect(try await connection.push(change(note, baseRev: 0, ["body": ["set": "v1"]]))["status"] == "applied")
             #expect(try await connection.pull(since: 0)["records"]?.arrayValue?.count == 1)
             await connection.close()

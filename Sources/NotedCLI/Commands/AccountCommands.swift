@@ -42,7 +42,7 @@ struct AccountUsageCommand: AsyncParsableCommand {
 }
 
 /// The client of a home signed in to its server, or a clear error.
-private func signedInClient(_ options: GlobalOptions, for what: String) async throws -> NotedClient {
+func signedInClient(_ options: GlobalOptions, for what: String) async throws -> NotedClient {
     guard !options.offline else { throw CLIError("\(what) needs the server; drop --offline") }
     let client = try await options.openClient(requireSync: true)
     guard client.server != nil, client.tokens != nil else {
@@ -257,5 +257,5 @@ struct AccountTwoFactor: AsyncParsableCommand {
 
 extension Date {
     /// `2026-11-25T18:49:29.123Z` (RFC 3339, as the protocol writes times).
-    fileprivate var iso8601: String { Timestamp.format(self) }
+    var iso8601: String { Timestamp.format(self) }
 }

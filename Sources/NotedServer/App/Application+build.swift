@@ -334,6 +334,8 @@ struct RemoteFanout: Service {
                 metadata: ["user": .string(user), "from": "\(seen)", "to": "\(latest)"])
             await send(user: user, after: seen, upTo: latest)
         }
+        // Membership changed on other nodes while this one was not listening.
+        await sync.membershipChanged(users: sync.hub.followingUsers())
         for (space, seen) in sync.hub.seenSpaceSeqs() {
             guard let latest = try? await store.latestSeq(userID: space), latest > seen else { continue }
             _ = sync.hub.advanceSeenSeq(space: space, to: latest)

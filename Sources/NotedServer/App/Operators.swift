@@ -78,7 +78,13 @@ public struct Operators: Sendable {
     public func delete(_ name: String) async throws -> String {
         try await withStore { store in
             let user = try await account(name, in: store)
-            try await Spaces(store: store, clock: configuration.clock).release(userID: user.id)
+            var spaces = Spaces(store: store, clock: configuration.clock)
+            // The running server's sessions hear of it (PostgreSQL; SQLite's one node finds
+            // out when they reconnect).
+            spaces.membershipChanged = { users in
+                for user in users { try? await store.announceMembership(userID: user) }
+            }
+            try await spaces.release(userID: user.id)
             let families = try await store.deleteUser(id: user.id)
             try await store.announceAccountDeletion(userID: user.id)
             for family in families { try await store.announceRevocation(familyID: family) }

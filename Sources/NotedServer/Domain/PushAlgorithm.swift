@@ -183,13 +183,15 @@ struct PushAlgorithm: Sendable {
         _ change: Change, context: PushContext, reads: inout some PushReads, prepared: Prepared? = nil,
         mayDecide: ((Record?) -> Bool)? = nil
     ) throws -> (result: PushResult, writes: [PushWrite]) {
-        let seq = try reads.lockedSeq()
+        // A shared space's membership first: a space that does not exist (no `seq` row) is a
+        // non-member's `not_found`, not a deleted account.
         if let author = context.sharedAuthor, let refusal = Self.roleRefusal(try reads.role(of: author)) {
             let identity = ChangeIdentity(ccid: change.ccid, collection: change.collection, id: change.id)
             return (
                 PushResult(reply: .reject(Reject(refusal, identity: identity)), broadcast: nil, committedSeq: nil), []
             )
         }
+        let seq = try reads.lockedSeq()
         let applied = try reads.appliedResult()
         let current = try reads.current()
         let decision: ChangeProcessor.Decision

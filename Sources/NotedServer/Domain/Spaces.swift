@@ -90,8 +90,10 @@ public struct Spaces: Sendable {
 
     /// Deletes a shared space, its owner asking; returns its members (told, as removed).
     public func delete(_ spaceID: String, by userID: String) async throws {
-        try await update(spaceID) { state throws(SpaceError) in try SpaceRules.checkDelete(state, by: userID) }
-        let members = try await store.deleteSpace(id: spaceID)
+        guard
+            let members = try await store.deleteSpace(
+                id: spaceID, check: { state in try SpaceRules.checkDelete(state, by: userID) })
+        else { throw SpaceError.notFound }
         await membershipChanged(Set(members))
     }
 

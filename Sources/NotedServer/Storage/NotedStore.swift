@@ -73,9 +73,10 @@ public protocol SpaceStore: Sendable {
     func updateSpace<T: Sendable>(
         id: String, _ change: @escaping @Sendable (inout SpaceState) throws -> T
     ) async throws -> (value: T, changed: Set<String>)?
-    /// Deletes a space with its records, history, blobs, members, invitations and links;
-    /// returns who its members were.
-    func deleteSpace(id: String) async throws -> [String]
+    /// Deletes a space with its records, history, blobs, members, invitations and links, once
+    /// `check` accepted the space as it stands (it throws to refuse), in one transaction that
+    /// holds the space; returns who its members were, nil when there is no such space.
+    func deleteSpace(id: String, check: @escaping @Sendable (SpaceState) throws -> Void) async throws -> [String]?
     /// The spaces the user is a member of, the personal one first, then by name.
     func spaces(userID: String) async throws -> [SpaceSummary]
     /// The invitations waiting for the user's answer, oldest first.

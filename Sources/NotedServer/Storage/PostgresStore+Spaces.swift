@@ -102,34 +102,42 @@ extension PostgresStore {
         return try outcome.map { try $0.get() }.map { (value: $0.0, changed: $0.1) }
     }
 
-    public func deleteSpace(id: String) async throws -> [String] {
-        try await client.withTransaction(logger: logger) { connection in
-            var members: [String] = []
-            for try await member in try await connection.query(
-                "SELECT user_id FROM space_members WHERE space_id = \(id)", logger: logger
-            ).decode(String.self) {
-                members.append(member)
+    public func deleteSpace(id: String, check: @escaping @Sendable (SpaceState) throws -> Void) async throws
+        -> [String]?
+    {
+        // A refusal commits nothing and is answered as itself (as in updateSpace).
+        let outcome = try await client.withTransaction(logger: logger) { connection -> Result<[String], any Error>? in
+            // The space's row first, as updateSpace holds it: a join or a hand-over waits, or
+            // finds the space gone.
+            guard let state = try await Self.spaceState(connection, id: id, lock: true, logger: self.logger) else {
+                return nil
+            }
+            do {
+                try check(state)
+            } catch {
+                return .failure(error)
             }
             // The space's `seq` row as a push holds it, then its records' rows as the history
             // service does (PostgresStore+Accounts, deleteUser).
-            try await connection.run("SELECT seq FROM user_seq WHERE user_id = \(id) FOR UPDATE", logger: logger)
-            try await connection.run("SELECT 1 FROM records WHERE user_id = \(id) FOR UPDATE", logger: logger)
+            try await connection.run("SELECT seq FROM user_seq WHERE user_id = \(id) FOR UPDATE", logger: self.logger)
+            try await connection.run("SELECT 1 FROM records WHERE user_id = \(id) FOR UPDATE", logger: self.logger)
             for table in [
                 "revisions", "history_due", "records", "applied_changes", "blob_chunks", "blobs", "blob_uploads",
                 "user_seq",
             ] {
                 try await connection.query(
                     PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE user_id = $1", binds: Self.binds(id)),
-                    logger: logger)
+                    logger: self.logger)
             }
             for table in ["space_members", "space_invitations", "space_links"] {
                 try await connection.query(
                     PostgresQuery(unsafeSQL: "DELETE FROM \(table) WHERE space_id = $1", binds: Self.binds(id)),
-                    logger: logger)
+                    logger: self.logger)
             }
-            try await connection.query("DELETE FROM spaces WHERE id = \(id)", logger: logger)
-            return members
+            try await connection.query("DELETE FROM spaces WHERE id = \(id)", logger: self.logger)
+            return .success(Array(state.members.keys))
         }
+        return try outcome?.get()
     }
 
     static func binds(_ value: String) -> PostgresBindings {

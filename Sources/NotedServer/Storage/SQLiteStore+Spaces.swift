@@ -115,10 +115,12 @@ extension SQLiteStore {
         }
     }
 
-    public func deleteSpace(id: String) async throws -> [String] {
-        let members = try await pool.write { db -> [String] in
-            let members = try String.fetchAll(
-                db, sql: "SELECT user_id FROM space_members WHERE space_id = ?", arguments: [id])
+    public func deleteSpace(id: String, check: @escaping @Sendable (SpaceState) throws -> Void) async throws
+        -> [String]?
+    {
+        let members = try await pool.write { db -> [String]? in
+            guard let state = try Self.spaceState(db, id: id) else { return nil }
+            try check(state)
             try Self.deleteSpaceData(db, id)
             for statement in [
                 "DELETE FROM space_members WHERE space_id = ?",
@@ -128,9 +130,9 @@ extension SQLiteStore {
             ] {
                 try db.execute(sql: statement, arguments: [id])
             }
-            return members
+            return Array(state.members.keys)
         }
-        await blobLocks.withLock(id) { blobFiles.removeUser(id) }
+        if members != nil { await blobLocks.withLock(id) { blobFiles.removeUser(id) } }
         return members
     }
 

@@ -133,6 +133,11 @@ final class SessionHub: Sendable {
         for continuation in targets { continuation.yield(.text(text)) }
     }
 
+    /// Every user with protocol-2 sessions here.
+    func followingUsers() -> Set<String> {
+        members.withLockedValue { members in Set(members.spacesOf.keys.compactMap { members.userOf[$0] }) }
+    }
+
     /// The users with protocol-2 sessions here among `users`.
     func followingUsers(among users: Set<String>) -> Set<String> {
         members.withLockedValue { members in

@@ -13,6 +13,9 @@ struct SyncService: Sendable {
     let metrics: ServerMetrics
     /// One push at a time per user.
     var turns = UserTurns()
+    /// One membership update at a time per user and node, so that an older list never
+    /// replaces a newer one.
+    var membershipTurns = UserTurns()
     /// One pull at a time per user and node: a user's many connections cannot hold every
     /// database connection with pages at once (on PostgreSQL, the pool has 20).
     var pullTurns = UserTurns()
@@ -39,11 +42,20 @@ struct SyncService: Sendable {
         return page
     }
 
-    /// The space a raw change names (protocol 2's `"space"`), or nil for the personal space;
-    /// a `space` that is not a string is left to the parser's own refusal of the change.
-    static func space(of raw: JSONValue, userID: String) -> String? {
-        guard let space = raw["space"]?.stringValue, space != userID else { return nil }
-        return space
+    /// The space a raw change names (protocol 2's `"space"`).
+    enum ChangeSpace: Equatable {
+        case personal
+        case shared(String)
+        /// Not a space's id: the change is refused `bad_request`.
+        case invalid
+    }
+
+    static func space(of raw: JSONValue, userID: String) -> ChangeSpace {
+        guard let value = raw["space"], value != .null else { return .personal }
+        guard let space = value.stringValue, !space.isEmpty, space.utf8.count <= ClientMessage.maxSpaceIDBytes else {
+            return .invalid
+        }
+        return space == userID ? .personal : .shared(space)
     }
 
     /// Answers each change in order; commits are broadcast to the user's other sessions.
@@ -60,12 +72,29 @@ struct SyncService: Sendable {
             var end = start + 1
             while end < changes.endIndex && Self.space(of: changes[end], userID: userID) == space { end += 1 }
             let run = Array(changes[start..<end])
-            replies += try await turns.run(space ?? userID) {
+            start = end
+            let shared: String?
+            switch space {
+            case .personal:
+                shared = nil
+            case .invalid:
+                replies += rejectAll(
+                    changes: run, error: ProtocolError(.badRequest, "space must be a space's id"), rid: rid)
+                continue
+            case .shared(let id):
+                // Not even a turn or a lock for a space the user is not in (the role is read
+                // again in the push's transaction, where it counts).
+                guard try await store.role(spaceID: id, userID: userID) != nil else {
+                    replies += rejectAll(changes: run, error: ProtocolError(.notFound, "no such space"), rid: rid)
+                    continue
+                }
+                shared = id
+            }
+            replies += try await turns.run(shared ?? userID) {
                 try await pushInTurn(
-                    changes: run, userID: userID, space: space, device: device, session: session, rid: rid,
+                    changes: run, userID: userID, space: shared, device: device, session: session, rid: rid,
                     logger: logger)
             }
-            start = end
         }
         return replies
     }
@@ -81,8 +110,15 @@ struct SyncService: Sendable {
         var replies: [ServerMessage?] = []
         var positions: [Int] = []
         for raw in changes {
-            do {
+            do throws(ProtocolError) {
                 let change = try parser.parse(raw)
+                if space != nil,
+                    !PushAlgorithm.namedAttachments(change, schema: parser.schemas[change.collection]).isEmpty
+                {
+                    throw ProtocolError(
+                        .invalidField,
+                        "attachments in shared spaces are not supported yet (docs/protocol.md, \"Spaces\")")
+                }
                 let hash = SHA256.hash(data: Data(change.json.jsonString.utf8)).lowercaseHex
                 let context = PushContext(
                     userID: space ?? userID, device: device, now: clock(), bodyHash: hash,
@@ -134,9 +170,11 @@ struct SyncService: Sendable {
     /// message), and has them follow those spaces from now on.
     func membershipChanged(users: Set<String>) async {
         for user in hub.followingUsers(among: users) {
-            guard let spaces = try? await store.spaces(userID: user) else { continue }
-            hub.membershipChanged(
-                user: user, spaces: SyncSession.shared(spaces), message: SyncSession.spacesMessage(spaces))
+            try? await membershipTurns.run(user) {
+                let spaces = try await store.spaces(userID: user)
+                hub.membershipChanged(
+                    user: user, spaces: SyncSession.shared(spaces), message: SyncSession.spacesMessage(spaces))
+            }
         }
     }
 

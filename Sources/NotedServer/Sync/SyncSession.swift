@@ -307,11 +307,14 @@ final class SyncSession: Sendable {
             signInSession: verified.sessionID)
         if version >= 2 {
             sync.hub.follow(session: id, spaces: Self.shared(spaces))
-            // A membership change between the read above and following is told now.
-            let now = try await sync.store.spaces(userID: verified.userID)
-            if now.map(\.space.id) != spaces.map(\.space.id) || now.map(\.role) != spaces.map(\.role) {
-                sync.hub.membershipChanged(
-                    user: verified.userID, spaces: Self.shared(now), message: Self.spacesMessage(now))
+            // A membership change between the read above and following is told now (in the
+            // user's membership turn, so that it cannot undo a newer one).
+            try await sync.membershipTurns.run(verified.userID) {
+                let now = try await sync.store.spaces(userID: verified.userID)
+                if now.map(\.space.id) != spaces.map(\.space.id) || now.map(\.role) != spaces.map(\.role) {
+                    sync.hub.membershipChanged(
+                        user: verified.userID, spaces: Self.shared(now), message: Self.spacesMessage(now))
+                }
             }
         }
         logger.info("session authenticated", metadata: ["user": .string(verified.userID)])
@@ -370,6 +373,14 @@ final class SyncSession: Sendable {
         if state.pushes.count > environment.configuration.maxPushesPerSecond {
             for reply in sync.rejectAll(
                 changes: changes, error: ProtocolError(.rateLimited, "too many pushes; slow down"), rid: rid)
+            {
+                replies.send(reply)
+            }
+            return replies.countError(&state)
+        }
+        if state.version < 2, changes.contains(where: { $0["space"] != nil }) {
+            for reply in sync.rejectAll(
+                changes: changes, error: ProtocolError(.badRequest, "space needs protocol 2"), rid: rid)
             {
                 replies.send(reply)
             }
