@@ -3,7 +3,7 @@
 // with the days' headings, and the sizes written as people read them. No DOM here: app.js draws
 // the panel, Tests/web/history.test.mjs tests this.
 //
-// A revision summary: {"rev","seq","updatedAt","device","ccid","conflict","size"}, `updatedAt`
+// A revision summary: {"rev","seq","updatedAt","device","ccid","conflict","size","author"}, `updatedAt`
 // an RFC 3339 UTC time, `size` (bytes of the revision's fields as JSON, UTF-8) absent from
 // servers before issue 23.
 
@@ -82,12 +82,14 @@ export function formatSize(bytes, locale = undefined) {
 }
 
 /**
- * What a revision's entry says after its time: its size if the server sent one, and "conflict"
- * for a conflict revision (["812 B", "conflict"]).
+ * What a revision's entry says after its time: who made it if the server says (revisions saved
+ * since spaces: "by ann"), its size if the server sent one, and "conflict" for a conflict
+ * revision (["by ann", "812 B", "conflict"]). Shown as text, never as markup.
  */
 export function revisionDetails(rev, locale = undefined) {
   const size = formatSize(rev.size, locale);
-  return [...(size ? [size] : []), ...(rev.conflict ? ["conflict"] : [])];
+  const author = typeof rev.author === "string" && rev.author ? [`by ${rev.author}`] : [];
+  return [...author, ...(size ? [size] : []), ...(rev.conflict ? ["conflict"] : [])];
 }
 
 /**

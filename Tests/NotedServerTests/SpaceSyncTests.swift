@@ -147,6 +147,24 @@ import Testing
                 json: ["changes": [Self.inSpace(change(note, baseRev: 3, ["title": ["set": "No"]]), space)]],
                 token: cat.accessToken)
             #expect(httpView.json["results"]?[0]?["code"] == "read_only", "\(httpView.json)")
+            // Members read the record and its history over HTTP, with who made each revision;
+            // a non-member is told there is no such space.
+            let path = "/v1/records/notes/\(note)"
+            #expect(
+                try await server.request(.get, "\(path)?space=\(space)", token: cat.accessToken).json["fields"]?[
+                    "title"]
+                    == "Shopping")
+            let history = try await server.request(.get, "\(path)/revisions?space=\(space)", token: cat.accessToken)
+            #expect(history.json["revisions"]?.arrayValue?.map { $0["author"] } == ["bob", "ann", "bob"])
+            #expect(
+                try await server.request(.get, "\(path)/revisions/1?space=\(space)", token: cat.accessToken).json[
+                    "fields"]?["body"] == "milk")
+            for (who, target) in [
+                (eve, "\(path)?space=\(space)"), (eve, "\(path)/revisions?space=\(space)"), (ann, path),
+            ] {
+                let refused = try await server.request(.get, target, token: who.accessToken)
+                #expect(refused.status == .notFound, "\(target)")
+            }
             for link in [annLink, bobLink, catLink, eveLink, annV1] { await link.close() }
         }
     }

@@ -22,9 +22,21 @@ import Testing
             try await migrate(old, upTo: "blob-charge")
             let user = try await makeUserOfEarlierVersion(old)
             let id = uuid()
-            #expect(
-                try await contract.push(old, user: user, change(id, baseRev: 0, ["body": ["set": "kept"]]))["status"]
-                    == "applied")
+            // A note as that version's push wrote it.
+            let fields = FieldsCoding.encode(["body": "kept"])
+            try await executeRaw(
+                old,
+                [
+                    ("UPDATE user_seq SET seq = 1, stored_records = 1 WHERE user_id = $1", [user]),
+                    (
+                        "INSERT INTO records (user_id, collection, id, rev, seq, deleted, fields, created_at, updated_at) VALUES ($1, 'notes', $2, 1, 1, $3, $4, 0, 0)",
+                        [user, id, false, fields]
+                    ),
+                    (
+                        "INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size) VALUES ($1, 'notes', $2, 1, $3, 1, $4, NULL, NULL, 0, $5)",
+                        [user, id, false, fields, Int64(fields.utf8.count)]
+                    ),
+                ])
             await old.shutdown()
 
             let store = try openStore(location)
@@ -38,6 +50,10 @@ import Testing
             #expect(
                 try await contract.push(store, user: user, change(id, baseRev: 1, ["body": ["set": "on"]]))["status"]
                     == "applied")
+            // Revisions from before name no author; new ones name the user.
+            let revisions = try #require(try await store.revisions(userID: user, collection: "notes", id: id))
+            #expect(revisions.map(\.author) == [nil, user])
+            #expect(revisions.map(\.authorName) == [nil, "user-\(user.prefix(8))"])
             let shared = Space(id: uuid(), name: "Family", ownerID: user, personal: false, createdAt: Date())
             try await store.createSpace(shared)
             #expect(try await store.spaces(userID: user).map(\.space.name) == [SpaceDefaults.personalName, "Family"])

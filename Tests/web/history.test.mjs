@@ -113,6 +113,8 @@ test("a missing size (servers before issue 23) shows no size", () => {
   assert.equal(revisionText(rev), revisionTime(rev));
   assert.match(revisionTime(rev), /\d{1,2}:\d{2}/);
   assert.equal(revisionText({ ...rev, size: 812 }, "en"), `${revisionTime(rev)} · 812 B`);
+  assert.equal(revisionText({ ...rev, size: 812, author: "ann" }, "en"), `${revisionTime(rev)} · by ann · 812 B`);
+  for (const author of [null, "", 5]) assert.deepEqual(revisionDetails({ ...rev, author }), [], String(author));
 });
 
 test("a revision whose time cannot be read is still listed, last, by its number", () => {

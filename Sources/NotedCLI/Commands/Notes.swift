@@ -340,6 +340,7 @@ struct History: AsyncParsableCommand {
                             "rev": .int($0.rev), "updatedAt": .string($0.updatedAt),
                             "device": $0.device.map(JSONValue.string) ?? .null,
                             "conflict": .bool($0.conflict), "size": $0.size.map(JSONValue.int) ?? .null,
+                            "author": $0.author.map(JSONValue.string) ?? .null,
                         ]
                     }))
             return
@@ -383,6 +384,7 @@ struct HistoryListing {
             var line = "  \(timeFormat.string(from: at))  rev \(revision.rev)"
             if let size = revision.size { line += "  \(Self.size(size))" }
             if revision.conflict { line += "  conflict" }
+            if let author = revision.author { line += "  by \(author)" }
             if let device = revision.device { line += "  device \(device.prefix(8))" }
             out += line + "\n"
         }

@@ -16,6 +16,8 @@ public struct RevisionSummary: Sendable, Hashable {
     public var conflict: Bool
     /// Bytes of the revision's fields as JSON, where the server says (docs/protocol.md).
     public var size: Int64? = nil
+    /// The username of whoever made it, where the server says (revisions saved since spaces).
+    public var author: String? = nil
 }
 
 /// One signed-in device of the account, as `GET /v1/account/devices` lists it.
@@ -127,7 +129,8 @@ public struct NotedAPI: Sendable {
             guard let rev = value["rev"]?.intValue else { return nil }
             return RevisionSummary(
                 rev: rev, updatedAt: value["updatedAt"]?.stringValue ?? "", device: value["device"]?.stringValue,
-                conflict: value["conflict"]?.boolValue ?? false, size: value["size"]?.intValue)
+                conflict: value["conflict"]?.boolValue ?? false, size: value["size"]?.intValue,
+                author: value["author"]?.stringValue)
         }
     }
 

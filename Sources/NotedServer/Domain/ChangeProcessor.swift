@@ -127,12 +127,12 @@ struct ChangeProcessor: Sendable {
             revisions.append(
                 RevisionInfo(
                     rev: newRev, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid,
-                    conflict: false, fields: result.fields))
+                    conflict: false, fields: result.fields, author: context.author ?? context.userID))
             if let conflictFields = result.conflictFields {
                 revisions.append(
                     RevisionInfo(
                         rev: newRev, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid,
-                        conflict: true, fields: conflictFields))
+                        conflict: true, fields: conflictFields, author: context.author ?? context.userID))
             }
         }
         let reply = Ack(
@@ -173,7 +173,7 @@ struct ChangeProcessor: Sendable {
                 revisions: [
                     RevisionInfo(
                         rev: 1, seq: 0, updatedAt: context.now, device: context.device, ccid: change.ccid,
-                        conflict: false, fields: result.fields)
+                        conflict: false, fields: result.fields, author: context.author ?? context.userID)
                 ],
                 purgeHistory: false, reply: reply, broadcast: broadcast
             ))

@@ -15,6 +15,10 @@ public struct RevisionInfo: Sendable, Hashable {
     public var fields: [String: JSONValue]
     /// Bytes of the revision's fields as compact JSON (nil where not known).
     public var size: Int64? = nil
+    /// The user whose change made it (nil for revisions saved before authors were kept).
+    public var author: String? = nil
+    /// The author's username, where read (nil: unknown, or the account is gone).
+    public var authorName: String? = nil
 
     public var summaryJSON: JSONValue {
         var object: [String: JSONValue] = [
@@ -24,6 +28,7 @@ public struct RevisionInfo: Sendable, Hashable {
         object["device"] = device.map(JSONValue.string) ?? .null
         object["ccid"] = ccid.map(JSONValue.string) ?? .null
         if let size { object["size"] = .int(size) }
+        object["author"] = authorName.map(JSONValue.string) ?? .null
         return .object(object)
     }
 

@@ -77,24 +77,24 @@ extension Routes {
             return .json(["collections": .array(schemas.map(\.json))])
         }
         router.get("/v1/records/:collection/:id") { request, context -> Response in
-            let user = try context.requireIdentity()
+            let space = try await readableSpace(request, context)
             let (collection, id) = try recordPath(context)
-            guard let record = try await store.record(userID: user.userID, collection: collection, id: id) else {
+            guard let record = try await store.record(userID: space, collection: collection, id: id) else {
                 throw APIError(.notFound, "not_found", "no such record")
             }
             if record.deleted { throw APIError(.gone, "gone", "the record was purged") }
             return .json(record.json)
         }
         router.get("/v1/records/:collection/:id/revisions") { request, context -> Response in
-            let user = try context.requireIdentity()
+            let space = try await readableSpace(request, context)
             let (collection, id) = try recordPath(context)
-            guard let revisions = try await store.revisions(userID: user.userID, collection: collection, id: id) else {
+            guard let revisions = try await store.revisions(userID: space, collection: collection, id: id) else {
                 throw APIError(.notFound, "not_found", "no such record")
             }
             return .json(["revisions": .array(revisions.map(\.summaryJSON))])
         }
         router.get("/v1/records/:collection/:id/revisions/:rev") { request, context -> Response in
-            let user = try context.requireIdentity()
+            let space = try await readableSpace(request, context)
             let (collection, id) = try recordPath(context)
             guard let rev = context.parameters.get("rev").flatMap(Int64.init), rev >= 1 else {
                 throw APIError(.badRequest, "bad_request", "rev must be a positive integer")
@@ -102,7 +102,7 @@ extension Routes {
             let conflict = request.uri.queryParameters.get("conflict") == "true"
             guard
                 let revision = try await store.revision(
-                    userID: user.userID, collection: collection, id: id, rev: rev, conflict: conflict)
+                    userID: space, collection: collection, id: id, rev: rev, conflict: conflict)
             else {
                 throw APIError(.notFound, "not_found", "no such revision")
             }

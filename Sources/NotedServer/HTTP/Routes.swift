@@ -169,6 +169,22 @@ struct Routes: Sendable {
             origins: request.headers[values: .origin], authority: request.head.authority)
     }
 
+    /// The space a signed-in read is of: `?space=ID` when the user is a member of it (protocol
+    /// 2, docs/protocol.md "Spaces"), else the user's personal space. A space the user is not in
+    /// answers 404 `not_found`, as one that does not exist.
+    func readableSpace(_ request: Request, _ context: NotedRequestContext) async throws -> String {
+        let user = try context.requireIdentity().userID
+        guard let space = request.uri.queryParameters.get("space").map { String($0) }, space != user else {
+            return user
+        }
+        guard space.utf8.count <= ClientMessage.maxSpaceIDBytes,
+            try await store.role(spaceID: space, userID: user) != nil
+        else {
+            throw APIError(.notFound, "not_found", "no such space")
+        }
+        return space
+    }
+
     func recordPath(_ context: NotedRequestContext) throws -> (String, String) {
         let collection = try context.parameters.require("collection")
         let id = try context.parameters.require("id")

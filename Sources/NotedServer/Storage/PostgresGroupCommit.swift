@@ -588,16 +588,19 @@ struct BatchWrites {
         let fields = all.map { FieldsCoding.encode($0.fields) }
         // PostgresNIO binds no arrays with NULL elements: a flag says which device and ccid are absent.
         return """
-            INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size)
+            INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size, author)
             SELECT user_id, collection, record_id, rev, conflict, seq, fields,
-                   CASE WHEN has_device THEN device END, CASE WHEN has_ccid THEN ccid END, updated_at, size
+                   CASE WHEN has_device THEN device END, CASE WHEN has_ccid THEN ccid END, updated_at, size,
+                   CASE WHEN has_author THEN author END
             FROM unnest(\(sql.bind(revisions.map(\.user)))::text[], \(sql.bind(revisions.map(\.collection)))::text[],
                         \(sql.bind(revisions.map(\.id)))::text[], \(sql.bind(all.map(\.rev)))::bigint[], \(sql.bind(all.map(\.conflict)))::bool[],
                         \(sql.bind(all.map(\.seq)))::bigint[], \(sql.bind(fields))::text[],
                         \(sql.bind(all.map { $0.device ?? "" }))::text[], \(sql.bind(all.map { $0.device != nil }))::bool[],
                         \(sql.bind(all.map { $0.ccid ?? "" }))::text[], \(sql.bind(all.map { $0.ccid != nil }))::bool[],
-                        \(sql.bind(all.map(\.updatedAt.millis)))::bigint[], \(sql.bind(fields.map { Int64($0.utf8.count) }))::bigint[])
-                 AS v(user_id, collection, record_id, rev, conflict, seq, fields, device, has_device, ccid, has_ccid, updated_at, size)
+                        \(sql.bind(all.map(\.updatedAt.millis)))::bigint[], \(sql.bind(fields.map { Int64($0.utf8.count) }))::bigint[],
+                        \(sql.bind(all.map { $0.author ?? "" }))::text[], \(sql.bind(all.map { $0.author != nil }))::bool[])
+                 AS v(user_id, collection, record_id, rev, conflict, seq, fields, device, has_device, ccid, has_ccid, updated_at, size,
+                      author, has_author)
             """
     }
 

@@ -251,7 +251,7 @@ public struct PostgresStore: NotedStore {
                 Self.migrations + [
                     Self.oauthMigration, Self.collectionsMigration, Self.quotaMigration, Self.accountAdminMigration,
                     Self.blobsMigration, Self.historyMigration, Self.historyBytesMigration, Self.blobChargeMigration,
-                    Self.spacesMigration,
+                    Self.spacesMigration, ("revision-author", ["ALTER TABLE revisions ADD COLUMN author TEXT"]),
                 ]
             if let last, let index = all.firstIndex(where: { $0.0 == last }) { all = Array(all[...index]) }
             for (name, statements) in all where !done.contains(name) {
@@ -479,16 +479,18 @@ public struct PostgresStore: NotedStore {
                     != nil
             else { return nil }
             var result: [RevisionInfo] = []
-            for try await (rev, conflict, seq, device, ccid, updated, size) in try await connection.query(
+            for try await (rev, conflict, seq, device, ccid, updated, size, author, name) in try await connection.query(
                 """
-                SELECT rev, conflict, seq, device, ccid, updated_at, size FROM revisions
-                WHERE user_id = \(userID) AND collection = \(collection) AND record_id = \(id) ORDER BY rev, conflict
+                SELECT r.rev, r.conflict, r.seq, r.device, r.ccid, r.updated_at, r.size, r.author, u.username
+                FROM revisions r LEFT JOIN users u ON u.id = r.author
+                WHERE r.user_id = \(userID) AND r.collection = \(collection) AND r.record_id = \(id)
+                ORDER BY r.rev, r.conflict
                 """, logger: logger
-            ).decode((Int64, Bool, Int64, String?, String?, Int64, Int64?).self) {
+            ).decode((Int64, Bool, Int64, String?, String?, Int64, Int64?, String?, String?).self) {
                 result.append(
                     RevisionInfo(
                         rev: rev, seq: seq, updatedAt: Date(millis: updated), device: device, ccid: ccid,
-                        conflict: conflict, fields: [:], size: size))
+                        conflict: conflict, fields: [:], size: size, author: author, authorName: name))
             }
             return result
         }

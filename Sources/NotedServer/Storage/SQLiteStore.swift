@@ -55,6 +55,9 @@ public struct SQLiteStore: NotedStore {
         Self.registerHistoryBytesMigration(&migrator)
         Self.registerBlobChargeMigration(&migrator)
         Self.registerSpacesMigration(&migrator)
+        migrator.registerMigration("revision-author") { db in
+            try db.execute(sql: "ALTER TABLE revisions ADD COLUMN author TEXT")
+        }
         if let last {
             try migrator.migrate(pool, upTo: last)
         } else {
@@ -355,13 +358,15 @@ public struct SQLiteStore: NotedStore {
             return try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT rev, conflict, seq, device, ccid, updated_at, size FROM revisions
-                    WHERE user_id = ? AND collection = ? AND record_id = ? ORDER BY rev, conflict
+                    SELECT r.rev, r.conflict, r.seq, r.device, r.ccid, r.updated_at, r.size, r.author, u.username
+                    FROM revisions r LEFT JOIN users u ON u.id = r.author
+                    WHERE r.user_id = ? AND r.collection = ? AND r.record_id = ? ORDER BY r.rev, r.conflict
                     """, arguments: [userID, collection, id]
             ).map { row in
                 RevisionInfo(
                     rev: row["rev"], seq: row["seq"], updatedAt: Date(millis: row["updated_at"]), device: row["device"],
-                    ccid: row["ccid"], conflict: row["conflict"], fields: [:], size: row["size"])
+                    ccid: row["ccid"], conflict: row["conflict"], fields: [:], size: row["size"], author: row["author"],
+                    authorName: row["username"])
             }
         }
     }
@@ -564,12 +569,12 @@ public struct SQLiteStore: NotedStore {
             let fields = FieldsCoding.encode(revision.fields)
             try db.cachedStatement(
                 sql: """
-                    INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO revisions (user_id, collection, record_id, rev, conflict, seq, fields, device, ccid, updated_at, size, author)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
                 userID, collection, id, revision.rev, revision.conflict, revision.seq,
-                fields, revision.device, revision.ccid, revision.updatedAt.millis, fields.utf8.count,
+                fields, revision.device, revision.ccid, revision.updatedAt.millis, fields.utf8.count, revision.author,
             ])
         case .historyDue(let collection, let id, let at):
             try db.cachedStatement(
