@@ -227,6 +227,40 @@ import Testing
         }
     }
 
+    /// A shared space counts toward its owner's quota, whoever writes in it; not toward the
+    /// editor's, and the owner's spaces are counted together.
+    @Test(arguments: backends) func aSharedSpaceCountsTowardItsOwnersQuota(backend: Backend) async throws {
+        try await TestServer.with(backend, configure: { $0.quota = StorageQuota(records: 3) }) { server in
+            let ann = try await server.makeUser("ann")
+            let bob = try await server.makeUser("bob")
+            let space = try await Self.share(server, owner: ann, [(bob, "editor")])
+            let (annLink, _) = try await Self.connect2(server, ann)
+            let (bobLink, _) = try await Self.connect2(server, bob)
+            let own = try await annLink.push([
+                change(uuid(), baseRev: 0, ["body": ["set": "1"]]), change(uuid(), baseRev: 0, ["body": ["set": "2"]]),
+            ])
+            #expect(own.map { $0["status"] } == ["applied", "applied"])
+            let byBob = try await bobLink.push([
+                Self.inSpace(change(uuid(), baseRev: 0, ["body": ["set": "3"]]), space),
+                Self.inSpace(change(uuid(), baseRev: 0, ["body": ["set": "4"]]), space),
+            ])
+            #expect(byBob.map { $0["status"] } == ["applied", nil], "\(byBob)")
+            #expect(byBob.last?["code"] == "quota_exceeded")
+            #expect(
+                try await annLink.push(change(uuid(), baseRev: 0, ["body": ["set": "5"]]))["code"] == "quota_exceeded")
+            // Bob's own account is untouched by it.
+            let bobs = try await bobLink.push([
+                change(uuid(), baseRev: 0, ["body": ["set": "a"]]), change(uuid(), baseRev: 0, ["body": ["set": "b"]]),
+                change(uuid(), baseRev: 0, ["body": ["set": "c"]]),
+            ])
+            #expect(bobs.map { $0["status"] } == ["applied", "applied", "applied"])
+            let usage = try await server.request(.get, "/v1/account", token: ann.accessToken).json["usage"]
+            #expect(usage?["records"] == 3)
+            await annLink.close()
+            await bobLink.close()
+        }
+    }
+
     /// Two nodes on one PostgreSQL database: a membership change made through one node
     /// reaches the member's session on the other within a second, and so do the space's changes.
     @Test func aMembershipChangeOnOneNodeReachesASessionOnAnother() async throws {

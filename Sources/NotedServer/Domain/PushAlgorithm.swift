@@ -16,6 +16,10 @@ protocol PushReads {
     mutating func baseFields(rev: Int64) throws -> [String: JSONValue]?
     /// What the user stores (``StorageQuota``), from the row locked by ``lockedSeq()``.
     mutating func usage() throws -> StorageUsage
+    /// What the space's owner stores in their other spaces: a user's quota counts every space
+    /// they own (docs/security.md, "Storage per account"). Not locked: pushes to two spaces of
+    /// one owner at once may each count the other's usage before it, overshooting by one push.
+    mutating func ownerElsewhere() throws -> StorageUsage
     /// The sizes of the user's stored (complete) blobs among `hashes`; absent ones are left out.
     mutating func blobSizes(_ hashes: Set<String>) throws -> [String: Int64]
     /// The role of `user` in the space (the transaction's), held until it ends so that a
@@ -226,7 +230,8 @@ struct PushAlgorithm: Sendable {
             let after = StorageUsage(
                 bytes: usage.bytes - before.bytes + now.bytes, records: usage.records - before.records + now.records,
                 history: usage.history)
-            if let refusal = processor.quota.refusal(from: usage, to: after) {
+            let elsewhere = processor.quota == .unlimited ? StorageUsage() : try reads.ownerElsewhere()
+            if let refusal = processor.quota.refusal(from: usage + elsewhere, to: after + elsewhere) {
                 let identity = ChangeIdentity(ccid: change.ccid, collection: change.collection, id: change.id)
                 return (
                     PushResult(reply: .reject(Reject(refusal, identity: identity)), broadcast: nil, committedSeq: nil),
@@ -350,6 +355,9 @@ struct PrefetchedPushReads: PushReads {
     func current() -> Record? { record }
     func baseFields(rev: Int64) -> [String: JSONValue]? { base?.rev == rev ? base?.fields : nil }
     func usage() -> StorageUsage { stored }
+    /// What the space's owner stores elsewhere, read with the batch.
+    var elsewhere = StorageUsage()
+    func ownerElsewhere() -> StorageUsage { elsewhere }
     func blobSizes(_ hashes: Set<String>) -> [String: Int64] { blobs.filter { hashes.contains($0.key) } }
     /// The author's role, read (and held `FOR SHARE`) with the batch.
     var authorRole: SpaceRole?

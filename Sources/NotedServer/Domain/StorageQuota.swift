@@ -62,6 +62,11 @@ public struct StorageUsage: Sendable, Hashable {
         self.history = history
     }
 
+    static func + (lhs: StorageUsage, rhs: StorageUsage) -> StorageUsage {
+        StorageUsage(
+            bytes: lhs.bytes + rhs.bytes, records: lhs.records + rhs.records, history: lhs.history + rhs.history)
+    }
+
     /// What a live record counts for; a tombstone counts for nothing.
     static func of(_ record: Record?) -> StorageUsage {
         guard let record, !record.deleted else { return StorageUsage() }

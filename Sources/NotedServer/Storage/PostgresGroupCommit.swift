@@ -307,6 +307,8 @@ struct BatchReads: Sendable {
     var records: [Int: Record] = [:]
     var bases: [Int: (rev: Int64, fields: [String: JSONValue])] = [:]
     var blobs: [String: [String: Int64]] = [:]
+    /// What each space's owner stores in their other spaces, by space.
+    var elsewhere: [String: StorageUsage] = [:]
     /// The roles of the authors of changes to shared spaces, by [space, user].
     var roles: [[String]: SpaceRole] = [:]
     /// The stored size of each change's record (its fields' JSON), for the batch's byte bound.
@@ -323,6 +325,7 @@ struct BatchReads: Sendable {
         reads.base = bases[index]
         reads.blobs = blobs[user] ?? [:]
         if let author = job.context.sharedAuthor { reads.authorRole = roles[[user, author]] }
+        reads.elsewhere = elsewhere[user] ?? StorageUsage()
         return reads
     }
 
@@ -351,6 +354,18 @@ struct BatchReads: Sendable {
         ).decode((String, Int64, Int64, Int64, Int64).self) {
             state.seqs[user] = seq
             state.usage[user] = StorageUsage(bytes: bytes, records: records, history: history)
+        }
+        for try await (space, bytes, records, history) in try await connection.query(
+            """
+            SELECT v.id, SUM(q.stored_bytes)::bigint, SUM(q.stored_records)::bigint, SUM(q.history_bytes)::bigint
+            FROM unnest(\(users)::text[]) AS v(id)
+            JOIN spaces me ON me.id = v.id
+            JOIN spaces s ON s.owner_id = me.owner_id AND s.id <> v.id
+            JOIN user_seq q ON q.user_id = s.id
+            GROUP BY v.id
+            """, logger: logger
+        ).decode((String, Int64, Int64, Int64).self) {
+            state.elsewhere[space] = StorageUsage(bytes: bytes, records: records, history: history)
         }
         let shared = jobs.compactMap { job in job.context.sharedAuthor.map { [job.context.userID, $0] } }
         if !shared.isEmpty {

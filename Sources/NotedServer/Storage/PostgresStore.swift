@@ -433,8 +433,14 @@ public struct PostgresStore: NotedStore {
     }
 
     public func usage(userID: String) async throws -> StorageUsage {
+        // Every space the user owns: the personal one (its id is the user's) and shared ones.
         let rows = try await client.query(
-            "SELECT stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = \(userID)", logger: logger
+            """
+            SELECT COALESCE(SUM(q.stored_bytes), 0)::bigint, COALESCE(SUM(q.stored_records), 0)::bigint,
+                   COALESCE(SUM(q.history_bytes), 0)::bigint
+            FROM user_seq q
+            WHERE q.user_id = \(userID) OR q.user_id IN (SELECT id FROM spaces WHERE owner_id = \(userID))
+            """, logger: logger
         )
         for try await (bytes, records, history) in rows.decode((Int64, Int64, Int64).self) {
             return StorageUsage(bytes: bytes, records: records, history: history)

@@ -318,14 +318,28 @@ public struct SQLiteStore: NotedStore {
 
     public func usage(userID: String) async throws -> StorageUsage {
         try await pool.read { db in
-            try Row.fetchOne(
-                db.cachedStatement(
-                    sql: "SELECT stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = ?"),
-                arguments: [userID]
-            )
-            .map { StorageUsage(bytes: $0[0], records: $0[1], history: $0[2]) } ?? StorageUsage()
+            let own =
+                try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: "SELECT stored_bytes, stored_records, history_bytes FROM user_seq WHERE user_id = ?"),
+                    arguments: [userID]
+                )
+                .map { StorageUsage(bytes: $0[0], records: $0[1], history: $0[2]) } ?? StorageUsage()
+            let elsewhere =
+                try Row.fetchOne(db.cachedStatement(sql: Self.ownerElsewhereSQL), arguments: [userID]).map {
+                    StorageUsage(bytes: $0[0], records: $0[1], history: $0[2])
+                } ?? StorageUsage()
+            return own + elsewhere
         }
     }
+
+    /// What the owner of space `?1` stores in their other spaces (for a personal space, `?1` is
+    /// the user: their shared spaces).
+    static let ownerElsewhereSQL = """
+        SELECT COALESCE(SUM(q.stored_bytes), 0), COALESCE(SUM(q.stored_records), 0), COALESCE(SUM(q.history_bytes), 0)
+        FROM spaces s JOIN user_seq q ON q.user_id = s.id
+        WHERE s.owner_id = (SELECT owner_id FROM spaces WHERE id = ?1) AND s.id <> ?1
+        """
 
     public func changes(userID: String, since: Int64, limit: Int, snapshot: Bool) async throws -> ChangesPage {
         try await pool.read { db in
@@ -511,6 +525,12 @@ public struct SQLiteStore: NotedStore {
                 arguments: [userID]
             )
             .map { StorageUsage(bytes: $0[0], records: $0[1], history: $0[2]) } ?? StorageUsage()
+        }
+
+        func ownerElsewhere() throws -> StorageUsage {
+            try Row.fetchOne(
+                db.cachedStatement(sql: SQLiteStore.ownerElsewhereSQL), arguments: [userID]
+            ).map { StorageUsage(bytes: $0[0], records: $0[1], history: $0[2]) } ?? StorageUsage()
         }
 
         func role(of user: String) throws -> SpaceRole? {
