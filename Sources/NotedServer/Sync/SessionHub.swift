@@ -133,6 +133,22 @@ final class SessionHub: Sendable {
         for continuation in targets { continuation.yield(.text(text)) }
     }
 
+    /// How many times each user's membership was announced here (``bumpMembership(_:)``): a
+    /// session that read the user's spaces compares it before and after it follows them, and
+    /// reads again only when it moved.
+    private let membershipGenerations = NIOLockedValueBox([String: UInt64]())
+
+    func membershipGeneration(_ user: String) -> UInt64 {
+        membershipGenerations.withLockedValue { $0[user] ?? 0 }
+    }
+
+    /// The users' membership changed (before their sessions are told).
+    func bumpMembership(_ users: Set<String>) {
+        membershipGenerations.withLockedValue { generations in
+            for user in users { generations[user, default: 0] &+= 1 }
+        }
+    }
+
     /// Every user with protocol-2 sessions here.
     func followingUsers() -> Set<String> {
         members.withLockedValue { members in Set(members.spacesOf.keys.compactMap { members.userOf[$0] }) }

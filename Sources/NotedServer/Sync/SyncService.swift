@@ -169,6 +169,7 @@ struct SyncService: Sendable {
     /// Tells the users' protocol-2 sessions on this node their spaces now (a `spaces`
     /// message), and has them follow those spaces from now on.
     func membershipChanged(users: Set<String>) async {
+        hub.bumpMembership(users)
         for user in hub.followingUsers(among: users) {
             try? await membershipTurns.run(user) {
                 let spaces = try await store.spaces(userID: user)

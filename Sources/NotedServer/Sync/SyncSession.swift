@@ -292,6 +292,7 @@ final class SyncSession: Sendable {
         state.userID = verified.userID
         state.device = device
         state.version = version
+        let generation = sync.hub.membershipGeneration(verified.userID)
         let spaces = version >= 2 ? try await sync.store.spaces(userID: verified.userID) : []
         shared.withLockedValue {
             $0.deadline = verified.expiresAt
@@ -308,12 +309,15 @@ final class SyncSession: Sendable {
         if version >= 2 {
             sync.hub.follow(session: id, spaces: Self.shared(spaces))
             // A membership change between the read above and following is told now (in the
-            // user's membership turn, so that it cannot undo a newer one).
-            try await sync.membershipTurns.run(verified.userID) {
-                let now = try await sync.store.spaces(userID: verified.userID)
-                if now.map(\.space.id) != spaces.map(\.space.id) || now.map(\.role) != spaces.map(\.role) {
-                    sync.hub.membershipChanged(
-                        user: verified.userID, spaces: Self.shared(now), message: Self.spacesMessage(now))
+            // user's membership turn, so that it cannot undo a newer one); read again only if
+            // one was announced meanwhile.
+            if sync.hub.membershipGeneration(verified.userID) != generation {
+                try await sync.membershipTurns.run(verified.userID) {
+                    let now = try await sync.store.spaces(userID: verified.userID)
+                    if now.map(\.space.id) != spaces.map(\.space.id) || now.map(\.role) != spaces.map(\.role) {
+                        sync.hub.membershipChanged(
+                            user: verified.userID, spaces: Self.shared(now), message: Self.spacesMessage(now))
+                    }
                 }
             }
         }
