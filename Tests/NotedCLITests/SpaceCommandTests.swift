@@ -40,6 +40,13 @@ import Testing
                 try await ann.noted("space", "invite", "groceries", "bob")
                     == "invited bob to Groceries as editor")
             #expect(try await failure(ann, "space", "invite", "Groceries", "nobody-here").contains("no user"))
+            #expect(
+                try await ann.noted("space", "invite", "Groceries", "cat")
+                    == "invited cat to Groceries as editor")
+            #expect(
+                try JSONValue.parse(try await ann.noted("--json", "space", "remove", "Groceries", "cat"))["message"]
+                    == "withdrew the invitation of cat to Groceries")
+            #expect(try await failure(ann, "space", "remove", "Groceries", "cat").contains("neither a member"))
             #expect(try await bob.noted("spaces").contains("invited to Groceries as editor by ann"))
             #expect(try await failure(bob, "space", "members", "Groceries").contains("no space is called"))
             #expect(try await bob.noted("space", "accept", "Groceries") == "joined Groceries as editor")

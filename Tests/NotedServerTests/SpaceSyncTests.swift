@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import NotedCore
@@ -258,6 +259,34 @@ import Testing
             #expect(usage?["records"] == 3)
             await annLink.close()
             await bobLink.close()
+        }
+    }
+
+    /// Files the owner uploads count what their shared spaces hold too.
+    @Test(arguments: backends) func uploadsCountTheOwnersSharedSpaces(backend: Backend) async throws {
+        try await TestServer.with(backend, configure: { $0.quota = StorageQuota(bytes: 10_000) }) { server in
+            let ann = try await server.makeUser("ann")
+            let bob = try await server.makeUser("bob")
+            let space = try await Self.share(server, owner: ann, [(bob, "editor")])
+            func upload(_ text: String) async throws -> TestServer.HTTPResult {
+                let sha = SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+                return try await server.request(
+                    .put, "/v1/blobs/\(sha)", body: text, token: ann.accessToken,
+                    headers: [.contentType: "text/plain", .contentLength: String(text.utf8.count)])
+            }
+            #expect(try await upload("first file").status == .created)
+            let pushed = try await server.request(
+                .post, "/v1/push",
+                json: [
+                    "changes": [
+                        Self.inSpace(
+                            change(uuid(), baseRev: 0, ["body": ["set": .string(String(repeating: "b", count: 5000))]]),
+                            space)
+                    ]
+                ], token: bob.accessToken)
+            #expect(pushed.json["results"]?[0]?["status"] == "applied", "\(pushed.json)")
+            let refused = try await upload("second file")
+            #expect(refused.status == .contentTooLarge && refused.json["error"] == "quota_exceeded", "\(refused.json)")
         }
     }
 

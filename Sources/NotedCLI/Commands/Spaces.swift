@@ -77,8 +77,9 @@ private func onMember(
     return found
 }
 
-private func done(_ options: GlobalOptions, _ text: String, _ json: JSONValue = [:]) {
-    if options.json { printJSON(json) } else { print(text) }
+/// Says what was done: the line, or with `--json` the object given (else `{"message": line}`).
+private func done(_ options: GlobalOptions, _ text: String, _ json: JSONValue? = nil) {
+    if options.json { printJSON(json ?? ["message": .string(text)]) } else { print(text) }
 }
 
 struct SpaceCreate: AsyncParsableCommand {
@@ -217,16 +218,25 @@ struct SpaceRole_: AsyncParsableCommand {
 
 struct SpaceRemove: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "remove", abstract: "Remove a member (admins); their devices drop the space.")
+        commandName: "remove",
+        abstract: "Remove a member, or withdraw an invitation (admins); a removed member's devices drop the space.")
     @OptionGroup var options: GlobalOptions
     @Argument var space: String
     @Argument var user: String
 
     func run() async throws {
-        let found = try await onMember(options, space, user, for: "removing a member") {
-            try await $0.removeMember($2, from: $1)
+        let (client, found) = try await resolve(options, space, for: "removing a member")
+        let details = try await cli { try await client.spaceDetails(found.id) }
+        let name = user.lowercased()
+        if let member = details.members.first(where: { $0.username.lowercased() == name }) {
+            try await cli { try await client.removeMember(member.id, from: found.id) }
+            done(options, "removed \(user) from \(found.name)")
+        } else if let invited = details.invitations?.first(where: { $0.username.lowercased() == name }) {
+            try await cli { try await client.cancelInvitation(of: invited.id, to: found.id) }
+            done(options, "withdrew the invitation of \(user) to \(found.name)")
+        } else {
+            throw CLIError("\(user) is neither a member of \(found.name) nor invited to it")
         }
-        done(options, "removed \(user) from \(found.name)")
     }
 }
 
@@ -287,7 +297,9 @@ struct SpaceLink: AsyncParsableCommand {
 
     func validate() throws {
         guard role == .viewer || role == .editor else { throw ValidationError("a link's role is viewer or editor") }
-        if let expires, !(expires > 0 && expires <= 365) { throw ValidationError("--expires is 1 to 365 days") }
+        if let expires, !(expires > 0 && expires <= 365) {
+            throw ValidationError("--expires is more than 0 and at most 365 days")
+        }
         if let maxUses, !(1...10000).contains(maxUses) { throw ValidationError("--max-uses is 1 to 10000") }
     }
 

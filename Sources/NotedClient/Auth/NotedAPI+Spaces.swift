@@ -228,7 +228,12 @@ extension NotedAPI {
 
     /// `/v1/spaces/{id}/…`, each part a path segment that cannot leave it.
     static func spacePath(_ parts: String...) throws -> String {
-        for part in parts where part.isEmpty || part.contains(where: { "/?#%".contains($0) || $0.isWhitespace }) {
+        for part in parts
+        where part.isEmpty || part == "." || part == ".."
+            || part.unicodeScalars.contains(where: {
+                !$0.isASCII || $0.value < 0x21 || $0.value == 0x7f || "/?#%\\".unicodeScalars.contains($0)
+            })
+        {
             throw NotedClientError(.notFound, "no such space, member or link: \(part)")
         }
         return "/v1/spaces/" + parts.joined(separator: "/")

@@ -334,7 +334,9 @@ struct RemoteFanout: Service {
                 metadata: ["user": .string(user), "from": "\(seen)", "to": "\(latest)"])
             await send(user: user, after: seen, upTo: latest)
         }
-        // Membership changed on other nodes while this one was not listening.
+        // Membership changed on other nodes while this one was not listening (a session whose
+        // hello is between reading its spaces and following them reads them again).
+        sync.hub.bumpEveryMembership()
         await sync.membershipChanged(users: sync.hub.followingUsers())
         for (space, seen) in sync.hub.seenSpaceSeqs() {
             guard let latest = try? await store.latestSeq(userID: space), latest > seen else { continue }

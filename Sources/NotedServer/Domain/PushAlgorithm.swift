@@ -17,8 +17,9 @@ protocol PushReads {
     /// What the user stores (``StorageQuota``), from the row locked by ``lockedSeq()``.
     mutating func usage() throws -> StorageUsage
     /// What the space's owner stores in their other spaces: a user's quota counts every space
-    /// they own (docs/security.md, "Storage per account"). Not locked: pushes to two spaces of
-    /// one owner at once may each count the other's usage before it, overshooting by one push.
+    /// they own (docs/security.md, "Storage per account"). Not locked: pushes to several spaces
+    /// of one owner at once (on PostgreSQL, in one batch) each count the others' usage as it
+    /// was before them, and may overshoot by what they add together.
     mutating func ownerElsewhere() throws -> StorageUsage
     /// The sizes of the user's stored (complete) blobs among `hashes`; absent ones are left out.
     mutating func blobSizes(_ hashes: Set<String>) throws -> [String: Int64]

@@ -10,6 +10,21 @@ import PostgresNIO
 /// upload begun on one node resumes on another. Each piece commits on its own: what an upload
 /// wrote survives a crash of the node or the connection.
 extension PostgresStore: BlobStore {
+    /// What the user stores in the shared spaces they own, as the quota counts it.
+    static func ownedElsewhere(_ userID: String, _ connection: PostgresConnection, logger: Logger) async throws
+        -> Int64
+    {
+        for try await bytes in try await connection.query(
+            """
+            SELECT COALESCE(SUM(q.stored_bytes + q.history_bytes), 0)::bigint FROM user_seq q
+            WHERE q.user_id IN (SELECT id FROM spaces WHERE owner_id = \(userID) AND id <> \(userID))
+            """, logger: logger
+        ).decode(Int64.self) {
+            return bytes
+        }
+        return 0
+    }
+
     static let blobsMigration: (String, [PostgresQuery]) = (
         "blobs",
         [
@@ -111,6 +126,8 @@ extension PostgresStore: BlobStore {
                 return BlobUploadState(offset: received, length: length, type: kept)
             }
             if let quota {
+                // Every space the user owns counts (docs/security.md, "Storage per account").
+                let stored = stored + (try await Self.ownedElsewhere(userID, connection, logger: logger))
                 var pending: Int64 = 0
                 for try await sum in try await connection.query(
                     "SELECT COALESCE(SUM(\(unescaped: BlobCharge.sql("length"))), 0)::BIGINT FROM blob_uploads WHERE user_id = \(userID)",
@@ -217,10 +234,11 @@ extension PostgresStore: BlobStore {
             }
             // Checked again now that it is whole (security-3 L1).
             if let quota = processor.quota.bytes {
-                for try await stored in try await connection.query(
+                let elsewhere = try await Self.ownedElsewhere(userID, connection, logger: logger)
+                for try await own in try await connection.query(
                     "SELECT stored_bytes + history_bytes FROM user_seq WHERE user_id = \(userID)", logger: logger
-                ).decode(Int64.self) where stored + BlobCharge.of(size) > quota {
-                    throw BlobError.quotaExceeded(quota: quota, stored: stored)
+                ).decode(Int64.self) where own + elsewhere + BlobCharge.of(size) > quota {
+                    throw BlobError.quotaExceeded(quota: quota, stored: own + elsewhere)
                 }
             }
             try await connection.query(

@@ -5,6 +5,13 @@ import NotedCore
 
 /// Blobs on the embedded backend: rows in the database, bytes as files (``BlobFiles``).
 extension SQLiteStore: BlobStore {
+    /// What a user stores in every space they own (the personal one, whose id is theirs, and
+    /// their shared ones), as the quota counts it.
+    static let ownedBytesSQL = """
+        SELECT COALESCE(SUM(stored_bytes + history_bytes), 0) FROM user_seq
+        WHERE user_id = ?1 OR user_id IN (SELECT id FROM spaces WHERE owner_id = ?1)
+        """
+
     static func registerBlobsMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("blobs") { db in
             try db.execute(
@@ -105,7 +112,7 @@ extension SQLiteStore: BlobStore {
             if let quota {
                 let stored =
                     try Int64.fetchOne(
-                        db, sql: "SELECT stored_bytes + history_bytes FROM user_seq WHERE user_id = ?",
+                        db, sql: SQLiteStore.ownedBytesSQL,
                         arguments: [userID]) ?? 0
                 let pending =
                     try Int64.fetchOne(
@@ -189,7 +196,7 @@ extension SQLiteStore: BlobStore {
                 if let quota = processor.quota.bytes {
                     let stored =
                         try Int64.fetchOne(
-                            db, sql: "SELECT stored_bytes + history_bytes FROM user_seq WHERE user_id = ?",
+                            db, sql: SQLiteStore.ownedBytesSQL,
                             arguments: [userID]) ?? 0
                     if stored + BlobCharge.of(size) > quota {
                         throw BlobError.quotaExceeded(quota: quota, stored: stored)

@@ -136,17 +136,29 @@ final class SessionHub: Sendable {
     /// How many times each user's membership was announced here (``bumpMembership(_:)``): a
     /// session that read the user's spaces compares it before and after it follows them, and
     /// reads again only when it moved.
-    private let membershipGenerations = NIOLockedValueBox([String: UInt64]())
+    /// A catch-up after listening restarted (``bumpEveryMembership()``) moves every user's
+    /// generation at once: whose membership changed meanwhile is not known.
+    private struct Generations {
+        var users: [String: UInt64] = [:]
+        var epoch: UInt64 = 0
+    }
+    private let membershipGenerations = NIOLockedValueBox(Generations())
 
     func membershipGeneration(_ user: String) -> UInt64 {
-        membershipGenerations.withLockedValue { $0[user] ?? 0 }
+        membershipGenerations.withLockedValue { ($0.users[user] ?? 0) &+ $0.epoch }
     }
 
-    /// The users' membership changed (before their sessions are told).
+    /// The users' membership changed (before their sessions are told). One number per user
+    /// whose membership changed while this node ran.
     func bumpMembership(_ users: Set<String>) {
         membershipGenerations.withLockedValue { generations in
-            for user in users { generations[user, default: 0] &+= 1 }
+            for user in users { generations.users[user, default: 0] &+= 1 }
         }
+    }
+
+    /// Membership may have changed for anyone (notices were missed while not listening).
+    func bumpEveryMembership() {
+        membershipGenerations.withLockedValue { $0.epoch &+= 1 }
     }
 
     /// Every user with protocol-2 sessions here.
