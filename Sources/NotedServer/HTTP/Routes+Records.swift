@@ -101,11 +101,17 @@ extension Routes {
             }
             let conflict = request.uri.queryParameters.get("conflict") == "true"
             guard
-                let revision = try await store.revision(
+                var revision = try await store.revision(
                     userID: space, collection: collection, id: id, rev: rev, conflict: conflict)
             else {
                 throw APIError(.notFound, "not_found", "no such revision")
             }
+            // Its author, as the list names it (the history's chain reads carry no names).
+            let listed = try await store.revisions(userID: space, collection: collection, id: id)?.first {
+                $0.rev == rev && $0.conflict == conflict
+            }
+            revision.author = listed?.author
+            revision.authorName = listed?.authorName
             return .json(revision.fullJSON)
         }
     }
