@@ -57,7 +57,8 @@ actor PostgresGroupCommit {
         var alone = false
         /// In a batch being committed.
         var inFlight = false
-        /// Transactions of its own that PostgreSQL ended as a deadlock or serialization victim.
+        /// Transactions of its own that PostgreSQL ended as a deadlock or serialization victim,
+        /// and batches of it whose `BEGIN` failed.
         var retries = 0
 
         init(number: UInt64, change: Change, context: PushContext, answer: @escaping Answer) {
@@ -131,7 +132,14 @@ actor PostgresGroupCommit {
         for item in batch { item.inFlight = false }
         switch result {
         case .failure(let error):
-            if batch.count > 1, Self.sqlState(error) != nil {
+            if (error as? PostgresTransactionError)?.beginError != nil, batch.allSatisfy({ $0.retries < 3 }) {
+                // `BEGIN` failed: nothing of the batch reached PostgreSQL, and the connection it
+                // was leased is gone (ended by PostgreSQL while in the pool): tried again.
+                logger.notice(
+                    "a batch's transaction could not begin; trying again",
+                    metadata: ["changes": "\(batch.count)", "error": .string(String(describing: error))])
+                for item in batch { item.retries += 1 }
+            } else if batch.count > 1, Self.sqlState(error) != nil {
                 logger.notice(
                     "a batch of changes failed as a whole; trying each alone",
                     metadata: [

@@ -55,16 +55,9 @@ public struct PostgresStore: NotedStore {
     /// server, a wrong password or a missing database fails at once with PostgreSQL's reason,
     /// where the pool would retry for a minute or more, logging every attempt.
     private func probe() async throws {
-        let pool = self.configuration
-        guard let host = pool.host, let port = pool.port else { return }
-        let tls: PostgresConnection.Configuration.TLS =
-            switch tlsMode {
-            case .disable: .disable
-            case .prefer(let tls): .prefer(try NIOSSLContext(configuration: tls))
-            case .require(let tls): .require(try NIOSSLContext(configuration: tls))
-            }
-        let configuration = PostgresConnection.Configuration(
-            host: host, port: port, username: pool.username, password: pool.password, database: pool.database, tls: tls)
+        guard let configuration = try directConfiguration(), let host = configuration.host,
+            let port = configuration.port
+        else { return }
         var quiet = logger
         quiet.logLevel = .critical
         do {
@@ -75,6 +68,20 @@ public struct PostgresStore: NotedStore {
                 error.serverInfo?[.message] ?? error.underlying.map { String(describing: $0) } ?? "\(error.code)"
             throw StoreError.unreachable("PostgreSQL at \(host):\(port): \(reason)")
         }
+    }
+
+    /// The pool's server, database, user and encryption for a connection outside the pool.
+    private func directConfiguration() throws -> PostgresConnection.Configuration? {
+        let pool = self.configuration
+        guard let host = pool.host, let port = pool.port else { return nil }
+        let tls: PostgresConnection.Configuration.TLS =
+            switch tlsMode {
+            case .disable: .disable
+            case .prefer(let tls): .prefer(try NIOSSLContext(configuration: tls))
+            case .require(let tls): .require(try NIOSSLContext(configuration: tls))
+            }
+        return PostgresConnection.Configuration(
+            host: host, port: port, username: pool.username, password: pool.password, database: pool.database, tls: tls)
     }
 
     /// How the connection is encrypted, from the URL's `sslmode` (libpq's names).
@@ -560,9 +567,15 @@ public struct PostgresStore: NotedStore {
         let logger = self.logger
         // Failed attempts in a row; reset once LISTEN is in effect.
         let failures = NIOLockedValueBox(0)
+        // A connection of its own, not one of the pool's: when PostgreSQL ends the listening
+        // connection, a pooled one went back to the pool before its end was noticed and the
+        // next push's transaction was leased it (`BEGIN` failed with 57P01; ClusterFaultTests).
+        let direct = try directConfiguration()
+        var attempt = 0
         while !Task.isCancelled {
+            attempt += 1
             do {
-                try await client.withConnection { connection in
+                try await withListeningConnection(direct, id: attempt) { connection in
                     try await connection.listen(on: Self.commitChannel) { notifications in
                         // LISTEN is in effect here: what was committed before is read by the
                         // catch-up, what is committed after arrives below.
@@ -624,6 +637,23 @@ public struct PostgresStore: NotedStore {
                 try? await Task.sleep(for: delay)
             }
         }
+    }
+
+    /// Runs `body` on a new connection made with `configuration` (closed afterwards), or on one
+    /// of the pool's without one.
+    private func withListeningConnection(
+        _ configuration: PostgresConnection.Configuration?, id: Int,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> Void
+    ) async throws {
+        guard let configuration else { return try await client.withConnection(body) }
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+        do {
+            try await body(connection)
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try? await connection.close()
     }
 
     // MARK: Rows
