@@ -10,7 +10,7 @@ public struct Noted: AsyncParsableCommand {
         subcommands: [
             Register.self, Login.self, Logout.self, Whoami.self,
             New.self, List.self, Show.self, Edit.self, Tag.self, Pin.self, Unpin.self,
-            Trash.self, Restore.self, Purge.self, Discard.self, Search.self, History.self,
+            Trash.self, Restore.self, Purge.self, Discard.self, Copy.self, Search.self, History.self,
             Attach.self, Attachments.self, Fetch.self,
             Sync.self, Watch.self, Status.self, Export.self, Import.self, AccountCommand.self, SpacesCommand.self,
             SpaceCommand.self,

@@ -132,9 +132,10 @@ public final class NotedClient: Sendable {
 
     // MARK: Notes
 
+    /// - Parameter space: a shared space the user may write in (nil: the personal space).
     @discardableResult
-    public func create(_ fields: NoteFields) async throws -> Note {
-        let note = try await store.create(fields)
+    public func create(_ fields: NoteFields, space: String? = nil) async throws -> Note {
+        let note = try await store.create(fields, space: space)
         var effect = StoreEffect()
         effect.add(note.id, in: LocalStore.collection)
         await edited(effect)
@@ -203,6 +204,16 @@ public final class NotedClient: Sendable {
 
     public func note(_ id: String) async throws -> Note? {
         try await store.note(id)
+    }
+
+    /// A copy of a note as this device has it, in the personal space, with a new id: the way to
+    /// keep what was written in a space the user is no longer in (the original then leaves
+    /// this device) or to take a note of a shared space for oneself.
+    @discardableResult
+    public func copyToPersonalSpace(_ id: String) async throws -> Note {
+        let (copy, effect) = try await store.copyToPersonalSpace(LocalStore.collection, id: id)
+        await edited(effect)
+        return copy.note
     }
 
     public func list(_ filter: NoteFilter = NoteFilter()) async throws -> [Note] {

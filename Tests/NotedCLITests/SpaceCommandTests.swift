@@ -76,4 +76,74 @@ import Testing
             #expect(try await failure(cat, "space", "delete", "Personal", "--yes").contains("personal space"))
         }
     }
+
+    /// Two people's devices share notes in a space (protocol 2): a note written in it reaches
+    /// the other member, both edit it offline and both edits are kept, a viewer's edit is
+    /// refused and stays on their device, and a removed member's device lets go of the space's
+    /// notes while keeping an edit the server never took.
+    @Test func membersShareNotesAndMergeOfflineEdits() async throws {
+        try await withTemporaryDirectory { dir in
+            let server = try await ServerProcess(directory: dir + "/server")
+            defer { server.stop() }
+            let ann = Home(path: dir + "/ann", server: server.url)
+            let bob = Home(path: dir + "/bob", server: server.url)
+            for (home, name) in [(ann, "ann"), (bob, "bob")] {
+                try await home.noted("register", "--username", name, "--password-stdin", stdin: Self.password + "\n")
+            }
+            _ = try await ann.noted("space", "create", "Trip")
+            _ = try await ann.noted("space", "invite", "Trip", "bob")
+            _ = try await bob.noted("space", "accept", "Trip")
+            let mine = try await ann.noted("new", "--title", "Only mine", "--body", "personal")
+
+            // Ann's device learns of the space by syncing, then writes in it.
+            let id = try await ann.noted("new", "--space", "trip", "--title", "Packing", "--body", "tent\nstove\n")
+            #expect(try await failure(ann, "new", "--space", "Nowhere", "--title", "x").contains("no space called"))
+            _ = try await bob.noted("sync")
+            let shared = try JSONValue.parse(try await bob.noted("--json", "list", "--space", "Trip"))
+            #expect(shared.arrayValue?.map { $0["id"] } == [.string(id)])
+            #expect(shared.arrayValue?.first?["body"] == "tent\nstove\n")
+            #expect(shared.arrayValue?.first?["space"] != nil)
+            #expect(try await bob.noted("list", "--space", "personal").isEmpty)
+            #expect(!(try await bob.noted("list")).contains(String(mine.prefix(8))))
+
+            // Both edit offline, then sync: both lines are kept on both devices.
+            _ = try await ann.noted("edit", id, "--offline", "--body", "tent\nstove\nmap\n")
+            _ = try await bob.noted("edit", id, "--offline", "--body", "tent\nsleeping bags\nstove\n")
+            _ = try await ann.noted("sync")
+            _ = try await bob.noted("sync")
+            _ = try await ann.noted("sync")
+            let merged = "tent\nsleeping bags\nstove\nmap\n"
+            #expect(try JSONValue.parse(try await ann.noted("--json", "show", id))["body"] == .string(merged))
+            #expect(try JSONValue.parse(try await bob.noted("--json", "show", id))["body"] == .string(merged))
+
+            // A viewer's edit is refused and stays on their device, marked.
+            _ = try await ann.noted("space", "role", "Trip", "bob", "viewer")
+            _ = try await bob.noted("sync")
+            #expect(try await failure(bob, "new", "--space", "Trip", "--title", "x").contains("viewer"))
+            _ = try await bob.noted("edit", id, "--body", "bob was here\n")
+            let refused = try JSONValue.parse(try await bob.noted("--json", "show", id))
+            #expect(refused["refusal"]?.stringValue?.contains("read_only") == true, "\(refused)")
+            #expect(try JSONValue.parse(try await ann.noted("--json", "show", id))["body"] == .string(merged))
+
+            // Removed: the space's notes leave bob's device, but for the one he changed.
+            _ = try await bob.noted("discard", id)
+            _ = try await ann.noted("space", "role", "Trip", "bob", "editor")
+            let second = try await ann.noted("new", "--space", "Trip", "--title", "Route", "--body", "north")
+            _ = try await bob.noted("sync")
+            _ = try await bob.noted("edit", second, "--offline", "--body", "south")
+            _ = try await ann.noted("space", "remove", "Trip", "bob")
+            #expect(try await failure(bob, "sync").contains("no longer a member"))
+            let left = try JSONValue.parse(try await bob.noted("--json", "list"))
+            #expect(left.arrayValue?.map { $0["id"] } == [.string(second)], "\(left)")
+            #expect(left.arrayValue?.first?["refusal"]?.stringValue?.contains("no longer a member") == true)
+            #expect(try await bob.noted("spaces").contains("Trip") == false)
+            // Saved to his own space, what he wrote syncs; the original leaves his device.
+            let copy = try await bob.noted("copy", String(second.prefix(8)))
+            _ = try await bob.noted("sync")
+            let kept = try JSONValue.parse(try await bob.noted("--json", "list"))
+            #expect(kept.arrayValue?.map { $0["id"] } == [.string(copy)], "\(kept)")
+            #expect(kept.arrayValue?.first?["body"] == "south" && kept.arrayValue?.first?["pending"] == false)
+            #expect(try JSONValue.parse(try await ann.noted("--json", "show", second))["body"] == "north")
+        }
+    }
 }

@@ -48,7 +48,14 @@ import Testing
         #expect(
             Set(columns) == [
                 "rowKey", "id", "collection", "local", "shadow", "rev", "createdAt", "updatedAt", "sync", "syncFlags",
+                "space",
             ])
+        // v11: every record of before is in the personal space, and no shared space is known.
+        #expect(
+            try await store.writer.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM record WHERE space IS NOT NULL")
+            } == 0)
+        #expect(try await store.spaces().isEmpty)
         #expect(try await store.cursor() == 40)
         #expect(try await store.meta("user") == "fixture-user")
 

@@ -88,7 +88,7 @@ func change(_ id: String, ccid: String) -> OutboxChange {
         let message = sentMessages(hello).first
         #expect(message?["type"] == "hello")
         #expect(message?["token"] == "tok")
-        #expect(message?["protocol"] == 1)
+        #expect(message?["protocol"] == 2)
         // Nothing is pushed before the pull reached the end, even after the debounce.
         _ = harness.machine.localEdit(now: harness.now)
         #expect(!harness.advance(.seconds(1)).contains { if case .composePush = $0 { true } else { false } })

@@ -14,6 +14,8 @@ struct New: AsyncParsableCommand {
     @Option(help: "A tag; repeatable.") var tag: [String] = []
     @Option(help: "The folder.") var folder: String?
     @Flag(help: "Pin the note.") var pin = false
+    @Option(help: "A shared space (its name or id) to create the note in; default: your personal space.")
+    var space: String?
 
     func run() async throws {
         var text = body
@@ -24,7 +26,9 @@ struct New: AsyncParsableCommand {
         var tags: [String] = []
         for value in tag where !tags.contains(value) { tags.append(value) }
         let fields = NoteFields(title: title, body: text ?? "", tags: tags, folder: folder, pinned: pin)
-        let note = try await cli { try await client.create(fields) }
+        var shared: String?
+        if let space, case .shared(let id) = try await resolvedSpace(client, space, options: options) { shared = id }
+        let note = try await cli { try await client.create(fields, space: shared) }
         await options.syncAfterChange(client)
         if options.json {
             printJSON(try await cli { try await client.note(note.id) }?.json ?? note.json)
@@ -46,14 +50,44 @@ struct List: AsyncParsableCommand {
             "updated (the latest changed first) or created (the latest written first); an imported note's dates are its own."
     )
     var sort: NoteFilter.Order = .updated
+    @Option(help: "Only notes in this space: a shared space's name or id, or \"personal\".") var space: String?
 
     func run() async throws {
         let client = try await options.openClient()
+        var scope: RecordQuery.SpaceScope?
+        if let space { scope = try await resolvedSpace(client, space, options: options) }
         let notes = try await cli {
-            try await client.list(NoteFilter(folder: folder, tag: tag, trashed: trashed, order: sort))
+            try await client.list(NoteFilter(folder: folder, tag: tag, trashed: trashed, order: sort, space: scope))
         }
         printNotes(notes, json: options.json)
     }
+}
+
+/// The space a name or id names on this device: "personal" (any case) for the personal space,
+/// else a shared space by id or name (any case). A space this device does not know yet (joined
+/// on another device) is looked for again after a sync, unless offline.
+func resolvedSpace(_ client: NotedClient, _ name: String, options: GlobalOptions) async throws
+    -> RecordQuery.SpaceScope
+{
+    if name.lowercased() == "personal" { return .personal }
+    func lookUp() async throws -> RecordQuery.SpaceScope? {
+        let spaces = try await cli { try await client.store.spaces() }
+        if let space = spaces.first(where: { $0.id == name }) { return .shared(space.id) }
+        let named = spaces.filter { $0.name.lowercased() == name.lowercased() }
+        guard named.count <= 1 else {
+            throw CLIError("more than one space is called \(name); give its id (see `noted spaces`)")
+        }
+        return named.first.map { .shared($0.id) }
+    }
+    if let found = try await lookUp() { return found }
+    if !options.offline, client.tokens != nil {
+        await client.startSync()
+        _ = await client.waitUntilSynced(timeout: .seconds(10), failWhenOffline: true)
+        await client.stopSync()
+        if let found = try await lookUp() { return found }
+    }
+    throw CLIError(
+        "no space called \(name) on this device (see `noted spaces`; `noted sync` brings spaces joined elsewhere)")
 }
 
 /// The note an id or unique id prefix names, or a clear error.
@@ -281,6 +315,24 @@ struct Discard: SimpleNoteCommand {
     @OptionGroup var options: GlobalOptions
     @Argument(help: "The note's id or a unique prefix of it.") var id: String
     func apply(_ client: NotedClient, _ id: String) async throws { try await client.discardLocalChanges(id) }
+}
+
+struct Copy: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy a note to your personal space and print the copy's id.",
+        discussion:
+            "For a note of a space you are no longer in (kept on this device because it had edits the server never took): the copy syncs, the original leaves this device."
+    )
+    @OptionGroup var options: GlobalOptions
+    @Argument(help: "The note's id or a unique prefix of it.") var id: String
+
+    func run() async throws {
+        let client = try await options.openClient()
+        let full = try await cli { try await client.resolve(id) }
+        let copy = try await cli { try await client.copyToPersonalSpace(full) }
+        await options.syncAfterChange(client)
+        if options.json { printJSON(copy.json) } else { print(copy.id) }
+    }
 }
 
 struct Search: AsyncParsableCommand {

@@ -105,6 +105,13 @@ struct Watch: AsyncParsableCommand {
                 } else {
                     print("conflict \(id) in \(fields.joined(separator: ", ")): see `noted history \(id.prefix(8))`")
                 }
+            case .spaces:
+                let spaces = (try? await client.store.spaces()) ?? []
+                if options.json {
+                    printJSON(["event": "spaces", "spaces": .array(spaces.map { .string($0.id) })])
+                } else {
+                    print("[spaces: \(spaces.map(\.name).joined(separator: ", "))]")
+                }
             case .added(_, _, .local), .added(_, _, .remote), .changed(_, _, .local), .changed(_, _, .remote), .removed,
                 .reset:
                 // Another collection's records, this device's own edits, or a snapshot (its

@@ -31,6 +31,9 @@ public struct Note: Sendable, Hashable, Identifiable {
     /// here, unsynced, until it is edited into shape (then it syncs) or discarded
     /// (`NotedClient.discardLocalChanges`, then the server's version returns).
     public var refusal: String? = nil
+    /// The shared space the note is in (protocol 2, docs/protocol.md "Spaces"); nil for the
+    /// personal space.
+    public var space: String? = nil
 
     /// The wire fields of the note.
     public var fields: [String: JSONValue] {
@@ -43,9 +46,10 @@ public struct Note: Sendable, Hashable, Identifiable {
 
     /// A JSON object for the command line and for apps: id, title, body, tags, folder, pinned,
     /// trashed, rev, createdAt, updatedAt, pending, refusal (null unless refused), attachments
-    /// (objects with sha256, size, type and name).
+    /// (objects with sha256, size, type and name), and space (the shared space's id; only for a
+    /// note in one).
     public var json: JSONValue {
-        [
+        var object: [String: JSONValue] = [
             "id": .string(id), "title": .string(title), "body": .string(body),
             "tags": .array(tags.map(JSONValue.string)), "folder": folder.map(JSONValue.string) ?? .null,
             "pinned": .bool(pinned), "trashed": .bool(trashed), "rev": .int(rev),
@@ -53,6 +57,8 @@ public struct Note: Sendable, Hashable, Identifiable {
             "pending": .bool(pending), "refusal": refusal.map(JSONValue.string) ?? .null,
             "attachments": .array(attachments.compactMap(AttachmentReference.init(element:)).map(\.json)),
         ]
+        object["space"] = space.map(JSONValue.string)
+        return .object(object)
     }
 }
 

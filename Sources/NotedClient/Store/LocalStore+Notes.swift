@@ -11,12 +11,18 @@ public struct NoteFilter: Sendable, Hashable {
     /// After the pinned notes, the latest changed first (`updated`) or the latest written
     /// first (`created`); dates brought by an import count as the note's.
     public var order: Order
+    /// Only the notes of one space (nil: of every space).
+    public var space: RecordQuery.SpaceScope?
 
     public enum Order: String, Sendable, Hashable, CaseIterable {
         case updated, created
     }
 
-    public init(folder: String? = nil, tag: String? = nil, trashed: Bool = false, order: Order = .updated) {
+    public init(
+        folder: String? = nil, tag: String? = nil, trashed: Bool = false, order: Order = .updated,
+        space: RecordQuery.SpaceScope? = nil
+    ) {
+        self.space = space
         self.folder = folder
         self.tag = tag
         self.trashed = trashed
@@ -34,10 +40,12 @@ extension LocalStore {
 
     /// Creates a note; it is pending until the server acknowledges it.
     @discardableResult
-    public func create(_ fields: NoteFields, id: String = UUID().uuidString.lowercased(), now: Date = Date())
-        async throws -> Note
-    {
-        try await transaction(now: now) { try $0.create(Self.collection, fields: fields.json, id: id) }.value.note
+    /// - Parameter space: a shared space the user may write in (nil: the personal space).
+    public func create(
+        _ fields: NoteFields, id: String = UUID().uuidString.lowercased(), now: Date = Date(), space: String? = nil
+    ) async throws -> Note {
+        try await transaction(now: now) { try $0.create(Self.collection, fields: fields.json, id: id, space: space) }
+            .value.note
     }
 
     /// Changes a note's fields in one transaction with its outbox state; returns the new note.
@@ -105,6 +113,7 @@ extension LocalStore {
             equal: ["trashed": .bool(filter.trashed)], order: [.field("pinned", descending: true), date])
         if let folder = filter.folder { query.equal["folder"] = .string(folder) }
         if let tag = filter.tag { query.contains["tags"] = tag }
+        query.space = filter.space
         return query
     }
 

@@ -22,6 +22,9 @@ public struct StoredRecord: Sendable, Hashable, Identifiable {
     /// Text fields of the last merge that could not place all of this device's edit (the
     /// intended version is a conflict revision in the record's history).
     public var conflicts: [String]
+    /// The shared space the record is in (protocol 2, docs/protocol.md "Spaces"); nil for the
+    /// user's personal space.
+    public var space: String? = nil
 }
 
 /// Which records `LocalStore.records(_:matching:)` returns, and in what order.
@@ -51,11 +54,20 @@ public struct RecordQuery: Sendable, Hashable {
     public var search: String?
     public var order: [Order]
     public var limit: Int?
+    /// The space whose records are wanted: nil for every space, `.personal` or one shared space.
+    public var space: SpaceScope?
+
+    /// One space: the user's personal space, or a shared one by id.
+    public enum SpaceScope: Sendable, Hashable {
+        case personal
+        case shared(String)
+    }
 
     public init(
         equal: [String: JSONValue] = [:], contains: [String: String] = [:], search: String? = nil,
-        order: [Order] = [.updatedAt], limit: Int? = nil
+        order: [Order] = [.updatedAt], limit: Int? = nil, space: SpaceScope? = nil
     ) {
+        self.space = space
         self.equal = equal
         self.contains = contains
         self.search = search
@@ -79,8 +91,10 @@ public struct LocalTransaction {
 
     /// Creates a record; fields not given read as their defaults.
     @discardableResult
+    /// - Parameter space: a shared space the user may write in (nil: the personal space).
     public mutating func create(
-        _ collection: String, fields: [String: JSONValue], id: String = UUID().uuidString.lowercased()
+        _ collection: String, fields: [String: JSONValue], id: String = UUID().uuidString.lowercased(),
+        space: String? = nil
     ) throws -> StoredRecord {
         guard UUIDText.isCanonical(id) else {
             throw NotedClientError(.invalidInput, "a record id must be a lower-case UUID")
@@ -90,8 +104,13 @@ public struct LocalTransaction {
             throw NotedClientError(.invalidInput, "a record \(id) exists already")
         }
         try validate(fields, collection)
+        if let space { try LocalStore.checkWritable(db, space: space) }
         var row = RecordRow(id: id, collection: collection, local: schema.completed(fields), now: now)
         try row.insertNew(db)
+        if let space {
+            try db.execute(sql: "UPDATE record SET space = ? WHERE rowKey = ?", arguments: [space, row.rowKey])
+            row.space = space
+        }
         changed.append((collection, id))
         added.insert(id)
         return StoredRecord(row, schema: schema)
@@ -176,14 +195,14 @@ extension StoredRecord {
             trashed: fields.trashed, rev: rev, createdAt: fields.created ?? createdAt,
             updatedAt: fields.modified ?? updatedAt,
             created: fields.created, modified: fields.modified, attachments: fields.attachments, pending: pending,
-            refusal: refusal)
+            refusal: refusal, space: space)
     }
 
     init(_ row: RecordRow, schema: CollectionSchema) {
         self.init(
             collection: row.collection, id: row.id, fields: schema.completed(row.localFields), rev: row.rev,
             createdAt: row.createdAt, updatedAt: row.updatedAt, pending: row.pending, refusal: row.state.refusal,
-            conflicts: row.state.conflicts)
+            conflicts: row.state.conflicts, space: row.space)
     }
 }
 
@@ -259,6 +278,13 @@ extension LocalStore {
             arguments += [match]
         } else if query.search != nil {
             return ("SELECT * FROM record WHERE 0", [])
+        }
+        switch query.space {
+        case nil: break
+        case .personal: conditions.append("record.space IS NULL")
+        case .shared(let id):
+            conditions.append("record.space = ?")
+            arguments += [id]
         }
         for (field, value) in query.equal.sorted(by: { $0.key < $1.key }) {
             let spec = try self.field(field, of: schema, kind: .scalar)

@@ -25,6 +25,8 @@ public struct StoreEffect: Sendable, Hashable {
     public var forked: [(String, String)] = []
     /// The change must be pulled before this record can sync again.
     public var needsPull = false
+    /// The shared space to pull for `needsPull` (nil: the personal space).
+    public var pullSpace: String?
     /// The in-flight change was kept to be resent later (e.g. `rate_limited`).
     public var retryLater = false
     /// The server refused a change for good; the edit stays local.
@@ -85,7 +87,11 @@ extension LocalStore {
     /// The records the page inserts are indexed for search by one statement at its end rather
     /// than by the insert trigger, one statement each (see migrations v9 and v10): FTS5 writes a
     /// segment at every statement's savepoint.
-    public func storePage(records: [NotedCore.Record], cursor: Int64) async throws -> StoreEffect {
+    /// - Parameter space: the shared space the page is of (nil: the personal space); its
+    ///   records are marked as in it and the cursor stored is that space's.
+    public func storePage(records: [NotedCore.Record], cursor: Int64, space: String? = nil) async throws
+        -> StoreEffect
+    {
         let deferral = searchIndexDeferred
         return try await writer.write { db in
             let before = try Int64.fetchOne(db, sql: "SELECT max(rowKey) FROM record") ?? 0
@@ -112,7 +118,12 @@ extension LocalStore {
                         SELECT rowKey, noted_page_search_text(rowKey, collection, local) FROM record WHERE rowKey > ?
                         """, arguments: [before])
             }
-            try setMeta(db, "cursor", String(cursor))
+            if let space {
+                try Self.setSpace(db, ids: records.map(\.id), space: space)
+                try db.execute(sql: "UPDATE space SET cursor = ? WHERE id = ?", arguments: [cursor, space])
+            } else {
+                try setMeta(db, "cursor", String(cursor))
+            }
             return effect
         }
     }
@@ -123,14 +134,19 @@ extension LocalStore {
     /// is kept as a new note. A record with a change in flight (a create too) waits for the
     /// answer: an ack with a `seq` up to the snapshot's cursor means the change was applied
     /// before the snapshot, so the record has been purged since (see `applyAck`).
-    public func dropAbsent(keeping ids: Set<String>) async throws -> StoreEffect {
+    /// Only the records of the snapshot's space (`space`; nil: the personal space) are looked at.
+    public func dropAbsent(keeping ids: Set<String>, space: String? = nil) async throws -> StoreEffect {
         try await writer.write { db in
             var effect = StoreEffect()
-            let cursor = try meta(db, "cursor").flatMap(Int64.init) ?? 0
+            let cursor =
+                try space.map {
+                    try Int64.fetchOne(db, sql: "SELECT cursor FROM space WHERE id = ?", arguments: [$0]) ?? 0
+                } ?? meta(db, "cursor").flatMap(Int64.init) ?? 0
             // The ids first: reading and decoding every synced record to find the few absent
             // ones took 2 % of an initial sync of 10,000 notes.
             let absent = try Row.fetchAll(
-                db, sql: "SELECT rowKey, id FROM record WHERE rev > 0 OR \(RecordRow.inflight)"
+                db, sql: "SELECT rowKey, id FROM record WHERE (rev > 0 OR \(RecordRow.inflight)) AND space IS ?",
+                arguments: [space]
             )
             .filter { !ids.contains($0["id"]) }.map { $0["rowKey"] as Int64 }
             guard !absent.isEmpty else { return effect }
@@ -354,7 +370,13 @@ extension LocalStore {
             change.fields = ops
             sentFields = math.applyExactly(ops: ops, to: row.shadowFields)
         }
-        let body = change.json.jsonString
+        // A shared space's record names it (protocol 2); the personal space's as protocol 1.
+        var json = change.json
+        if let space = row.space, case .object(var object) = json {
+            object["space"] = .string(space)
+            json = .object(object)
+        }
+        let body = json.jsonString
         row.state.send(SyncState.Inflight(ccid: ccid, baseRev: baseRev, body: body, sent: sentFields))
         try row.update(db)
         return OutboxChange(recordID: row.id, ccid: ccid, body: body)
@@ -367,6 +389,7 @@ extension LocalStore {
             var out = RecordTransition.Outcome(record: row)
             transition(row.collection).ack(ack, into: &out)
             try commit(db, before: row, out)
+            if out.effect.needsPull { out.effect.pullSpace = row.space }
             return out.effect
         }
     }
@@ -401,6 +424,7 @@ extension LocalStore {
             transition(row.collection).refused(
                 ccid: ccid, code: code, message: text, current: current, absentAttachment: absent, into: &out)
             try commit(db, before: row, out)
+            if out.effect.needsPull { out.effect.pullSpace = row.space }
             return out.effect
         }
     }
@@ -432,6 +456,9 @@ extension LocalStore {
             let applied = transition(broadcast.collection).broadcast(
                 broadcast, buried: buried, limits: limits, into: &out)
             try commit(db, before: row, out)
+            if let space = broadcast.space, out.record != nil {
+                try Self.setSpace(db, ids: [broadcast.id], space: space)
+            }
             return (applied, out.effect)
         }
     }

@@ -320,6 +320,23 @@ public struct LocalStore: Sendable {
                     END;
                     """)
         }
+        migrator.registerMigration("v11: spaces") { db in
+            // Protocol 2 (docs/protocol.md, "Spaces"): a record of a shared space names it; the
+            // spaces the user is a member of, each with its own pull cursor.
+            try db.execute(
+                sql: """
+                    ALTER TABLE record ADD COLUMN space TEXT;
+                    CREATE INDEX record_by_space ON record(space) WHERE space IS NOT NULL;
+                    CREATE TABLE space (
+                      id TEXT PRIMARY KEY,
+                      name TEXT NOT NULL,
+                      role TEXT NOT NULL,
+                      owner TEXT NOT NULL DEFAULT '',
+                      seq INTEGER NOT NULL DEFAULT 0,
+                      cursor INTEGER NOT NULL DEFAULT 0
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 

@@ -22,6 +22,9 @@ struct RecordRow: Sendable, Equatable, FetchableRecord, MutablePersistableRecord
     var updatedAt: Date
     /// Stored in the `sync` column: NULL when synced, else the state as JSON.
     var state: SyncState
+    /// The shared space the record is in (nil: the personal space). Read only: written by
+    /// ``LocalStore`` statements of its own (`UPDATE record SET space`), never by `update`.
+    var space: String?
 
     enum Columns {
         static let rowKey = Column("rowKey")
@@ -42,6 +45,7 @@ struct RecordRow: Sendable, Equatable, FetchableRecord, MutablePersistableRecord
         rev = row["rev"]
         createdAt = row["createdAt"]
         updatedAt = row["updatedAt"]
+        space = row.hasColumn("space") ? row["space"] : nil
         if let text: String = row["sync"] {
             state = try SyncState(json: (try? JSONValue.parse(text)) ?? .null)
         } else {

@@ -24,6 +24,9 @@ public enum NotedEvent: Sendable, Hashable {
     /// longer has are gone (each also reported as `removed`). Apps that keep their own copies
     /// reload every list.
     case reset
+    /// The server listed the user's spaces (protocol 2): joined, left, renamed or a role
+    /// changed, perhaps; `LocalStore.spaces()` has them now.
+    case spaces
     /// The sync state changed.
     case status(SyncStatus)
     /// Something went wrong; sync carries on where it can.

@@ -13,6 +13,8 @@ import NotedCore
 public struct SnapshotPull: Sendable {
     private var seen: Set<String>?
     private var startCursor: Int64 = 0
+    /// The space of the snapshot under way (nil: the personal space).
+    private var space: String?
     /// Records applied from `change` broadcasts that no stored page has covered yet, with the
     /// `seq` of their change.
     private var broadcast: [String: Int64] = [:]
@@ -31,9 +33,15 @@ public struct SnapshotPull: Sendable {
     /// Takes one page of a pull made with `since`.
     /// - Returns: the cursor to store with the page, and, when the page ends a snapshot, the ids
     ///   it named (drop every synced record without local edits that is not among them).
-    public mutating func page(records: [Record], since: Int64, cursor: Int64, more: Bool, reset: Bool) -> (
-        storeCursor: Int64, keep: Set<String>?
-    ) {
+    /// - Parameter space: the space the pull is of (protocol 2; nil: the personal space). A
+    ///   snapshot of one space left unfinished (the connection lost) is not continued by another's.
+    public mutating func page(
+        records: [Record], since: Int64, cursor: Int64, more: Bool, reset: Bool, space: String? = nil
+    ) -> (storeCursor: Int64, keep: Set<String>?) {
+        if space != self.space {
+            seen = nil
+            self.space = space
+        }
         if since == 0 || reset {
             seen = []
             startCursor = since

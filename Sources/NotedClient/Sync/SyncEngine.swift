@@ -147,7 +147,10 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
             await self?.readerEnded(id: id)
         }
         let cursor = (try? await store.cursor()) ?? 0
-        await perform(machine.connected(id: id, token: token, device: device, cursor: cursor, now: clock.now))
+        let spaceCursors = (try? await store.spaceCursors()) ?? [:]
+        await perform(
+            machine.connected(
+                id: id, token: token, device: device, cursor: cursor, spaceCursors: spaceCursors, now: clock.now))
     }
 
     private func readerEnded(id: Int) async {
@@ -258,12 +261,19 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         case .storeLimits(let limits):
             // Local edits are checked against what this server accepts.
             try? await store.setMeta("limits", limits.json.jsonString)
+        case .storeSpaces(let list):
+            do {
+                await events.emit(try await store.storeSpaces(list), origin: .remote)
+                await events.emit(.spaces)
+            } catch {
+                await fail(error)
+            }
         case .applyBroadcast(let message):
             do {
                 let (applied, effect) = try await store.applyBroadcast(message, limits: machine.limits)
                 if applied { snapshot.broadcastApplied(id: message.id, seq: message.seq) }
                 await events.emit(effect, origin: .remote)
-                await perform(machine.broadcastApplied(applied, now: clock.now))
+                await perform(machine.broadcastApplied(applied, space: message.space, now: clock.now))
                 await sendForks(effect)
             } catch {
                 await fail(error)
@@ -360,7 +370,9 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
             let effect = try await apply(store)
             await events.emit(effect, origin: .remote)
             await perform(
-                machine.answerApplied(needsPull: effect.needsPull, retryLater: effect.retryLater, now: clock.now))
+                machine.answerApplied(
+                    needsPull: effect.needsPull, retryLater: effect.retryLater, space: effect.pullSpace, now: clock.now)
+            )
             await sendForks(effect)
         } catch {
             await fail(error)
@@ -379,11 +391,13 @@ public actor SyncEngine<C: Clock> where C.Duration == Duration {
         let (records, cursor, more) = (page.records, page.cursor, page.more)
         do {
             // The machine's cursor is still the `since` of the pull this page answers.
+            let space = machine.pullSpace
             let (storeCursor, keep) = snapshot.page(
-                records: records, since: machine.cursor, cursor: cursor, more: more, reset: page.reset)
-            var effect = try await store.storePage(records: records, cursor: storeCursor)
+                records: records, since: machine.pullCursor, cursor: cursor, more: more, reset: page.reset,
+                space: space)
+            var effect = try await store.storePage(records: records, cursor: storeCursor, space: space)
             if let keep {
-                let dropped = try await store.dropAbsent(keeping: keep)
+                let dropped = try await store.dropAbsent(keeping: keep, space: space)
                 for id in dropped.removed { effect.remove(id, in: dropped.collections[id] ?? LocalStore.collection) }
             }
             await events.emit(effect, origin: .remote)

@@ -47,6 +47,9 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         case applyBroadcast(Broadcast)
         /// Take the limits a server advertised (local edits are checked against them).
         case storeLimits(Limits)
+        /// Protocol 2: store the user's spaces as the server listed them (`welcome`, `spaces`),
+        /// letting go of the records of spaces no longer listed.
+        case storeSpaces([JSONValue])
         /// Collect the outbox (minus records with a change in flight here), then report `composed`.
         case composePush(excluding: Set<String>, limit: Int)
         /// Get a fresh access token, then report `tokenRefreshed`.
@@ -79,8 +82,14 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     private var pushDue: Instant?
     private var refresh: Refresh = .idle
     private(set) var limits = Limits()
-    /// The stored pull cursor, as the driver last reported it.
+    /// The stored pull cursor of the personal space, as the driver last reported it.
     private(set) var cursor: Int64 = 0
+    /// Protocol 2: each shared space's stored pull cursor (docs/protocol.md, "Spaces").
+    private(set) var spaceCursors: [String: Int64] = [:]
+    /// The space of the pull under way, or of the last one (nil: the personal space).
+    public private(set) var pullSpace: String?
+    /// Spaces whose pull waits for the one under way, in order (nil: the personal space).
+    private var pullQueue: [String?] = []
     /// The pulls under way are a snapshot: from 0 (or a reset), until its last page.
     private var inSnapshot = false
     private var lastStatus: SyncStatus = .stopped
@@ -161,13 +170,25 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         return (wasOpen ? [.close] : []) + status(.stopped)
     }
 
-    /// The connection `id` is open: say hello.
-    public mutating func connected(id: Int, token: String, device: String, cursor: Int64, now: Instant) -> [Action] {
+    /// The connection `id` is open: say hello (protocol 2: the personal space and every shared
+    /// space the user is in).
+    /// - Parameter spaceCursors: each shared space's stored cursor.
+    public mutating func connected(
+        id: Int, token: String, device: String, cursor: Int64, spaceCursors: [String: Int64] = [:], now: Instant
+    ) -> [Action] {
         guard case .connecting(id) = phase else { return [] }
         self.cursor = cursor
+        self.spaceCursors = spaceCursors
         phase = .authenticating(id: id)
         let rid = request(.hello, now: now)
-        return [.send(.hello(protocol: 1, token: token, device: device, client: configuration.client), rid: rid)]
+        return [.send(.hello(protocol: 2, token: token, device: device, client: configuration.client), rid: rid)]
+    }
+
+    /// The `since` of the pull under way (its space's stored cursor).
+    public var pullCursor: Int64 { cursor(of: pullSpace) }
+
+    private func cursor(of space: String?) -> Int64 {
+        space.map { spaceCursors[$0] ?? 0 } ?? cursor
     }
 
     /// The connection `id` could not be opened or was lost.
@@ -209,6 +230,9 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
             return [.applyBroadcast(broadcast)]
         case .error(let error):
             return serverError(error, rid: rid, now: now)
+        case .spaces(let update):
+            guard case .connected = phase else { return [] }
+            return spacesListed(update.spaces, now: now)
         }
     }
 
@@ -235,7 +259,7 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     public mutating func pageStored(more: Bool, cursor: Int64, now: Instant) -> [Action] {
         guard case .connected(let id, let caughtUp) = phase else { return [] }
         requests.storing = false
-        self.cursor = cursor
+        if let space = pullSpace { spaceCursors[space] = cursor } else { self.cursor = cursor }
         if !more { inSnapshot = false }
         // The next page was asked for when this one arrived: its answer goes on from here.
         if more, requests.pending.values.contains(where: { $0.kind == .pull }) { return [] }
@@ -244,6 +268,11 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         if more || again {
             return pull(since: cursor, now: now)
         }
+        // The next space's pull, until every space is pulled to its end.
+        if !pullQueue.isEmpty {
+            pullSpace = pullQueue.removeFirst()
+            return pull(since: self.cursor(of: pullSpace), now: now)
+        }
         if !caughtUp {
             phase = .connected(id: id, caughtUp: true)
         }
@@ -251,10 +280,13 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     }
 
     /// An ack or reject was applied to the store.
-    public mutating func answerApplied(needsPull: Bool, retryLater: Bool, now: Instant) -> [Action] {
+    /// - Parameter space: the space of the record it answered (nil: the personal space).
+    public mutating func answerApplied(needsPull: Bool, retryLater: Bool, space: String? = nil, now: Instant)
+        -> [Action]
+    {
         guard case .connected = phase else { return [] }
         var actions: [Action] = []
-        if needsPull { actions += requestPull(now: now) }
+        if needsPull { actions += requestPull(space: space, now: now) }
         if retryLater {
             pushDue = now.advanced(by: backoffDelay(attempt: 2))
             return actions + status(.syncing)
@@ -268,10 +300,11 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         return actions + compose()
     }
 
-    /// A broadcast was applied, or could not be (the record is not at `prevRev`): then pull.
-    public mutating func broadcastApplied(_ applied: Bool, now: Instant) -> [Action] {
+    /// A broadcast was applied, or could not be (the record is not at `prevRev`): then pull
+    /// its space (`space`; nil: the personal space).
+    public mutating func broadcastApplied(_ applied: Bool, space: String? = nil, now: Instant) -> [Action] {
         guard case .connected = phase, !applied else { return [] }
-        return requestPull(now: now)
+        return requestPull(space: space, now: now)
     }
 
     /// The outbox was collected: push it in batches of at most `maxChangesPerPush`.
@@ -368,6 +401,8 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
 
     private mutating func reset() {
         requests = Requests()
+        pullQueue = []
+        pullSpace = nil
         // A new connection pulls from the stored cursor: a snapshot left half-way is not
         // continued as one (the server may answer a reset, and the snapshot starts again).
         inSnapshot = false
@@ -410,9 +445,34 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
             phase = .connected(id: id, caughtUp: false)
             failures = 0
             actions += status(.syncing)
+            pullSpace = nil
             actions += pull(since: cursor, now: now)
+            // Protocol 2: then each shared space with changes this device has not pulled.
+            if let spaces = message.spaces { actions += spacesListed(spaces, now: now) }
+        case .connected:
+            if let spaces = message.spaces { actions += spacesListed(spaces, now: now) }
         default:
             break
+        }
+        return actions
+    }
+
+    /// The user's spaces, listed by the server: stored, and the shared ones with changes this
+    /// device has not pulled are pulled (a space just joined from 0, as a first sync).
+    private mutating func spacesListed(_ list: [JSONValue], now: Instant) -> [Action] {
+        var shared: [(id: String, seq: Int64)] = []
+        for entry in list where entry["personal"]?.boolValue != true {
+            guard let id = entry["id"]?.stringValue, !id.isEmpty else { continue }
+            shared.append((id, entry["seq"]?.intValue ?? 0))
+        }
+        let listed = Set(shared.map(\.id))
+        spaceCursors = spaceCursors.filter { listed.contains($0.key) }
+        pullQueue.removeAll { space in space.map { !listed.contains($0) } ?? false }
+        var actions: [Action] = [.storeSpaces(list)]
+        for (id, seq) in shared {
+            let known = spaceCursors[id] ?? 0
+            spaceCursors[id] = known
+            if seq > known { actions += requestPull(space: id, now: now) }
         }
         return actions
     }
@@ -434,7 +494,15 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
                 pushDue = now.advanced(by: backoffDelay(attempt: 2))
             case .pull:
                 // A pull asked ahead while a page is stored: that page's `pageStored` asks again.
-                if !requests.storing { requests.pulling = .idle }
+                // Otherwise the next space waiting is pulled (a space left meanwhile answers
+                // `not_found`).
+                if !requests.storing {
+                    requests.pulling = .idle
+                    if !pullQueue.isEmpty {
+                        pullSpace = pullQueue.removeFirst()
+                        actions += pull(since: cursor(of: pullSpace), now: now)
+                    }
+                }
             case .reauth:
                 if refresh != .running { refresh = .scheduled(now.advanced(by: .seconds(5))) }
             case .hello:
@@ -450,12 +518,19 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         return actions
     }
 
-    private mutating func requestPull(now: Instant) -> [Action] {
+    /// A pull of `space` (nil: the personal space) from its cursor: now, or after the pull
+    /// under way (again, if that is of the same space).
+    private mutating func requestPull(space: String?, now: Instant) -> [Action] {
         if requests.pulling != .idle {
-            requests.pulling = .runningAgain
+            if space == pullSpace {
+                requests.pulling = .runningAgain
+            } else if !pullQueue.contains(space) {
+                pullQueue.append(space)
+            }
             return []
         }
-        return pull(since: cursor, now: now)
+        pullSpace = space
+        return pull(since: cursor(of: space), now: now)
     }
 
     /// The pull of the page after one being stored: a pull wanted again meanwhile stays wanted.
@@ -472,7 +547,10 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         // bounded and never with a reset (docs/protocol.md, section 8, "Pull").
         if cursor == 0 { inSnapshot = true }
         let rid = request(.pull, now: now)
-        return [.send(.pull(since: cursor, limit: configuration.pullLimit, snapshot: inSnapshot), rid: rid)]
+        return [
+            .send(
+                .pull(since: cursor, limit: configuration.pullLimit, snapshot: inSnapshot, space: pullSpace), rid: rid)
+        ]
     }
 
     private mutating func compose() -> [Action] {

@@ -16,6 +16,8 @@ public enum ServerMessage: Sendable, Hashable {
     /// A broadcast of a change committed by another connection of the same user.
     case change(Broadcast)
     case error(ServerError)
+    /// Protocol 2: the user's spaces changed.
+    case spaces(SpacesUpdate)
 
     /// The request id the message answers, if any.
     public var rid: RequestID? {
@@ -24,7 +26,7 @@ public enum ServerMessage: Sendable, Hashable {
         case .changes(let message): message.rid
         case .ack(let message): message.rid
         case .reject(let message): message.rid
-        case .change: nil
+        case .change, .spaces: nil
         case .error(let message): message.rid
         }
     }
@@ -44,7 +46,7 @@ public enum ServerMessage: Sendable, Hashable {
         case .reject(var message):
             message.rid = rid
             return .reject(message)
-        case .change: return self
+        case .change, .spaces: return self
         case .error(var message):
             message.rid = rid
             return .error(message)
@@ -61,6 +63,7 @@ public enum ServerMessage: Sendable, Hashable {
         case .reject(let message): object = message.wireObject
         case .change(let message): object = message.wireObject
         case .error(let message): object = message.wireObject
+        case .spaces(let message): object = message.wireObject
         }
         object["rid"] = rid?.json
         return .object(object)
@@ -81,6 +84,7 @@ public enum ServerMessage: Sendable, Hashable {
         case "reject": return .reject(try Reject(reader: &reader, rid: rid))
         case "change": return .change(try Broadcast(reader: &reader))
         case "error": return .error(try ServerError(reader: &reader, rid: rid))
+        case "spaces": return .spaces(SpacesUpdate(spaces: object["spaces"]?.arrayValue ?? []))
         default: return nil
         }
     }
@@ -289,6 +293,8 @@ public struct Broadcast: Sendable, Hashable {
     /// Field ops against the record at `prevRev` (docs/protocol.md section 5).
     public var fields: [String: JSONValue]
     public var updatedAt: Date
+    /// The shared space the record is in (protocol 2); nil for the personal space.
+    public var space: String?
 
     public init(
         collection: String, id: String, rev: Int64, prevRev: Int64, seq: Int64? = nil, op: Change.Operation,
@@ -320,6 +326,7 @@ public struct Broadcast: Sendable, Hashable {
             "op": .string(op.rawValue), "fields": .object(fields), "updatedAt": .string(Timestamp.format(updatedAt)),
         ]
         object["seq"] = seq.map(JSONValue.int)
+        object["space"] = space.map(JSONValue.string)
         return object
     }
 
@@ -335,6 +342,21 @@ public struct Broadcast: Sendable, Hashable {
         self.op = op
         fields = reader.object["fields"]?.objectValue ?? [:]
         updatedAt = try reader.optionalDate("updatedAt") ?? Date()
+        space = reader.object["space"]?.stringValue
+    }
+}
+
+/// Protocol 2: the user's spaces, sent whenever their membership changes (docs/protocol.md,
+/// "Spaces"); each as `GET /v1/spaces` lists it.
+public struct SpacesUpdate: Sendable, Hashable {
+    public var spaces: [JSONValue]
+
+    public init(spaces: [JSONValue]) {
+        self.spaces = spaces
+    }
+
+    var wireObject: [String: JSONValue] {
+        ["type": "spaces", "spaces": .array(spaces)]
     }
 }
 
@@ -371,6 +393,7 @@ extension ServerMessage {
         case .welcome: "welcome"
         case .changes: "changes"
         case .change: "change"
+        case .spaces: "spaces"
         }
     }
 }
