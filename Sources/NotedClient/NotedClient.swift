@@ -234,13 +234,16 @@ public final class NotedClient: Sendable {
     /// The server's revision history of a note.
     public func history(_ id: String) async throws -> [RevisionSummary] {
         let (api, token) = try await authorized()
-        return try await api.revisions(of: id, token: token)
+        let space = try await store.note(id)?.space
+        return try await api.revisions(of: id, space: space, token: token)
     }
 
     /// The fields of one revision.
     public func revision(_ id: String, rev: Int64, conflict: Bool = false) async throws -> NoteFields {
         let (api, token) = try await authorized()
-        return NoteFields(json: try await api.revision(of: id, rev: rev, conflict: conflict, token: token))
+        let space = try await store.note(id)?.space
+        return NoteFields(
+            json: try await api.revision(of: id, rev: rev, conflict: conflict, space: space, token: token))
     }
 
     /// Makes a note's title and body those of an earlier revision (a new edit, synced as usual).

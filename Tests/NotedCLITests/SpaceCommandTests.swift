@@ -115,6 +115,9 @@ import Testing
             let merged = "tent\nsleeping bags\nstove\nmap\n"
             #expect(try JSONValue.parse(try await ann.noted("--json", "show", id))["body"] == .string(merged))
             #expect(try JSONValue.parse(try await bob.noted("--json", "show", id))["body"] == .string(merged))
+            // Its history names who wrote each revision.
+            let history = try await bob.noted("history", id)
+            #expect(history.contains("by ann") && history.contains("by bob"), "\(history)")
 
             // A viewer's edit is refused and stays on their device, marked.
             _ = try await ann.noted("space", "role", "Trip", "bob", "viewer")

@@ -119,12 +119,13 @@ public struct NotedAPI: Sendable {
             body: Data(form.utf8))
     }
 
-    /// `GET /v1/records/notes/{id}/revisions`.
-    public func revisions(of id: String, in collection: String = "notes", token: String) async throws
-        -> [RevisionSummary]
+    /// `GET /v1/records/notes/{id}/revisions[?space=ID]` (`space`: a shared space's id).
+    public func revisions(of id: String, in collection: String = "notes", space: String? = nil, token: String)
+        async throws -> [RevisionSummary]
     {
         let response = try await send(
-            "GET", "/v1/records/\(collection)/\(id)/revisions", headers: ["Authorization": "Bearer \(token)"])
+            "GET", "/v1/records/\(collection)/\(id)/revisions" + Self.spaceQuery(space, first: true),
+            headers: ["Authorization": "Bearer \(token)"])
         return (response["revisions"]?.arrayValue ?? []).compactMap { value in
             guard let rev = value["rev"]?.intValue else { return nil }
             return RevisionSummary(
@@ -136,11 +137,21 @@ public struct NotedAPI: Sendable {
 
     /// `GET /v1/records/{collection}/{id}/revisions/{rev}`: that revision's fields.
     public func revision(
-        of id: String, in collection: String = "notes", rev: Int64, conflict: Bool = false, token: String
+        of id: String, in collection: String = "notes", rev: Int64, conflict: Bool = false, space: String? = nil,
+        token: String
     ) async throws -> [String: JSONValue] {
-        let path = "/v1/records/\(collection)/\(id)/revisions/\(rev)" + (conflict ? "?conflict=true" : "")
+        let path =
+            "/v1/records/\(collection)/\(id)/revisions/\(rev)" + (conflict ? "?conflict=true" : "")
+            + Self.spaceQuery(space, first: !conflict)
         let response = try await send("GET", path, headers: ["Authorization": "Bearer \(token)"])
         return response["fields"]?.objectValue ?? response.objectValue ?? [:]
+    }
+
+    /// `?space=ID` (or `&space=ID`) for a shared space; nothing for the personal space.
+    static func spaceQuery(_ space: String?, first: Bool) -> String {
+        guard let space else { return "" }
+        let encoded = space.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_"])) ?? space
+        return (first ? "?" : "&") + "space=" + encoded
     }
 
     // MARK: The signed-in account (docs/protocol.md, "Accounts")
