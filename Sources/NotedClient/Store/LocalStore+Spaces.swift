@@ -44,7 +44,8 @@ extension LocalStore {
     /// shared ones are kept with their cursors; the records of a space no longer listed (the
     /// user left or was removed, or it was deleted) leave this device, except those with edits
     /// the server has not acknowledged: those stay, refused, for the user to copy to their
-    /// personal space (``copyToPersonalSpace(_:id:)``) or discard.
+    /// personal space (``copyToPersonalSpace(_:id:)``) or discard; if the user is back in the
+    /// space before that, they are sent.
     public func storeSpaces(_ list: [JSONValue]) async throws -> StoreEffect {
         let shared = list.compactMap(SpaceInfo.init(json:)).filter { !$0.personal }
         return try await writer.write { db in
@@ -60,16 +61,23 @@ extension LocalStore {
             let gone = try String.fetchAll(db, sql: "SELECT id FROM space").filter { !listed.contains($0) }
             for id in gone { try db.execute(sql: "DELETE FROM space WHERE id = ?", arguments: [id]) }
             // Records of spaces not listed, whatever the table held (a list missed while offline).
-            let rows = try RecordRow.fetchAll(db, sql: "SELECT * FROM record WHERE space IS NOT NULL")
-                .filter { !listed.contains($0.space ?? "") }
+            let inSpaces = try RecordRow.fetchAll(db, sql: "SELECT * FROM record WHERE space IS NOT NULL")
+            for var row in inSpaces where listed.contains(row.space ?? "") && row.state.refusal != nil {
+                // Back in the space (invited again): what was kept because the user was out goes.
+                let before = row
+                row.state.backInSpace()
+                guard row != before else { continue }
+                try row.update(db)
+                effect.change(row.id, in: row.collection)
+            }
+            let rows = inSpaces.filter { !listed.contains($0.space ?? "") }
             for var row in rows {
                 if row.state == .synced || (!row.state.pending && row.state.refusal == nil) {
                     try row.delete(db)
                     effect.remove(row.id, in: row.collection)
                 } else if row.state.inflight == nil && row.state.refusal == nil {
                     // Edits never sent: kept, refused, never sent to a space the user is not in.
-                    row.state.refused(
-                        .readOnly, message: "you are no longer a member of this record's space; copy it to your space")
+                    row.state.outOfSpace()
                     try row.update(db)
                     if let refusal = row.state.refusal { effect.refused.append((row.id, refusal)) }
                     effect.change(row.id, in: row.collection)

@@ -410,8 +410,18 @@ extension LocalStore {
         async throws -> StoreEffect
     {
         try await writer.write { db in
-            guard let row = try RecordRow.find(db, id: id), row.state.inflight?.ccid == ccid else {
+            guard var row = try RecordRow.find(db, id: id), row.state.inflight?.ccid == ccid else {
                 return StoreEffect()
+            }
+            // A shared space's `not_found`: the user is no longer in it (the `spaces` message
+            // saying so may come after): kept refused rather than sent again and again.
+            if code == .notFound, row.space != nil {
+                var effect = StoreEffect()
+                row.state.outOfSpace()
+                try row.update(db)
+                effect.refused.append((row.id, SyncState.outOfSpaceRefusal))
+                effect.change(row.id, in: row.collection)
+                return effect
             }
             // `missing_blob`: the files the change adds go up again (those of the change sent,
             // not the note's files now: one removed since is still named by the change); one

@@ -180,6 +180,24 @@ struct SyncState: Hashable, Sendable {
         next = .set(baseRev: staleBase)
     }
 
+    /// The record's space is no longer the user's (left, removed, deleted; docs/protocol.md,
+    /// "Spaces"): its edits stay on the device, refused, never sent again.
+    mutating func outOfSpace() {
+        inflight = nil
+        edited = false
+        purging = false
+        refusal = Self.outOfSpaceRefusal
+    }
+
+    /// The user is in the record's space again: edits kept by ``outOfSpace()`` go out.
+    mutating func backInSpace() {
+        guard refusal == Self.outOfSpaceRefusal else { return }
+        refusal = nil
+        edited = true
+    }
+
+    static let outOfSpaceRefusal = "you are no longer a member of this record's space; copy it to your space"
+
     /// The server refused the change in flight; what follows depends on the code
     /// (docs/protocol.md section 5). The change is no longer in flight afterwards.
     /// `rate_limited` changes nothing: the change stays in flight, resent later unchanged.
