@@ -66,6 +66,8 @@ public struct Stored<Value: SyncedRecord>: Sendable, Hashable, Identifiable {
     public var refusal: String?
     /// Text fields of the last merge that could not place all of this device's edit.
     public var conflicts: [String]
+    /// The shared space the record is in; nil for the personal space.
+    public var space: String?
 
     init(_ record: StoredRecord) throws {
         id = record.id
@@ -76,6 +78,7 @@ public struct Stored<Value: SyncedRecord>: Sendable, Hashable, Identifiable {
         pending = record.pending
         refusal = record.refusal
         conflicts = record.conflicts
+        space = record.space
     }
 }
 
@@ -98,9 +101,12 @@ public struct Records<Value: SyncedRecord>: Sendable {
     var collection: String { Value.schema.name }
 
     @discardableResult
-    public func create(_ value: Value, id: String = UUID().uuidString.lowercased()) async throws -> Stored<Value> {
+    /// - Parameter space: a shared space the user may write in (nil: the personal space).
+    public func create(_ value: Value, id: String = UUID().uuidString.lowercased(), space: String? = nil)
+        async throws -> Stored<Value>
+    {
         let fields = try value.fields()
-        return try await write { try $0.create(collection, fields: fields, id: id) }
+        return try await write { try $0.create(collection, fields: fields, id: id, space: space) }
     }
 
     /// Changes a record in one local transaction; it syncs as one change. Only the fields the
