@@ -232,10 +232,28 @@ export class LocalStore {
     return request(tx.objectStore("records").index("pending").getAll());
   }
 
-  /** The records of shared spaces (those with a `space`), from the index. */
-  async sharedRecords() {
+  /**
+   * The records of shared spaces other than those in `listed` (a Set of ids), from the index:
+   * each space held is read once from the index's keys, and only the records of spaces not
+   * listed are read.
+   */
+  async sharedRecords(listed = new Set()) {
     const tx = this.db.transaction("records", "readonly");
-    return request(tx.objectStore("records").index("space").getAll());
+    const index = tx.objectStore("records").index("space");
+    const held = [];
+    await new Promise((resolve, reject) => {
+      const req = index.openKeyCursor(null, "nextunique");
+      req.onsuccess = () => {
+        const cursor = req.result;
+        if (!cursor) return resolve();
+        if (!listed.has(cursor.key)) held.push(cursor.key);
+        cursor.continue();
+      };
+      req.onerror = () => reject(req.error);
+    });
+    const out = [];
+    for (const space of held) out.push(...(await request(index.getAll(IDBKeyRange.only(space)))));
+    return out;
   }
 
   /** How many attachments' blobs wait for their upload (the `pending` index of `blobs`, Web/attachments.js). */

@@ -19,7 +19,8 @@
 //   pairs, `decide` as for `commit`) and the new cursor written together under the meta `key`
 //   (a shared space's is "cursor:ID"), only if the stored cursor is still `since` (else nothing
 //   is written and it rejects); returns the Map as `commit` does;
-// - sharedRecords(): the records of shared spaces (a `space` set: protocol 2).
+// - sharedRecords(listed): the records of shared spaces (a `space` set: protocol 2) other than
+//   the spaces in the Set `listed`.
 // `decide` may be called more than once for one id (Web/db.js adds a record first, and reads
 // the one held only if the id is taken): the last call's outcome is the one written.
 // Records are copied in and out (structuredClone), as IndexedDB does: a caller holding one never
@@ -156,9 +157,9 @@ export class MemoryStore {
     }
   }
 
-  /** The records of shared spaces (those with a `space`): the engine's check of the spaces listed. */
-  async sharedRecords() {
-    return [...this.records.values()].filter((r) => typeof r.space === "string" && r.space).map(copy);
+  /** The records of shared spaces (those with a `space`) not in `listed` (a Set of ids): the engine's check of the spaces listed. */
+  async sharedRecords(listed = new Set()) {
+    return [...this.records.values()].filter((r) => typeof r.space === "string" && r.space && !listed.has(r.space)).map(copy);
   }
 
   /** The records with edits the server has not acknowledged (for tests: the outbox, refused included). */

@@ -307,7 +307,8 @@ export class SyncEngine extends EventTarget {
           this.setState("syncing");
           // The personal space first, then each shared space whose seq moved past its cursor.
           this.pulling = true; // no pull starts before the personal space's
-          this.pullQueue = Array.isArray(message.spaces) ? await this.listSpaces(message.spaces) : [];
+          const moved = Array.isArray(message.spaces) ? await this.listSpaces(message.spaces) : [];
+          for (const space of moved) if (!this.pullQueue.includes(space)) this.pullQueue.push(space);
           await this.pull(null);
         } else if (Array.isArray(message.spaces)) {
           for (const space of await this.listSpaces(message.spaces)) await this.requestPull(space);
@@ -473,7 +474,7 @@ export class SyncEngine extends EventTarget {
     if (!this.spaces) return;
     const effects = [];
     const written = new Map();
-    for (const held of await this.store.sharedRecords()) {
+    for (const held of await this.store.sharedRecords(new Set(this.spaces.keys()))) {
       if (this.spaces.has(held.space)) continue;
       const wrote = await this.store.commit(held.id, (current) => {
         if (!current || this.spaces.has(spaceOf(current)) || !spaceOf(current)) return undefined;
@@ -630,7 +631,7 @@ export class SyncEngine extends EventTarget {
     const limit = max * 4;
     let outbox = await this.store.pendingRecords();
     // A record of a space no longer listed is never sent: held, refused (`orphans`).
-    if (this.spaces && outbox.some((r) => spaceOf(r) && !this.spaces.has(spaceOf(r)))) {
+    if (this.spaces && outbox.some((r) => spaceOf(r) && !this.spaces.has(spaceOf(r)) && isPending(r))) {
       await this.orphans();
       outbox = outbox.filter((r) => !spaceOf(r) || this.spaces.has(spaceOf(r)));
     }
