@@ -605,7 +605,8 @@ function renderMeta() {
   const readOnly = Boolean(listed) && !canWrite(listed.role);
   for (const el of [ui.title, ui.body, ui.folder, ui.tags]) el.readOnly = readOnly;
   for (const el of [ui.pin, ui.trash, ui.restore, ui.purge]) el.disabled = readOnly;
-  ui.attachmentsSection.hidden = readOnly;
+  // Files in shared spaces are not there yet (the server refuses such a change: docs/protocol.md).
+  ui.attachmentsSection.hidden = readOnly || Boolean(space);
   if (readOnly) ui.editor.dataset.readOnly = "true";
   else delete ui.editor.dataset.readOnly;
   renderNoteSpace();
