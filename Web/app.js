@@ -8,7 +8,7 @@
 // (a Draft per note: what the store holds plus what is typed on top, merged with changes that
 // arrive meanwhile), and the list re-sorts after that write, not on every key.
 
-import { TEXT_FIELDS, isPurging, newRecord, noteFields, normalizeFields, onServer, refusalOf, withEdit, withPurge } from "./records.js";
+import { TEXT_FIELDS, isPurging, newRecord, noteFields, normalizeFields, onServer, refusalOf, spaceOf, withEdit, withPurge } from "./records.js";
 import { Auth } from "./auth.js";
 import { accountOf, openCurrent, openFor, ownerOf, removeAccountDatabase, removeLocalCopy, unsyncedOf, unsyncedSentence } from "./accounts.js";
 import { AccountPanel, deleteAccount as deleteServerAccount, saveFile, signOutEverywhere as endEverySignIn } from "./account.js";
@@ -21,6 +21,10 @@ import { Search } from "./search-client.js";
 import { renderMarkdown, toggleTask } from "./markdown.js";
 import { Attachments, AttachmentsEditor, ObjectUrls, shaOf } from "./attachments.js";
 import { groupRevisionsByDay, revisionDetails, revisionTime } from "./history.js";
+import {
+  acceptInvitation, canRemove, canShare, canWrite, createLink, createSpace, declineInvitation, fetchSpaces, invite, joinSecret, joinSpace,
+  latestAuthor, leaveSpace, removeMember, revisionsOf, sharedSpaces, spaceDetails, spaceLabel,
+} from "./spaces.js";
 
 const TEXT = TEXT_FIELDS;
 const SAVE_DELAY = 200; // ms without a key before typing is written to the store
@@ -30,6 +34,7 @@ const PULL_LIST_INTERVAL = 250; // ms between two makings of the list while pull
 const SIGNED_OUT_NOTE = "noted.signed-out"; // sessionStorage: why the page starts signed out (said once)
 const UNSAVED_KEY = "noted.unsaved"; // sessionStorage: typing not yet written when the page went away
 const PREVIEW_KEY = "noted.preview"; // localStorage: "on" when this device shows notes as Markdown
+const JOIN_KEY = "noted.join"; // sessionStorage: a join link's secret, kept over the sign-in
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -47,6 +52,12 @@ const ui = {
   localCopy: $("local-copy"), localCopyRemove: $("local-copy-remove"), localCopyConfirm: $("local-copy-confirm"), localCopyWarning: $("local-copy-warning"),
   localCopyExport: $("local-copy-export"), localCopyAnyway: $("local-copy-anyway"), localCopyKeep: $("local-copy-keep"),
   localCopyExported: $("local-copy-exported"), localCopyError: $("local-copy-error"),
+  spaceList: $("space-list"), share: $("share"), leaveSpace: $("leave-space"), newSpace: $("new-space"), newSpaceForm: $("new-space-form"),
+  newSpaceName: $("new-space-name"), invitations: $("invitations"), noteSpace: $("note-space"), copyPersonal: $("copy-personal"),
+  attachmentsSection: $("attachments"),
+  shareDialog: $("share-dialog"), shareTitle: $("share-title"), inviteForm: $("invite-form"), inviteUsername: $("invite-username"),
+  inviteRole: $("invite-role"), linkRole: $("link-role"), linkCreate: $("link-create"), linkUrl: $("link-url"), linkUrlLabel: $("link-url-label"),
+  shareStatus: $("share-status"), shareError: $("share-error"), members: $("members"), shareClose: $("share-close"),
 };
 
 let store;
@@ -70,6 +81,12 @@ const drafts = new Map(); // id -> Draft: the editor's, and ones still being wri
 let selecting = 0;
 let loaded = false; // the store has been read once
 let shown = []; // the entries the list shows
+// Shared spaces (Web/spaces.js): those the server lists (by name), the invitations waiting, and
+// the space the list shows ("all", "personal" or a shared space's id).
+let spaces = [];
+let invitations = [];
+let chosenSpace = "all";
+const authors = new Map(); // note id -> who edited it last (a shared space's note, read when it opens)
 
 function toast(message) {
   ui.toast.textContent = message;
@@ -150,9 +167,9 @@ function listWaits(query) {
 
 function currentEntries(query) {
   const filter = ui.filter.value;
-  if (!query) return index.query(filter);
+  if (!query) return index.query(filter, null, chosenSpace);
   if (!searchResult || searchResult.query !== query) return shown; // its search is under way
-  return searchResult.hits ? index.query(filter, searchResult.hits) : [];
+  return searchResult.hits ? index.query(filter, searchResult.hits, chosenSpace) : [];
 }
 
 /** One search at a time, in the worker; keys typed meanwhile make one more when it answers. */
@@ -209,6 +226,8 @@ const REFUSALS = {
   invalid_field: "a field the server does not accept",
   bad_request: "a change the server could not read",
   unknown_collection: "a kind of record the server does not keep",
+  read_only: "read-only for you",
+  quota_exceeded: "the space's owner is out of storage",
 };
 
 /** Why the server refused a note's change, in a few words. */
@@ -269,6 +288,9 @@ function noteChanged(id, record) {
 }
 
 async function onRecords({ ids = [], records, moved = [] }) {
+  // The open note of a shared space changed on the server (a broadcast, a pull, an ack): who
+  // edited it last may have changed.
+  if (draft && ids.includes(draft.id) && spaceOf(draft.record)) authorMayHaveChanged();
   for (const { from, to } of moved) {
     // The server no longer has the note; its text lives on as a new one: so does its draft.
     const d = drafts.get(from);
@@ -474,7 +496,9 @@ function gone(d, record) {
     closeEditor();
   }
   if (unsaved) {
-    createNote({ ...noteFields(d.record), title: text.title, body: text.body });
+    const space = spaceOf(d.record);
+    const listed = space && spaces.find((s) => s.id === space);
+    createNote({ ...noteFields(d.record), title: text.title, body: text.body }, listed && canWrite(listed.role) ? space : null);
     toast("This note was deleted on another device; what you typed is kept as a new note.");
   }
 }
@@ -575,8 +599,21 @@ function renderMeta() {
   ui.purge.hidden = !f.trashed;
   if (attachmentsEditor) attachmentsEditor.render(draft.id, f.attachments);
   if (previewing && (f.attachments || []).join("\n") !== previewFiles) renderPreview(); // a file came or went
+  // A shared space's note: read-only for a viewer (the server would refuse the edit: `read_only`).
+  const space = spaceOf(draft.record);
+  const listed = space ? spaces.find((s) => s.id === space) : null;
+  const readOnly = Boolean(listed) && !canWrite(listed.role);
+  for (const el of [ui.title, ui.body, ui.folder, ui.tags]) el.readOnly = readOnly;
+  for (const el of [ui.pin, ui.trash, ui.restore, ui.purge]) el.disabled = readOnly;
+  // Files in shared spaces are not there yet (the server refuses such a change: docs/protocol.md).
+  ui.attachmentsSection.hidden = readOnly || Boolean(space);
+  if (readOnly) ui.editor.dataset.readOnly = "true";
+  else delete ui.editor.dataset.readOnly;
+  renderNoteSpace();
   const refusal = refusalOf(draft.record);
   ui.refusal.hidden = !refusal;
+  // A space the user is no longer in: what they wrote can be kept in their own space.
+  ui.copyPersonal.hidden = !(refusal && space && !listed);
   if (refusal) {
     const detail = refusal.message ? `${refusal.code}: ${refusal.message}` : refusal.code;
     const after = onServer(draft.record) ? "the server's version returns" : "the note is removed: the server never had it";
@@ -619,6 +656,7 @@ function open(next) {
   ui.editor.hidden = false;
   renderPreview(); // first: renderMeta then finds it drawn with the note's files
   renderMeta();
+  loadAuthor(next);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -750,17 +788,29 @@ async function edit(id, change) {
   return written;
 }
 
-/** A new note, shown at once (before it is stored: typing right away lands in it). */
-function createNote(fields = null) {
+/**
+ * A new note, shown at once (before it is stored: typing right away lands in it), in `space`
+ * (null: the personal space; undefined: the space the list shows, if the user may write there).
+ */
+function createNote(fields = null, space = undefined) {
+  if (space === undefined) {
+    const chosen = spaces.find((s) => s.id === chosenSpace);
+    if (chosen && !canWrite(chosen.role)) {
+      toast(`You are a viewer of ${chosen.name}: you cannot add notes to it.`);
+      return;
+    }
+    space = chosen ? chosen.id : null;
+  }
   const id = uuid();
   const filter = ui.filter.value;
-  const record = newRecord(id, fields || {
+  const placed = (record) => (space ? { ...record, space } : record);
+  const record = placed(newRecord(id, fields || {
     folder: filter.startsWith("folder:") ? filter.slice(7) : null,
     tags: filter.startsWith("tag:") ? [filter.slice(4)] : [],
-  });
+  }));
   record.lv = 1; // what the store's first write makes it
   if (previewing) setPreview(false, { remember: false }); // a new note is for writing
-  const stored = store.update(id, () => newRecord(id, record.local, record.createdAt));
+  const stored = store.update(id, () => placed(newRecord(id, record.local, record.createdAt)));
   if (filter === "trash") ui.filter.value = "all";
   noteChanged(id, record);
   select(id, record);
@@ -832,9 +882,10 @@ async function showHistory() {
   ui.historyToggle.setAttribute("aria-expanded", String(open));
   if (!open || !draft) return;
   const id = draft.id;
+  const space = spaceOf(draft.record);
   ui.revisions.replaceChildren(Object.assign(document.createElement("li"), { textContent: "Loading…" }));
   try {
-    const { revisions } = await auth.fetchJSON(`/v1/records/notes/${id}/revisions`);
+    const revisions = space ? await revisionsOf(auth, id, space) : (await auth.fetchJSON(`/v1/records/notes/${id}/revisions`)).revisions;
     ui.revisions.replaceChildren(...groupRevisionsByDay(revisions).map((day) => historyDay(id, day)));
   } catch (error) {
     ui.revisions.replaceChildren(Object.assign(document.createElement("li"), { textContent: navigator.onLine ? `History unavailable (${error.message}).` : "History needs a connection." }));
@@ -863,6 +914,10 @@ function historyEntry(id, rev) {
   else label.append(`Revision ${rev.rev}`);
   for (const detail of revisionDetails(rev)) label.append(` · ${detail}`);
   if (rev.conflict) label.className = "conflict";
+  if (ui.editor.dataset.readOnly) {
+    li.append(label); // a viewer restores nothing
+    return li;
+  }
   const button = document.createElement("button");
   button.type = "button";
   button.className = "quiet";
@@ -874,7 +929,9 @@ function historyEntry(id, rev) {
 }
 
 async function restoreRevision(id, rev) {
-  const query = rev.conflict ? "?conflict=true" : "";
+  const space = draft && draft.id === id ? spaceOf(draft.record) : null;
+  const params = [...(rev.conflict ? ["conflict=true"] : []), ...(space ? [`space=${encodeURIComponent(space)}`] : [])];
+  const query = params.length ? `?${params.join("&")}` : "";
   const body = await auth.fetchJSON(`/v1/records/notes/${id}/revisions/${rev.rev}${query}`);
   const fields = normalizeFields(body.fields || body);
   await edit(id, (f) => ({ ...f, title: fields.title, body: fields.body }));
@@ -1188,6 +1245,326 @@ async function exportUnsynced() {
   return `Exported ${notes.length} note${notes.length === 1 ? "" : "s"} to ${file}.`;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Shared spaces (protocol 2, docs/protocol.md "Spaces"; Web/spaces.js): the sidebar lists
+// Personal and each shared space with the user's role, and the invitations waiting; choosing a
+// space shows its notes and "New note" writes there (not for a viewer, whose notes are
+// read-only). Owners and admins share a space (invitations, links, members). The engine keeps
+// the list as the server sends it (`spaces` events) and syncs each space.
+
+function spaceButton(value, label) {
+  const li = document.createElement("li");
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "quiet";
+  button.dataset.space = value;
+  button.textContent = label;
+  button.setAttribute("aria-pressed", String(value === chosenSpace));
+  button.addEventListener("click", () => chooseSpace(value));
+  li.append(button);
+  return li;
+}
+
+function renderSpaces() {
+  if (chosenSpace !== "all" && chosenSpace !== "personal" && !spaces.some((s) => s.id === chosenSpace)) chosenSpace = "all";
+  const items = spaces.length ? [spaceButton("all", "All spaces"), spaceButton("personal", "Personal"), ...spaces.map((s) => spaceButton(s.id, spaceLabel(s)))] : [];
+  ui.spaceList.replaceChildren(...items);
+  ui.spaceList.hidden = items.length === 0;
+  const chosen = spaces.find((s) => s.id === chosenSpace);
+  ui.share.hidden = !(chosen && canShare(chosen.role));
+  ui.leaveSpace.hidden = !(chosen && chosen.role !== "owner");
+  const readOnly = Boolean(chosen) && !canWrite(chosen.role);
+  ui.newNote.disabled = readOnly;
+  ui.newNote.title = readOnly ? `You are a viewer of ${chosen.name}: its notes are read-only` : "New note (Alt+N)";
+  ui.invitations.replaceChildren(...invitations.map(invitationItem));
+  ui.invitations.hidden = invitations.length === 0;
+}
+
+function invitationItem(invitation) {
+  const li = document.createElement("li");
+  const text = document.createElement("span");
+  text.textContent = `${invitation.invitedBy || "Someone"} invites you to ${invitation.name} as ${invitation.role}`;
+  const accept = document.createElement("button");
+  accept.type = "button";
+  accept.className = "primary";
+  accept.textContent = "Accept";
+  accept.setAttribute("aria-label", `Accept the invitation to ${invitation.name}`);
+  accept.addEventListener("click", () => answerInvitation(invitation, true));
+  const decline = document.createElement("button");
+  decline.type = "button";
+  decline.className = "quiet";
+  decline.textContent = "Decline";
+  decline.setAttribute("aria-label", `Decline the invitation to ${invitation.name}`);
+  decline.addEventListener("click", () => answerInvitation(invitation, false));
+  li.append(text, accept, decline);
+  return li;
+}
+
+async function answerInvitation(invitation, yes) {
+  try {
+    if (yes) {
+      await acceptInvitation(auth, invitation.space);
+      chosenSpace = invitation.space;
+      toast(`You joined ${invitation.name}.`);
+    } else {
+      await declineInvitation(auth, invitation.space);
+    }
+  } catch (error) {
+    toast(`Could not ${yes ? "accept" : "decline"} the invitation: ${error.message}`);
+  }
+  await refreshSpaces();
+}
+
+function chooseSpace(value) {
+  chosenSpace = value;
+  renderSpaces();
+  schedule("list");
+}
+
+/** The spaces the engine heard of (`welcome`, `spaces`): the sidebar and the editor follow. */
+function spacesChanged(list) {
+  spaces = sharedSpaces(list);
+  renderSpaces();
+  if (draft) renderMeta();
+  schedule("list");
+}
+
+/** GET /v1/spaces: the spaces and the invitations waiting (online only; quietly skipped offline). */
+async function refreshSpaces() {
+  if (!navigator.onLine) return;
+  try {
+    const listed = await fetchSpaces(auth);
+    invitations = listed.invitations;
+    spacesChanged(listed.spaces);
+  } catch {
+    // Offline or signed out meanwhile: the list stays as the engine last heard it.
+  }
+}
+
+/** The editor's line for a shared space's note: which space, read-only for a viewer, who edited it last. */
+function renderNoteSpace() {
+  const space = draft && spaceOf(draft.record);
+  if (!space) {
+    ui.noteSpace.hidden = true;
+    ui.noteSpace.textContent = "";
+    return;
+  }
+  const listed = spaces.find((s) => s.id === space);
+  const parts = [listed ? `In ${listed.name}` : "In a space you are no longer a member of"];
+  if (listed && !canWrite(listed.role)) parts.push("read-only: you are a viewer");
+  const author = authors.get(draft.id);
+  if (author) parts.push(`last edited by ${author}`);
+  const text = parts.join(" · ");
+  if (ui.noteSpace.textContent !== text) ui.noteSpace.textContent = text;
+  ui.noteSpace.hidden = false;
+}
+
+/** Who edited a shared space's note last (its newest revision's author), read when online. */
+async function loadAuthor(d) {
+  const space = d && spaceOf(d.record);
+  if (!space || !navigator.onLine || !spaces.some((s) => s.id === space) || !onServer(d.record)) return;
+  try {
+    const author = latestAuthor(await revisionsOf(auth, d.id, space));
+    if (author) authors.set(d.id, author);
+  } catch {
+    return; // offline, or no longer a member: nothing said
+  }
+  if (draft === d) renderNoteSpace();
+}
+
+let authorTimer = 0;
+/** The open note changed on the server: who edited it is read again (at most twice a second). */
+function authorMayHaveChanged() {
+  clearTimeout(authorTimer);
+  authorTimer = setTimeout(() => draft && loadAuthor(draft), 500);
+}
+
+/** "Save a copy to my space": a refused note of a space left becomes a new personal note. */
+async function copyToPersonal() {
+  const d = draft;
+  if (!d) return;
+  await save(d);
+  while (d.writing) await new Promise((resolve) => setTimeout(resolve, 20));
+  clearTimeout(d.timer);
+  d.timer = 0;
+  drafts.delete(d.id);
+  draft = null;
+  closeEditor();
+  const copy = await engine.copyToPersonalSpace(d.id);
+  chosenSpace = chosenSpace === "all" ? "all" : "personal";
+  renderSpaces();
+  const record = await store.get(copy);
+  if (record) {
+    noteChanged(copy, record);
+    select(copy, record);
+  }
+  toast("Saved a copy in your personal space.");
+}
+
+/** The Share dialog of the space the list shows (owner and admins). */
+async function openShare() {
+  const space = spaces.find((s) => s.id === chosenSpace);
+  if (!space || !canShare(space.role)) return;
+  ui.shareDialog.dataset.space = space.id;
+  ui.shareTitle.textContent = `Share ${space.name}`;
+  ui.shareStatus.textContent = "";
+  ui.shareError.textContent = "";
+  ui.inviteUsername.value = "";
+  ui.linkUrl.value = "";
+  ui.linkUrl.hidden = true;
+  ui.linkUrlLabel.hidden = true;
+  ui.members.replaceChildren();
+  ui.shareDialog.showModal();
+  await renderMembers(space);
+}
+
+async function renderMembers(space) {
+  try {
+    const details = await spaceDetails(auth, space.id);
+    const me = auth.session && auth.session.user;
+    ui.members.replaceChildren(...(details.members || []).map((member) => {
+      const li = document.createElement("li");
+      const name = document.createElement("span");
+      name.textContent = `${member.username} · ${member.role}`;
+      li.append(name);
+      const self = me && (member.id === me || member.username === me);
+      if (!self && canRemove(space.role, member.role)) {
+        const remove = document.createElement("button");
+        remove.type = "button";
+        remove.className = "danger";
+        remove.textContent = "Remove";
+        remove.setAttribute("aria-label", `Remove ${member.username}`);
+        remove.addEventListener("click", async () => {
+          try {
+            await removeMember(auth, space.id, member.id);
+            ui.shareStatus.textContent = `${member.username} was removed.`;
+          } catch (error) {
+            ui.shareError.textContent = `Could not remove ${member.username}: ${error.message}`;
+          }
+          await renderMembers(space);
+        });
+        li.append(remove);
+      }
+      return li;
+    }));
+  } catch (error) {
+    ui.shareError.textContent = `Could not read the members: ${error.message}`;
+  }
+}
+
+function wireSpaces() {
+  ui.share.addEventListener("click", () => openShare().catch((error) => toast(String(error))));
+  ui.shareClose.addEventListener("click", () => ui.shareDialog.close());
+  ui.inviteForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const space = spaces.find((s) => s.id === ui.shareDialog.dataset.space);
+    const username = ui.inviteUsername.value.trim();
+    if (!space || !username) return;
+    ui.shareError.textContent = "";
+    try {
+      await invite(auth, space.id, username, ui.inviteRole.value);
+      ui.shareStatus.textContent = `Invited ${username} as ${ui.inviteRole.value}.`;
+      ui.inviteUsername.value = "";
+    } catch (error) {
+      ui.shareError.textContent = error.code === "unknown_user" ? `No account is called ${username}.` : `Could not invite ${username}: ${error.message}`;
+    }
+  });
+  ui.linkCreate.addEventListener("click", async () => {
+    const space = spaces.find((s) => s.id === ui.shareDialog.dataset.space);
+    if (!space) return;
+    ui.shareError.textContent = "";
+    try {
+      const link = await createLink(auth, space.id, ui.linkRole.value);
+      ui.linkUrl.value = link.url;
+      ui.linkUrl.hidden = false;
+      ui.linkUrlLabel.hidden = false;
+      ui.linkUrl.select();
+      ui.shareStatus.textContent = `Whoever opens this link joins ${space.name} as ${link.role}.`;
+    } catch (error) {
+      ui.shareError.textContent = `Could not create the link: ${error.message}`;
+    }
+  });
+  ui.leaveSpace.addEventListener("click", async () => {
+    const space = spaces.find((s) => s.id === chosenSpace);
+    if (!space || !confirm(`Leave ${space.name}? Its notes leave this browser.`)) return;
+    try {
+      await leaveSpace(auth, space.id);
+    } catch (error) {
+      toast(`Could not leave ${space.name}: ${error.message}`);
+    }
+    await refreshSpaces();
+  });
+  ui.newSpace.addEventListener("click", () => {
+    const open = ui.newSpaceForm.hidden;
+    ui.newSpaceForm.hidden = !open;
+    ui.newSpace.setAttribute("aria-expanded", String(open));
+    if (open) ui.newSpaceName.focus();
+  });
+  ui.newSpaceForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const name = ui.newSpaceName.value.trim();
+    if (!name) return;
+    try {
+      const space = await createSpace(auth, name);
+      ui.newSpaceName.value = "";
+      ui.newSpaceForm.hidden = true;
+      ui.newSpace.setAttribute("aria-expanded", "false");
+      chosenSpace = space.id;
+      await refreshSpaces();
+    } catch (error) {
+      toast(`Could not create the space: ${error.message}`);
+    }
+  });
+  ui.copyPersonal.addEventListener("click", () => copyToPersonal().catch((error) => toast(`Could not copy the note: ${error.message}`)));
+  window.addEventListener("focus", () => refreshSpaces());
+  // A join link opened in this tab while the app runs.
+  window.addEventListener("hashchange", () => {
+    const secret = joinSecret(location.hash);
+    if (!secret) return;
+    try {
+      sessionStorage.setItem(JOIN_KEY, secret);
+    } catch {
+      // No storage: read from the address.
+    }
+    joinFromLink();
+  });
+  window.addEventListener("online", () => refreshSpaces());
+}
+
+/**
+ * A join link (`#join=SECRET`, kept in sessionStorage over the sign-in): joined once signed in
+ * (POST /v1/join), then the fragment leaves the address. A secret that does not work is
+ * dropped, said once; offline, it waits for the next start.
+ */
+async function joinFromLink() {
+  let secret = null;
+  try {
+    secret = sessionStorage.getItem(JOIN_KEY);
+  } catch {
+    secret = joinSecret(location.hash);
+  }
+  if (!secret) return;
+  try {
+    const joined = await joinSpace(auth, secret);
+    forgetJoin();
+    chosenSpace = joined.space;
+    toast(`You joined ${joined.name} as ${joined.role}.`);
+    await refreshSpaces();
+  } catch (error) {
+    if (error.code !== "offline") forgetJoin();
+    toast(error.code === "link_unusable" ? "This link no longer works: ask for a new one." : `Could not join the space: ${error.message}`);
+  }
+}
+
+function forgetJoin() {
+  try {
+    sessionStorage.removeItem(JOIN_KEY);
+  } catch {
+    // No storage.
+  }
+  if (joinSecret(location.hash)) history.replaceState(null, "", location.pathname + location.search);
+}
+
 function wireApp() {
   ui.signOut.addEventListener("click", () => askSignOut().catch((error) => signOutFailed(error, false)));
   ui.signOutExport.addEventListener("click", () => exportUnsynced()
@@ -1288,6 +1665,7 @@ function wireApp() {
     }
   });
   setInterval(() => schedule("rows"), 30000); // "2 min ago"
+  wireSpaces();
 }
 
 async function main() {
@@ -1303,6 +1681,15 @@ async function main() {
       location.reload();
     },
   };
+  // A join link opened: its secret waits for the sign-in (the sign-in's redirect drops the fragment).
+  const secret = joinSecret(location.hash);
+  if (secret) {
+    try {
+      sessionStorage.setItem(JOIN_KEY, secret);
+    } catch {
+      // No storage: joined only if already signed in (read from the address again).
+    }
+  }
   auth = new Auth();
   ui.signIn.addEventListener("click", () => auth.signIn().catch((e) => (ui.signInError.textContent = e.message)));
   let signedInNow = false;
@@ -1348,6 +1735,12 @@ async function main() {
   engine.addEventListener("state", () => schedule());
   engine.addEventListener("pending", () => schedule());
   engine.addEventListener("error", (e) => toast(e.detail.message));
+  engine.addEventListener("spaces", (e) => {
+    spacesChanged(e.detail.spaces);
+    refreshSpaces(); // the invitations too
+  });
+  spaces = sharedSpaces(await store.getMeta("spaces"));
+  renderSpaces();
   auth.addEventListener("change", () => {
     // Signed out, or the session lost: typing not yet written is written first (the
     // account's database keeps it for its next sign-in); a lost session is explained on the
@@ -1374,6 +1767,8 @@ async function main() {
   window.noted = { store, auth, engine, index, attachments }; // for tests and the curious
   await restoreUnsaved(unsaved).catch((error) => toast(`Could not restore the typing of before the reload: ${error.message}`));
   engine.start();
+  refreshSpaces();
+  joinFromLink();
   // The one read of every record (the search worker reads the texts itself). Records of an
   // older version were put in the stored form by the database's upgrade (Web/db.js), refusals
   // of a version before that and purges it kept for ever included.

@@ -21,8 +21,11 @@ export { EMPTY_FIELDS, SCALAR_FIELDS, TEXT_FIELDS, isPending, isUnsynced, newRec
 
 const DB_NAME = "noted"; // the one database of the versions before one database per account (accounts.js)
 // 3: the object store `blobs` (Web/attachments.js); 4: records in the Swift client's stored
-// form, and the object store `tombstones`.
-const DB_VERSION = 4;
+// form, and the object store `tombstones`; 5: records of shared spaces (protocol 2) carry
+// `space` (absent: the personal space), found by the records' index `space`, each space's
+// cursor in the meta as "cursor:ID". The upgrade only adds the index: every record, pending
+// edits included, stays as it was (a record without `space` is in the personal space).
+const DB_VERSION = 5;
 const CHUNK = 1000;
 
 /** An IndexedDB request as a promise (also for Web/attachments.js). */
@@ -123,6 +126,8 @@ export class LocalStore {
         // Version 4: the ids of records purged on the server (out-of-line keys, value true).
         if (!db.objectStoreNames.contains("tombstones")) db.createObjectStore("tombstones");
         if (!records.indexNames.contains("pending")) records.createIndex("pending", "pend");
+        // Version 5: the records of shared spaces (a record without `space` is not in the index).
+        if (!records.indexNames.contains("space")) records.createIndex("space", "space");
         // Every record of an older version in the stored form (version 1's get their outbox mark too).
         if (event.oldVersion >= 1 && event.oldVersion < 4) upgradeRecords(records);
       };
@@ -227,6 +232,30 @@ export class LocalStore {
     return request(tx.objectStore("records").index("pending").getAll());
   }
 
+  /**
+   * The records of shared spaces other than those in `listed` (a Set of ids), from the index:
+   * each space held is read once from the index's keys, and only the records of spaces not
+   * listed are read.
+   */
+  async sharedRecords(listed = new Set()) {
+    const tx = this.db.transaction("records", "readonly");
+    const index = tx.objectStore("records").index("space");
+    const held = [];
+    await new Promise((resolve, reject) => {
+      const req = index.openKeyCursor(null, "nextunique");
+      req.onsuccess = () => {
+        const cursor = req.result;
+        if (!cursor) return resolve();
+        if (!listed.has(cursor.key)) held.push(cursor.key);
+        cursor.continue();
+      };
+      req.onerror = () => reject(req.error);
+    });
+    const out = [];
+    for (const space of held) out.push(...(await request(index.getAll(IDBKeyRange.only(space)))));
+    return out;
+  }
+
   /** How many attachments' blobs wait for their upload (the `pending` index of `blobs`, Web/attachments.js). */
   async pendingBlobCount() {
     if (!this.db.objectStoreNames.contains("blobs")) return 0;
@@ -295,9 +324,10 @@ export class LocalStore {
    * [id, decide] pairs as for `commit`. Returns a Map from id to what was stored (null:
    * deleted) for the records that changed (a fork under its own id).
    * With `since`, the page is stored only if the stored cursor is still `since` (the one it
-   * was pulled from); otherwise nothing is written and the promise rejects.
+   * was pulled from); otherwise nothing is written and the promise rejects. `key`: the meta
+   * key of the cursor ("cursor", a shared space's "cursor:ID").
    */
-  async storePage(apply, cursor, since) {
+  async storePage(apply, cursor, since, key = "cursor") {
     const tx = this.db.transaction(["records", "meta", "tombstones"], "readwrite");
     const stores = { records: tx.objectStore("records"), tombstones: tx.objectStore("tombstones") };
     const meta = tx.objectStore("meta");
@@ -332,7 +362,7 @@ export class LocalStore {
           merge(id, decide);
         };
       }
-      meta.put(cursor, "cursor");
+      meta.put(cursor, key);
     };
     // Which of the page's ids are buried: one lookup each, pipelined in the transaction (a
     // range from the smallest id to the largest would read nearly every tombstone: ids are
@@ -353,7 +383,7 @@ export class LocalStore {
     if (since === undefined) {
       readBuried();
     } else {
-      const check = meta.get("cursor");
+      const check = meta.get(key);
       check.onsuccess = () => {
         if ((check.result || 0) === since) {
           readBuried();

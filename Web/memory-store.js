@@ -15,9 +15,12 @@
 //   held) returns its outcome `{ record, buried, fork }` or undefined; the record is written
 //   (only if it changed) or deleted, the id buried, the fork added. Returns a Map from id to
 //   what was stored (null: deleted) for the records that changed, the fork's too;
-// - storePage(apply, cursor, since): the pulled records (`apply`: [id, decide] pairs, `decide`
-//   as for `commit`) and the new cursor written together, only if the stored cursor is still
-//   `since` (else nothing is written and it rejects); returns the Map as `commit` does.
+// - storePage(apply, cursor, since, key = "cursor"): the pulled records (`apply`: [id, decide]
+//   pairs, `decide` as for `commit`) and the new cursor written together under the meta `key`
+//   (a shared space's is "cursor:ID"), only if the stored cursor is still `since` (else nothing
+//   is written and it rejects); returns the Map as `commit` does;
+// - sharedRecords(listed): the records of shared spaces (a `space` set: protocol 2) other than
+//   the spaces in the Set `listed`.
 // `decide` may be called more than once for one id (Web/db.js adds a record first, and reads
 // the one held only if the id is taken): the last call's outcome is the one written.
 // Records are copied in and out (structuredClone), as IndexedDB does: a caller holding one never
@@ -121,13 +124,13 @@ export class MemoryStore {
     return written;
   }
 
-  async storePage(apply, cursor, since) {
-    if (since !== undefined && (this.meta.get("cursor") || 0) !== since) {
+  async storePage(apply, cursor, since, key = "cursor") {
+    if (since !== undefined && (this.meta.get(key) || 0) !== since) {
       throw new Error("a page did not follow the stored cursor (an earlier page was not stored); pulling again");
     }
     const written = new Map();
     for (const [id, decide] of apply) this.decided(id, decide, written);
-    this.meta.set("cursor", cursor);
+    this.meta.set(key, cursor);
     await this.written();
     return written;
   }
@@ -152,6 +155,11 @@ export class MemoryStore {
       this.records.set(added.id, copy(added));
       written.set(added.id, copy(added));
     }
+  }
+
+  /** The records of shared spaces (those with a `space`) not in `listed` (a Set of ids): the engine's check of the spaces listed. */
+  async sharedRecords(listed = new Set()) {
+    return [...this.records.values()].filter((r) => typeof r.space === "string" && r.space && !listed.has(r.space)).map(copy);
   }
 
   /** The records with edits the server has not acknowledged (for tests: the outbox, refused included). */

@@ -2,7 +2,7 @@
 // with the counts the filter menu shows. Loaded once at start-up, then changed by the ids each
 // event names: an edit costs one entry, never a pass over every record of the store.
 
-import { isPending, isPurging, noteFields, refusalOf } from "./records.js";
+import { isPending, isPurging, noteFields, refusalOf, spaceOf } from "./records.js";
 
 const LINE = 160; // characters of a note's first line kept for its row
 
@@ -40,6 +40,7 @@ export function summarize(record) {
     pending: isPending(record),
     refusal: refusalOf(record), // { code, message } of a change the server refused for good
     purged: isPurging(record),
+    space: spaceOf(record), // the shared space it is in, null for the personal space
   };
 }
 
@@ -186,9 +187,10 @@ export class NoteIndex {
 
   /**
    * The entries a view shows: `filter` is "all", "trash", "folder:NAME" or "tag:NAME";
-   * `matches` (from SearchIndex.match) keeps only the notes it marks.
+   * `matches` (from SearchIndex.match) keeps only the notes it marks; `space`: "all" (every
+   * space), "personal", or a shared space's id.
    */
-  query(filter = "all", matches = null) {
+  query(filter = "all", matches = null, space = "all") {
     const out = [];
     const trash = filter === "trash";
     const folder = filter.startsWith("folder:") ? filter.slice(7) : null;
@@ -198,6 +200,7 @@ export class NoteIndex {
       if (folder !== null && e.folder !== folder) continue;
       if (tag !== null && !e.tags.includes(tag)) continue;
       if (matches && !matches[e.doc]) continue;
+      if (space !== "all" && (e.space ?? null) !== (space === "personal" ? null : space)) continue;
       out.push(e);
     }
     return out;

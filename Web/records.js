@@ -69,6 +69,11 @@ export function noteFields(record) {
   return normalizeFields(record.local);
 }
 
+/** The shared space the record is in (protocol 2, docs/protocol.md "Spaces"), null for the personal space. */
+export function spaceOf(record) {
+  return (record && typeof record.space === "string" && record.space) || null;
+}
+
 /** Whether the server has had the record (acknowledged a change of it, or sent it). */
 export function onServer(record) {
   return record.rev > 0;
@@ -138,7 +143,7 @@ export function marked(record) {
  * `current`'s own.
  */
 export function unchanged(next, current) {
-  return Boolean(current) && next.rev === current.rev && next.createdAt === current.createdAt && next.updatedAt === current.updatedAt &&
+  return Boolean(current) && next.rev === current.rev && (next.space ?? null) === (current.space ?? null) && next.createdAt === current.createdAt && next.updatedAt === current.updatedAt &&
     sameJSON(next.local, current.local) && sameJSON(next.shadow, current.shadow) && sameJSON(next.sync, current.sync ?? null);
 }
 

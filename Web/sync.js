@@ -23,13 +23,40 @@
 //   (Tests/web/support/virtual-clock.mjs) and move time on instead of waiting for it.
 
 import { changeID, uuid } from "./text.js";
-import { noteFields, syncState, transition } from "./records.js";
+import { isPending, newRecord, noteFields, refusalOf, spaceOf, syncState, transition } from "./records.js";
 import { DEFAULT_LIMITS, SyncState, applyExactly, changeOps } from "./record-state.js";
 import { changeAddsShas, parseElement, shaOf } from "./elements.js";
 import { OPEN } from "./transport.js";
 
 const CLIENT = "noted-web/0.1.0";
 const PAGE = 500;
+const PROTOCOL = 2;
+
+/** Why an edit of a record of a space the user is no longer in is held (the Swift client's words). */
+export const LEFT_SPACE = "you are no longer a member of this record's space; copy it to your space";
+
+/** The meta key of a space's pull cursor (null: the personal space's). */
+export const cursorKey = (space) => (space ? `cursor:${space}` : "cursor");
+const snapshotKey = (space) => (space ? `snapshot:${space}` : "snapshot");
+
+/**
+ * `decide` (a store's, see Web/memory-store.js) with the outcome's records placed in a space:
+ * `space` (null: the personal space), or, undefined, the space of the record held. `transition`
+ * knows nothing of spaces (the Swift client keeps a record's space beside it, too).
+ */
+function inSpace(decide, space) {
+  return (current, buried) => {
+    const outcome = decide(current, buried);
+    if (!outcome) return outcome;
+    const where = space === undefined ? spaceOf(current) : space;
+    const place = (record) => {
+      if (!record) return record;
+      const { space: _, ...rest } = record;
+      return where ? { ...rest, space: where } : rest;
+    };
+    return { ...outcome, record: place(outcome.record), fork: place(outcome.fork) };
+  };
+}
 
 // The real time and timers. Wrapped, not referenced: a browser's `setTimeout` called as a
 // method of another object throws ("Illegal invocation").
@@ -81,6 +108,15 @@ export class SyncEngine extends EventTarget {
     this.pullAgain = false; // and another wanted once it ends (a broadcast that did not apply)
     this.progress = null; // { from, to, cursor, notes } while pulling: how far the pull has come
     this.latestSeq = 0; // the welcome's seq
+    // Protocol 2 (docs/protocol.md, "Spaces"): the space of the pull under way or the last one
+    // (null: the personal space), the spaces whose pull waits for it (one pull at a time, the
+    // personal space first), the shared spaces listed (id -> the server's Space object; null
+    // before the first welcome or `spaces` message), and the seq a broadcast of a space was
+    // heard at while not caught up.
+    this.pullSpace = null;
+    this.pullQueue = [];
+    this.spaces = null;
+    this.missed = new Map();
     // Records whose server state this engine learned from a broadcast or an ack, with that
     // change's seq, not yet covered by a stored page's cursor: a snapshot read before that
     // change does not name them, and must not drop them (see `dropAbsent`).
@@ -166,9 +202,11 @@ export class SyncEngine extends EventTarget {
     this.inFlight.clear();
     this.pulling = false;
     this.pullAgain = false;
+    this.pullQueue = [];
+    this.missed.clear();
     ws.onopen = async () => {
       const device = await this.deviceId();
-      this.send({ type: "hello", protocol: 1, token, device, client: CLIENT });
+      this.send({ type: "hello", protocol: PROTOCOL, token, device, client: CLIENT });
     };
     ws.onmessage = (event) => this.onMessage(event.data).catch((e) => this.emit("error", { message: String(e) }));
     ws.onclose = (event) => {
@@ -220,7 +258,7 @@ export class SyncEngine extends EventTarget {
 
   request(message, kind, ids = []) {
     const rid = String(++this.rid);
-    this.pending.set(rid, { kind, ids, sentAt: this.clock.now(), since: message.since });
+    this.pending.set(rid, { kind, ids, sentAt: this.clock.now(), since: message.since, space: message.space ?? null });
     if (!this.send({ ...message, rid })) this.pending.delete(rid);
     return rid;
   }
@@ -267,17 +305,28 @@ export class SyncEngine extends EventTarget {
         if (Number.isSafeInteger(message.seq)) this.latestSeq = message.seq;
         if (!this.ready) {
           this.setState("syncing");
-          await this.pull();
+          // The personal space first, then each shared space whose seq moved past its cursor.
+          this.pulling = true; // no pull starts before the personal space's
+          const moved = Array.isArray(message.spaces) ? await this.listSpaces(message.spaces) : [];
+          for (const space of moved) if (!this.pullQueue.includes(space)) this.pullQueue.push(space);
+          await this.pull(null);
+        } else if (Array.isArray(message.spaces)) {
+          for (const space of await this.listSpaces(message.spaces)) await this.requestPull(space);
+        }
+        break;
+      case "spaces":
+        if (Array.isArray(message.spaces)) {
+          for (const space of await this.listSpaces(message.spaces)) await this.requestPull(space);
         }
         break;
       case "changes":
         if (message.rid !== undefined) this.pending.delete(String(message.rid));
-        await this.onChanges(message, entry ? entry.since : undefined);
+        await this.onChanges(message, entry ? entry.since : undefined, entry ? entry.space : (message.space ?? null));
         break;
       case "ack":
       case "reject":
         this.answered(message, entry);
-        this.afterAnswer(await this.onResult(message));
+        this.afterAnswer(...(await this.onResult(message)));
         break;
       case "change":
         await this.onBroadcast(message);
@@ -289,7 +338,11 @@ export class SyncEngine extends EventTarget {
           for (const id of entry.ids) this.inFlight.delete(id);
           this.schedulePush(this.retryDelay());
         }
-        if (entry && entry.kind === "pull") this.pulling = false;
+        if (entry && entry.kind === "pull") {
+          this.pulling = false;
+          // A shared space's pull refused (`not_found`: the user left it meanwhile): the next one.
+          if (entry.space) await this.pullFinished();
+        }
         this.emit("error", { message: message.message || message.code });
         if (message.code === "unauthenticated") this.auth.refusedBecause(message.message);
         else if (message.code === "token_expired") this.auth.invalidateAccessToken();
@@ -312,8 +365,8 @@ export class SyncEngine extends EventTarget {
    * must be learned first; the change kept in flight is resent after a while (`retryLater`);
    * else the next push, unless a full push's worth of changes still waits for answers.
    */
-  afterAnswer(effect) {
-    if (effect.needsPull) this.requestPull();
+  afterAnswer(effect, space = null) {
+    if (effect.needsPull) this.requestPull(space);
     if (effect.retryLater) {
       this.schedulePush(this.retryDelay());
       return;
@@ -332,18 +385,21 @@ export class SyncEngine extends EventTarget {
     return { now: this.clock.now(), newID: uuid, limits: { ...DEFAULT_LIMITS, ...this.limits } };
   }
 
-  async pull() {
+  /** A pull of `space` (null: the personal space) from its stored cursor. */
+  async pull(space = this.pullSpace) {
     this.pulling = true;
     this.pullAgain = false;
     this.resetIds = null;
-    let cursor = (await this.store.getMeta("cursor")) || 0;
+    this.pullSpace = space;
+    let cursor = (await this.store.getMeta(cursorKey(space))) || 0;
     // A snapshot interrupted halfway (the connection lost between its pages) is pulled again
     // from 0: resumed from its last page's cursor, it would never drop what it lacks.
-    if (cursor !== 0 && (await this.store.getMeta("snapshot"))) {
-      await this.store.setMeta("cursor", 0);
+    if (cursor !== 0 && (await this.store.getMeta(snapshotKey(space)))) {
+      await this.store.setMeta(cursorKey(space), 0);
       cursor = 0;
     }
-    this.progress = { from: cursor, to: Math.max(this.latestSeq, cursor), cursor, notes: 0 };
+    const latest = space ? (this.spaces?.get(space)?.seq ?? cursor) : this.latestSeq;
+    this.progress = { from: cursor, to: Math.max(latest, cursor), cursor, notes: 0, space };
     // A pull from 0 starts a snapshot and its pages continue it: the server answers them
     // bounded and never with a reset (docs/protocol.md, section 8, "Pull"). It carries no
     // tombstones, so at its end the records none of its pages named are told they are absent
@@ -351,24 +407,116 @@ export class SyncEngine extends EventTarget {
     this.snapshot = cursor === 0;
     if (this.snapshot) {
       this.resetIds = new Set();
-      await this.store.setMeta("snapshot", true);
+      await this.store.setMeta(snapshotKey(space), true);
     }
-    this.request({ type: "pull", since: cursor, limit: PAGE, ...(this.snapshot ? { snapshot: true } : {}) }, "pull");
+    this.request({ type: "pull", since: cursor, limit: PAGE, ...(space ? { space } : {}), ...(this.snapshot ? { snapshot: true } : {}) }, "pull");
   }
 
-  /** A pull, unless one is under way: then another once it ends (the Swift machine's `requestPull`). */
-  async requestPull() {
+  /**
+   * A pull of `space` (null: the personal space), unless one is under way: then another once it
+   * ends, of the same space again or queued after it (the Swift machine's `requestPull`).
+   */
+  async requestPull(space = null) {
     if (this.pulling) {
-      this.pullAgain = true;
+      if (space === this.pullSpace) this.pullAgain = true;
+      else if (!this.pullQueue.includes(space)) this.pullQueue.push(space);
       return;
     }
-    await this.pull();
+    await this.pull(space);
   }
 
-  async onChanges(message, since) {
+  /** A pull ended: the next space waiting is pulled; none: caught up, the outbox goes. */
+  async pullFinished() {
+    while (this.pullQueue.length) {
+      const space = this.pullQueue.shift();
+      if (space !== null && this.spaces && !this.spaces.has(space)) continue; // left meanwhile
+      await this.pull(space);
+      return;
+    }
+    this.ready = true;
+    this.schedulePush(0);
+  }
+
+  /**
+   * The user's spaces as the server lists them (`welcome`, `spaces`): kept (meta "spaces", for
+   * the page), the cursors of spaces no longer listed dropped, and so are their records, but
+   * for unacknowledged edits, kept refused (`orphans`). Returns the shared spaces whose seq is
+   * past this device's cursor (a space never seen: from 0), in the server's order.
+   */
+  async listSpaces(list) {
+    const shared = list.filter((s) => s && typeof s === "object" && !s.personal && typeof s.id === "string" && s.id);
+    const before = this.spaces ? [...this.spaces.keys()] : ((await this.store.getMeta("spaces")) || []).filter((s) => s && !s.personal).map((s) => s.id);
+    this.spaces = new Map(shared.map((s) => [s.id, s]));
+    await this.store.setMeta("spaces", list.filter((s) => s && typeof s === "object" && typeof s.id === "string"));
+    for (const id of before) {
+      if (this.spaces.has(id)) continue;
+      await this.store.deleteMeta(cursorKey(id));
+      await this.store.deleteMeta(snapshotKey(id));
+    }
+    this.pullQueue = this.pullQueue.filter((space) => space === null || this.spaces.has(space));
+    await this.orphans();
+    const moved = [];
+    for (const space of shared) {
+      const cursor = (await this.store.getMeta(cursorKey(space.id))) || 0;
+      if (!Number.isSafeInteger(space.seq) || space.seq > cursor) moved.push(space.id);
+    }
+    this.emit("spaces", { spaces: list });
+    return moved;
+  }
+
+  /**
+   * The records of spaces not listed (the user left, was removed, or the space was deleted)
+   * leave this device, except edits the server has not acknowledged: those are kept, refused,
+   * never sent to a space the user is not in, for the user to copy to their personal space
+   * (`copyToPersonalSpace`) or discard. One with a change in flight waits for its answer.
+   */
+  async orphans() {
+    if (!this.spaces) return;
+    const effects = [];
+    const written = new Map();
+    for (const held of await this.store.sharedRecords(new Set(this.spaces.keys()))) {
+      if (this.spaces.has(held.space)) continue;
+      const wrote = await this.store.commit(held.id, (current) => {
+        if (!current || this.spaces.has(spaceOf(current)) || !spaceOf(current)) return undefined;
+        const state = syncState(current);
+        if (!isPending(current) && refusalOf(current) === null) {
+          effects.push({ ...effectOf({ removed: [current.id] }) });
+          return { record: null, buried: null, fork: null };
+        }
+        if (state.inflight || refusalOf(current) !== null) return undefined;
+        const refused = SyncState.refused(state, "read_only", LEFT_SPACE);
+        const effect = effectOf({ changed: [current.id] });
+        if (refused.refusal !== null) effect.refused.push([current.id, refused.refusal]);
+        effects.push(effect);
+        return { record: { ...current, sync: SyncState.stored(refused) }, buried: null, fork: null };
+      });
+      for (const [key, value] of wrote) written.set(key, value);
+    }
+    if (effects.length) this.tell(effects, written, true);
+  }
+
+  /**
+   * A record of a space the user left, kept with edits (refused): a new note in the personal
+   * space with its fields, and the original dropped (the Swift client's `copyToPersonalSpace`).
+   * Returns the new note's id.
+   */
+  async copyToPersonalSpace(id) {
+    const held = await this.store.get(id);
+    if (!held) throw new Error("no such note here");
+    const copy = uuid();
+    await this.store.update(copy, () => newRecord(copy, noteFields(held)));
+    const dropped = await this.store.update(id, (current) => (current && !syncState(current).inflight ? null : undefined));
+    const written = new Map([[copy, await this.store.get(copy)]]);
+    if (dropped === null) written.set(id, null);
+    this.emit("records", { ids: [id, copy], records: written, moved: [], added: [copy], remote: false });
+    this.schedulePush(0);
+    return copy;
+  }
+
+  async onChanges(message, since, space = this.pullSpace) {
     if (message.reset && !this.resetIds) {
       this.resetIds = new Set();
-      await this.store.setMeta("snapshot", true);
+      await this.store.setMeta(snapshotKey(space), true);
     }
     // Records of another collection (another app of the account) are not this app's.
     const records = (message.records || []).filter((record) => (record.collection ?? "notes") === "notes");
@@ -376,7 +524,7 @@ export class SyncEngine extends EventTarget {
     const results = [];
     const apply = records.map((record, i) => {
       if (this.resetIds) this.resetIds.add(record.id);
-      return [record.id, (current, buried) => (results[i] = transition(current ?? null, { type: "record", record, buried }, rules))];
+      return [record.id, inSpace((current, buried) => (results[i] = transition(current ?? null, { type: "record", record, buried }, rules)), space)];
     });
     // The next page is asked for now, while this one is stored: the server's work and the
     // store's overlap. Pages are stored in the order they came (each store's transaction is
@@ -385,10 +533,10 @@ export class SyncEngine extends EventTarget {
     const ws = this.ws;
     if (message.reset) this.snapshot = true;
     if (!message.more) this.snapshot = false;
-    if (message.more) this.request({ type: "pull", since: message.cursor, limit: PAGE, ...(this.snapshot ? { snapshot: true } : {}) }, "pull");
+    if (message.more) this.request({ type: "pull", since: message.cursor, limit: PAGE, ...(space ? { space } : {}), ...(this.snapshot ? { snapshot: true } : {}) }, "pull");
     let written;
     try {
-      written = await this.store.storePage(apply, message.cursor, since);
+      written = await this.store.storePage(apply, message.cursor, since, cursorKey(space));
     } catch (error) {
       if (this.ws === ws) this.drop("could not store a page");
       throw error;
@@ -406,16 +554,15 @@ export class SyncEngine extends EventTarget {
     if (this.resetIds) {
       const keep = this.resetIds;
       this.resetIds = null;
-      await this.dropAbsent(keep, message.cursor);
+      await this.dropAbsent(keep, message.cursor, space);
     }
-    if (this.pullAgain || (this.missedSeq || 0) > message.cursor) {
-      this.missedSeq = 0;
-      await this.pull();
+    const missed = this.missed.get(space) || 0;
+    this.missed.delete(space);
+    if (this.pullAgain || missed > message.cursor) {
+      await this.pull(space);
       return;
     }
-    this.missedSeq = 0;
-    this.ready = true;
-    this.schedulePush(0);
+    await this.pullFinished();
   }
 
   /**
@@ -423,9 +570,9 @@ export class SyncEngine extends EventTarget {
    * of its pages named (`keep`) is told so (`absentFromSnapshot`: purged on the server, or, with
    * a change in flight, purged if that change's ack is older than the snapshot). Records heard
    * of in a broadcast or an ack newer than the snapshot are kept (the page was read before that
-   * change).
+   * change). Only records of the snapshot's own space (`space`, null: the personal space).
    */
-  async dropAbsent(keep, cursor) {
+  async dropAbsent(keep, cursor, space = null) {
     for (const id of this.heardSeqs.keys()) keep.add(id);
     const rules = this.rules();
     const effects = [];
@@ -433,11 +580,15 @@ export class SyncEngine extends EventTarget {
     for (const id of await this.store.keys()) {
       if (keep.has(id)) continue;
       let result = null;
-      const wrote = await this.store.commit(id, (current) => (result = transition(current ?? null, { type: "absentFromSnapshot", cursor }, rules)));
+      result = null;
+      const wrote = await this.store.commit(id, inSpace((current) => {
+        if (current && spaceOf(current) !== space) return undefined;
+        return (result = transition(current ?? null, { type: "absentFromSnapshot", cursor }, rules));
+      }));
       for (const [key, value] of wrote) written.set(key, value);
       if (result) effects.push(result.effect);
     }
-    await this.store.deleteMeta("snapshot");
+    await this.store.deleteMeta(snapshotKey(space));
     this.tell(effects, written, true);
   }
 
@@ -478,7 +629,12 @@ export class SyncEngine extends EventTarget {
   async pushOutbox() {
     const max = Math.max(1, this.limits.maxChangesPerPush || 100);
     const limit = max * 4;
-    const outbox = await this.store.pendingRecords();
+    let outbox = await this.store.pendingRecords();
+    // A record of a space no longer listed is never sent: held, refused (`orphans`).
+    if (this.spaces && outbox.some((r) => spaceOf(r) && !this.spaces.has(spaceOf(r)) && isPending(r))) {
+      await this.orphans();
+      outbox = outbox.filter((r) => !spaceOf(r) || this.spaces.has(spaceOf(r)));
+    }
     const changes = [];
     const effects = [];
     const written = new Map();
@@ -516,6 +672,8 @@ export class SyncEngine extends EventTarget {
   async newChange(record, state, effects, written) {
     const baseRev = SyncState.nextBaseRev(state, record.rev);
     const change = { ccid: changeID(), collection: record.collection, id: record.id, baseRev };
+    // A record of a shared space names it (protocol 2); absent: the personal space.
+    if (spaceOf(record)) change.space = spaceOf(record);
     let sent = null;
     let next;
     if (state.purging && record.rev === 0) {
@@ -587,15 +745,16 @@ export class SyncEngine extends EventTarget {
 
   /** An ack or a reject of a change of ours, through `transition`: what it did (its effect). */
   async onResult(message) {
-    if (typeof message.id !== "string" || typeof message.ccid !== "string") return effectOf({});
+    if (typeof message.id !== "string" || typeof message.ccid !== "string") return [effectOf({}), null];
     if (message.type === "ack" && Number.isSafeInteger(message.seq)) this.heard(message.id, message.seq);
     const event = message.type === "ack" ? { type: "ack", message } : {
       type: "refused", ccid: message.ccid, code: String(message.code || "refused"), message: String(message.message || ""),
       current: message.current ?? null, absentAttachment: message.code === "missing_blob" ? await this.absentAttachment(message.id) : null,
     };
+    const space = spaceOf(await this.store.get(message.id));
     const [effect, written] = await this.decide(message.id, event);
     this.tell([effect], written, false);
-    return effect;
+    return [effect, space];
   }
 
   /**
@@ -623,25 +782,29 @@ export class SyncEngine extends EventTarget {
   async decide(id, event) {
     const rules = this.rules();
     let result = null;
-    const written = await this.store.commit(id, (current, buried) => (result = transition(current ?? null, { ...event, buried }, rules)));
+    const written = await this.store.commit(id, inSpace((current, buried) => (result = transition(current ?? null, { ...event, buried }, rules))));
     return [result ? result.effect : effectOf({}), written];
   }
 
   async onBroadcast(message) {
+    const space = typeof message.space === "string" && message.space ? message.space : null;
+    if (space && this.spaces && !this.spaces.has(space)) return; // a space just left
     if (!this.ready) {
       // The pull in progress brings it, unless its page was read before this change was made
-      // (the page and the broadcast can cross): the pull's end then pulls again.
-      if (Number.isSafeInteger(message.seq)) this.missedSeq = Math.max(this.missedSeq || 0, message.seq);
+      // (the page and the broadcast can cross): the pull's end then pulls again. Another
+      // space's: its pull is queued.
+      if (space !== this.pullSpace) await this.requestPull(space);
+      else if (Number.isSafeInteger(message.seq)) this.missed.set(space, Math.max(this.missed.get(space) || 0, message.seq));
       return;
     }
     if ((message.collection ?? "notes") !== "notes") return;
     const rules = this.rules();
     let result = null;
-    const written = await this.store.commit(message.id, (current, buried) => (result = transition(current ?? null, { type: "broadcast", message, buried }, rules)));
+    const written = await this.store.commit(message.id, inSpace((current, buried) => (result = transition(current ?? null, { type: "broadcast", message, buried }, rules)), space));
     if (result.applied) this.heard(message.id, Number.isSafeInteger(message.seq) ? message.seq : Infinity);
     this.tell([result.effect], written, true);
     // Another revision held, or ops that do not apply: what changed is learned by a pull.
-    if (!result.applied) await this.requestPull();
+    if (!result.applied) await this.requestPull(space);
   }
 
   /**

@@ -463,8 +463,9 @@ def test_version_1_database_with_pending_edits_upgrades_and_syncs(upgrade_server
         version = driver.execute_async_script("const done = arguments[0];"
                                               "const req = indexedDB.open('noted'); req.onsuccess = () => {"
                                               " done([req.result.version, [...req.result.objectStoreNames]]); req.result.close(); }")
-        # 2: the outbox index; 3: attachments' blobs; 4: the Swift client's stored form, and tombstones
-        assert version == [4, ["blobs", "meta", "records", "tombstones"]]
+        # 2: the outbox index; 3: attachments' blobs; 4: the Swift client's stored form, and tombstones;
+        # 5: the records' index `space` (shared spaces)
+        assert version == [5, ["blobs", "meta", "records", "tombstones"]]
 
         # Offline: every note listed, the unsynced ones marked, all of them in the outbox.
         def rows(d):

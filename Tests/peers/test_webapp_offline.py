@@ -684,7 +684,7 @@ def test_a_version_3_database_with_pending_edits_upgrades_and_syncs(srv, profile
         version = driver.execute_async_script("const done = arguments[0];"
                                               "const req = indexedDB.open('noted'); req.onsuccess = () => {"
                                               " done([req.result.version, [...req.result.objectStoreNames]]); req.result.close(); }")
-        assert version == [4, ["blobs", "meta", "records", "tombstones"]]
+        assert version == [5, ["blobs", "meta", "records", "tombstones"]]
         upgraded = {r["id"]: r for r in pending_records(driver)}
         assert set(upgraded) == {ids[k] for k in ("edited", "inflight", "purged", "refused", "created")}
         assert edited(upgraded[ids["edited"]]) and upgraded[ids["edited"]]["local"]["body"] == "server text + edited offline"
