@@ -83,4 +83,75 @@ import Testing
         #expect(done.contains { if case .composePush = $0 { true } else { false } })
         #expect(!done.contains { if case .storeSpaces = $0 { true } else { false } })
     }
+
+    /// The space pulled last answers `not_found` (the user was removed meanwhile): the catch-up
+    /// ends there and local edits go out (they waited for it for ever).
+    @Test func aFailedLastPullStillEndsTheCatchUp() throws {
+        var harness = MachineHarness()
+        guard case .connect(let id)? = harness.machine.start().first else { throw TestFailure("no connect") }
+        let hello = harness.machine.connected(id: id, token: "t", device: "d", cursor: 0, now: harness.now)
+        let welcome: JSONValue = [
+            "type": "welcome", "protocol": 2, "user": "u", "seq": 0, "rid": sentMessages(hello).first?["rid"] ?? .null,
+            "expiresAt": "2999-01-01T00:00:00.000Z",
+            "spaces": [
+                ["id": "u", "name": "Personal", "personal": true, "role": "owner", "seq": 0],
+                ["id": "x", "name": "X", "role": "editor", "seq": 3],
+            ],
+        ]
+        let toX = answer(&harness, harness.machine.received(decoded(welcome), now: harness.now), cursor: 0)
+        let pull = try #require(sentMessages(toX).first)
+        #expect(pull["space"] == "x")
+        let error: JSONValue = [
+            "type": "error", "code": "not_found", "message": "no such space", "rid": pull["rid"] ?? .null,
+        ]
+        let after = harness.machine.received(decoded(error), now: harness.now)
+        #expect(after.contains { if case .composePush = $0 { true } else { false } })
+    }
+
+    /// A server from before spaces refuses protocol 2: the next hello says 1.
+    @Test func aServerWithoutProtocolTwoIsSpokenToInProtocolOne() throws {
+        var harness = MachineHarness()
+        guard case .connect(let id)? = harness.machine.start().first else { throw TestFailure("no connect") }
+        let hello = harness.machine.connected(id: id, token: "t", device: "d", cursor: 0, now: harness.now)
+        #expect(sentMessages(hello).first?["protocol"] == 2)
+        let refusal: JSONValue = [
+            "type": "error", "code": "unsupported_protocol", "message": "this server speaks protocol 1",
+            "rid": sentMessages(hello).first?["rid"] ?? .null,
+        ]
+        _ = harness.machine.received(decoded(refusal), now: harness.now)
+        _ = harness.machine.connectionLost(id: id, now: harness.now)
+        let again = harness.advance(.seconds(60)).compactMap { if case .connect(let id) = $0 { id } else { nil } }
+        let next = try #require(again.first)
+        let second = harness.machine.connected(id: next, token: "t", device: "d", cursor: 0, now: harness.now)
+        #expect(sentMessages(second).first?["protocol"] == 1)
+    }
+
+    /// A page or broadcast of a space the device no longer lists is not taken: no record of it
+    /// comes back, nothing is dropped or buried.
+    @Test func aPageOfASpaceLeftIsNotStored() async throws {
+        let store = try LocalStore.inMemory()
+        let personal: JSONValue = ["id": "u", "name": "Personal", "personal": true, "role": "owner", "seq": 0]
+        _ = try await store.storeSpaces([personal, ["id": "x", "name": "X", "role": "editor", "seq": 1]])
+        let record = try Record(
+            json: [
+                "collection": "notes", "id": "0b8f1f2e-1c1a-4c1e-9a1e-0f1e2d3c4b5a", "rev": 1, "seq": 1,
+                "deleted": false, "fields": ["title": "kept"], "updatedAt": "2026-01-01T00:00:00.000Z",
+            ])
+        _ = try await store.storePage(records: [record], cursor: 1, space: "x")
+        #expect(try await store.list(NoteFilter(space: .shared("x"))).map(\.title) == ["kept"])
+        // Left: the synced note goes; a page still on the way brings nothing back.
+        _ = try await store.storeSpaces([personal])
+        #expect(try await store.list().isEmpty)
+        _ = try await store.storePage(records: [record], cursor: 1, space: "x")
+        #expect(try await store.list().isEmpty)
+        var broadcast = Broadcast(record: record)
+        broadcast.space = "x"
+        #expect(try await store.applyBroadcast(broadcast, limits: Limits()).applied)
+        #expect(try await store.list().isEmpty)
+        // A list without the personal space is not a list: nothing changes.
+        _ = try await store.storeSpaces([personal, ["id": "x", "name": "X", "role": "editor", "seq": 1]])
+        _ = try await store.storePage(records: [record], cursor: 1, space: "x")
+        #expect(try await store.storeSpaces([]).isEmpty)
+        #expect(try await store.list().count == 1)
+    }
 }

@@ -59,8 +59,13 @@ struct List: AsyncParsableCommand {
         let notes = try await cli {
             try await client.list(NoteFilter(folder: folder, tag: tag, trashed: trashed, order: sort, space: scope))
         }
-        printNotes(notes, json: options.json)
+        printNotes(notes, json: options.json, spaces: await spaceNames(client))
     }
+}
+
+/// The names of the shared spaces this device syncs, by id.
+func spaceNames(_ client: NotedClient) async -> [String: String] {
+    Dictionary(((try? await client.store.spaces()) ?? []).map { ($0.id, $0.name) }, uniquingKeysWith: { a, _ in a })
 }
 
 /// The space a name or id names on this device: "personal" (any case) for the personal space,
@@ -99,7 +104,8 @@ func resolvedNote(_ client: NotedClient, _ id: String) async throws -> Note {
     }
 }
 
-func printNotes(_ notes: [Note], json: Bool) {
+/// Prints notes, a shared space's with its name in brackets (`spaces`: names by id).
+func printNotes(_ notes: [Note], json: Bool, spaces: [String: String] = [:]) {
     if json {
         printJSON(.array(notes.map(\.json)))
         return
@@ -110,7 +116,8 @@ func printNotes(_ notes: [Note], json: Bool) {
             note.title.isEmpty ? String(note.body.prefix(40)).replacingOccurrences(of: "\n", with: " ") : note.title
         let tags = note.tags.isEmpty ? "" : "  " + note.tags.map { "#" + $0 }.joined(separator: " ")
         let refusal = note.refusal.map { "  (not synced: \($0))" } ?? ""
-        print(TerminalText.clean("\(note.id.prefix(8)) \(marks) \(title)\(tags)\(refusal)"))
+        let space = note.space.map { "  [\(spaces[$0] ?? "a space you left")]" } ?? ""
+        print(TerminalText.clean("\(note.id.prefix(8)) \(marks) \(title)\(tags)\(space)\(refusal)"))
     }
 }
 
@@ -343,7 +350,7 @@ struct Search: AsyncParsableCommand {
     func run() async throws {
         let client = try await options.openClient()
         let notes = try await cli { try await client.search(query) }
-        printNotes(notes, json: options.json)
+        printNotes(notes, json: options.json, spaces: await spaceNames(client))
     }
 }
 

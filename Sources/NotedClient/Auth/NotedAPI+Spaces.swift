@@ -20,13 +20,12 @@ public struct SpaceInfo: Sendable, Hashable {
     public var seq: Int64
     public var createdAt: Date?
 
+    /// A role this client does not know reads as `viewer` (it may only read).
     init?(json: JSONValue) {
-        guard let id = json["id"]?.stringValue, let name = json["name"]?.stringValue,
-            let role = json["role"]?.stringValue.flatMap(SpaceRole.init(rawValue:))
-        else { return nil }
+        guard let id = json["id"]?.stringValue, !id.isEmpty else { return nil }
         self.id = id
-        self.name = name
-        self.role = role
+        name = json["name"]?.stringValue ?? id
+        role = json["role"]?.stringValue.flatMap(SpaceRole.init(rawValue:)) ?? .viewer
         personal = json["personal"]?.boolValue ?? false
         owner = json["owner"]?.stringValue ?? ""
         memberCount = Int(json["members"]?.intValue ?? 1)

@@ -47,6 +47,8 @@ extension LocalStore {
     /// personal space (``copyToPersonalSpace(_:id:)``) or discard; if the user is back in the
     /// space before that, they are sent.
     public func storeSpaces(_ list: [JSONValue]) async throws -> StoreEffect {
+        // Every list names the personal space: one that does not is not taken (nothing dropped).
+        guard list.contains(where: { $0["personal"]?.boolValue == true }) else { return StoreEffect() }
         let shared = list.compactMap(SpaceInfo.init(json:)).filter { !$0.personal }
         return try await writer.write { db in
             var effect = StoreEffect()
@@ -72,7 +74,8 @@ extension LocalStore {
             }
             let rows = inSpaces.filter { !listed.contains($0.space ?? "") }
             for var row in rows {
-                if row.state == .synced || (!row.state.pending && row.state.refusal == nil) {
+                if row.state == .synced || (!row.state.pending && row.state.refusal == nil) || row.state.purging {
+                    // Nothing of the user's to keep (a note being deleted included).
                     try row.delete(db)
                     effect.remove(row.id, in: row.collection)
                 } else if row.state.inflight == nil && row.state.refusal == nil {
@@ -90,18 +93,19 @@ extension LocalStore {
     }
 
     /// A copy of a record, with its fields as this device has them, in the personal space (a
-    /// new id), and the original's local edits dropped: for a
-    /// record of a space the user is no longer in, the way to keep what they wrote.
+    /// new id); the original leaves the device if its space is no longer the user's (and it has
+    /// no change in flight), else it stays as it is. For a record of a space the user is no
+    /// longer in, the way to keep what they wrote.
     public func copyToPersonalSpace(_ collection: String, id: String) async throws -> (
         copy: StoredRecord, effect: StoreEffect
     ) {
-        let schema = try declared(collection)
+        _ = try declared(collection)
         let (copy, effect) = try await transaction { transaction in
             guard let row = try RecordRow.find(transaction.db, id: id), row.collection == collection else {
                 throw NotedClientError(.notFound, "no \(collection) record \(id)")
             }
-            var fields = row.localFields
-            return try transaction.create(collection, fields: fields)
+            guard !row.state.purging else { throw NotedClientError(.notFound, "no \(collection) record \(id)") }
+            return try transaction.create(collection, fields: row.localFields)
         }
         var all = effect
         let dropped = try await writer.write { db -> StoreEffect in
@@ -130,6 +134,12 @@ extension LocalStore {
         guard SpaceRole(rawValue: role).map({ $0 != .viewer }) ?? false else {
             throw NotedClientError(.invalidInput, "you are a viewer of this space: its records are read-only for you")
         }
+    }
+
+    /// Whether shared space `space` is one this device syncs (listed by the server last time).
+    static func isListed(_ db: Database, space: String) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM space WHERE id = ?)"), arguments: [space]) ?? false
     }
 
     /// Marks the records `ids` as being in shared space `space` (a page or broadcast of it).

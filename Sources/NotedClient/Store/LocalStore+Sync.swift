@@ -94,6 +94,8 @@ extension LocalStore {
     {
         let deferral = searchIndexDeferred
         return try await writer.write { db in
+            // A page of a space the user left while it was on the way: not taken.
+            if let space, try !Self.isListed(db, space: space) { return StoreEffect() }
             let before = try Int64.fetchOne(db, sql: "SELECT max(rowKey) FROM record") ?? 0
             var effect = StoreEffect()
             try deferral.whileDeferred(above: before) {
@@ -138,6 +140,7 @@ extension LocalStore {
     public func dropAbsent(keeping ids: Set<String>, space: String? = nil) async throws -> StoreEffect {
         try await writer.write { db in
             var effect = StoreEffect()
+            if let space, try !Self.isListed(db, space: space) { return effect }
             let cursor =
                 try space.map {
                     try Int64.fetchOne(db, sql: "SELECT cursor FROM space WHERE id = ?", arguments: [$0]) ?? 0
@@ -417,6 +420,12 @@ extension LocalStore {
             // saying so may come after): kept refused rather than sent again and again.
             if code == .notFound, row.space != nil {
                 var effect = StoreEffect()
+                if row.state.purging {
+                    // A delete: nothing of the user's to keep.
+                    try row.delete(db)
+                    effect.remove(row.id, in: row.collection)
+                    return effect
+                }
                 row.state.outOfSpace()
                 try row.update(db)
                 effect.refused.append((row.id, SyncState.outOfSpaceRefusal))
@@ -460,6 +469,8 @@ extension LocalStore {
     ) {
         guard schemas[broadcast.collection] != nil else { return (true, StoreEffect()) }
         return try await writer.write { db in
+            // A change of a space the user left (sent before the `spaces` message): not taken.
+            if let space = broadcast.space, try !Self.isListed(db, space: space) { return (true, StoreEffect()) }
             let row = try RecordRow.find(db, id: broadcast.id)
             let buried = try row == nil && isBuried(db, broadcast.id)
             var out = RecordTransition.Outcome(record: row)

@@ -90,6 +90,9 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     public private(set) var pullSpace: String?
     /// Spaces whose pull waits for the one under way, in order (nil: the personal space).
     private var pullQueue: [String?] = []
+    /// The protocol `hello` asks for: 2, or 1 once a server answered `unsupported_protocol`
+    /// (a server from before spaces: the personal space syncs as before).
+    public private(set) var protocolVersion: Int64 = 2
     /// The pulls under way are a snapshot: from 0 (or a reset), until its last page.
     private var inSnapshot = false
     private var lastStatus: SyncStatus = .stopped
@@ -181,7 +184,10 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
         self.spaceCursors = spaceCursors
         phase = .authenticating(id: id)
         let rid = request(.hello, now: now)
-        return [.send(.hello(protocol: 2, token: token, device: device, client: configuration.client), rid: rid)]
+        return [
+            .send(
+                .hello(protocol: protocolVersion, token: token, device: device, client: configuration.client), rid: rid)
+        ]
     }
 
     /// The `since` of the pull under way (its space's stored cursor).
@@ -259,7 +265,12 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     public mutating func pageStored(more: Bool, cursor: Int64, now: Instant) -> [Action] {
         guard case .connected(let id, let caughtUp) = phase else { return [] }
         requests.storing = false
-        if let space = pullSpace { spaceCursors[space] = cursor } else { self.cursor = cursor }
+        if let space = pullSpace {
+            // A space left while its page was on the way keeps no cursor (pulled from 0 if joined again).
+            if spaceCursors[space] != nil { spaceCursors[space] = cursor }
+        } else {
+            self.cursor = cursor
+        }
         if !more { inSnapshot = false }
         // The next page was asked for when this one arrived: its answer goes on from here.
         if more, requests.pending.values.contains(where: { $0.kind == .pull }) { return [] }
@@ -460,6 +471,8 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
     /// The user's spaces, listed by the server: stored, and the shared ones with changes this
     /// device has not pulled are pulled (a space just joined from 0, as a first sync).
     private mutating func spacesListed(_ list: [JSONValue], now: Instant) -> [Action] {
+        // Every list names the personal space: one that does not is not taken (nothing dropped).
+        guard list.contains(where: { $0["personal"]?.boolValue == true }) else { return [] }
         var shared: [(id: String, seq: Int64)] = []
         for entry in list where entry["personal"]?.boolValue != true {
             guard let id = entry["id"]?.stringValue, !id.isEmpty else { continue }
@@ -501,12 +514,20 @@ public struct SyncStateMachine<Instant: InstantProtocol>: Sendable where Instant
                     if !pullQueue.isEmpty {
                         pullSpace = pullQueue.removeFirst()
                         actions += pull(since: cursor(of: pullSpace), now: now)
+                    } else if case .connected(let id, false) = phase {
+                        // The last pull of the catch-up failed: caught up as far as can be.
+                        phase = .connected(id: id, caughtUp: true)
+                        actions += compose()
                     }
                 }
             case .reauth:
                 if refresh != .running { refresh = .scheduled(now.advanced(by: .seconds(5))) }
             case .hello:
-                break
+                if code == ErrorCode.unsupportedProtocol.rawValue && protocolVersion > 1 {
+                    protocolVersion = 1
+                    actions.append(
+                        .error("the server does not speak protocol 2 (spaces); syncing the personal space only"))
+                }
             }
         }
         if code == ErrorCode.tokenExpired.rawValue || code == ErrorCode.unauthenticated.rawValue {
