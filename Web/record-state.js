@@ -438,7 +438,26 @@ export const SyncState = Object.freeze({
     if (RESENT_AS_THEY_ARE.includes(code) || editedSince) return next;
     return { ...next, edited: false, refusal: `${code}: ${message}` };
   },
+
+  /**
+   * The record's space is no longer the user's (a `spaces` list without it, or a shared
+   * space's `not_found`): its edits are kept, refused, never sent (`SyncState.outOfSpace`).
+   * Not part of the shared vectors: the personal space never comes here.
+   */
+  outOfSpace(state) {
+    return { ...state, inflight: null, edited: false, purging: false, refusal: LEFT_SPACE_REFUSAL };
+  },
+
+  /** The user is in the record's space again: edits kept by `outOfSpace` go out (`SyncState.backInSpace`). */
+  backInSpace(state) {
+    return state.refusal === LEFT_SPACE_REFUSAL ? { ...state, refusal: null, edited: true } : state;
+  },
 });
+
+/** Why an edit of a record of a space the user is no longer in is held (the Swift client's words). */
+export const LEFT_SPACE = "you are no longer a member of this record's space; copy it to your space";
+/** Its stored refusal (the code the server gives a non-member's edit, then the words). */
+const LEFT_SPACE_REFUSAL = `read_only: ${LEFT_SPACE}`;
 
 /** The codes after which the edits go again as they are (`SyncState.refused`). */
 const RESENT_AS_THEY_ARE = ["gone", "not_found", "already_exists", "invalid_version", "ccid_reused"];

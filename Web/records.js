@@ -433,6 +433,21 @@ class RecordTransition {
       out.effect.changed.push(row.id);
       return;
     }
+    if (code === "not_found" && spaceOf(row)) {
+      // A shared space's `not_found`: the user is no longer in it (the `spaces` message saying
+      // so may come after). Not a purge: nothing buried or forked; the edits are kept refused
+      // (sent again if the user is back in the space), a delete simply done here.
+      if (row.state.purging) {
+        out.record = null;
+        out.effect.removed.push(row.id);
+        return;
+      }
+      row.state = SyncState.outOfSpace(row.state);
+      out.record = row;
+      out.effect.refused.push([row.id, row.state.refusal]);
+      out.effect.changed.push(row.id);
+      return;
+    }
     const { newest } = change;
     const stash = newest && {
       collection: row.collection, id: row.id, rev: newest.rev, deleted: newest.fields === null, fields: newest.fields ?? {},
