@@ -201,6 +201,12 @@ export class LocalStore {
     await done(tx);
   }
 
+  /** The keys of the meta held (the pull cursors among them: "cursor", "cursor:<space>"). */
+  async metaKeys() {
+    const tx = this.db.transaction("meta", "readonly");
+    return request(tx.objectStore("meta").getAllKeys());
+  }
+
   async get(id) {
     const tx = this.db.transaction("records", "readonly");
     return request(tx.objectStore("records").get(id));

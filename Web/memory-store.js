@@ -3,7 +3,7 @@
 // IndexedDB, no node modules: the page could use it too.
 //
 // The storage interface the engine needs (both stores implement it; every method async):
-// - getMeta(key), setMeta(key, value), deleteMeta(key): the cursor ("cursor"), the device id
+// - getMeta(key), setMeta(key, value), deleteMeta(key), metaKeys(): the cursor ("cursor"), the device id
 //   ("device") and the like;
 // - get(id), getMany(ids), keys(), scan(visit): the records (Web/records.js's stored form);
 // - pendingRecords(): the outbox (records pending or refused: `pend` set by `stamp`);
@@ -81,6 +81,11 @@ export class MemoryStore {
   async deleteMeta(key) {
     this.meta.delete(key);
     await this.written();
+  }
+
+  /** The keys of the meta held (the pull cursors among them: "cursor", "cursor:<space>"). */
+  async metaKeys() {
+    return [...this.meta.keys()];
   }
 
   async get(id) {

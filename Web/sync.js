@@ -24,7 +24,7 @@
 
 import { changeID, uuid } from "./text.js";
 import { isPending, newRecord, noteFields, refusalOf, spaceOf, syncState, transition } from "./records.js";
-import { DEFAULT_LIMITS, SyncState, applyExactly, changeOps } from "./record-state.js";
+import { DEFAULT_LIMITS, LEFT_SPACE, SyncState, applyExactly, changeOps } from "./record-state.js";
 import { changeAddsShas, parseElement, shaOf } from "./elements.js";
 import { OPEN } from "./transport.js";
 
@@ -32,8 +32,7 @@ const CLIENT = "noted-web/0.1.0";
 const PAGE = 500;
 const PROTOCOL = 2;
 
-/** Why an edit of a record of a space the user is no longer in is held (the Swift client's words). */
-export const LEFT_SPACE = "you are no longer a member of this record's space; copy it to your space";
+export { LEFT_SPACE };
 
 /** The meta key of a space's pull cursor (null: the personal space's). */
 export const cursorKey = (space) => (space ? `cursor:${space}` : "cursor");
@@ -116,6 +115,9 @@ export class SyncEngine extends EventTarget {
     this.pullSpace = null;
     this.pullQueue = [];
     this.spaces = null;
+    this.leftSpaces = new Set(); // spaces once listed, no longer (their records leave this device)
+    this.storingPages = 0; // pages being stored (the next one is asked for meanwhile)
+    this.pullFailed = false; // a pull asked ahead was refused while its page before was stored
     this.missed = new Map();
     // Records whose server state this engine learned from a broadcast or an ack, with that
     // change's seq, not yet covered by a stored page's cursor: a snapshot read before that
@@ -202,7 +204,10 @@ export class SyncEngine extends EventTarget {
     this.inFlight.clear();
     this.pulling = false;
     this.pullAgain = false;
+    this.pullSpace = null;
     this.pullQueue = [];
+    this.pullFailed = false;
+    this.storingPages = 0;
     this.missed.clear();
     ws.onopen = async () => {
       const device = await this.deviceId();
@@ -339,9 +344,14 @@ export class SyncEngine extends EventTarget {
           this.schedulePush(this.retryDelay());
         }
         if (entry && entry.kind === "pull") {
-          this.pulling = false;
-          // A shared space's pull refused (`not_found`: the user left it meanwhile): the next one.
-          if (entry.space) await this.pullFinished();
+          // A pull refused (a shared space's `not_found`: the user left it meanwhile; or any
+          // error, the personal space's too): the next space queued, or caught up. One asked
+          // ahead while a page is still being stored: that page's end moves on instead.
+          if (this.storingPages > 0) this.pullFailed = true;
+          else {
+            this.pulling = false;
+            await this.pullFinished();
+          }
         }
         this.emit("error", { message: message.message || message.code });
         if (message.code === "unauthenticated") this.auth.refusedBecause(message.message);
@@ -444,16 +454,22 @@ export class SyncEngine extends EventTarget {
    * past this device's cursor (a space never seen: from 0), in the server's order.
    */
   async listSpaces(list) {
+    // Every list names the personal space: one that does not is not taken (nothing dropped).
+    if (!list.some((s) => s && typeof s === "object" && s.personal === true)) return [];
     const shared = list.filter((s) => s && typeof s === "object" && !s.personal && typeof s.id === "string" && s.id);
     const before = this.spaces ? [...this.spaces.keys()] : ((await this.store.getMeta("spaces")) || []).filter((s) => s && !s.personal).map((s) => s.id);
     this.spaces = new Map(shared.map((s) => [s.id, s]));
+    for (const id of before) if (!this.spaces.has(id)) this.leftSpaces.add(id);
+    for (const id of this.spaces.keys()) this.leftSpaces.delete(id);
     await this.store.setMeta("spaces", list.filter((s) => s && typeof s === "object" && typeof s.id === "string"));
-    for (const id of before) {
-      if (this.spaces.has(id)) continue;
-      await this.store.deleteMeta(cursorKey(id));
-      await this.store.deleteMeta(snapshotKey(id));
+    // The cursors (and snapshot marks) of every space not listed, whatever was listed before.
+    for (const key of await this.store.metaKeys()) {
+      const at = key.indexOf(":");
+      if (at < 0 || !["cursor", "snapshot"].includes(key.slice(0, at))) continue;
+      if (!this.spaces.has(key.slice(at + 1))) await this.store.deleteMeta(key);
     }
     this.pullQueue = this.pullQueue.filter((space) => space === null || this.spaces.has(space));
+    await this.backInSpaces();
     await this.orphans();
     const moved = [];
     for (const space of shared) {
@@ -477,18 +493,44 @@ export class SyncEngine extends EventTarget {
     for (const held of await this.store.sharedRecords(new Set(this.spaces.keys()))) {
       if (this.spaces.has(held.space)) continue;
       const wrote = await this.store.commit(held.id, (current) => {
-        if (!current || this.spaces.has(spaceOf(current)) || !spaceOf(current)) return undefined;
+        if (!current || !spaceOf(current) || this.spaces.has(spaceOf(current))) return undefined;
         const state = syncState(current);
-        if (!isPending(current) && refusalOf(current) === null) {
+        // Edits of a space never listed here (created or joined just now, its list still to
+        // come) are the server's to judge: only those of a space once listed are held.
+        if (!this.leftSpaces.has(spaceOf(current)) && (isPending(current) || refusalOf(current) !== null)) return undefined;
+        if ((!isPending(current) && refusalOf(current) === null) || (state.purging && !state.inflight)) {
+          // Nothing of the user's to keep (a note being deleted included).
           effects.push({ ...effectOf({ removed: [current.id] }) });
           return { record: null, buried: null, fork: null };
         }
         if (state.inflight || refusalOf(current) !== null) return undefined;
-        const refused = SyncState.refused(state, "read_only", LEFT_SPACE);
+        const refused = SyncState.outOfSpace(state);
         const effect = effectOf({ changed: [current.id] });
         if (refused.refusal !== null) effect.refused.push([current.id, refused.refusal]);
         effects.push(effect);
         return { record: { ...current, sync: SyncState.stored(refused) }, buried: null, fork: null };
+      });
+      for (const [key, value] of wrote) written.set(key, value);
+    }
+    if (effects.length) this.tell(effects, written, true);
+  }
+
+  /**
+   * The records kept refused because their space was left (`orphans`, a shared space's
+   * `not_found`) whose space is listed again: their edits go out (the Swift `backInSpace`).
+   */
+  async backInSpaces() {
+    const effects = [];
+    const written = new Map();
+    for (const held of await this.store.pendingRecords()) {
+      if (!spaceOf(held) || !this.spaces.has(spaceOf(held)) || syncState(held).refusal === null) continue;
+      const wrote = await this.store.commit(held.id, (current) => {
+        if (!current || !this.spaces.has(spaceOf(current))) return undefined;
+        const state = syncState(current);
+        const back = SyncState.backInSpace(state);
+        if (back === state) return undefined;
+        effects.push(effectOf({ changed: [current.id] }));
+        return { record: { ...current, sync: SyncState.stored(back) }, buried: null, fork: null };
       });
       for (const [key, value] of wrote) written.set(key, value);
     }
@@ -514,6 +556,18 @@ export class SyncEngine extends EventTarget {
   }
 
   async onChanges(message, since, space = this.pullSpace) {
+    const unlisted = () => space !== null && this.spaces !== null && !this.spaces.has(space);
+    if (unlisted()) {
+      // A page of a space the `spaces` message removed while it was on its way: not taken, and
+      // no page after it asked for; the pull ends there.
+      if (this.pullSpace === space && this.pulling) {
+        this.pulling = false;
+        this.resetIds = null;
+        this.progress = null;
+        await this.pullFinished();
+      }
+      return;
+    }
     if (message.reset && !this.resetIds) {
       this.resetIds = new Set();
       await this.store.setMeta(snapshotKey(space), true);
@@ -535,12 +589,24 @@ export class SyncEngine extends EventTarget {
     if (!message.more) this.snapshot = false;
     if (message.more) this.request({ type: "pull", since: message.cursor, limit: PAGE, ...(space ? { space } : {}), ...(this.snapshot ? { snapshot: true } : {}) }, "pull");
     let written;
+    this.storingPages += 1;
     try {
       written = await this.store.storePage(apply, message.cursor, since, cursorKey(space));
     } catch (error) {
       if (this.ws === ws) this.drop("could not store a page");
       throw error;
+    } finally {
+      this.storingPages -= 1;
     }
+    if (unlisted()) {
+      // The space was removed while the page was stored: its cursor goes, and so do its
+      // records (but unacknowledged edits, kept refused: `orphans`).
+      await this.store.deleteMeta(cursorKey(space));
+      await this.store.deleteMeta(snapshotKey(space));
+      await this.orphans();
+    }
+    const failed = this.pullFailed && this.storingPages === 0;
+    if (failed) this.pullFailed = false;
     for (const [id, seq] of this.heardSeqs) if (seq <= message.cursor) this.heardSeqs.delete(id);
     if (this.progress) {
       this.progress.notes += records.length;
@@ -549,7 +615,16 @@ export class SyncEngine extends EventTarget {
     }
     // `records` holds what was stored: listeners need not read the page back.
     this.tell(results.filter(Boolean).map((r) => r.effect), written, true);
-    if (message.more || this.ws !== ws) return;
+    if (this.ws !== ws) return;
+    if (unlisted() || (failed && message.more)) {
+      // Left meanwhile, or the page asked ahead was refused: the pull ends here.
+      this.pulling = false;
+      this.resetIds = null;
+      this.progress = null;
+      await this.pullFinished();
+      return;
+    }
+    if (message.more) return;
     this.pulling = false;
     if (this.resetIds) {
       const keep = this.resetIds;
@@ -630,10 +705,14 @@ export class SyncEngine extends EventTarget {
     const max = Math.max(1, this.limits.maxChangesPerPush || 100);
     const limit = max * 4;
     let outbox = await this.store.pendingRecords();
-    // A record of a space no longer listed is never sent: held, refused (`orphans`).
-    if (this.spaces && outbox.some((r) => spaceOf(r) && !this.spaces.has(spaceOf(r)) && isPending(r))) {
+    // A new edit of a record of a space left is never sent: held, refused (`orphans`). A change
+    // in flight goes again whatever its space: the server's answer (an ack, or `not_found`,
+    // which keeps it refused) settles it. A space never listed here (created or joined just
+    // now, its `spaces` message still to come) is the server's to judge.
+    const left = (r) => spaceOf(r) && this.leftSpaces.has(spaceOf(r)) && !syncState(r).inflight;
+    if (outbox.some((r) => left(r) && isPending(r))) {
       await this.orphans();
-      outbox = outbox.filter((r) => !spaceOf(r) || this.spaces.has(spaceOf(r)));
+      outbox = outbox.filter((r) => !left(r));
     }
     const changes = [];
     const effects = [];
