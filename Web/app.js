@@ -588,6 +588,18 @@ async function restoreUnsaved(kept) {
   }
 }
 
+/** Whether `record` is a note of a shared space the user only views (the server would refuse an edit). */
+function isReadOnly(record) {
+  const space = spaceOf(record);
+  const listed = space ? spaces.find((s) => s.id === space) : null;
+  return Boolean(listed) && !canWrite(listed.role);
+}
+
+/** Whether files may be added to the note shown: not to a shared space's note (nor a read-only one). */
+function canAttach() {
+  return Boolean(draft) && !spaceOf(draft.record) && !isReadOnly(draft.record);
+}
+
 function renderMeta() {
   const f = noteFields(draft.record);
   if (document.activeElement !== ui.folder) ui.folder.value = f.folder || "";
@@ -601,8 +613,7 @@ function renderMeta() {
   if (previewing && (f.attachments || []).join("\n") !== previewFiles) renderPreview(); // a file came or went
   // A shared space's note: read-only for a viewer (the server would refuse the edit: `read_only`).
   const space = spaceOf(draft.record);
-  const listed = space ? spaces.find((s) => s.id === space) : null;
-  const readOnly = Boolean(listed) && !canWrite(listed.role);
+  const readOnly = isReadOnly(draft.record);
   for (const el of [ui.title, ui.body, ui.folder, ui.tags]) el.readOnly = readOnly;
   for (const el of [ui.pin, ui.trash, ui.restore, ui.purge]) el.disabled = readOnly;
   // Files in shared spaces are not there yet (the server refuses such a change: docs/protocol.md).
@@ -613,7 +624,7 @@ function renderMeta() {
   const refusal = refusalOf(draft.record);
   ui.refusal.hidden = !refusal;
   // A space the user is no longer in: what they wrote can be kept in their own space.
-  ui.copyPersonal.hidden = !(refusal && space && !listed);
+  ui.copyPersonal.hidden = !(refusal && space && !spaces.some((s) => s.id === space));
   if (refusal) {
     const detail = refusal.message ? `${refusal.code}: ${refusal.message}` : refusal.code;
     const after = onServer(draft.record) ? "the server's version returns" : "the note is removed: the server never had it";
@@ -706,8 +717,10 @@ function renderPreview() {
   const elements = (draft && noteFields(draft.record).attachments) || [];
   previewFiles = elements.join("\n");
   const listed = new Set(elements.map(shaOf));
+  const readOnly = Boolean(draft) && isReadOnly(draft.record);
   const fragment = renderMarkdown(ui.body.value, {
-    onToggleTask: toggleTaskAt,
+    onToggleTask: readOnly ? null : toggleTaskAt,
+    readOnly, // a viewer's boxes are drawn disabled
     loadAttachment: (sha) => (attachments && listed.has(sha) ? attachments.loadAttachment(sha) : null),
     urls: previewUrls,
   });
@@ -727,7 +740,7 @@ function renderPreview() {
 
 /** A task's box clicked in the preview: its "[ ]" or "[x]" flips in the text, saved as typing is. */
 function toggleTaskAt(index) {
-  if (!draft) return;
+  if (!draft || isReadOnly(draft.record)) return; // a viewer edits nothing
   const next = toggleTask(ui.body.value, index);
   if (next !== ui.body.value) {
     setField(ui.body, next);
@@ -929,6 +942,8 @@ function historyEntry(id, rev) {
 }
 
 async function restoreRevision(id, rev) {
+  const record = draft && draft.id === id ? draft.record : await store.get(id);
+  if (record && isReadOnly(record)) return; // a viewer restores nothing
   const space = draft && draft.id === id ? spaceOf(draft.record) : null;
   const params = [...(rev.conflict ? ["conflict=true"] : []), ...(space ? [`space=${encodeURIComponent(space)}`] : [])];
   const query = params.length ? `?${params.join("&")}` : "";
@@ -1761,6 +1776,7 @@ async function main() {
     note: () => draft && { id: draft.id, attachments: noteFields(draft.record).attachments },
     edit,
     saveFile,
+    canAttach,
   });
   attachments.start();
   // /Attachments

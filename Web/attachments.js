@@ -557,8 +557,9 @@ function offsetOf(response) {
  * name)`: a download.
  */
 export class AttachmentsEditor {
-  constructor(attachments, { ui, note, edit, saveFile }) {
+  constructor(attachments, { ui, note, edit, saveFile, canAttach = () => true }) {
     this.attachments = attachments;
+    this.canAttach = canAttach; // false: files dropped or pasted are left to the browser (a shared space's note, a read-only one)
     this.ui = ui;
     this.note = note;
     this.edit = edit;
@@ -575,18 +576,18 @@ export class AttachmentsEditor {
     });
     ui.body.addEventListener("paste", (event) => {
       const files = [...((event.clipboardData && event.clipboardData.files) || [])];
-      if (files.length === 0) return;
+      if (files.length === 0 || !this.canAttach()) return;
       event.preventDefault();
       this.addFiles(files);
     });
     ui.body.addEventListener("dragover", (event) => {
-      if (!event.dataTransfer || ![...event.dataTransfer.types].includes("Files")) return;
+      if (!event.dataTransfer || ![...event.dataTransfer.types].includes("Files") || !this.canAttach()) return;
       event.preventDefault();
       event.dataTransfer.dropEffect = "copy";
     });
     ui.body.addEventListener("drop", (event) => {
       const files = [...((event.dataTransfer && event.dataTransfer.files) || [])];
-      if (files.length === 0) return;
+      if (files.length === 0 || !this.canAttach()) return;
       event.preventDefault();
       this.addFiles(files);
     });

@@ -950,9 +950,9 @@ let taskLabels = 0;
  * through blob: URLs: `urls` (an ObjectUrls of Web/attachments.js, owned by the caller, who
  * releases it when the drawing goes away) makes them and is told which this drawing shows
  * (`keepOnly`: the URLs of a drawing before that this one does not show are revoked); without
- * it, each URL is revoked once its image has loaded.
+ * it, each URL is revoked once its image has loaded. `readOnly` draws the tasks' boxes disabled.
  */
-export function renderMarkdown(text, { loadAttachment = null, onToggleTask = null, urls = null, document: doc = globalThis.document } = {}) {
+export function renderMarkdown(text, { loadAttachment = null, onToggleTask = null, urls = null, readOnly = false, document: doc = globalThis.document } = {}) {
   const tree = parse(text);
   const fragment = doc.createDocumentFragment();
   const images = new Set(); // the hashes of the attachment images drawn
@@ -1092,6 +1092,7 @@ export function renderMarkdown(text, { loadAttachment = null, onToggleTask = nul
       const box = el("input");
       box.type = "checkbox";
       box.checked = node.task.checked;
+      if (readOnly) box.disabled = true; // a viewer's note: its boxes cannot be ticked
       box.className = "md-task-box";
       box.dataset.task = String(node.task.index);
       const label = el("span", "md-task-text");

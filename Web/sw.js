@@ -2,7 +2,7 @@
 // The shell is served from the cache and refreshed in the background; API calls never are.
 
 // A new file in SHELL, or one dropped from it: bump CACHE (the old cache is deleted on activate).
-const CACHE = "noted-shell-v16";
+const CACHE = "noted-shell-v17";
 const SHELL = ["./", "index.html", "app.js", "account.js", "accounts.js", "auth.js", "db.js", "sync.js", "text.js", "dmp.js", "style.css",
   "notes-index.js", "list.js", "search.js", "search-client.js", "search-worker.js", "search-text.js", "qr.js", "markdown.js", "attachments.js", "elements.js", "records.js", "record-state.js", "transport.js", "memory-store.js", "history.js", "usage.js", "spaces.js",
   "manifest.webmanifest", "icon.svg", "icon-192.png", "icon-512.png"];

@@ -11,6 +11,7 @@ headless Chromium driven by Selenium against a real noted-server process.
   (version 5) keeping it, and it syncs.
 
 Skipped with a printed notice where Chromium cannot be found (as Tests/peers/test_webapp.py)."""
+import time
 import uuid
 
 import pytest
@@ -170,7 +171,8 @@ def test_a_viewer_who_joined_by_a_link_sees_the_space_read_only(srv, profile_dir
     ann, cat = register(base, "ann"), register(base, "cat")
     space = share(base, ann, "Rules", [])
     note_id = str(uuid.uuid4())
-    push_to_space(base, ann, space, {note_id: ("House rules", "no running")})
+    chores_id = str(uuid.uuid4())
+    push_to_space(base, ann, space, {note_id: ("House rules", "no running"), chores_id: ("Chores", "- [ ] sweep")})
     a, c = chromium(profile_dir()), chromium(profile_dir())
     try:
         sign_in(a, base, ann)
@@ -199,6 +201,28 @@ def test_a_viewer_who_joined_by_a_link_sees_the_space_read_only(srv, profile_dir
         assert body(c) == "no running"
         assert c.execute_script("return window.noted.store.pendingRecords().then(r => r.length)") == 0
         assert space_notes(base, ann, space)[note_id]["body"] == "no running"
+        # A file pasted or dropped on a shared space's note is not attached (left to the browser).
+        handled = c.execute_script("""
+          const body = document.getElementById('body');
+          const data = new DataTransfer();
+          data.items.add(new File(['hello'], 'hello.txt', { type: 'text/plain' }));
+          const drop = new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true });
+          const over = new DragEvent('dragover', { dataTransfer: data, bubbles: true, cancelable: true });
+          const paste = new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true });
+          body.dispatchEvent(over); body.dispatchEvent(drop); body.dispatchEvent(paste);
+          return [over.defaultPrevented, drop.defaultPrevented, paste.defaultPrevented];
+        """)
+        assert handled == [False, False, False], handled
+        # A task's box in the preview is drawn disabled and ticks nothing.
+        open_exactly(c, "Chores")
+        c.find_element(By.ID, "preview-toggle").click()
+        wait(c, lambda d: d.find_elements(By.CSS_SELECTOR, "#preview input[type=checkbox]"), message="the task drawn")
+        box = c.find_element(By.CSS_SELECTOR, "#preview input[type=checkbox]")
+        assert not box.is_enabled(), "a viewer's task box is disabled"
+        c.execute_script("const b = arguments[0]; b.disabled = false; b.click();", box)
+        time.sleep(0.5)
+        assert body(c) == "- [ ] sweep"
+        assert c.execute_script("return window.noted.store.pendingRecords().then(r => r.length)") == 0
         # Ann sees Cat as a viewer among the members.
         a.find_element(By.ID, "share-close").click()
         a.find_element(By.ID, "share").click()
