@@ -1536,11 +1536,7 @@ function wireSpaces() {
   window.addEventListener("hashchange", () => {
     const secret = joinSecret(location.hash);
     if (!secret) return;
-    try {
-      sessionStorage.setItem(JOIN_KEY, secret);
-    } catch {
-      // No storage: read from the address.
-    }
+    keepJoin(secret);
     joinFromLink();
   });
   window.addEventListener("online", () => refreshSpaces());
@@ -1569,6 +1565,20 @@ async function joinFromLink() {
     if (error.code !== "offline") forgetJoin();
     toast(error.code === "link_unusable" ? "This link no longer works: ask for a new one." : `Could not join the space: ${error.message}`);
   }
+}
+
+/**
+ * A join link's secret kept in sessionStorage for the sign-in, and, once kept, taken out of the
+ * address at once (not left in the history or shown). Without storage it stays in the address,
+ * read from there (joined only if already signed in).
+ */
+function keepJoin(secret) {
+  try {
+    sessionStorage.setItem(JOIN_KEY, secret);
+  } catch {
+    return; // no storage: read from the address
+  }
+  history.replaceState(null, "", location.pathname + location.search);
 }
 
 function forgetJoin() {
@@ -1698,13 +1708,7 @@ async function main() {
   };
   // A join link opened: its secret waits for the sign-in (the sign-in's redirect drops the fragment).
   const secret = joinSecret(location.hash);
-  if (secret) {
-    try {
-      sessionStorage.setItem(JOIN_KEY, secret);
-    } catch {
-      // No storage: joined only if already signed in (read from the address again).
-    }
-  }
+  if (secret) keepJoin(secret);
   auth = new Auth();
   ui.signIn.addEventListener("click", () => auth.signIn().catch((e) => (ui.signInError.textContent = e.message)));
   let signedInNow = false;
