@@ -559,8 +559,9 @@ export class SyncEngine extends EventTarget {
     const unlisted = () => space !== null && this.spaces !== null && !this.spaces.has(space);
     if (unlisted()) {
       // A page of a space the `spaces` message removed while it was on its way: not taken, and
-      // no page after it asked for; the pull ends there.
-      if (this.pullSpace === space && this.pulling) {
+      // no page after it asked for; the pull ends there (after the page before it, if that one
+      // is still being stored: its end does it).
+      if (this.pullSpace === space && this.pulling && this.storingPages === 0) {
         this.pulling = false;
         this.resetIds = null;
         this.progress = null;
@@ -617,7 +618,9 @@ export class SyncEngine extends EventTarget {
     this.tell(results.filter(Boolean).map((r) => r.effect), written, true);
     if (this.ws !== ws) return;
     if (unlisted() || (failed && message.more)) {
-      // Left meanwhile, or the page asked ahead was refused: the pull ends here.
+      // Left meanwhile, or the page asked ahead was refused: the pull ends here (once: a page
+      // after this one may have ended it already).
+      if (this.pullSpace !== space || !this.pulling) return;
       this.pulling = false;
       this.resetIds = null;
       this.progress = null;
